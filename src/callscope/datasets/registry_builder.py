@@ -1,0 +1,177 @@
+"""Registry-scale benchmark: each query re-posed with S functions, the gold one plus distractors.
+
+Follows the SAAG paper (section 3, Appendix C): for every source case the gold function is
+kept and ``S - 1`` distractors are added from a pool so each registry holds exactly S
+functions, for every S in ``scales``; the query and gold call do not change with S.
+
+What a user can rely on:
+
+* **Nested registries.** Distractors are drawn once per case, ``max(scales) - 1`` of them,
+  and every scale takes a prefix: the S=10 registry is the S=5 registry with five more
+  functions appended, the S=15 registry the S=10 one with five more (as in Figure 5).
+* **Gold position.** ``"first"`` puts the gold function at index 0 (the paper's Figure 5).
+  ``"random"`` draws the index once per case, uniformly in ``[0, min(scales) - 1]``, and keeps
+  it at every scale, so the nesting above still holds. The index is in
+  ``meta["gold_position"]``.
+* **No name clashes.** The pool is deduplicated by name (first spec wins) and every function
+  whose name equals the gold name is excluded, so a registry never holds two functions
+  with one name, even when the pool carries another spec under the gold's name.
+* **Distractors.** ``"uniform"``: a uniform draw without replacement (the paper's setting).
+  ``"similar"``: the pool ranked by lexical similarity to the gold function (rapidfuzz
+  ``token_set_ratio`` over name with ``_`` as spaces, description and parameter names;
+  ties broken by pool order), most similar first, to make confusable registries.
+* **Determinism.** One ``random.Random(seed)`` drives case sampling, distractor draws and
+  gold positions in a fixed order, so the same inputs and seed give byte-identical JSONL.
+
+Output cases are ordered by source case, then by ascending scale; ids are
+``<source id>@S<scale>``.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from rapidfuzz import fuzz, process, utils
+
+from callscope.datasets.io import write_jsonl
+from callscope.types import Case
+
+DistractorMode = Literal["uniform", "similar"]
+GoldPosition = Literal["random", "first"]
+
+
+def default_pool(cases: Sequence[Case]) -> list[dict[str, Any]]:
+    """All functions of all cases, in case order, deduplicated by name (first spec wins)."""
+    return dedupe_by_name(f for case in cases for f in case.functions)
+
+
+def dedupe_by_name(functions: Any) -> list[dict[str, Any]]:
+    """Keep the first function of each name, in order."""
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for spec in functions:
+        name = spec.get("name")
+        if not isinstance(name, str) or name in seen:
+            continue
+        seen.add(name)
+        out.append(spec)
+    return out
+
+
+def function_text(spec: dict[str, Any]) -> str:
+    """Text a function is compared by in ``"similar"`` mode: name with ``_`` as spaces,
+    description, parameter names (``_`` as spaces too)."""
+    params = spec.get("parameters")
+    props = params.get("properties") if isinstance(params, dict) else None
+    names = list(props) if isinstance(props, dict) else []
+    description = spec.get("description")
+    parts = [str(spec.get("name", "")), description if isinstance(description, str) else ""]
+    parts.extend(str(n) for n in names)
+    return " ".join(p.replace("_", " ") for p in parts if p)
+
+
+def rank_similar(gold: dict[str, Any], candidates: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of ``candidates``, most similar to ``gold`` first (ties: lower index first)."""
+    query = utils.default_process(function_text(gold))
+    texts = [utils.default_process(function_text(c)) for c in candidates]
+    scored = process.extract(query, texts, scorer=fuzz.token_set_ratio, limit=None)
+    return [index for _text, _score, index in sorted(scored, key=lambda t: (-t[1], t[2]))]
+
+
+def _gold_function(case: Case) -> dict[str, Any]:
+    if not case.gold or not isinstance(case.gold.get("name"), str):
+        raise ValueError(f"case {case.id}: no gold call to build a registry around")
+    name = case.gold["name"]
+    for spec in case.functions:
+        if spec.get("name") == name:
+            return spec
+    raise ValueError(f"case {case.id}: gold function {name!r} is not among its functions")
+
+
+def _check_scales(scales: Sequence[int]) -> list[int]:
+    ordered = sorted(set(scales))
+    if not ordered:
+        raise ValueError("scales is empty")
+    if any(not isinstance(s, int) or isinstance(s, bool) or s < 1 for s in ordered):
+        raise ValueError(f"scales must be positive integers, got {list(scales)}")
+    return ordered
+
+
+def build_registry_benchmark(
+    cases: Sequence[Case],
+    pool: Sequence[dict[str, Any]] | None = None,
+    *,
+    scales: Sequence[int] = (5, 10, 15),
+    n: int | None = None,
+    seed: int = 0,
+    distractors: DistractorMode = "uniform",
+    gold_position: GoldPosition = "random",
+) -> list[Case]:
+    """Build one case per (source case, scale) with a registry of exactly ``scale`` functions.
+
+    ``pool`` defaults to ``default_pool(cases)``. ``n`` samples that many source cases with
+    ``random.Random(seed)`` (kept in their original order); ``None`` takes all. Raises
+    ``ValueError`` when a case has no gold function among its functions, when ``n`` exceeds
+    the number of cases, or when the pool holds too few functions for a scale (the message
+    names the scale and the pool size). Inputs are not modified; outputs hold copies.
+    """
+    if distractors not in ("uniform", "similar"):
+        raise ValueError(f"distractors must be 'uniform' or 'similar', got {distractors!r}")
+    if gold_position not in ("random", "first"):
+        raise ValueError(f"gold_position must be 'random' or 'first', got {gold_position!r}")
+    ordered_scales = _check_scales(scales)
+    smallest, largest = ordered_scales[0], ordered_scales[-1]
+    functions_pool = dedupe_by_name(pool if pool is not None else default_pool(cases))
+
+    rng = random.Random(seed)
+    if n is None:
+        chosen = list(cases)
+    else:
+        if n < 0 or n > len(cases):
+            raise ValueError(f"n={n} but there are {len(cases)} cases")
+        chosen = [cases[i] for i in sorted(rng.sample(range(len(cases)), n))]
+
+    out: list[Case] = []
+    for case in chosen:
+        gold = _gold_function(case)
+        candidates = [f for f in functions_pool if f["name"] != gold["name"]]
+        if len(candidates) < largest - 1:
+            too_big = next(s for s in ordered_scales if s - 1 > len(candidates))
+            raise ValueError(
+                f"scale {too_big} needs {too_big - 1} distractors for case {case.id}, but the "
+                f"pool of {len(functions_pool)} functions holds only {len(candidates)} "
+                f"not named {gold['name']!r}"
+            )
+        if distractors == "uniform":
+            picked = rng.sample(candidates, largest - 1)
+        else:
+            picked = [candidates[i] for i in rank_similar(gold, candidates)[: largest - 1]]
+        position = 0 if gold_position == "first" else rng.randrange(smallest)
+        for scale in ordered_scales:
+            others = picked[: scale - 1]
+            registry = others[:position] + [gold] + others[position:]
+            out.append(
+                Case(
+                    id=f"{case.id}@S{scale}",
+                    query=case.query,
+                    functions=copy.deepcopy(registry),
+                    gold=copy.deepcopy(case.gold),
+                    scale=scale,
+                    meta={
+                        **copy.deepcopy(case.meta),
+                        "source_id": case.id,
+                        "gold_position": position,
+                        "distractors": distractors,
+                    },
+                )
+            )
+    return out
+
+
+def benchmark_to_jsonl(cases: Sequence[Case], path: str | Path) -> int:
+    """Write cases as the ``run`` cases JSONL (``Case.to_dict`` per line); returns the count."""
+    return write_jsonl(path, (case.to_dict() for case in cases))

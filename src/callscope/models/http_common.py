@@ -1,0 +1,247 @@
+"""Shared HTTP plumbing for the Ollama and OpenAI-compatible backends.
+
+What a user relies on:
+
+* one request is tried at most ``retries + 1`` times; it is retried only on connection
+  errors, timeouts, HTTP 5xx and HTTP 429 (other 4xx fail at once);
+* the wait between attempts doubles from ``backoff_base`` seconds (capped at
+  ``backoff_cap``); a 429/503 ``Retry-After`` header (seconds) is honoured up to
+  ``retry_after_cap`` seconds;
+* every failure is a :class:`callscope.types.ModelError` whose message names the backend
+  and the address, and whose ``kind`` is one of ``connection``, ``timeout``, ``http_5xx``,
+  ``http_4xx``, ``rate_limited``, ``malformed``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from callscope.types import ModelError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try one request. ``sleep`` is injectable so tests need not wait."""
+
+    timeout: float = 120.0
+    retries: int = 3
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+    retry_after_cap: float = 30.0
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
+
+    @property
+    def attempts(self) -> int:
+        return max(0, self.retries) + 1
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        return min(self.backoff_cap, self.backoff_base * (2 ** (attempt - 1)))
+
+
+def policy_from_opts(timeout: float, retries: int, opts: Mapping[str, Any]) -> RetryPolicy:
+    """Build a policy from ``load_model`` arguments (``backoff_base``, ``backoff_cap``,
+    ``retry_after_cap`` and ``sleep`` may come in ``opts``)."""
+    kw: dict[str, Any] = {"timeout": float(timeout), "retries": int(retries)}
+    for name in ("backoff_base", "backoff_cap", "retry_after_cap"):
+        if opts.get(name) is not None:
+            kw[name] = float(opts[name])
+    if opts.get("sleep") is not None:
+        kw["sleep"] = opts["sleep"]
+    return RetryPolicy(**kw)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header given in seconds; ``None`` if absent or a date."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return max(0.0, seconds)
+
+
+def _connection_reason(exc: Exception) -> str:
+    text = str(exc)
+    low = text.lower()
+    if "refused" in low:
+        return "connection refused"
+    if "name or service not known" in low or "nodename nor servname" in low:
+        return "unknown host"
+    return text or type(exc).__name__
+
+
+def _snippet(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The server's own error text: ``error`` / ``error.message`` of a JSON body, else the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return _snippet(response.text)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return _snippet(err["message"])
+        if isinstance(err, str):
+            return _snippet(err)
+    return _snippet(response.text)
+
+
+def _plural(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+def post_json(
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    backend: str,
+    policy: RetryPolicy,
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """POST ``payload`` as JSON and return the decoded JSON object of a 2xx reply.
+
+    Raises :class:`ModelError` after the retry budget is spent or at once on a non-retryable
+    failure; a 2xx body that is not a JSON object is ``kind="malformed"``.
+    """
+    last_kind = "connection"
+    last_msg = ""
+    for attempt in range(1, policy.attempts + 1):
+        wait: float | None = None
+        try:
+            response = client.post(url, json=payload, headers=dict(headers or {}),
+                                   timeout=policy.timeout)
+        except httpx.TimeoutException:
+            last_kind = "timeout"
+            last_msg = (f"{backend} backend timed out after {policy.timeout:g} s waiting for "
+                        f"{url}")
+        except httpx.TransportError as exc:
+            last_kind = "connection"
+            last_msg = f"{backend} backend cannot reach {url} ({_connection_reason(exc)})"
+        else:
+            status = response.status_code
+            if 200 <= status < 300:
+                return decode_json_object(response, backend=backend, url=url)
+            detail = _error_detail(response)
+            if status == 429 or status >= 500:
+                last_kind = "rate_limited" if status == 429 else "http_5xx"
+                last_msg = f"{backend} backend got HTTP {status} from {url}: {detail}"
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                if retry_after is not None:
+                    wait = min(retry_after, policy.retry_after_cap)
+            else:
+                raise ModelError(
+                    f"{backend} backend got HTTP {status} from {url}: {detail}", kind="http_4xx"
+                )
+        if attempt < policy.attempts:
+            policy.sleep(policy.backoff(attempt) if wait is None else wait)
+    raise ModelError(f"{last_msg} after {_plural(policy.attempts)}", kind=last_kind)
+
+
+def decode_json_object(response: httpx.Response, *, backend: str, url: str) -> dict[str, Any]:
+    """The reply body as a JSON object, or ``ModelError(kind="malformed")``."""
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        raise ModelError(
+            f"{backend} backend got a reply from {url} that is not JSON: "
+            f"{_snippet(response.text, 120)!r}",
+            kind="malformed",
+        ) from None
+    if not isinstance(body, dict):
+        raise ModelError(
+            f"{backend} backend got a reply from {url} that is not a JSON object",
+            kind="malformed",
+        )
+    return body
+
+
+def require(obj: Any, path: str, expected: type | tuple[type, ...], *, backend: str,
+            url: str) -> Any:
+    """Walk a dotted ``path`` (``choices.0.message``) into ``obj``; raise ``malformed``
+    naming the missing or mistyped field."""
+    cur = obj
+    for part in path.split("."):
+        if isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        elif isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            raise ModelError(f"{backend} backend reply from {url} lacks '{path}'",
+                             kind="malformed")
+    if not isinstance(cur, expected):
+        raise ModelError(
+            f"{backend} backend reply from {url} has '{path}' of type {type(cur).__name__}",
+            kind="malformed",
+        )
+    return cur
+
+
+def normalise_arguments(arguments: Any) -> dict[str, Any] | str:
+    """Tool-call arguments as a dict; a JSON string is decoded, and kept as the raw string
+    when it is not a JSON object (so the parser can report it)."""
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except ValueError:
+            return arguments
+        return decoded if isinstance(decoded, dict) else arguments
+    if arguments is None:
+        return {}
+    return json.dumps(arguments)
+
+
+def parse_tool_calls(raw: Any, *, backend: str, url: str) -> list[dict[str, Any]] | None:
+    """Normalise ``[{function: {name, arguments}}]`` to ``[{"name", "arguments"}]``;
+    ``None`` when there are none."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ModelError(f"{backend} backend reply from {url} has non-list 'tool_calls'",
+                         kind="malformed")
+    calls: list[dict[str, Any]] = []
+    for i, item in enumerate(raw):
+        fn = item.get("function") if isinstance(item, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str):
+            raise ModelError(
+                f"{backend} backend reply from {url} lacks 'tool_calls.{i}.function.name'",
+                kind="malformed",
+            )
+        calls.append({"name": name, "arguments": normalise_arguments(fn.get("arguments"))})
+    return calls or None
+
+
+def ensure_scheme(base: str) -> str:
+    """``127.0.0.1:11434`` -> ``http://127.0.0.1:11434``; strips a trailing slash."""
+    base = base.strip()
+    if "://" not in base:
+        base = "http://" + base
+    return base.rstrip("/")
+
+
+def int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def evaluated_tokens(prompt_tokens: int | None, cached_tokens: int | None) -> int | None:
+    """Prompt tokens actually computed: the total less the reported cache hits; ``None``
+    when the server does not report cache hits (recent Ollama sends
+    ``prompt_eval_cached_count``; OpenAI-style servers ``prompt_tokens_details.cached_tokens``)."""
+    if prompt_tokens is None or cached_tokens is None:
+        return None
+    return max(0, prompt_tokens - cached_tokens)

@@ -1,0 +1,160 @@
+"""Ollama's native chat API (``POST {base}/api/chat``), non-streaming.
+
+The base address comes from the ``base_url`` argument, else ``OLLAMA_HOST`` (a bare
+``host:port`` is accepted), else ``http://localhost:11434``. Tool-call arguments travel as
+JSON objects both ways (OpenAI-style string arguments are decoded before sending); tool
+results are sent as ``{"role": "tool", "content": ..., "tool_name": ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import httpx
+
+from callscope.models.base import ChatModel, Decoding
+from callscope.models.http_common import (
+    RetryPolicy,
+    ensure_scheme,
+    evaluated_tokens,
+    int_or_none,
+    parse_tool_calls,
+    post_json,
+    require,
+)
+from callscope.types import ModelReply
+
+DEFAULT_OLLAMA = "http://localhost:11434"
+
+
+def ollama_base(base_url: str | None) -> str:
+    """The server address to use (argument, then ``OLLAMA_HOST``, then the default)."""
+    return ensure_scheme(base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA)
+
+
+def _object_arguments(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except ValueError:
+            return {}
+        return decoded if isinstance(decoded, dict) else {}
+    return {}
+
+
+def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Map OpenAI-style messages to Ollama's.
+
+    Assistant ``tool_calls`` keep only ``function.{name, arguments}`` with object arguments
+    (an argument string that is not a JSON object becomes ``{}``: Ollama rejects strings).
+    A tool result's ``tool_name`` is its ``name``, else the name of the assistant call whose
+    ``id`` matches its ``tool_call_id``.
+    """
+    names_by_id: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        role = msg.get("role")
+        content = msg.get("content")
+        item: dict[str, Any] = {"role": role, "content": "" if content is None else content}
+        if role == "assistant" and msg.get("tool_calls"):
+            calls = []
+            for tc in msg["tool_calls"]:
+                fn = tc.get("function", tc)
+                name = fn.get("name", "")
+                if tc.get("id"):
+                    names_by_id[str(tc["id"])] = name
+                calls.append({"function": {"name": name,
+                                           "arguments": _object_arguments(fn.get("arguments"))}})
+            item["tool_calls"] = calls
+        elif role == "tool":
+            name = msg.get("name") or msg.get("tool_name") or names_by_id.get(
+                str(msg.get("tool_call_id", "")), "")
+            if not isinstance(item["content"], str):
+                item["content"] = json.dumps(item["content"])
+            if name:
+                item["tool_name"] = name
+        out.append(item)
+    return out
+
+
+class OllamaModel(ChatModel):
+    """An Ollama model by name (``ollama:<model>``). Thread-safe; ``max_concurrency``
+    defaults to 2 (Ollama queues parallel requests per model)."""
+
+    supports_native_tools = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        policy: RetryPolicy | None = None,
+        max_concurrency: int = 2,
+        num_ctx: int | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("ollama: needs a model name, e.g. ollama:qwen2.5-coder:1.5b")
+        self.model = model
+        self.spec = f"ollama:{model}"
+        self.base = ollama_base(base_url)
+        self.url = f"{self.base}/api/chat"
+        self.policy = policy or RetryPolicy()
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.num_ctx = num_ctx
+        self._client = httpx.Client()
+
+    def build_request(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        decoding: Decoding,
+    ) -> dict[str, Any]:
+        """The JSON body sent to ``/api/chat``."""
+        options: dict[str, Any] = {
+            "temperature": decoding.temperature,
+            "seed": decoding.seed,
+            "num_predict": decoding.max_tokens,
+        }
+        if self.num_ctx:
+            options["num_ctx"] = int(self.num_ctx)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_ollama_messages(messages),
+            "stream": False,
+            "options": options,
+        }
+        if tools:
+            body["tools"] = tools
+        return body
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        decoding: Decoding | None = None,
+    ) -> ModelReply:
+        body = self.build_request(messages, tools, decoding or Decoding())
+        start = time.perf_counter()
+        data = post_json(self._client, self.url, body, backend="ollama", policy=self.policy)
+        latency = time.perf_counter() - start
+        message = require(data, "message", dict, backend="ollama", url=self.url)
+        content = message.get("content")
+        prompt_tokens = int_or_none(data.get("prompt_eval_count"))
+        cached = int_or_none(data.get("prompt_eval_cached_count"))
+        return ModelReply(
+            text=content if isinstance(content, str) else "",
+            tool_calls=parse_tool_calls(message.get("tool_calls"), backend="ollama",
+                                        url=self.url),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=int_or_none(data.get("eval_count")),
+            prompt_tokens_evaluated=evaluated_tokens(prompt_tokens, cached),
+            latency_s=latency,
+        )
+
+    def close(self) -> None:
+        self._client.close()

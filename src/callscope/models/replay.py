@@ -1,0 +1,144 @@
+"""``replay:<file>``: answer from recorded outputs, for offline and reproducible runs.
+
+The file is JSON lines; three row shapes may be mixed:
+
+* ``{"case_id", "attempt", "output", "mode"?}``: the answer for one case at one attempt
+  (1-based); a row with ``mode`` only matches that mode (``native``/``prompt``);
+* ``{"case_id", "outputs": [out1, out2, ...], "mode"?}``: answers consumed by attempt
+  (``outputs[attempt - 1]``), used when no exact ``attempt`` row exists;
+* ``{"request_hash", "output", "spec"?}``: the answer for one exact request, hashed with
+  :func:`callscope.models.cache.request_key` using the row's ``spec`` (or the
+  ``source_spec`` option), as written by :meth:`CachedModel.export_replay`.
+
+An ``output`` is either the reply text or an object ``{"text", "tool_calls", ...}``
+(any :class:`ModelReply` field). Case rows need a context: the caller sets it with
+``model.set_context(case_id=..., mode=..., attempt=...)`` before ``chat``; the context is
+per thread, so concurrent workers each set their own. Case rows are tried first, then
+request hashes; with neither, ``chat`` raises ``ModelError(kind="replay_missing")``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from callscope.models.base import ChatModel, Decoding
+from callscope.models.cache import request_key
+from callscope.types import ModelError, ModelReply
+
+_OutputKey = tuple[str, int, str | None]
+
+
+def reply_from_output(output: Any) -> ModelReply:
+    """A recorded ``output`` (text, or an object of :class:`ModelReply` fields) as a reply."""
+    if isinstance(output, str):
+        return ModelReply(text=output)
+    if isinstance(output, dict):
+        reply = ModelReply.from_dict(output)
+        reply.cached = False
+        return reply
+    raise ValueError(f"output must be a string or an object, not {type(output).__name__}")
+
+
+class ReplayModel(ChatModel):
+    """Answers from a replay file; never touches the network."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        source_spec: str | None = None,
+        native_tools: bool = False,
+        max_concurrency: int = 8,
+    ) -> None:
+        self.path = Path(path)
+        self.spec = f"replay:{path}"
+        self.supports_native_tools = bool(native_tools)
+        self.max_concurrency = max(1, int(max_concurrency))
+        self._by_attempt: dict[_OutputKey, Any] = {}
+        self._by_list: dict[tuple[str, str | None], list[Any]] = {}
+        self._by_hash: dict[str, Any] = {}
+        self._hash_specs: list[str] = [source_spec] if source_spec else []
+        self._local = threading.local()
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.is_file():
+            raise ValueError(f"replay file not found: {self.path}")
+        with open(self.path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    raise ValueError(f"{self.path}:{lineno}: not JSON ({exc})") from None
+                self._add_row(row, f"{self.path}:{lineno}")
+
+    def _add_row(self, row: Any, where: str) -> None:
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: row is not a JSON object")
+        mode = row.get("mode")
+        if "request_hash" in row:
+            if "output" not in row:
+                raise ValueError(f"{where}: request_hash row has no 'output'")
+            self._by_hash[str(row["request_hash"])] = row["output"]
+            spec = row.get("spec")
+            if isinstance(spec, str) and spec not in self._hash_specs:
+                self._hash_specs.append(spec)
+        elif "case_id" in row and "outputs" in row:
+            if not isinstance(row["outputs"], list):
+                raise ValueError(f"{where}: 'outputs' must be a list")
+            self._by_list[(str(row["case_id"]), mode)] = row["outputs"]
+        elif "case_id" in row and "output" in row:
+            attempt = int(row.get("attempt", 1))
+            self._by_attempt[(str(row["case_id"]), attempt, mode)] = row["output"]
+        else:
+            raise ValueError(
+                f"{where}: row needs 'case_id' with 'output' or 'outputs', or 'request_hash'")
+
+    def set_context(self, **context: Any) -> None:
+        """Say which case, mode and attempt the next ``chat`` in this thread answers for
+        (``case_id``, ``mode``, ``attempt`` 1-based; other keys are kept and ignored)."""
+        self._local.context = dict(context)
+
+    def _context(self) -> dict[str, Any]:
+        return getattr(self._local, "context", {})
+
+    def _case_output(self, case_id: str, attempt: int, mode: str | None) -> tuple[bool, Any]:
+        for m in (mode, None) if mode is not None else (None,):
+            key = (case_id, attempt, m)
+            if key in self._by_attempt:
+                return True, self._by_attempt[key]
+        for m in (mode, None) if mode is not None else (None,):
+            outputs = self._by_list.get((case_id, m))
+            if outputs is not None and 1 <= attempt <= len(outputs):
+                return True, outputs[attempt - 1]
+        return False, None
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        decoding: Decoding | None = None,
+    ) -> ModelReply:
+        ctx = self._context()
+        case_id = ctx.get("case_id")
+        attempt = int(ctx.get("attempt") or 1)
+        mode = ctx.get("mode")
+        if case_id is not None:
+            found, output = self._case_output(str(case_id), attempt, mode)
+            if found:
+                return reply_from_output(output)
+        for spec in self._hash_specs:
+            key = request_key(spec, messages, tools, decoding)
+            if key in self._by_hash:
+                return reply_from_output(self._by_hash[key])
+        where = (f"case {case_id!r} attempt {attempt}" + (f" mode {mode}" if mode else "")
+                 if case_id is not None else "this request (no case context set)")
+        raise ModelError(
+            f"replay file {self.path} has no answer for {where}, nor for the request hash",
+            kind="replay_missing",
+        )

@@ -1,0 +1,140 @@
+"""Extrinsic metrics against a gold call: name match and argument precision / recall / F1.
+
+Two kinds of gold are understood:
+
+* ``{"name", "arguments"}`` (Glaive-style): one expected value per argument, compared
+  leniently (strings case-insensitive after strip, numbers within 1e-6 relative, numeric
+  strings equal to numbers, bools equal to "true"/"false", lists in order, objects key by key).
+* ``{"name", "acceptable": {param: [values...]}}`` (BFCL-style): any acceptable value counts,
+  ``""`` in a list means the parameter may be omitted, and values are compared with BFCL's
+  semantics (exact types except int for float and tuple as list; strings normalised by
+  lower-casing and removing spaces and ``,./-_*^``, ``'`` read as ``"``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from callscope.saag.grounding import is_number
+from callscope.types import ToolCall
+
+_BFCL_STRIP = re.compile(r"[ ,./\-_*^]")
+
+
+def _as_number(v: Any) -> float | None:
+    if is_number(v):
+        return float(v) if math.isfinite(float(v)) else None
+    if isinstance(v, str):
+        try:
+            f = float(v.strip().replace(",", ""))
+        except (ValueError, OverflowError):
+            return None
+        return f if math.isfinite(f) else None
+    return None
+
+
+def _num_eq(a: float, b: float, rel: float = 1e-6) -> bool:
+    return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def values_equal(pred: Any, gold: Any) -> bool:
+    """Lenient equality used for ``{"name","arguments"}`` gold."""
+    try:
+        if isinstance(pred, bool) or isinstance(gold, bool):
+            other = gold if isinstance(pred, bool) else pred
+            flag = pred if isinstance(pred, bool) else gold
+            if isinstance(other, bool):
+                return other == flag
+            return isinstance(other, str) and other.strip().lower() == str(flag).lower()
+        if pred is None or gold is None:
+            return pred is None and gold is None
+        if is_number(pred) or is_number(gold):
+            a, b = _as_number(pred), _as_number(gold)
+            return a is not None and b is not None and _num_eq(a, b)
+        if isinstance(pred, str) and isinstance(gold, str):
+            return pred.strip().lower() == gold.strip().lower()
+        if isinstance(pred, list | tuple) and isinstance(gold, list | tuple):
+            return len(pred) == len(gold) and all(
+                values_equal(p, q) for p, q in zip(pred, gold, strict=True)
+            )
+        if isinstance(pred, dict) and isinstance(gold, dict):
+            return set(pred) == set(gold) and all(values_equal(pred[k], gold[k]) for k in gold)
+    except (OverflowError, RecursionError):
+        return False
+    return False
+
+
+def _bfcl_norm(s: str) -> str:
+    return _BFCL_STRIP.sub("", s.lower()).replace("'", '"')
+
+
+def bfcl_values_equal(pred: Any, gold: Any) -> bool:
+    """Equality with BFCL's AST-checker semantics (see module docstring)."""
+    try:
+        if isinstance(gold, bool) or isinstance(pred, bool):
+            return isinstance(pred, bool) and isinstance(gold, bool) and pred == gold
+        if isinstance(gold, float) and is_number(pred):
+            return float(pred) == gold
+        if isinstance(gold, int) and not isinstance(gold, bool):
+            return isinstance(pred, int) and pred == gold
+        if isinstance(gold, str):
+            return isinstance(pred, str) and _bfcl_norm(pred) == _bfcl_norm(gold)
+        if isinstance(gold, list | tuple):
+            return (
+                isinstance(pred, list | tuple)
+                and len(pred) == len(gold)
+                and all(bfcl_values_equal(p, q) for p, q in zip(pred, gold, strict=True))
+            )
+        if isinstance(gold, dict):
+            return isinstance(pred, dict) and set(pred) == set(gold) and all(
+                bfcl_values_equal(pred[k], gold[k]) for k in gold
+            )
+        if gold is None:
+            return pred is None
+    except (OverflowError, RecursionError):
+        return False
+    return False
+
+
+def _prf(correct: int, n_pred: int, n_gold: int, name_ok: bool) -> dict[str, float]:
+    if n_pred == 0 and n_gold == 0:
+        p = r = 1.0 if name_ok else 0.0
+    else:
+        p = correct / n_pred if n_pred else 0.0
+        r = correct / n_gold if n_gold else (1.0 if name_ok else 0.0)
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return {"arg_precision": p, "arg_recall": r, "arg_f1": f1}
+
+
+def extrinsic(call: ToolCall | None, gold: dict[str, Any]) -> dict[str, Any]:
+    """``name_match``, ``arg_precision``, ``arg_recall``, ``arg_f1`` of ``call`` against ``gold``."""
+    if call is None:
+        return {"name_match": False, "arg_precision": 0.0, "arg_recall": 0.0, "arg_f1": 0.0}
+    name_ok = call.name == gold.get("name")
+    pred = call.arguments
+    acceptable = gold.get("acceptable")
+    if isinstance(acceptable, dict):
+        mandatory = {k for k, vals in acceptable.items() if "" not in vals}
+        correct_keys = {
+            k
+            for k, v in pred.items()
+            if name_ok and k in acceptable and any(bfcl_values_equal(v, a) for a in acceptable[k])
+        }
+        relevant = mandatory | correct_keys
+        n_correct = len(correct_keys & relevant)
+        out = _prf(n_correct, len(pred), len(relevant), name_ok)
+    else:
+        gold_args = gold.get("arguments") or {}
+        n_correct = sum(
+            1 for k, v in pred.items() if name_ok and k in gold_args and values_equal(v, gold_args[k])
+        )
+        out = _prf(n_correct, len(pred), len(gold_args), name_ok)
+    return {"name_match": name_ok, **out}
+
+
+def is_correct(call: ToolCall | None, gold: dict[str, Any]) -> bool:
+    """Name and every argument right, nothing missing, nothing extra."""
+    m = extrinsic(call, gold)
+    return bool(m["name_match"]) and m["arg_precision"] == 1.0 and m["arg_recall"] == 1.0

@@ -1,0 +1,126 @@
+"""Stage 3 primitives: exact match of a value in the query, and the hallucination score h(v).
+
+All functions are pure and total: any JSON-like value in, a number / bool / ``None`` out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from rapidfuzz import fuzz
+
+#: a number token of the query: ``84.50``, ``1,000``, ``-3``, ``.5``; the minus sign counts
+#: only when no word character precedes it (so ``5-3`` holds 5 and 3, not -3).
+NUMBER_TOKEN = re.compile(r"(?:(?<!\w)-)?(?:\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)")
+_WORD = re.compile(r"\w")
+
+#: partial_ratio below this (0-100) makes a string a *hard* drift (paper: 0.6)
+HARD_DRIFT_BELOW = 60.0
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def number_tokens(query: str) -> list[float | int]:
+    """The numbers written in ``query`` (commas dropped)."""
+    out: list[float | int] = []
+    for tok in NUMBER_TOKEN.findall(query):
+        clean = tok.replace(",", "")
+        try:
+            out.append(int(clean) if re.fullmatch(r"-?\d+", clean) else float(clean))
+        except ValueError:  # pragma: no cover - the regex only admits numbers
+            continue
+    return out
+
+
+def numbers_equal(a: float | int, b: float | int, rel: float = 1e-9) -> bool:
+    """Equality within ``rel`` relative tolerance; exact for two ints; never raises."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    try:
+        fa, fb = float(a), float(b)
+    except OverflowError:
+        return False
+    if math.isnan(fa) or math.isnan(fb):
+        return False
+    if fa == fb:
+        return True
+    return abs(fa - fb) <= rel * max(abs(fa), abs(fb))
+
+
+def string_in_query(value: str, query: str) -> bool:
+    """Lower-cased, stripped ``value`` occurs in lower-cased ``query`` with no word character
+    immediately before or after it. The empty string never matches."""
+    needle = value.strip().lower()
+    if not needle:
+        return False
+    hay = query.lower()
+    start = hay.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before_ok = start == 0 or not _WORD.match(hay[start - 1])
+        after_ok = end == len(hay) or not _WORD.match(hay[end])
+        if before_ok and after_ok:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+def exact_match(value: Any, query: str) -> bool:
+    """EM(v, Q) as specified: strings at word boundaries, numbers against number tokens,
+    non-empty containers when every element / leaf matches; bool and null never match."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, str):
+        return string_in_query(value, query)
+    if is_number(value):
+        return any(numbers_equal(value, tok) for tok in number_tokens(query))
+    if isinstance(value, list | tuple):
+        return bool(value) and all(exact_match(v, query) for v in value)
+    if isinstance(value, dict):
+        return bool(value) and all(exact_match(v, query) for v in value.values())
+    return False
+
+
+def partial_ratio(value: str, query: str) -> float:
+    """``rapidfuzz.fuzz.partial_ratio`` of the lower-cased strings, 0-100."""
+    return float(fuzz.partial_ratio(value.lower(), query.lower()))
+
+
+#: h(v) returns this for arguments with no grounding context (bool, null, empty containers,
+#: numbers when the query has no digit): they are excluded from VHR and from the pass test.
+ASSUMED = None
+
+
+def hallucination(value: Any, query: str) -> float | None:
+    """h(v): 0 when grounded, 1 - partial_ratio/100 for strings, 1 for numbers when the query
+    holds a digit; ``None`` (*assumed*) when there is no grounding context. A non-empty
+    container scores the max h over its non-assumed leaves."""
+    if exact_match(value, query):
+        return 0.0
+    if isinstance(value, str):
+        return 1.0 - partial_ratio(value, query) / 100.0
+    if is_number(value):
+        return 1.0 if any(ch.isdigit() for ch in query) else ASSUMED
+    if isinstance(value, list | tuple | dict):
+        leaves = value.values() if isinstance(value, dict) else value
+        scores = [h for h in (hallucination(v, query) for v in leaves) if h is not None]
+        return max(scores) if scores else ASSUMED
+    return ASSUMED
+
+
+def worst_leaf(value: Any, query: str) -> Any:
+    """The leaf of ``value`` with the highest h (first one on ties); the value itself for scalars."""
+    if not isinstance(value, list | tuple | dict):
+        return value
+    leaves = list(value.values() if isinstance(value, dict) else value)
+    best, best_h = None, -1.0
+    for leaf in leaves:
+        candidate = worst_leaf(leaf, query)
+        h = hallucination(candidate, query)
+        if h is not None and h > best_h:
+            best, best_h = candidate, h
+    return best

@@ -1,0 +1,89 @@
+"""Score rows ``{id, query, functions, output, gold?}`` -> the ``score`` output format."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any
+
+from callscope.parse import parse_output
+from callscope.saag.cascade import Diagnosis, diagnose
+from callscope.saag.extrinsic import extrinsic
+from callscope.saag.messages import correction_message
+from callscope.types import Case, ParseResult
+
+METRICS = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
+OUTPUT_KEYS = (
+    "id", "stage", *METRICS, "nearest", "missing", "drifted", "spurious", "fix", "parse_error",
+)  # fmt: skip
+GOLD_KEYS = ("name_match", "arg_precision", "arg_recall", "arg_f1", "solved")
+
+
+def score_parsed(
+    parsed: ParseResult, case: Case
+) -> tuple[Diagnosis, dict[str, Any]]:
+    """Diagnose the first parsed call of ``parsed`` for ``case``; return the diagnosis and the
+    output row (``score`` format)."""
+    call = parsed.first
+    d = diagnose(call, case.functions, case.query)
+    row: dict[str, Any] = {"id": case.id, "stage": d.stage}
+    for m in METRICS:
+        row[m] = getattr(d, m)
+    row.update(
+        nearest=d.nearest,
+        missing=d.missing,
+        drifted=d.drifted,
+        spurious=d.spurious,
+        fix=correction_message(d),
+        parse_error=parsed.error,
+    )
+    if case.gold is not None:
+        ext = extrinsic(call, case.gold)
+        row.update(ext)
+        row["solved"] = d.passed and bool(ext["name_match"])
+    return d, row
+
+
+def score_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Score one input row. A malformed row yields ``{"id", "error"}`` instead of raising."""
+    rid = row.get("id") if isinstance(row, dict) else None
+    try:
+        case = Case.from_dict(row)
+    except ValueError as exc:
+        return {"id": rid, "error": f"malformed row: {exc}"}
+    if "output" not in row:
+        return {"id": rid, "error": "malformed row: no 'output'"}
+    _, out = score_parsed(parse_output(row["output"]), case)
+    out["id"] = rid  # keep the caller's id as given (Case ids are strings)
+    return out
+
+
+@dataclass
+class ScoreSummary:
+    """Per-stage failure counts and the mean of each metric over rows where it is defined."""
+
+    rows: int = 0
+    errors: int = 0
+    stages: Counter[int] = field(default_factory=Counter)
+    means: dict[str, float | None] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def summarize(rows: Iterable[dict[str, Any]]) -> ScoreSummary:
+    rows = list(rows)
+    s = ScoreSummary(rows=len(rows))
+    good = [r for r in rows if "error" not in r]
+    s.errors = len(rows) - len(good)
+    s.stages = Counter(r["stage"] for r in good)
+    for key in (*METRICS, *GOLD_KEYS):
+        vals = [float(r[key]) for r in good if r.get(key) is not None]
+        s.counts[key] = len(vals)
+        s.means[key] = fmean(vals) if vals else None
+    return s
+
+
+def score_rows(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for row in rows:
+        yield score_row(row)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from callscope.saag.score import METRICS, ScoreSummary, score_row, summarize
+from callscope.types import Case
 
 app = typer.Typer(
     add_completion=False,
@@ -81,6 +82,112 @@ def score(
         if "error" in r:
             console.print(f"[red]row {r['id']}: {r['error']}[/red]")
     raise typer.Exit(code=1 if summary.errors else 0)
+
+
+def load_cases(path: Path) -> tuple[list[Case], list[str]]:
+    """Cases from a JSONL file, and a message for each malformed row (which is skipped)."""
+    cases: list[Case] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for n, row in enumerate(_read_rows(path), 1):
+        if "_error" in row:
+            problems.append(row["_error"])
+            continue
+        try:
+            case = Case.from_dict(row)
+        except ValueError as exc:
+            problems.append(f"row {n}: {exc}")
+            continue
+        if case.id in seen:
+            problems.append(f"row {n}: duplicate id {case.id!r}")
+            continue
+        seen.add(case.id)
+        cases.append(case)
+    return cases, problems
+
+
+def open_model(model: str, base_url: str | None, api_key: str | None, timeout: float, cache: Path | None, no_cache: bool):
+    """Load a backend, wrapped in the response cache unless disabled (never for replay)."""
+    from callscope.models.cache import CachedModel
+    from callscope.models.registry import load_model
+    from callscope.runs.runner import default_cache_path
+
+    m = load_model(model, base_url=base_url, api_key=api_key, timeout=timeout)
+    if no_cache or model.startswith("replay:"):
+        return m
+    return CachedModel(m, cache or default_cache_path())
+
+
+def print_run_summary(summary) -> None:
+    t = Table(title=f"{summary.model}: {summary.ran} ran, {summary.skipped} already done")
+    for col in ("mode", "cases", "solve rate", "mean attempts"):
+        t.add_column(col, justify="right" if col != "mode" else "left")
+    for mode in summary.n:
+        t.add_row(mode, str(summary.n[mode]), f"{summary.solve_rate[mode]:.3f}", f"{summary.mean_attempts[mode]:.2f}")
+    console.print(t)
+    if summary.errors:
+        console.print("errors by kind: " + ", ".join(f"{k}={v}" for k, v in summary.errors.items()))
+    if summary.aborted:
+        console.print(f"[red]stopped early: {summary.aborted}. Re-run the same command to resume.[/red]")
+
+
+DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
+ModelOpt = Annotated[str, typer.Option("-m", "--model", help="local:qwen2.5-coder-0.5b | local:qwen2.5-coder-1.5b | gguf:PATH | ollama:NAME | openai:NAME | replay:FILE")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="server address (default: OLLAMA_HOST / OPENAI_BASE_URL)")]
+ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="OPENAI_API_KEY", help="API key for openai: backends", show_default=False)]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds per HTTP request")]
+CacheOpt = Annotated[Path | None, typer.Option("--cache", help="response cache file (default ~/.cache/callscope/responses.sqlite)")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="always ask the model")]
+
+
+def _modes(text: str) -> list[str]:
+    return [m.strip() for m in text.split(",") if m.strip()]
+
+
+@app.command()
+def run(
+    cases_file: Annotated[Path, typer.Argument(help="JSONL cases {id, query, functions, gold?}")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")] = Path("runs/run"),
+    model: ModelOpt = DEFAULT_MODEL,
+    modes: Annotated[str, typer.Option("--modes", help="comma list of direct,binary,structured")] = "direct,binary,structured",
+    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1)] = 15,
+    style: Annotated[str, typer.Option("--style", help="auto | native | prompt")] = "auto",
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="parallel requests (HTTP backends)")] = 1,
+    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 512,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+) -> None:
+    """Run the SAAG correction loop for one model over a cases file (resumable)."""
+    from callscope.models.base import Decoding
+    from callscope.runs.runner import run_cases
+    from callscope.runs.store import RunStore
+
+    cases, problems = load_cases(cases_file)
+    for p in problems:
+        console.print(f"[yellow]skipped malformed case: {p}[/yellow]")
+    m = open_model(model, base_url, api_key, timeout, cache, no_cache)
+    store = RunStore(out)
+    store.set_meta("malformed_cases", problems)
+    try:
+        summary = run_cases(
+            m, cases, store, modes=_modes(modes), max_attempts=max_attempts,
+            style=None if style == "auto" else style, concurrency=concurrency,
+            decoding=Decoding(temperature=0.0, seed=seed, max_tokens=max_tokens),
+            show_progress=not quiet,
+        )
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
+        raise typer.Exit(130) from None
+    finally:
+        m.close()
+    print_run_summary(summary)
+    console.print(f"run directory: {out} (final rows: {out / 'final.jsonl'})")
+    raise typer.Exit(code=2 if summary.aborted else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -50,6 +50,9 @@ _CHECKER_MODULE = "bfcl_eval.eval_checker.ast_eval.ast_checker"
 _MODEL_CONFIG_MODULE = "bfcl_eval.constants.model_config"
 
 
+_verified_version: str | None = None  # set once require_bfcl() has succeeded
+
+
 class BfclUnavailableError(ImportError):
     """``bfcl_eval`` cannot be imported; the message carries the install command."""
 
@@ -66,9 +69,12 @@ def require_bfcl() -> str:
     """Check that ``bfcl_eval`` is importable and return its version.
 
     Raises :class:`BfclUnavailableError` (with the install command) when it is missing.
-    A version other than the pinned one only emits a :class:`UserWarning`: data counts and
-    gold answers may differ, so results must state the version (see :func:`bfcl_version`).
+    A version other than the pinned one only emits a :class:`UserWarning` (once per process):
+    data counts and gold answers may differ, so results must state the version.
     """
+    global _verified_version
+    if _verified_version is not None:
+        return _verified_version
     try:
         importlib.import_module("bfcl_eval")
     except ImportError as exc:
@@ -85,6 +91,7 @@ def require_bfcl() -> str:
             UserWarning,
             stacklevel=2,
         )
+    _verified_version = version
     return version
 
 

@@ -79,7 +79,7 @@ def rank_similar(gold: dict[str, Any], candidates: Sequence[dict[str, Any]]) -> 
     query = utils.default_process(function_text(gold))
     texts = [utils.default_process(function_text(c)) for c in candidates]
     scored = process.extract(query, texts, scorer=fuzz.token_set_ratio, limit=None)
-    return [index for _text, _score, index in sorted(scored, key=lambda t: (-t[1], -t[2]))]
+    return [index for _text, _score, index in sorted(scored, key=lambda t: (-t[1], t[2]))]
 
 
 def _gold_function(case: Case) -> dict[str, Any]:

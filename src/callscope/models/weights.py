@@ -155,6 +155,7 @@ def join_parts(parts: Sequence[Path], target: Path) -> tuple[str, int]:
                         size += len(block)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(tmp_name, 0o644)  # mkstemp makes 0600; a cache file is ordinary
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

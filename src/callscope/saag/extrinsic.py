@@ -88,14 +88,23 @@ def bfcl_values_equal(pred: Any, gold: Any) -> bool:
                 and all(bfcl_values_equal(p, q) for p, q in zip(pred, gold, strict=True))
             )
         if isinstance(gold, dict):
-            return isinstance(pred, dict) and set(pred) == set(gold) and all(
-                bfcl_values_equal(pred[k], gold[k]) for k in gold
-            )
+            # BFCL nests acceptable-value lists inside dict answers: {key: [acceptable...]}
+            if not isinstance(pred, dict) or not set(pred) <= set(gold):
+                return False
+            return all(_bfcl_accepts(pred[k], v) if k in pred else "" in _as_list(v) for k, v in gold.items())
         if gold is None:
             return pred is None
     except (OverflowError, RecursionError):
         return False
     return False
+
+
+def _as_list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else [v]
+
+
+def _bfcl_accepts(pred: Any, acceptable: Any) -> bool:
+    return any(bfcl_values_equal(pred, a) for a in _as_list(acceptable))
 
 
 def _prf(correct: int, n_pred: int, n_gold: int, name_ok: bool) -> dict[str, float]:
@@ -108,8 +117,22 @@ def _prf(correct: int, n_pred: int, n_gold: int, name_ok: bool) -> dict[str, flo
     return {"arg_precision": p, "arg_recall": r, "arg_f1": f1}
 
 
-def extrinsic(call: ToolCall | None, gold: dict[str, Any]) -> dict[str, Any]:
-    """``name_match``, ``arg_precision``, ``arg_recall``, ``arg_f1`` of ``call`` against ``gold``."""
+def _schema_required(functions: list[dict[str, Any]] | None, name: Any) -> set[str]:
+    for spec in functions or []:
+        if spec.get("name") == name:
+            req = (spec.get("parameters") or {}).get("required")
+            return {str(r) for r in req} if isinstance(req, list) else set()
+    return set()
+
+
+def extrinsic(
+    call: ToolCall | None, gold: dict[str, Any], functions: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """``name_match``, ``arg_precision``, ``arg_recall``, ``arg_f1`` of ``call`` against ``gold``.
+
+    With acceptable-set gold, a parameter is mandatory when ``""`` is not among its values or
+    when the gold function's schema (looked up in ``functions``) lists it as required, as
+    BFCL's checker does."""
     if call is None:
         return {"name_match": False, "arg_precision": 0.0, "arg_recall": 0.0, "arg_f1": 0.0}
     name_ok = call.name == gold.get("name")
@@ -117,10 +140,9 @@ def extrinsic(call: ToolCall | None, gold: dict[str, Any]) -> dict[str, Any]:
     acceptable = gold.get("acceptable")
     if isinstance(acceptable, dict):
         mandatory = {k for k, vals in acceptable.items() if "" not in vals}
+        mandatory |= _schema_required(functions, gold.get("name"))
         correct_keys = {
-            k
-            for k, v in pred.items()
-            if name_ok and k in acceptable and any(bfcl_values_equal(v, a) for a in acceptable[k])
+            k for k, v in pred.items() if name_ok and k in acceptable and _bfcl_accepts(v, acceptable[k])
         }
         relevant = mandatory | correct_keys
         n_correct = len(correct_keys & relevant)
@@ -134,7 +156,9 @@ def extrinsic(call: ToolCall | None, gold: dict[str, Any]) -> dict[str, Any]:
     return {"name_match": name_ok, **out}
 
 
-def is_correct(call: ToolCall | None, gold: dict[str, Any]) -> bool:
+def is_correct(
+    call: ToolCall | None, gold: dict[str, Any], functions: list[dict[str, Any]] | None = None
+) -> bool:
     """Name and every argument right, nothing missing, nothing extra."""
-    m = extrinsic(call, gold)
+    m = extrinsic(call, gold, functions)
     return bool(m["name_match"]) and m["arg_precision"] == 1.0 and m["arg_recall"] == 1.0

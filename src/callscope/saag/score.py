@@ -40,7 +40,7 @@ def score_parsed(
         parse_error=parsed.error,
     )
     if case.gold is not None:
-        ext = extrinsic(call, case.gold)
+        ext = extrinsic(call, case.gold, case.functions)
         row.update(ext)
         row["solved"] = d.passed and bool(ext["name_match"])
     return d, row

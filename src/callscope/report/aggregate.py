@@ -1,0 +1,421 @@
+"""Aggregation of a run's outcomes into the SAAG paper's tables (pure functions over dicts).
+
+Input: outcome dicts as yielded by :meth:`callscope.runs.store.RunStore.outcomes` (keys
+``model, case_id, mode, scale, n_attempts, solved_at, error, error_kind, final, first``),
+optionally enriched by :func:`load_outcomes` with ``first_diagnosis`` (attempt 1's full
+cascade diagnosis, for the stage-3 failure kinds) and ``has_gold``.
+
+Conventions a reader of the tables relies on:
+
+* **Intrinsic metrics** (FNEM, NCS, RPR, PDS, SPR, AVEM, QSLO, VHR) are taken from each
+  outcome's final attempt and averaged only over the outcomes where the metric is defined:
+  the cascade halts at the first failing stage, so later-stage metrics are *stage-
+  conditional*. Every mean comes with its row count ``<metric>_n``. FNEM is reported as the
+  rate of FNEM = 1 (the paper's -1 "no name parsed" and 0 "not in the registry" both count 0).
+  Outcomes that ended in a model error have no final prediction and are left out.
+* **Extrinsic metrics** (name accuracy, argument precision, recall, F1) and the solve rate
+  are over *all* outcomes of cases that have a gold call; an outcome that ended in a model
+  error counts as a failure with all four metrics 0 and unsolved.
+* Per-scale ``std`` is the population std over rows (paper Appendix E); across scales the
+  value is the mean of the per-scale values ± their *sample* std (paper Tables 2, 3, 8, 12, 16).
+* ``scale`` is a string label: the registry scale (``"5"``), ``"-"`` for cases without one,
+  and ``"all"`` for rows pooled over scales.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from callscope.report.stats import bootstrap_ci, mean_sample_std, mean_std, wilson
+
+Outcome = dict[str, Any]
+
+INTRINSIC: tuple[str, ...] = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
+EXTRINSIC: tuple[str, ...] = ("name_acc", "arg_precision", "arg_recall", "arg_f1")
+#: failure kinds in cascade order (stage 1: wrong_name/no_name; 2: missing/spurious/drifted;
+#: 3: numeric/hard/soft)
+FAILURE_KINDS: tuple[str, ...] = (
+    "wrong_name", "no_name", "missing", "spurious", "drifted", "numeric", "hard", "soft",
+)  # fmt: skip
+STAGE_LABELS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3", "error")
+MODE_ORDER: tuple[str, ...] = ("direct", "binary", "structured")
+ALL = "all"
+NO_SCALE = "-"
+
+_EXTRINSIC_KEY = {"name_acc": "name_match"}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_outcomes(run_dir: str | Path) -> list[Outcome]:
+    """Every outcome of a run directory, each with ``first_diagnosis`` (attempt 1's cascade
+    diagnosis or None) and ``has_gold`` added. Raises FileNotFoundError without a store."""
+    from callscope.runs.store import STORE_FILE, RunStore
+
+    run_dir = Path(run_dir)
+    if not (run_dir / STORE_FILE).is_file():
+        raise FileNotFoundError(f"no run store at {run_dir / STORE_FILE}")
+    store = RunStore(run_dir)
+    try:
+        gold = {c.id: c.gold is not None for c in store.cases()}
+        out: list[Outcome] = []
+        for o in store.outcomes():
+            attempts = store.attempts(o["model"], o["case_id"], o["mode"])
+            o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
+            o["has_gold"] = gold.get(o["case_id"], True)
+            out.append(o)
+        return out
+    finally:
+        store.close()
+
+
+def max_attempts_by_model(run_dir: str | Path, outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """The configured attempt budget per model (run config), else the most attempts seen."""
+    from callscope.runs.store import RunStore
+
+    seen: dict[str, int] = {}
+    for o in outcomes:
+        seen[o["model"]] = max(seen.get(o["model"], 1), int(o["n_attempts"] or 1))
+    store = RunStore(run_dir)
+    try:
+        for model in seen:
+            cfg = store.get_meta(f"config:{model}") or {}
+            if isinstance(cfg.get("max_attempts"), int):
+                seen[model] = max(seen[model], cfg["max_attempts"])
+    finally:
+        store.close()
+    return seen
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def scale_label(scale: int | str | None) -> str:
+    """``5 -> "5"``, ``None -> "-"``; strings pass through."""
+    if scale is None:
+        return NO_SCALE
+    return str(scale)
+
+
+def scale_sort_key(label: str) -> tuple[int, float, str]:
+    """Numeric scales ascending, then ``"-"``, then ``"all"``."""
+    try:
+        return (0, float(label), "")
+    except ValueError:
+        return (1 if label == NO_SCALE else 2, 0.0, label)
+
+
+def mode_sort_key(mode: str) -> tuple[int, str]:
+    return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
+
+
+def is_error(o: Outcome) -> bool:
+    """The outcome ended in a model error (no final prediction)."""
+    return bool(o.get("error"))
+
+
+def has_gold(o: Outcome) -> bool:
+    if "has_gold" in o:
+        return bool(o["has_gold"])
+    final = o.get("final") or {}
+    return is_error(o) or "name_match" in final or "name_match" in (o.get("first") or {})
+
+
+def is_solved(o: Outcome) -> bool:
+    return not is_error(o) and o.get("solved_at") is not None
+
+
+def intrinsic_value(o: Outcome, metric: str) -> float | None:
+    """The final attempt's value of ``metric`` or None where undefined (or a model error)."""
+    if is_error(o):
+        return None
+    v = (o.get("final") or {}).get(metric)
+    if v is None:
+        return None
+    if metric == "fnem":
+        return 1.0 if v == 1 else 0.0
+    return float(v)
+
+
+def extrinsic_value(o: Outcome, metric: str) -> float | None:
+    """The final attempt's extrinsic metric; 0.0 for a model error; None without gold."""
+    if not has_gold(o):
+        return None
+    if is_error(o):
+        return 0.0
+    v = (o.get("final") or {}).get(_EXTRINSIC_KEY.get(metric, metric))
+    return float(v) if v is not None else 0.0
+
+
+def _group(
+    outcomes: Iterable[Outcome], keys: Sequence[str]
+) -> dict[tuple[str, ...], list[Outcome]]:
+    groups: dict[tuple[str, ...], list[Outcome]] = {}
+    for o in outcomes:
+        key = tuple(scale_label(o.get("scale")) if k == "scale" else str(o[k]) for k in keys)
+        groups.setdefault(key, []).append(o)
+    return groups
+
+
+def _sorted_keys(keys: Iterable[tuple[str, ...]], names: Sequence[str]) -> list[tuple[str, ...]]:
+    def key(k: tuple[str, ...]) -> tuple[Any, ...]:
+        parts: list[Any] = []
+        for name, v in zip(names, k, strict=True):
+            if name == "scale":
+                parts.append(scale_sort_key(v))
+            elif name == "mode":
+                parts.append(mode_sort_key(v))
+            else:
+                parts.append(v)
+        return tuple(parts)
+
+    return sorted(keys, key=key)
+
+
+def _summary(values: list[float], prefix: str, n_boot: int, seed: int) -> dict[str, float]:
+    mean, std = mean_std(values)
+    lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=seed)
+    return {prefix: mean, f"{prefix}_std": std, f"{prefix}_n": len(values),
+            f"{prefix}_lo": lo, f"{prefix}_hi": hi}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- per-scale
+
+
+def group_metrics(rows: Sequence[Outcome], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """All metrics of one group of outcomes (see the module docstring for the conventions).
+
+    Keys: ``n``, ``n_errors``, per metric ``m, m_std, m_n, m_lo, m_hi`` (mean, population std,
+    rows behind the mean, bootstrap CI); ``solved, solve_n, solve_rate, solve_lo, solve_hi``
+    (Wilson); ``attempts_to_solve`` (+ ``_std``, ``_n``): mean attempts over solved outcomes."""
+    out: dict[str, Any] = {"n": len(rows), "n_errors": sum(is_error(o) for o in rows)}
+    for m in INTRINSIC:
+        vals = [v for o in rows if (v := intrinsic_value(o, m)) is not None]
+        out.update(_summary(vals, m, n_boot, seed))
+    for m in EXTRINSIC:
+        vals = [v for o in rows if (v := extrinsic_value(o, m)) is not None]
+        out.update(_summary(vals, m, n_boot, seed))
+    gold_rows = [o for o in rows if has_gold(o)]
+    solved = sum(is_solved(o) for o in gold_rows)
+    lo, hi = wilson(solved, len(gold_rows))
+    out.update(
+        solved=solved, solve_n=len(gold_rows),
+        solve_rate=solved / len(gold_rows) if gold_rows else math.nan,
+        solve_lo=lo, solve_hi=hi,
+    )  # fmt: skip
+    at = [float(o["solved_at"]) for o in gold_rows if is_solved(o)]
+    mean, std = mean_std(at)
+    out.update(attempts_to_solve=mean, attempts_to_solve_std=std, attempts_to_solve_n=len(at))
+    return out
+
+
+def per_scale(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per (model, scale, mode): the paper's per-scale tables (Appendix E)."""
+    groups = _group(outcomes, ("model", "scale", "mode"))
+    names = ("model", "scale", "mode")
+    rows = [
+        {**dict(zip(names, k, strict=True)), **group_metrics(groups[k], n_boot, seed)}
+        for k in _sorted_keys(groups, names)
+    ]
+    return pd.DataFrame(rows)
+
+
+def headline(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per (model, mode) pooled over all scales (same columns as :func:`per_scale`,
+    with ``scale == "all"``): the report's summary table."""
+    groups = _group(outcomes, ("model", "mode"))
+    rows = [
+        {"model": k[0], "scale": ALL, "mode": k[1], **group_metrics(groups[k], n_boot, seed)}
+        for k in _sorted_keys(groups, ("model", "mode"))
+    ]
+    return pd.DataFrame(rows)
+
+
+ACROSS_METRICS: tuple[str, ...] = (*INTRINSIC, *EXTRINSIC, "solve_rate", "attempts_to_solve")
+
+
+def across_scales(per_scale_df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, mode): each metric's mean over the per-scale values ± the *sample*
+    std (ddof=1) of those values (paper Tables 2, 3, 8, 12, 16); ``n_scales`` says how many
+    scales contributed (std is NaN with one). Rows with scale ``"-"`` count as one scale."""
+    rows = []
+    if per_scale_df.empty:
+        return pd.DataFrame(rows)
+    keys = _sorted_keys(
+        {(m, mo) for m, mo in zip(per_scale_df["model"], per_scale_df["mode"], strict=True)},
+        ("model", "mode"),
+    )
+    for model, mode in keys:
+        sub = per_scale_df[(per_scale_df["model"] == model) & (per_scale_df["mode"] == mode)]
+        row: dict[str, Any] = {"model": model, "mode": mode, "n_scales": len(sub),
+                               "scales": ",".join(sub["scale"])}  # fmt: skip
+        for m in ACROSS_METRICS:
+            mean, std = mean_sample_std(sub[m].tolist())
+            row[m] = mean
+            row[f"{m}_std"] = std
+            row[f"{m}_scales"] = int(sub[m].notna().sum())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- cumulative solve
+
+
+def cumulative_solve(
+    outcomes: Iterable[Outcome], max_attempts: dict[str, int] | int | None = None
+) -> pd.DataFrame:
+    """Long table (model, mode, scale, attempt, solved, n, rate): the share of outcomes (of
+    gold cases) solved at or before each attempt 1..max (paper Fig. 3). ``max_attempts`` per
+    model (or one int); default the most attempts any outcome of that model used. Direct mode
+    is extended flat to the same horizon so it can serve as the baseline."""
+    outcomes = [o for o in outcomes if has_gold(o)]
+    horizon: dict[str, int] = {}
+    for o in outcomes:
+        horizon[o["model"]] = max(horizon.get(o["model"], 1), int(o["n_attempts"] or 1))
+    if isinstance(max_attempts, int):
+        horizon = dict.fromkeys(horizon, max_attempts)
+    elif isinstance(max_attempts, dict):
+        horizon = {m: max_attempts.get(m, h) for m, h in horizon.items()}
+    names = ("model", "mode", "scale")
+    groups = _group(outcomes, names)
+    rows = []
+    for key in _sorted_keys(groups, names):
+        g = groups[key]
+        at = [o["solved_at"] for o in g if is_solved(o)]
+        for k in range(1, horizon[key[0]] + 1):
+            solved = sum(1 for a in at if a <= k)
+            rows.append({**dict(zip(names, key, strict=True)), "attempt": k, "solved": solved,
+                         "n": len(g), "rate": solved / len(g)})  # fmt: skip
+    return pd.DataFrame(rows, columns=[*names, "attempt", "solved", "n", "rate"])
+
+
+# --------------------------------------------------------------------------- first failures
+
+
+def first_stage(o: Outcome) -> str:
+    """Attempt 1's verdict: ``passed``, ``stage1``..``stage3`` or ``error`` (no reply)."""
+    first = o.get("first")
+    if not first or first.get("stage") is None:
+        return "error"
+    stage = int(first["stage"])
+    return "passed" if stage == 0 else f"stage{stage}"
+
+
+def first_kinds(o: Outcome) -> list[str]:
+    """Failure kinds of attempt 1 (several may apply): from its diagnosis when loaded, else
+    from the attempt-1 score row (which lacks the stage-3 lists numeric/hard/soft)."""
+    first = o.get("first")
+    if not first or first.get("stage") in (None, 0):
+        return []
+    diag = o.get("first_diagnosis") or first
+    if int(first["stage"]) == 1:
+        return ["no_name" if diag.get("fnem") == -1 else "wrong_name"]
+    return [k for k in FAILURE_KINDS[2:] if diag.get(k)]
+
+
+def _one_per_case(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """Attempt 1 is shared by all modes: keep one outcome per (model, case), preferring one
+    whose first attempt exists."""
+    best: dict[tuple[str, str], Outcome] = {}
+    for o in outcomes:
+        key = (o["model"], o["case_id"])
+        if key not in best or (best[key].get("first") is None and o.get("first") is not None):
+            best[key] = o
+    return list(best.values())
+
+
+def failure_breakdown(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+    """Per (model, scale) plus a pooled ``scale == "all"`` row per model: how each case's
+    first attempt ended (shares of ``passed``, ``stage1``..``stage3``, ``error``; they sum to 1)
+    and the share of cases showing each failure kind (a case may show several, so kind shares
+    need not sum to the failure share). Counts are in the ``n_<label>`` columns."""
+    cases = _one_per_case(outcomes)
+    rows = []
+    by_model = _group(cases, ("model",))
+    for (model,) in _sorted_keys(by_model, ("model",)):
+        per = _group(by_model[(model,)], ("scale",))
+        keys = _sorted_keys(per, ("scale",))
+        groups = [(k[0], per[k]) for k in keys]
+        if len(groups) > 1:
+            groups.append((ALL, by_model[(model,)]))
+        for scale, g in groups:
+            stages = Counter(first_stage(o) for o in g)
+            kinds = Counter(k for o in g for k in first_kinds(o))
+            row: dict[str, Any] = {"model": model, "scale": scale, "n": len(g)}
+            for s in STAGE_LABELS:
+                row[s] = stages[s] / len(g)
+                row[f"n_{s}"] = stages[s]
+            for k in FAILURE_KINDS:
+                row[k] = kinds[k] / len(g)
+                row[f"n_{k}"] = kinds[k]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- overcorrection
+
+
+def _gold_args(row: dict[str, Any]) -> bool:
+    return row.get("arg_precision") == 1.0 and row.get("arg_recall") == 1.0
+
+
+def overcorrection(
+    outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """Per (model, mode): how often the loop moved a correct first attempt away.
+
+    * ``name_lost / name_base``: among outcomes whose attempt 1 had the gold name, those whose
+      final attempt does not (rate with Wilson CI);
+    * ``args_lost / args_base``: likewise for gold arguments (attempt 1 precision = recall = 1);
+    * ``f1_delta``: mean of final F1 − first F1 with a bootstrap CI.
+
+    Only outcomes of gold cases that finished without a model error and have a first attempt
+    are used (``n``)."""
+    names = ("model", "mode")
+    usable = [
+        o for o in outcomes
+        if has_gold(o) and not is_error(o) and o.get("first") and "name_match" in o["first"]
+    ]  # fmt: skip
+    groups = _group(usable, names)
+    rows = []
+    for key in _sorted_keys(groups, names):
+        g = groups[key]
+        row: dict[str, Any] = {**dict(zip(names, key, strict=True)), "n": len(g)}
+        name_base = [o for o in g if o["first"].get("name_match")]
+        name_lost = sum(1 for o in name_base if not o["final"].get("name_match"))
+        args_base = [o for o in g if _gold_args(o["first"])]
+        args_lost = sum(1 for o in args_base if not _gold_args(o["final"]))
+        for label, lost, base in (("name", name_lost, name_base), ("args", args_lost, args_base)):
+            lo, hi = wilson(lost, len(base))
+            row.update({f"{label}_base": len(base), f"{label}_lost": lost,
+                        f"{label}_rate": lost / len(base) if base else math.nan,
+                        f"{label}_lo": lo, f"{label}_hi": hi})  # fmt: skip
+        deltas = [float(o["final"].get("arg_f1") or 0.0) - float(o["first"].get("arg_f1") or 0.0)
+                  for o in g]  # fmt: skip
+        mean, _ = mean_std(deltas)
+        lo, hi = bootstrap_ci(deltas, n_boot=n_boot, seed=seed)
+        row.update(f1_delta=mean, f1_delta_lo=lo, f1_delta_hi=hi)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def errors_by_kind(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+    """Counts of outcomes that ended in a model error, per (model, mode, error_kind)."""
+    counts = Counter(
+        (o["model"], o["mode"], o.get("error_kind") or "error") for o in outcomes if is_error(o)
+    )
+    rows = [
+        {"model": m, "mode": mo, "error_kind": k, "count": c}
+        for (m, mo, k), c in sorted(counts.items(), key=lambda kv: (kv[0][0], mode_sort_key(kv[0][1]), kv[0][2]))
+    ]
+    return pd.DataFrame(rows, columns=["model", "mode", "error_kind", "count"])

@@ -1,0 +1,304 @@
+"""The report's tables, each written as CSV (raw numbers), Markdown and LaTeX (formatted).
+
+A :class:`ReportTable` holds the raw numeric frame (``data``, written to CSV so other tools
+can reuse exact values) and a display frame of formatted strings (``display``: ``mean ± std``
+with the row count, rates with their intervals) used for Markdown, LaTeX and HTML.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from callscope.report.aggregate import EXTRINSIC, FAILURE_KINDS, INTRINSIC, STAGE_LABELS
+
+LABELS: dict[str, str] = {
+    **{m: m.upper() for m in INTRINSIC},
+    "name_acc": "Name acc", "arg_precision": "Arg P", "arg_recall": "Arg R", "arg_f1": "Arg F1",
+    "solve_rate": "Solve rate", "attempts_to_solve": "Attempts to solve",
+}  # fmt: skip
+
+STAGE_NOTE = (
+    "Intrinsic metrics are stage-conditional: each is averaged only over the final attempts "
+    "where it is defined (later-stage metrics only over calls that passed the earlier stages); "
+    "n is the number of rows behind each mean. FNEM is the rate of FNEM = 1."
+)
+EXTRINSIC_NOTE = (
+    "Extrinsic metrics and solve rate are over all outcomes of cases with a gold call; an "
+    "outcome that ended in a model error counts as unsolved with all extrinsic metrics 0."
+)
+
+
+@dataclass
+class ReportTable:
+    """One table of the report: file stem ``name``, a ``title``, a ``caption``, the raw
+    numeric ``data`` (CSV) and the formatted ``display`` frame (Markdown / LaTeX / HTML)."""
+
+    name: str
+    title: str
+    caption: str
+    data: pd.DataFrame
+    display: pd.DataFrame
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def fmt_num(x: Any, digits: int = 3) -> str:
+    """A number with ``digits`` decimals; ``"–"`` (en dash) for missing."""
+    return "–" if _nan(x) else f"{float(x):.{digits}f}"
+
+
+def fmt_pm(mean: Any, std: Any, n: Any = None, digits: int = 3) -> str:
+    """``"0.812 ± 0.101 (n=12)"``; the std part is dropped when missing, ``"–"`` with no mean."""
+    if _nan(mean):
+        return "–" if n is None else f"– (n={int(n)})"
+    text = fmt_num(mean, digits)
+    if not _nan(std):
+        text += f" ± {fmt_num(std, digits)}"
+    if n is not None:
+        text += f" (n={int(n)})"
+    return text
+
+
+def fmt_ci(value: Any, lo: Any, hi: Any, digits: int = 3) -> str:
+    """``"0.500 [0.236, 0.764]"``."""
+    if _nan(value):
+        return "–"
+    if _nan(lo) or _nan(hi):
+        return fmt_num(value, digits)
+    return f"{fmt_num(value, digits)} [{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _keys(df: pd.DataFrame, cols: tuple[str, ...]) -> pd.DataFrame:
+    return df[[c for c in cols if c in df.columns]].copy()
+
+
+def per_scale_table(df: pd.DataFrame) -> ReportTable:
+    """Per (model, scale, mode): intrinsic and extrinsic mean ± std over rows (Appendix E)."""
+    disp = _keys(df, ("model", "scale", "mode", "n"))
+    for m in (*INTRINSIC, *EXTRINSIC):
+        disp[LABELS[m]] = [fmt_pm(r[m], r[f"{m}_std"], r[f"{m}_n"]) for _, r in df.iterrows()]
+    disp["Solve rate [95% Wilson]"] = [
+        fmt_ci(r["solve_rate"], r["solve_lo"], r["solve_hi"]) for _, r in df.iterrows()
+    ]
+    disp["Attempts to solve"] = [
+        fmt_pm(r["attempts_to_solve"], r["attempts_to_solve_std"], r["attempts_to_solve_n"], 2)
+        for _, r in df.iterrows()
+    ]
+    caption = (
+        "Per-scale results: mean ± std over the rows at each registry scale (population std, "
+        f"as in the paper's Appendix E). {STAGE_NOTE} {EXTRINSIC_NOTE} Attempts to solve is "
+        "the mean over solved outcomes."
+    )
+    return ReportTable("per_scale", "Per-scale results", caption, df, disp)
+
+
+def _across_display(df: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
+    disp = _keys(df, ("model", "mode", "n_scales"))
+    for m in metrics:
+        digits = 2 if m == "attempts_to_solve" else 3
+        disp[LABELS[m]] = [fmt_pm(r[m], r[f"{m}_std"], None, digits) for _, r in df.iterrows()]
+    return disp
+
+
+_ACROSS_NOTE = (
+    "Values are the mean of the per-scale values ± their sample standard deviation (ddof = 1) "
+    "across registry scales, reflecting variability due to registry complexity rather than "
+    "sampling noise (empty with a single scale)."
+)
+
+
+def aggregate_table(df: pd.DataFrame) -> ReportTable:
+    """Every metric across scales, per (model, mode) (paper Tables 8, 12, 16)."""
+    metrics = (*INTRINSIC, *EXTRINSIC, "solve_rate", "attempts_to_solve")
+    caption = f"Aggregate results across registry scales. {_ACROSS_NOTE} {STAGE_NOTE}"
+    return ReportTable("aggregate", "Aggregate across scales", caption, df,
+                       _across_display(df, metrics))  # fmt: skip
+
+
+def extrinsic_table(df: pd.DataFrame) -> ReportTable:
+    """Extrinsic metrics and solve rate across scales (paper Table 2)."""
+    cols = [c for c in ("model", "mode", "n_scales") if c in df.columns]
+    metrics = (*EXTRINSIC, "solve_rate")
+    data = df[cols + [c for m in metrics for c in (m, f"{m}_std")]] if not df.empty else df
+    caption = f"Extrinsic metrics across registry scales (higher is better). {_ACROSS_NOTE} {EXTRINSIC_NOTE}"
+    return ReportTable("extrinsic", "Extrinsic metrics", caption, data, _across_display(df, metrics))
+
+
+def intrinsic_table(df: pd.DataFrame) -> ReportTable:
+    """Intrinsic grounding diagnostics across scales (paper Table 3)."""
+    cols = [c for c in ("model", "mode", "n_scales") if c in df.columns]
+    data = df[cols + [c for m in INTRINSIC for c in (m, f"{m}_std")]] if not df.empty else df
+    caption = f"Intrinsic grounding diagnostics across registry scales. {_ACROSS_NOTE} {STAGE_NOTE}"
+    return ReportTable("intrinsic", "Intrinsic metrics", caption, data,
+                       _across_display(df, INTRINSIC))  # fmt: skip
+
+
+def headline_table(df: pd.DataFrame) -> ReportTable:
+    """Per (model, mode) pooled over scales: solve rate (Wilson CI), name accuracy, arg F1
+    (bootstrap CIs), mean attempts to solve."""
+    disp = _keys(df, ("model", "mode", "n"))
+    rows = list(df.iterrows())
+    disp["Solve rate [95% CI]"] = [fmt_ci(r["solve_rate"], r["solve_lo"], r["solve_hi"]) for _, r in rows]
+    disp["Name acc [95% CI]"] = [fmt_ci(r["name_acc"], r["name_acc_lo"], r["name_acc_hi"]) for _, r in rows]
+    disp["Arg F1 [95% CI]"] = [fmt_ci(r["arg_f1"], r["arg_f1_lo"], r["arg_f1_hi"]) for _, r in rows]
+    disp["Mean attempts to solve"] = [
+        fmt_pm(r["attempts_to_solve"], None, r["attempts_to_solve_n"], 2) for _, r in rows
+    ]
+    disp["Model errors"] = [str(int(r["n_errors"])) for _, r in rows]
+    caption = (
+        "Headline results per model and feedback mode, pooled over all scales. Solve rate: "
+        "passes all three SAAG stages and matches the gold name within the attempt budget "
+        "(95% Wilson interval). Name accuracy and argument F1 with 95% bootstrap intervals. "
+        f"{EXTRINSIC_NOTE} Mean attempts is over solved outcomes (n)."
+    )
+    data = df[[c for c in df.columns if c == "model" or c == "mode" or c in (
+        "n", "n_errors", "solved", "solve_n", "solve_rate", "solve_lo", "solve_hi",
+        "name_acc", "name_acc_lo", "name_acc_hi", "arg_f1", "arg_f1_lo", "arg_f1_hi",
+        "attempts_to_solve", "attempts_to_solve_n")]] if not df.empty else df  # fmt: skip
+    return ReportTable("headline", "Summary", caption, data, disp)
+
+
+def cumulative_table(df: pd.DataFrame) -> ReportTable:
+    """Cumulative solve rate by attempt, one column per attempt (paper Fig. 3 as a table)."""
+    if df.empty:
+        disp = pd.DataFrame(columns=["model", "mode", "scale", "n"])
+    else:
+        wide = df.pivot_table(index=["model", "mode", "scale", "n"], columns="attempt",
+                              values="rate", sort=False).reset_index()  # fmt: skip
+        wide.columns = [c if isinstance(c, str) else f"@{c}" for c in wide.columns]
+        disp = wide.copy()
+        for c in disp.columns:
+            if c.startswith("@"):
+                disp[c] = [fmt_num(v) for v in disp[c]]
+        disp["n"] = [str(int(v)) for v in disp["n"]]
+    caption = (
+        "Cumulative solve rate: share of outcomes (cases with a gold call) solved at or before "
+        "attempt k; direct mode has one attempt and stays flat. n is the number of outcomes."
+    )
+    return ReportTable("cumulative_solve", "Cumulative solve rate by attempt", caption, df, disp)
+
+
+def failure_table(df: pd.DataFrame) -> ReportTable:
+    """Where the first attempt failed: stage shares and failure-kind shares per model/scale."""
+    disp = _keys(df, ("model", "scale", "n"))
+    for s in STAGE_LABELS:
+        disp[s] = [f"{fmt_num(r[s])} ({int(r[f'n_{s}'])})" for _, r in df.iterrows()]
+    for k in FAILURE_KINDS:
+        disp[k] = [f"{fmt_num(r[k])} ({int(r[f'n_{k}'])})" for _, r in df.iterrows()]
+    caption = (
+        "First-attempt failure breakdown per case (attempt 1 is shared by all modes): share "
+        "(count) of cases that passed, failed first at stage 1, 2 or 3, or got no reply "
+        "(error); and the share of cases showing each failure kind at the failing stage "
+        "(a case may show several kinds). Scale 'all' pools the scales."
+    )
+    return ReportTable("failure_breakdown", "First-failure breakdown", caption, df, disp)
+
+
+def overcorrection_table(df: pd.DataFrame) -> ReportTable:
+    """Overcorrection per (model, mode)."""
+    disp = _keys(df, ("model", "mode", "n"))
+    rows = list(df.iterrows())
+    disp["Gold name lost"] = [
+        f"{int(r['name_lost'])}/{int(r['name_base'])} = {fmt_ci(r['name_rate'], r['name_lo'], r['name_hi'])}"
+        for _, r in rows
+    ]
+    disp["Gold args lost"] = [
+        f"{int(r['args_lost'])}/{int(r['args_base'])} = {fmt_ci(r['args_rate'], r['args_lo'], r['args_hi'])}"
+        for _, r in rows
+    ]
+    disp["F1 final - first [95% CI]"] = [
+        fmt_ci(r["f1_delta"], r["f1_delta_lo"], r["f1_delta_hi"]) for _, r in rows
+    ]
+    caption = (
+        "Overcorrection: among outcomes whose first attempt had the gold name (resp. gold "
+        "arguments: precision = recall = 1), the share whose final attempt no longer does "
+        "(95% Wilson interval); and the mean change of argument F1 from the first to the final "
+        "attempt (95% bootstrap interval). Outcomes that ended in a model error are left out."
+    )
+    return ReportTable("overcorrection", "Overcorrection", caption, df, disp)
+
+
+def errors_table(df: pd.DataFrame) -> ReportTable:
+    disp = df.astype(str) if not df.empty else df
+    caption = "Outcomes that ended in a model error, by error kind."
+    return ReportTable("errors", "Model errors", caption, df, disp)
+
+
+# --------------------------------------------------------------------------- writers
+
+
+def to_markdown(table: ReportTable) -> str:
+    """GitHub-flavoured Markdown: a bold title, the caption, then the table (``|`` escaped)."""
+
+    def cell(x: Any) -> str:
+        return str(x).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+    df = table.display
+    lines = [f"**{table.title}.** {table.caption}", ""]
+    if df.empty:
+        lines.append("_(no rows)_")
+        return "\n".join(lines) + "\n"
+    cols = [str(c) for c in df.columns]
+    lines.append("| " + " | ".join(cell(c) for c in cols) + " |")
+    lines.append("|" + "|".join("---" for _ in cols) + "|")
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "±": r"$\pm$", "–": "--", "<": r"\textless{}", ">": r"\textgreater{}",
+}  # fmt: skip
+
+
+def latex_escape(text: Any) -> str:
+    """Escape LaTeX special characters (``_`` -> ``\\_``, ``±`` -> ``$\\pm$``, ...)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def to_latex(table: ReportTable) -> str:
+    """A booktabs ``table`` environment with caption and ``\\label{tab:<name>}``."""
+    df = table.display
+    cols = [str(c) for c in df.columns]
+    spec = "l" * min(3, len(cols)) + "r" * max(0, len(cols) - 3)
+    out = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        f"\\caption{{{latex_escape(table.caption)}}}",
+        f"\\label{{tab:{table.name}}}",
+        f"\\begin{{tabular}}{{{spec or 'l'}}}",
+        r"\toprule",
+        " & ".join(latex_escape(c) for c in cols) + r" \\",
+        r"\midrule",
+    ]
+    for row in df.itertuples(index=False):
+        out.append(" & ".join(latex_escape(v) for v in row) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def write_table(table: ReportTable, out_dir: str | Path) -> list[Path]:
+    """Write ``<name>.csv`` (raw data), ``<name>.md`` and ``<name>.tex``; return the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{table.name}.{ext}" for ext in ("csv", "md", "tex")]
+    table.data.to_csv(paths[0], index=False, float_format="%.6g")
+    paths[1].write_text(to_markdown(table), encoding="utf-8")
+    paths[2].write_text(to_latex(table), encoding="utf-8")
+    return paths

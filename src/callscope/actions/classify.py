@@ -290,7 +290,7 @@ def _is_bfcl_call(item: Any) -> bool:
     """BFCL's API-model form ``{tool_name: arguments}`` (arguments a JSON string or object)."""
     if not isinstance(item, dict) or len(item) != 1:
         return False
-    (key, value), = item.items()
+    ((key, value),) = item.items()
     return (
         isinstance(key, str)
         and bool(key.strip())
@@ -522,12 +522,21 @@ def classify_jsonl(
                 row: Any = json.loads(line)
             except json.JSONDecodeError as exc:
                 row = None
-                out = {"id": None, "error": f"not valid JSON ({exc.msg})", "config": config.to_dict()}
+                out = {
+                    "id": None,
+                    "error": f"not valid JSON ({exc.msg})",
+                    "config": config.to_dict(),
+                }
             else:
                 out = classify_row(row, config)
             if "error" in out:
                 errors += 1
-                out = {"id": out["id"], "line": lineno, "error": out["error"], "config": out["config"]}
+                out = {
+                    "id": out["id"],
+                    "line": lineno,
+                    "error": out["error"],
+                    "config": out["config"],
+                }
             else:
                 counts[out["class"]] += 1
             dst.write(json.dumps(out, ensure_ascii=False) + "\n")

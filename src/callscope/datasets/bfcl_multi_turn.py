@@ -30,10 +30,10 @@ from typing import Any
 from callscope.datasets.bfcl_pkg import (
     answer_file,
     bfcl_function_to_spec,
-    data_path,
     question_file,
     read_bfcl_jsonl,
 )
+from callscope.parse import parse_python_calls
 from callscope.types import ToolCall
 
 MULTI_TURN_CATEGORIES: tuple[str, ...] = (
@@ -271,10 +271,18 @@ def _method_params(class_name: str) -> dict[str, tuple[str, ...]]:
 def parse_gold_call(text: str, involved_classes: list[str]) -> ToolCall:
     """One BFCL gold call string as a :class:`ToolCall`, never evaluated.
 
+    Read with :func:`callscope.parse.parse_python_calls` when it accepts the string; that
+    parser refuses positional arguments, so those strings are read here with :mod:`ast`.
     Arguments must be literals (:func:`ast.literal_eval` on each node). Positional arguments
     are bound, in order, to the parameters of the simulator method (the last involved class
     that defines it wins, as in BFCL's executor). Raises ``ValueError``.
     """
+    try:
+        calls = parse_python_calls(text)
+    except ValueError:
+        calls = []
+    if len(calls) == 1:
+        return calls[0]
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:

@@ -1,0 +1,467 @@
+"""GAR / Acc diagnostics of action-class calibration (paper "Calibration is the Bottleneck").
+
+Input: one :class:`CaseRecord` per multi-turn case, from any source (callscope's own
+multi-turn runner, or BFCL's result files through :mod:`callscope.actions.from_bfcl`)::
+
+    {"id": "multi_turn_miss_param_3", "category": "miss_param", "gold_class": "ASK",
+     "turn_emissions": [[emission, ...], ...],   # per turn, that turn's emissions in order
+     "due_turns": [2],                          # 0-based turns where the gold class is due
+     "passed": true,                            # the grader's verdict (Acc); null = unknown
+     "error": null}                             # why the case has no (complete) emissions
+
+An emission is anything :func:`callscope.actions.classify.classify_emission` reads (text, a
+message ``{"content", "tool_calls"}``, BFCL's ``[{tool_name: args}]``, Python call strings).
+
+Metrics per category (each record carries its own gold class; the row reports it):
+
+* **case-level GAR** (the paper's main number): share of cases where the union, over all
+  emissions of all turns, of the emission classes contains the gold class.
+* **turn-level GAR**: share of cases, among those with at least one due turn, where the gold
+  class is among the classes of the emissions of *at least one* due turn. Also the
+  **per-turn rate**: share of all due turns (pooled over cases) whose emissions include the
+  gold class. A due turn the model never reached (force-terminated, error) is a miss.
+* **Acc**: share of cases with ``passed`` true, over the cases whose verdict is known. When no
+  case of a category has a verdict, Acc may come from a header count (``header_acc``, e.g.
+  BFCL's score-file header); ``acc_source`` says which.
+* **GAR − Acc** (case-level GAR), Wilson 95% intervals for GAR and Acc.
+* Flags: ``bound_violation`` (Acc > GAR: the grader passes cases where the gold class never
+  appeared, "grader masking"; ``passed_without_gold`` counts those cases), ``large_slack``
+  (GAR − Acc > ``slack_threshold``, default 0.2: execution failure after the right class).
+* Emission counts per class, per category and over the run, and the **capability check**:
+  each non-OTHER class must be emitted at least ``t_cap`` (default 10) times over the run,
+  else GAR of that class says little about this model.
+
+Records with an ``error`` are kept in every denominator (the case was attempted and its gold
+class did not appear); ``n_errors`` reports how many. By default each emission contributes
+its single (priority) class, as in the paper's BFCL cascade; ``multi_label=True`` uses every
+class whose cues fire (the τ²-style detector).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callscope.actions.classify import (
+    ACTION_CLASSES,
+    ASK,
+    DEFAULT,
+    OTHER,
+    REFUSE,
+    TOOL_CALL,
+    ClassifierConfig,
+    emission_classes,
+    resolve,
+)
+from callscope.report.stats import wilson
+
+#: The paper's gold action class per BFCL multi-turn category.
+GOLD_CLASS_BY_CATEGORY: dict[str, str] = {
+    "base": TOOL_CALL,
+    "long_context": TOOL_CALL,
+    "miss_param": ASK,
+    "miss_func": REFUSE,
+}
+
+_CATEGORY_ORDER = ("base", "miss_param", "miss_func", "long_context")
+
+
+def short_category(category: str) -> str:
+    """``multi_turn_base`` -> ``base``; other names unchanged."""
+    return category.removeprefix("multi_turn_")
+
+
+def gold_class_for(category: str) -> str:
+    """Gold class of a BFCL multi-turn category (with or without the ``multi_turn_`` prefix)."""
+    try:
+        return GOLD_CLASS_BY_CATEGORY[short_category(category)]
+    except KeyError:
+        raise ValueError(
+            f"no gold action class known for category {category!r}; "
+            f"known: {sorted(GOLD_CLASS_BY_CATEGORY)}"
+        ) from None
+
+
+@dataclass
+class CaseRecord:
+    """One multi-turn case as the diagnostics read it (see the module docstring)."""
+
+    id: str
+    category: str
+    gold_class: str
+    turn_emissions: list[list[Any]] = field(default_factory=list)
+    due_turns: list[int] = field(default_factory=list)
+    passed: bool | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> CaseRecord:
+        """Build a record from a row; ``ValueError`` with the reason when malformed.
+
+        ``gold_class`` may be omitted for a known BFCL category (it is then derived)."""
+        if not isinstance(d, dict):
+            raise ValueError("record is not a JSON object")
+        for key in ("id", "category"):
+            if not isinstance(d.get(key), str) or not d[key]:
+                raise ValueError(f"record needs a non-empty string {key!r}")
+        gold = d.get("gold_class") or gold_class_for(d["category"])
+        if gold not in ACTION_CLASSES or gold == OTHER:
+            raise ValueError(
+                f"gold_class must be one of TOOL_CALL/ASK/REFUSE/CONFIRM, got {gold!r}"
+            )
+        turns = d.get("turn_emissions", [])
+        if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
+            raise ValueError("'turn_emissions' must be a list of lists (per turn, its emissions)")
+        due = d.get("due_turns", [])
+        if not isinstance(due, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in due
+        ):
+            raise ValueError("'due_turns' must be a list of non-negative integers")
+        passed = d.get("passed")
+        if passed is not None and not isinstance(passed, bool):
+            raise ValueError("'passed' must be true, false or null")
+        error = d.get("error")
+        return cls(
+            id=d["id"],
+            category=d["category"],
+            gold_class=gold,
+            turn_emissions=turns,
+            due_turns=sorted(set(due)),
+            passed=passed,
+            error=str(error) if error is not None else None,
+        )
+
+
+def read_case_records(path: str | Path) -> tuple[list[CaseRecord], list[str]]:
+    """Read a JSONL file of :class:`CaseRecord` rows; returns the records and one message per
+    malformed line (``path:line: reason``). Blank lines are skipped."""
+    records: list[CaseRecord] = []
+    problems: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(CaseRecord.from_dict(json.loads(line)))
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
+            except ValueError as exc:
+                problems.append(f"{path}:{lineno}: {exc}")
+    return records, problems
+
+
+def write_case_records(path: str | Path, records: Iterable[CaseRecord]) -> None:
+    """Write records as JSONL (the format :func:`read_case_records` reads)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
+
+
+# --------------------------------------------------------------------------- per case
+
+
+@dataclass(frozen=True)
+class DiagnosticsSettings:
+    """Knobs of :func:`compute_diagnostics`; reported with every result."""
+
+    slack_threshold: float = 0.2
+    t_cap: int = 10
+    multi_label: bool = False
+    z: float = 1.96
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CaseClasses:
+    """The classes one case emitted, and its GAR verdicts."""
+
+    id: str
+    category: str
+    gold_class: str
+    turn_classes: list[list[list[str]]]  # per turn, per emission, the classes it counts for
+    union: list[str]
+    gar_case: bool
+    due_hits: list[bool]  # one per due turn, in order
+    passed: bool | None
+    error: str | None
+
+    @property
+    def gar_turn(self) -> bool | None:
+        """Gold class at >= 1 due turn; ``None`` when the case has no due turn."""
+        return any(self.due_hits) if self.due_hits else None
+
+
+def _classes_of(emission: Any, config: ClassifierConfig, multi_label: bool) -> list[str]:
+    try:
+        fired = emission_classes(emission, config)
+    except TypeError:
+        fired = {OTHER}
+    if multi_label:
+        return [c for c in ACTION_CLASSES if c in fired]
+    return [resolve(fired, config)]
+
+
+def classify_case(
+    record: CaseRecord, config: ClassifierConfig = DEFAULT, multi_label: bool = False
+) -> CaseClasses:
+    """Classify every emission of ``record`` and decide case- and turn-level GAR."""
+    turn_classes = [
+        [_classes_of(e, config, multi_label) for e in turn] for turn in record.turn_emissions
+    ]
+    union = {c for turn in turn_classes for em in turn for c in em}
+    due_hits = []
+    for t in record.due_turns:
+        at_t = turn_classes[t] if t < len(turn_classes) else []
+        due_hits.append(any(record.gold_class in em for em in at_t))
+    return CaseClasses(
+        id=record.id,
+        category=record.category,
+        gold_class=record.gold_class,
+        turn_classes=turn_classes,
+        union=[c for c in ACTION_CLASSES if c in union],
+        gar_case=record.gold_class in union,
+        due_hits=due_hits,
+        passed=record.passed,
+        error=record.error,
+    )
+
+
+# --------------------------------------------------------------------------- per category
+
+
+def _rate(k: int, n: int) -> float | None:
+    return k / n if n else None
+
+
+def _ci(k: int, n: int, z: float) -> tuple[float | None, float | None]:
+    if not n:
+        return None, None
+    lo, hi = wilson(k, n, z)
+    return (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
+
+
+def _category_key(category: str) -> tuple[int, str]:
+    short = short_category(category)
+    rank = _CATEGORY_ORDER.index(short) if short in _CATEGORY_ORDER else len(_CATEGORY_ORDER)
+    return rank, category
+
+
+def _category_row(
+    category: str,
+    cases: Sequence[CaseClasses],
+    settings: DiagnosticsSettings,
+    header: tuple[int, int] | None,
+) -> dict[str, Any]:
+    z = settings.z
+    n = len(cases)
+    golds = sorted({c.gold_class for c in cases})
+    k_case = sum(c.gar_case for c in cases)
+    turn_cases = [c for c in cases if c.due_hits]
+    k_turn = sum(bool(c.gar_turn) for c in turn_cases)
+    per_turn_n = sum(len(c.due_hits) for c in cases)
+    per_turn_k = sum(sum(c.due_hits) for c in cases)
+
+    judged = [c for c in cases if c.passed is not None]
+    acc_source: str | None
+    if judged:
+        acc_k, acc_n, acc_source = sum(bool(c.passed) for c in judged), len(judged), "cases"
+        passed_without_gold: int | None = sum(bool(c.passed) and not c.gar_case for c in judged)
+    elif header is not None:
+        acc_k, acc_n, acc_source = header[0], header[1], "header"
+        passed_without_gold = None
+    else:
+        acc_k, acc_n, acc_source = 0, 0, None
+        passed_without_gold = None
+
+    gar = _rate(k_case, n)
+    acc = _rate(acc_k, acc_n)
+    gap = gar - acc if gar is not None and acc is not None else None
+    counts = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
+    gar_lo, gar_hi = _ci(k_case, n, z)
+    turn_lo, turn_hi = _ci(k_turn, len(turn_cases), z)
+    acc_lo, acc_hi = _ci(acc_k, acc_n, z)
+    return {
+        "category": category,
+        "gold_class": "/".join(golds),
+        "n": n,
+        "n_errors": sum(c.error is not None for c in cases),
+        "gar_case": gar,
+        "gar_case_k": k_case,
+        "gar_case_ci_low": gar_lo,
+        "gar_case_ci_high": gar_hi,
+        "gar_turn": _rate(k_turn, len(turn_cases)),
+        "gar_turn_k": k_turn,
+        "gar_turn_n": len(turn_cases),
+        "gar_turn_ci_low": turn_lo,
+        "gar_turn_ci_high": turn_hi,
+        "gar_per_turn": _rate(per_turn_k, per_turn_n),
+        "per_turn_k": per_turn_k,
+        "per_turn_n": per_turn_n,
+        "acc": acc,
+        "acc_k": acc_k if acc_source else None,
+        "acc_n": acc_n if acc_source else None,
+        "acc_ci_low": acc_lo,
+        "acc_ci_high": acc_hi,
+        "acc_source": acc_source,
+        "gap": gap,
+        "bound_violation": (acc > gar) if gap is not None else None,
+        "passed_without_gold": passed_without_gold,
+        "large_slack": (gap > settings.slack_threshold) if gap is not None else None,
+        "class_counts": {c: counts.get(c, 0) for c in ACTION_CLASSES},
+    }
+
+
+@dataclass
+class Diagnostics:
+    """Result of :func:`compute_diagnostics`: one row per category plus run-level facts."""
+
+    rows: list[dict[str, Any]]
+    class_counts: dict[str, int]
+    capability: dict[str, Any]
+    config: dict[str, Any]
+    settings: dict[str, Any]
+    cases: list[CaseClasses] = field(default_factory=list)
+
+    def to_dict(self, include_cases: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "rows": self.rows,
+            "class_counts": self.class_counts,
+            "capability": self.capability,
+            "config": self.config,
+            "settings": self.settings,
+        }
+        if include_cases:
+            d["cases"] = [asdict(c) for c in self.cases]
+        return d
+
+
+def capability_check(class_counts: Mapping[str, int], t_cap: int = 10) -> dict[str, Any]:
+    """Whether each non-OTHER class was emitted at least ``t_cap`` times over the run."""
+    per_class = {c: class_counts.get(c, 0) >= t_cap for c in ACTION_CLASSES if c != OTHER}
+    return {
+        "t_cap": t_cap,
+        "passed": per_class,
+        "ok": all(per_class.values()),
+        "below": [c for c, ok in per_class.items() if not ok],
+    }
+
+
+def compute_diagnostics(
+    records: Iterable[CaseRecord],
+    config: ClassifierConfig = DEFAULT,
+    settings: DiagnosticsSettings | None = None,
+    header_acc: Mapping[str, tuple[int, int]] | None = None,
+) -> Diagnostics:
+    """GAR, Acc and flags per category (see the module docstring).
+
+    ``header_acc`` maps a category to ``(correct, total)`` used as Acc for a category none of
+    whose records has a ``passed`` verdict (e.g. BFCL's score-file header).
+    """
+    settings = settings or DiagnosticsSettings()
+    cases = [classify_case(r, config, settings.multi_label) for r in records]
+    by_cat: dict[str, list[CaseClasses]] = {}
+    for case in cases:
+        by_cat.setdefault(case.category, []).append(case)
+    header_acc = header_acc or {}
+    rows = [
+        _category_row(cat, by_cat[cat], settings, header_acc.get(cat))
+        for cat in sorted(by_cat, key=_category_key)
+    ]
+    totals = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
+    class_counts = {c: totals.get(c, 0) for c in ACTION_CLASSES}
+    return Diagnostics(
+        rows=rows,
+        class_counts=class_counts,
+        capability=capability_check(class_counts, settings.t_cap),
+        config=config.to_dict(),
+        settings=settings.to_dict(),
+        cases=cases,
+    )
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}"
+
+
+def _pct_ci(x: float | None, lo: float | None, hi: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:.1f} [{_pct(lo)}, {_pct(hi)}]"
+
+
+def _flags(row: Mapping[str, Any]) -> str:
+    flags = []
+    if row.get("bound_violation"):
+        flags.append("bound violation (Acc > GAR)")
+    if row.get("passed_without_gold"):
+        flags.append(f"{row['passed_without_gold']} passed without gold class")
+    if row.get("large_slack"):
+        flags.append("large slack (execution failure)")
+    if row.get("n_errors"):
+        flags.append(f"{row['n_errors']} errors")
+    return "; ".join(flags)
+
+
+_COLUMNS = (
+    "Category",
+    "Gold",
+    "n",
+    "GAR case % [95% CI]",
+    "GAR turn % [95% CI]",
+    "per-turn %",
+    "Acc % [95% CI]",
+    "GAR−Acc pp",
+    "Flags",
+)
+
+
+def _cells(row: Mapping[str, Any]) -> list[str]:
+    gap = row.get("gap")
+    acc = _pct_ci(row.get("acc"), row.get("acc_ci_low"), row.get("acc_ci_high"))
+    if row.get("acc_source") == "header":
+        acc += " (header)"
+    return [
+        str(row["category"]),
+        str(row["gold_class"]),
+        str(row["n"]),
+        _pct_ci(row.get("gar_case"), row.get("gar_case_ci_low"), row.get("gar_case_ci_high")),
+        _pct_ci(row.get("gar_turn"), row.get("gar_turn_ci_low"), row.get("gar_turn_ci_high")),
+        _pct(row.get("gar_per_turn")),
+        acc,
+        "n/a" if gap is None else f"{100 * gap:+.1f}",
+        _flags(row),
+    ]
+
+
+def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The per-category rows as a Markdown table (percentages, Wilson 95% intervals)."""
+    lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def rich_table(rows: Sequence[Mapping[str, Any]], title: str | None = "Action-class diagnostics"):
+    """The per-category rows as a :class:`rich.table.Table` (bound violations in red)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in _COLUMNS:
+        table.add_column(col, justify="right" if col == "n" else "left")
+    for row in rows:
+        style = "red" if row.get("bound_violation") else None
+        table.add_row(*_cells(row), style=style)
+    return table

@@ -1,0 +1,387 @@
+"""Drive one BFCL multi-turn conversation the way BFCL's inference loop does.
+
+Structure (``bfcl_eval.model_handler.base_handler.inference_multi_turn_FC`` / ``_prompting``):
+
+* for each turn, the turn's user messages are appended; at a miss_func re-injection turn ``k``
+  (whose data turn is ``[]``) the held-out tools come back and the user message is BFCL's
+  :data:`REINJECT_MESSAGE` (native mode: the tools list grows; prompt mode: the message is
+  ``"{functions}\\n" + REINJECT_MESSAGE`` with the added docs, the system prompt is unchanged);
+* within a turn the model is queried repeatedly: an answer with no parseable call ends the
+  turn; otherwise the calls are executed (through :class:`~callscope.actions.env.SafeEnv`) and
+  the results appended (native: one ``tool`` message per call with ``tool_call_id``/``name``;
+  prompt: one ``user`` message holding ``repr`` of ``[{"role": "tool", "name": <call>,
+  "content": <result>}]``, as BFCL's ``format_execution_results_prompting``);
+* after more than ``max_steps`` executed steps in one turn the case is force-quit (BFCL:
+  ``count > MAXIMUM_STEP_LIMIT`` with 20): that turn is kept and no further turn is run, so
+  the grader reports force-termination unless it was the last turn (as in BFCL). A
+  :class:`~callscope.types.ModelError` ends the case with the error recorded (the grader
+  fails it as BFCL fails an inference error).
+
+Parsing (``parse_mode``): ``"bfcl"`` mirrors BFCL: native mode reads only the native tool
+calls; prompt mode strips backticks/newlines/spaces, wraps the text in ``[...]`` when needed
+and accepts it only if the whole text is a Python call list with literal arguments.
+``"lenient"`` uses :func:`callscope.parse.parse_output` (native calls first, then any call
+syntax found in the text).
+
+Every assistant emission is recorded (:class:`StepRecord`: raw text and native tool calls,
+the parsed calls, the execution results, the tools available), so that emission classifiers
+can read them per turn and step; :meth:`Trajectory.to_dict`/:meth:`Trajectory.from_dict`
+round-trip through JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from callscope.actions.env import ExecResult, SafeEnv
+from callscope.datasets.bfcl_multi_turn import MTCase
+from callscope.models.base import ChatModel, Decoding
+from callscope.parse import parse_native, parse_output, parse_python_calls
+from callscope.types import ModelError, ModelReply, ParseResult
+
+Style = Literal["native", "prompt"]
+ParseMode = Literal["bfcl", "lenient"]
+
+#: ``bfcl_eval.constants.default_prompts.MAXIMUM_STEP_LIMIT``
+MAXIMUM_STEP_LIMIT = 20
+#: ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``
+REINJECT_MESSAGE = "I have updated some more functions you can choose from. What about now?"
+
+#: BFCL's default system prompt (``ret_fmt=python``, ``func_doc_fmt=json``, plaintext, classic)
+BFCL_SYSTEM_PROMPT = (
+    "You are an expert in composing functions.You are given a question and a set of possible "
+    "functions. Based on the question, you will need to make one or more function/tool calls to "
+    "achieve the purpose. If none of the functions can be used, point it out. If the given "
+    "question lacks the parameters required by the function, also point it out.\n\n"
+    "You should only return the function calls in your response.\n\nIf you decide to invoke "
+    "any of the function(s), you MUST put it in the format of [func_name1(params_name1="
+    "params_value1, params_name2=params_value2...), func_name2(params)].  You SHOULD NOT "
+    "include any other text in the response.\n\nAt each turn, you should try your best to "
+    "complete the tasks requested by the user within the current turn. Continue to output "
+    "functions to call until you have fulfilled the user's request to the best of your "
+    "ability. Once you have no more functions to call, the system will consider the current "
+    "turn complete and proceed to the next turn or task.\n\nHere is a list of functions in "
+    "json format that you can invoke.\n{functions}\n"
+)
+
+
+def prompt_system_message(functions: list[dict[str, Any]]) -> str:
+    """The prompt-mode system prompt: BFCL's instruction and the functions as indented JSON."""
+    return BFCL_SYSTEM_PROMPT.replace("{functions}", json.dumps(functions, indent=4))
+
+
+def reinjection_message(added: list[dict[str, Any]], style: Style) -> str:
+    """BFCL's user message of a miss_func re-injection turn."""
+    if style == "prompt":
+        return f"{added}\n{REINJECT_MESSAGE}"
+    return REINJECT_MESSAGE
+
+
+def parse_bfcl_prompt(text: str) -> ParseResult:
+    """BFCL's prompt-mode decoding: strip backticks/newlines/spaces, wrap in ``[...]``, and
+    read the whole text as a Python call list (literals only; never evaluated)."""
+    body = (text or "").strip("`\n ")
+    if not body:
+        return ParseResult(error="empty output")
+    if not body.startswith("["):
+        body = "[" + body
+    if not body.endswith("]"):
+        body = body + "]"
+    try:
+        calls = parse_python_calls(body)
+    except ValueError as exc:
+        return ParseResult(error=str(exc))
+    return ParseResult(calls=tuple(calls), form="python")
+
+
+def parse_emission(reply: ModelReply, style: Style, parse_mode: ParseMode) -> ParseResult:
+    """The calls of one emission under ``style``/``parse_mode`` (see module doc)."""
+    if parse_mode == "lenient":
+        return parse_output(reply)
+    if style == "native":
+        if reply.tool_calls:
+            return parse_native(reply.tool_calls)
+        return ParseResult(error="no native tool call")
+    return parse_bfcl_prompt(reply.text)
+
+
+# ------------------------------------------------------------------------------- records
+
+
+@dataclass
+class StepRecord:
+    """One model query within a turn."""
+
+    text: str
+    tool_calls: list[dict[str, Any]] | None
+    calls: list[dict[str, Any]]
+    parse_error: str | None
+    parse_form: str | None
+    results: list[ExecResult]
+    available: list[str]
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tool_calls": self.tool_calls,
+            "calls": self.calls,
+            "parse_error": self.parse_error,
+            "parse_form": self.parse_form,
+            "results": [r.to_dict() for r in self.results],
+            "available": self.available,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepRecord:
+        return cls(
+            text=str(d.get("text") or ""),
+            tool_calls=d.get("tool_calls"),
+            calls=list(d.get("calls") or []),
+            parse_error=d.get("parse_error"),
+            parse_form=d.get("parse_form"),
+            results=[ExecResult.from_dict(r) for r in d.get("results") or []],
+            available=list(d.get("available") or []),
+            prompt_tokens=d.get("prompt_tokens"),
+            completion_tokens=d.get("completion_tokens"),
+            latency_s=float(d.get("latency_s") or 0.0),
+        )
+
+
+@dataclass
+class TurnRecord:
+    """One turn: the user messages sent, the tools available, the steps."""
+
+    index: int
+    user_messages: list[dict[str, Any]]
+    available: list[str]
+    added_functions: list[str] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "user_messages": self.user_messages,
+            "available": self.available,
+            "added_functions": self.added_functions,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TurnRecord:
+        return cls(
+            index=int(d["index"]),
+            user_messages=list(d.get("user_messages") or []),
+            available=list(d.get("available") or []),
+            added_functions=list(d.get("added_functions") or []),
+            steps=[StepRecord.from_dict(s) for s in d.get("steps") or []],
+        )
+
+
+@dataclass
+class Trajectory:
+    """A whole conversation. ``turns`` holds the turns BFCL would keep in its result (the
+    force-quit turn included); a turn cut by a model error is kept in ``partial_turn``."""
+
+    case_id: str
+    category: str
+    style: str
+    model: str
+    max_steps: int
+    parse_mode: str = "bfcl"
+    turns: list[TurnRecord] = field(default_factory=list)
+    partial_turn: TurnRecord | None = None
+    force_quit: bool = False
+    error: dict[str, Any] | None = None
+    wall_s: float = 0.0
+
+    @property
+    def completed(self) -> bool:
+        return not self.force_quit and self.error is None
+
+    def emissions(self) -> Iterator[tuple[int, int, StepRecord]]:
+        """``(turn, step, record)`` for every assistant emission, the partial turn included."""
+        all_turns = list(self.turns) + ([self.partial_turn] if self.partial_turn else [])
+        for turn in all_turns:
+            for j, step in enumerate(turn.steps):
+                yield turn.index, j, step
+
+    def accepted_calls(self) -> list[list[list[str]]]:
+        """Per completed turn, per step with at least one accepted call, the rebuilt call
+        strings as recorded (BFCL's decoded-results shape). The grader recomputes them."""
+        return [
+            [calls for step in turn.steps
+             if (calls := [r.call for r in step.results if r.accepted and r.call])]
+            for turn in self.turns
+        ]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens or 0 for _, _, s in self.emissions())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens or 0 for _, _, s in self.emissions())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "category": self.category,
+            "style": self.style,
+            "model": self.model,
+            "max_steps": self.max_steps,
+            "parse_mode": self.parse_mode,
+            "turns": [t.to_dict() for t in self.turns],
+            "partial_turn": self.partial_turn.to_dict() if self.partial_turn else None,
+            "force_quit": self.force_quit,
+            "error": self.error,
+            "wall_s": self.wall_s,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
+        partial = d.get("partial_turn")
+        return cls(
+            case_id=str(d["case_id"]),
+            category=str(d.get("category") or ""),
+            style=str(d.get("style") or "native"),
+            model=str(d.get("model") or ""),
+            max_steps=int(d.get("max_steps") or MAXIMUM_STEP_LIMIT),
+            parse_mode=str(d.get("parse_mode") or "bfcl"),
+            turns=[TurnRecord.from_dict(t) for t in d.get("turns") or []],
+            partial_turn=TurnRecord.from_dict(partial) if partial else None,
+            force_quit=bool(d.get("force_quit")),
+            error=d.get("error"),
+            wall_s=float(d.get("wall_s") or 0.0),
+        )
+
+
+# --------------------------------------------------------------------------------- driver
+
+
+def _native_assistant_message(
+    reply: ModelReply, parsed: ParseResult, turn: int, step: int
+) -> tuple[dict[str, Any], list[str]]:
+    """The assistant message to append, and the tool-call ids of its calls (in order)."""
+    if not parsed.calls or parsed.form != "native":
+        return {"role": "assistant", "content": reply.text or ""}, []
+    raw = reply.tool_calls or []
+    ids: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    for i, call in enumerate(parsed.calls):
+        rid = raw[i].get("id") if i < len(raw) and isinstance(raw[i], dict) else None
+        call_id = str(rid) if rid else f"call_{turn}_{step}_{i}"
+        ids.append(call_id)
+        tool_calls.append({
+            "id": call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        })
+    return {"role": "assistant", "content": reply.text or "", "tool_calls": tool_calls}, ids
+
+
+def _display(result: ExecResult) -> str:
+    return result.call or result.name
+
+
+def run_conversation(
+    model: ChatModel,
+    case: MTCase,
+    *,
+    style: Style = "native",
+    max_steps: int = MAXIMUM_STEP_LIMIT,
+    decoding: Decoding | None = None,
+    parse_mode: ParseMode = "bfcl",
+    run_tag: str = "",
+) -> Trajectory:
+    """Run ``case`` with ``model``; never raises on a model error (it is recorded).
+
+    A model with a ``set_context`` method (the replay backend) is told
+    ``case_id``, ``mode`` (the style) and ``attempt`` (1-based query number in the case)
+    before every query.
+    """
+    if style not in ("native", "prompt"):
+        raise ValueError(f"style must be 'native' or 'prompt', not {style!r}")
+    started = time.perf_counter()
+    env = SafeEnv(case, run_tag=run_tag)
+    traj = Trajectory(case.id, case.category, style, getattr(model, "spec", "") or "",
+                      max_steps, parse_mode)
+    messages: list[dict[str, Any]] = []
+    if style == "prompt":
+        messages.append({"role": "system", "content": prompt_system_message(case.functions_at(0))})
+    query_no = 0
+    for t, data_turn in enumerate(case.turns):
+        functions = case.functions_at(t)
+        available = {f["name"] for f in functions}
+        added = case.missed_function.get(t, [])
+        user_msgs = [dict(m) for m in data_turn]
+        if added:
+            by_name = {f["name"]: f for f in case.functions}
+            docs = [by_name[n] for n in added if n in by_name]
+            user_msgs = [{"role": "user", "content": reinjection_message(docs, style)}]
+        messages.extend(user_msgs)
+        tools = [{"type": "function", "function": f} for f in functions] if style == "native" \
+            else None
+        turn = TurnRecord(t, user_msgs, sorted(available), list(added))
+        count = 0
+        while True:
+            query_no += 1
+            if hasattr(model, "set_context"):
+                model.set_context(case_id=case.id, mode=style, attempt=query_no)
+            try:
+                reply = model.chat(list(messages), tools, decoding)
+            except ModelError as exc:
+                traj.error = {"kind": exc.kind, "message": str(exc), "turn": t,
+                              "step": len(turn.steps)}
+                traj.partial_turn = turn
+                traj.wall_s = time.perf_counter() - started
+                return traj
+            parsed = parse_emission(reply, style, parse_mode)
+            step = StepRecord(
+                text=reply.text or "",
+                tool_calls=reply.tool_calls,
+                calls=[c.to_dict() for c in parsed.calls],
+                parse_error=parsed.error,
+                parse_form=parsed.form,
+                results=[],
+                available=sorted(available),
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                latency_s=reply.latency_s,
+            )
+            turn.steps.append(step)
+            if style == "native":
+                assistant, ids = _native_assistant_message(reply, parsed, t, len(turn.steps) - 1)
+            else:
+                assistant, ids = {"role": "assistant", "content": reply.text or ""}, []
+            messages.append(assistant)
+            if not parsed.calls:
+                break
+            step.results = env.execute(parsed.calls, available)
+            if style == "native" and ids:
+                for call_id, res in zip(ids, step.results):
+                    messages.append({"role": "tool", "tool_call_id": call_id,
+                                     "name": res.name, "content": res.output})
+            else:
+                shown = [{"role": "tool", "name": _display(r), "content": r.output}
+                         for r in step.results]
+                messages.append({"role": "user", "content": repr(shown)})
+            count += 1
+            if count > max_steps:
+                # BFCL keeps the force-quit turn in its results and runs no further turn
+                traj.force_quit = True
+                traj.turns.append(turn)
+                traj.wall_s = time.perf_counter() - started
+                return traj
+        traj.turns.append(turn)
+    traj.wall_s = time.perf_counter() - started
+    return traj

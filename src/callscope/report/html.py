@@ -1,0 +1,283 @@
+"""``build_report(run_dir)``: tables, figures and one self-contained ``report.html``.
+
+The page needs no network: figures are base64 data URIs, CSS and JS are inline, and a
+Content-Security-Policy forbids every other source. Model and dataset text only ever
+reaches the page inside a ``<script type="application/json" id="data">`` block (with ``<``,
+``>``, ``&`` and U+2028/9 written as ``\\uXXXX``, so no text can close the block) and is
+rendered by ``report.js`` with ``textContent``/``createElement`` only. Everything else
+(table cells, captions, model names) is HTML-escaped on the Python side.
+
+The case browser's filters (model, mode, scale, first-failing stage, failure kind, result)
+are mirrored in the URL hash, e.g. ``report.html#mode=binary&stage=2``; an element with
+``id="shown-count"`` reads ``"N of M cases shown"``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from callscope.report import aggregate as agg
+from callscope.report.figures import make_figures
+from callscope.report.tables import (
+    ReportTable,
+    aggregate_table,
+    cumulative_table,
+    errors_table,
+    extrinsic_table,
+    failure_table,
+    headline_table,
+    intrinsic_table,
+    overcorrection_table,
+    per_scale_table,
+    write_table,
+)
+
+REPORT_FILE = "report.html"
+_FIGURE_CAPTIONS = {
+    "solve_rate_by_scale.png": "Solve rate by registry scale per model and mode, with 95% "
+    "Wilson intervals (paper Fig. 2).",
+    "cumulative_solve.png": "Cumulative solve rate by attempt per model and scale; direct "
+    "(single pass) dotted as the baseline (paper Fig. 3).",
+    "failure_stages.png": "Where each case's first attempt failed (share of cases).",
+    "overcorrection.png": "Overcorrection: correct first names/arguments lost by the final "
+    "attempt (Wilson 95%), and the mean change of argument F1 over the loop (bootstrap 95%).",
+}
+
+
+@dataclass
+class ReportData:
+    """Every aggregate of a run, as frames, plus the formatted tables in report order."""
+
+    per_scale: pd.DataFrame
+    headline: pd.DataFrame
+    across: pd.DataFrame
+    cumulative: pd.DataFrame
+    failures: pd.DataFrame
+    overcorrection: pd.DataFrame
+    errors: pd.DataFrame
+    tables: list[ReportTable] = field(default_factory=list)
+
+
+def compute_report(
+    outcomes: list[dict[str, Any]],
+    max_attempts: dict[str, int] | int | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> ReportData:
+    """All aggregates and tables for a list of outcome dicts (pure; see ``aggregate``)."""
+    ps = agg.per_scale(outcomes, n_boot, seed)
+    hl = agg.headline(outcomes, n_boot, seed)
+    across = agg.across_scales(ps)
+    cum = agg.cumulative_solve(outcomes, max_attempts)
+    fb = agg.failure_breakdown(outcomes)
+    oc = agg.overcorrection(outcomes, n_boot, seed)
+    err = agg.errors_by_kind(outcomes)
+    data = ReportData(ps, hl, across, cum, fb, oc, err)
+    data.tables = [headline_table(hl)]
+    if not ps.empty:
+        data.tables += [per_scale_table(ps), aggregate_table(across), extrinsic_table(across),
+                        intrinsic_table(across)]  # fmt: skip
+    data.tables += [cumulative_table(cum), failure_table(fb), overcorrection_table(oc),
+                    errors_table(err)]  # fmt: skip
+    return data
+
+
+# --------------------------------------------------------------------------- case data
+
+
+def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
+    reply = a.get("reply") or {}
+    row = a.get("row")
+    diag = a.get("diagnosis") or {}
+    if row is not None:
+        row = {**row, **{k: diag.get(k, []) for k in ("numeric", "hard", "soft")}}
+    return {
+        "attempt": a.get("attempt"),
+        "text": reply.get("text") or "",
+        "tool_calls": reply.get("tool_calls"),
+        "parsed": a.get("parsed") or [],
+        "parse_error": (row or {}).get("parse_error"),
+        "row": row,
+        "feedback": a.get("feedback"),
+        "error": a.get("error"),
+        "error_kind": a.get("error_kind"),
+    }
+
+
+def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON the case browser renders: ``cases`` (query, registry, gold, scale by id),
+    ``items`` (one per outcome, with every attempt) and the filter choices."""
+    from callscope.runs.store import RunStore
+
+    store = RunStore(run_dir)
+    try:
+        cases = {
+            c.id: {"query": c.query, "functions": c.functions, "gold": c.gold,
+                   "scale": agg.scale_label(c.scale)}  # fmt: skip
+            for c in store.cases()
+        }
+        items = []
+        for o in outcomes:
+            attempts = store.attempts(o["model"], o["case_id"], o["mode"])
+            stage = agg.first_stage(o)
+            items.append({
+                "model": o["model"], "case_id": o["case_id"], "mode": o["mode"],
+                "scale": agg.scale_label(o.get("scale")),
+                "stage": "error" if stage == "error" else ("0" if stage == "passed" else stage[-1]),
+                "kinds": agg.first_kinds(o),
+                "result": "error" if agg.is_error(o) else (
+                    "solved" if o.get("solved_at") is not None else "unsolved"),
+                "solved_at": o.get("solved_at"), "n_attempts": o.get("n_attempts"),
+                "error": o.get("error"), "error_kind": o.get("error_kind"),
+                "attempts": [_attempt_record(a) for a in attempts],
+            })  # fmt: skip
+    finally:
+        store.close()
+    scales = sorted({i["scale"] for i in items}, key=agg.scale_sort_key)
+    return {
+        "cases": cases,
+        "items": items,
+        "models": sorted({i["model"] for i in items}),
+        "modes": sorted({i["mode"] for i in items}, key=agg.mode_sort_key),
+        "scales": scales,
+        "kinds": list(agg.FAILURE_KINDS),
+    }
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with non-finite floats (which JSON cannot hold) written as strings."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {str(k): _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
+
+
+def json_for_script(data: Any) -> str:
+    """JSON safe to place inside ``<script type="application/json">``: ``<``, ``>``, ``&``
+    and the JS line separators are escaped as ``\\uXXXX`` (``json.loads`` reads it back)."""
+    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, default=str)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
+        text = text.replace(ch, esc)
+    return text
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def table_html(t: ReportTable) -> str:
+    """A formatted table as escaped HTML with its caption."""
+    df = t.display
+    head = "".join(f"<th>{_esc(c)}</th>" for c in df.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>"
+        for row in df.itertuples(index=False)
+    )
+    if df.empty:
+        body = f'<tr><td colspan="{max(1, len(df.columns))}">(no rows)</td></tr>'
+    return (
+        f'<div class="table-wrap"><table class="report" id="table-{_esc(t.name)}">'
+        f"<caption><b>{_esc(t.title)}.</b> {_esc(t.caption)}</caption>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
+def _figure_html(path: Path) -> str:
+    b64 = base64.b64encode(path.read_bytes()).decode("ascii")
+    caption = _FIGURE_CAPTIONS.get(path.name, path.name)
+    return (
+        f'<figure id="fig-{_esc(path.stem)}"><img alt="{_esc(caption)}" '
+        f'src="data:image/png;base64,{b64}" onload="this.setAttribute(\'data-loaded\',\'1\')">'
+        f"<figcaption>{_esc(caption)}</figcaption></figure>"
+    )
+
+
+def _asset(name: str) -> str:
+    return resources.files("callscope.report").joinpath(name).read_text(encoding="utf-8")
+
+
+_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'")  # fmt: skip
+
+
+def render_html(
+    title: str, data: ReportData, figures: list[Path], cases: dict[str, Any]
+) -> str:
+    """The whole page as one string (no external references)."""
+    js = _asset("report.js")
+    if "</script" in js.lower():  # pragma: no cover - guards edits of report.js
+        raise ValueError("report.js must not contain '</script'")
+    headline, rest = data.tables[0], data.tables[1:]
+    filters = "".join(
+        f'<label>{label}<select id="filter-{name}"></select></label>'
+        for name, label in (("model", "model"), ("mode", "mode"), ("scale", "scale"),
+                            ("stage", "first-failing stage"), ("kind", "failure kind"),
+                            ("result", "result"))  # fmt: skip
+    )
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}</title>",
+        f"<style>{_asset('report.css')}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        '<nav><a href="#summary">Summary</a><a href="#tables">Tables</a>'
+        '<a href="#figures">Figures</a><a href="#cases">Cases</a></nav>',
+        '<section id="summary"><h2>Summary</h2>', table_html(headline), "</section>",
+        '<section id="tables"><h2>Tables</h2>', *(table_html(t) for t in rest), "</section>",
+        '<section id="figures"><h2>Figures</h2>', *(_figure_html(p) for p in figures),
+        "</section>",
+        '<section id="cases"><h2>Cases</h2>',
+        f'<div class="filters">{filters}</div>',
+        '<p id="shown-count"></p><p id="filter-note"></p>',
+        '<div id="case-list"></div><button id="more" type="button" hidden>show more</button>',
+        "</section>",
+        f'<script type="application/json" id="data">{json_for_script(cases)}</script>',
+        f"<script>{js}</script>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def build_report(
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Path:
+    """Aggregate the run in ``run_dir`` and write, under ``out_dir`` (default ``run_dir``):
+    ``tables/<name>.{csv,md,tex}``, ``figures/*.png`` and ``report.html``; return the path of
+    ``report.html``. Raises FileNotFoundError when ``run_dir`` holds no run store."""
+    run_dir = Path(run_dir)
+    out = Path(out_dir) if out_dir is not None else run_dir
+    outcomes = agg.load_outcomes(run_dir)
+    data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot, seed)
+    for t in data.tables:
+        write_table(t, out / "tables")
+    figures = make_figures(data.per_scale, data.cumulative, data.failures,
+                           data.overcorrection, out / "figures")  # fmt: skip
+    cases = case_data(run_dir, outcomes)
+    page = render_html(f"callscope report: {run_dir.resolve().name}", data, figures, cases)
+    path = out / REPORT_FILE
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,155 @@
+"""Kill a real `callscope run` (SIGKILL and SIGINT) mid-way and resume it.
+
+The model is a real OpenAI-compatible HTTP server on 127.0.0.1 (written here) that answers
+slowly and deterministically: a call with a missing argument first, the right call after
+any feedback turn. The run must end with exactly one outcome per (case, mode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+N_CASES = 10
+MODES = ("direct", "binary", "structured")
+FUNC = {
+    "name": "get_weather",
+    "description": "Current weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+        "required": ["city", "unit"],
+    },
+}
+
+
+class SlowModelHandler(BaseHTTPRequestHandler):
+    delay = 0.08
+
+    def log_message(self, *args) -> None:  # keep test output quiet
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        time.sleep(self.delay)
+        msgs = body["messages"]
+        city = msgs[1]["content"].split("in ")[-1].rstrip("?")
+        args = {"city": city} if len(msgs) == 2 else {"city": city, "unit": "celsius"}
+        reply = {
+            "choices": [{"message": {"role": "assistant", "content": json.dumps({"name": "get_weather", "arguments": args})}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 9},
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), SlowModelHandler)
+    httpd.daemon_threads = True
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+def write_cases(path: Path) -> None:
+    with path.open("w") as fh:
+        for i in range(N_CASES):
+            row = {
+                "id": f"w{i}",
+                "query": f"What is the weather in celsius in City{i}?",
+                "functions": [FUNC],
+                "gold": {"name": "get_weather", "arguments": {"city": f"City{i}", "unit": "celsius"}},
+            }
+            fh.write(json.dumps(row) + "\n")
+
+
+def command(cases: Path, out: Path, url: str) -> list[str]:
+    return [
+        sys.executable, "-m", "callscope.cli", "run", str(cases), "-o", str(out),
+        "-m", "openai:fake", "--base-url", url, "--style", "prompt", "--max-attempts", "3",
+        "--no-cache", "--quiet", "--concurrency", "2",
+    ]  # fmt: skip
+
+
+def count_outcomes(store: Path) -> int:
+    if not store.exists():
+        return 0
+    try:
+        con = sqlite3.connect(store, timeout=1)
+        try:
+            return con.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> int:
+    env = {**os.environ, "OPENAI_API_KEY": "test"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while count_outcomes(store) < at_least and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    return proc.returncode
+
+
+def check_complete(out: Path) -> None:
+    con = sqlite3.connect(out / "store.sqlite")
+    keys = con.execute("SELECT case_id, mode FROM outcomes").fetchall()
+    assert sorted(keys) == sorted((f"w{i}", m) for i in range(N_CASES) for m in MODES)
+    # every outcome has exactly its attempts, numbered 1..n, no orphans
+    rows = con.execute(
+        "SELECT o.case_id, o.mode, o.n_attempts, COUNT(a.attempt), MIN(a.attempt), MAX(a.attempt)"
+        " FROM outcomes o JOIN attempts a USING (model, case_id, mode) GROUP BY 1, 2"
+    ).fetchall()
+    assert len(rows) == N_CASES * len(MODES)
+    for _cid, mode, n, count, lo, hi in rows:
+        assert count == n and lo == 1 and hi == n
+        assert n == (1 if mode == "direct" else 2)
+    orphans = con.execute(
+        "SELECT COUNT(*) FROM attempts a LEFT JOIN outcomes o USING (model, case_id, mode)"
+        " WHERE o.case_id IS NULL"
+    ).fetchone()[0]
+    assert orphans == 0
+    final = [json.loads(x) for x in (out / "final.jsonl").read_text().splitlines()]
+    assert len(final) == N_CASES * len(MODES)
+    assert len({(r["id"], r["mode"]) for r in final}) == len(final)
+    solved = {m: sum(r["solved"] for r in final if r["mode"] == m) for m in MODES}
+    assert solved == {"direct": 0, "binary": N_CASES, "structured": N_CASES}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, server, sig) -> None:
+    cases = tmp_path / "cases.jsonl"
+    write_cases(cases)
+    out = tmp_path / "run"
+    cmd = command(cases, out, server)
+    rc = kill_midway(cmd, out / "store.sqlite", sig, at_least=4)
+    partial = count_outcomes(out / "store.sqlite")
+    assert 4 <= partial < N_CASES * len(MODES), "the kill must land mid-way"
+    if sig == signal.SIGINT:
+        assert rc == 130
+    else:
+        assert rc == -signal.SIGKILL
+    done = subprocess.run(cmd, env={**os.environ, "OPENAI_API_KEY": "test"}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"{N_CASES * len(MODES) - partial} ran, {partial} already done" in " ".join(done.stderr.split())
+    check_complete(out)

@@ -106,18 +106,6 @@ def load_cases(path: Path) -> tuple[list[Case], list[str]]:
     return cases, problems
 
 
-def open_model(model: str, base_url: str | None, api_key: str | None, timeout: float, cache: Path | None, no_cache: bool):
-    """Load a backend, wrapped in the response cache unless disabled (never for replay)."""
-    from callscope.models.cache import CachedModel
-    from callscope.models.registry import load_model
-    from callscope.runs.runner import default_cache_path
-
-    m = load_model(model, base_url=base_url, api_key=api_key, timeout=timeout)
-    if no_cache or model.startswith("replay:"):
-        return m
-    return CachedModel(m, cache or default_cache_path())
-
-
 def print_run_summary(summary) -> None:
     t = Table(title=f"{summary.model}: {summary.ran} ran, {summary.skipped} already done")
     for col in ("mode", "cases", "solve rate", "mean attempts"):
@@ -132,6 +120,8 @@ def print_run_summary(summary) -> None:
 
 
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
+DEMO_N = 4
+DEMO_MAX_ATTEMPTS = 5
 ModelOpt = Annotated[str, typer.Option("-m", "--model", help="local:qwen2.5-coder-0.5b | local:qwen2.5-coder-1.5b | gguf:PATH | ollama:NAME | openai:NAME | replay:FILE")]
 BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="server address (default: OLLAMA_HOST / OPENAI_BASE_URL)")]
 ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="OPENAI_API_KEY", help="API key for openai: backends", show_default=False)]
@@ -164,13 +154,14 @@ def run(
 ) -> None:
     """Run the SAAG correction loop for one model over a cases file (resumable)."""
     from callscope.models.base import Decoding
+    from callscope.runs.experiment import open_model
     from callscope.runs.runner import run_cases
     from callscope.runs.store import RunStore
 
     cases, problems = load_cases(cases_file)
     for p in problems:
         console.print(f"[yellow]skipped malformed case: {p}[/yellow]")
-    m = open_model(model, base_url, api_key, timeout, cache, no_cache)
+    m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
     store = RunStore(out)
     store.set_meta("malformed_cases", problems)
     try:
@@ -188,6 +179,117 @@ def run(
     print_run_summary(summary)
     console.print(f"run directory: {out} (final rows: {out / 'final.jsonl'})")
     raise typer.Exit(code=2 if summary.aborted else 0)
+
+
+bench_app = typer.Typer(no_args_is_help=True, help="Build benchmarks (cases files for `run`).")
+app.add_typer(bench_app, name="bench")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+@bench_app.command("build")
+def bench_build(
+    source: Annotated[str, typer.Option("--source", help="bfcl | glaive:PATH | glaive:hf:glaiveai/glaive-function-calling-v2")] = "bfcl",
+    scales: Annotated[str, typer.Option("--scales", help="registry sizes")] = "5,10,15",
+    n: Annotated[int, typer.Option("--n", help="number of queries (each appears once per scale)")] = 300,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    distractors: Annotated[str, typer.Option("--distractors", help="uniform (paper) | similar (confusable)")] = "uniform",
+    gold_first: Annotated[bool, typer.Option("--gold-first", help="put the gold function first (paper Fig. 5)")] = False,
+    allow_download: Annotated[bool, typer.Option("--allow-download", help="allow fetching hf: sources")] = False,
+    output: Annotated[Path, typer.Option("-o", "--output")] = Path("cases.jsonl"),
+) -> None:
+    """Build a registry-scale benchmark: each query with S = 5/10/15 nested registries."""
+    from callscope.datasets.bench import build_benchmark
+    from callscope.datasets.registry_builder import benchmark_to_jsonl
+
+    try:
+        built = build_benchmark(
+            source, scales=_ints(scales), n=n, seed=seed, distractors=distractors,
+            gold_position="first" if gold_first else "random", allow_download=allow_download,
+        )
+    except (ValueError, FileNotFoundError, ImportError) as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
+    count = benchmark_to_jsonl(built.cases, output)
+    console.print(f"{source}: {built.source_cases} usable single-call queries; wrote {count} cases ({n} queries × scales {scales}) to {output}")
+    for reason, k in sorted(built.dropped.items()):
+        console.print(f"  dropped {reason}: {k}")
+
+
+def _run_experiment_and_report(exp, quiet: bool) -> None:
+    from callscope.runs.experiment import run_experiment
+
+    try:
+        summaries = run_experiment(exp, show_progress=not quiet)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
+        raise typer.Exit(130) from None
+    for s in summaries:
+        print_run_summary(s)
+    _report(exp.output)
+    if any(s.aborted for s in summaries):
+        raise typer.Exit(2)
+
+
+def _report(run_dir: Path) -> None:
+    from callscope.report.html import build_report
+
+    path = build_report(run_dir)
+    console.print(f"report: {path}")
+
+
+@app.command()
+def experiment(
+    config: Annotated[Path, typer.Argument(help="experiment TOML (models, benchmark, scales, modes...)")],
+    quiet: Annotated[bool, typer.Option("--quiet")] = False,
+) -> None:
+    """Run models × scales × modes from one file, then write tables, figures and report.html."""
+    from callscope.runs.experiment import Experiment
+
+    try:
+        exp = Experiment.load(config)
+    except (OSError, ValueError) as exc:
+        console.print(f"[red]{config}: {exc}[/red]")
+        raise typer.Exit(1) from None
+    _run_experiment_and_report(exp, quiet)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("-o", "--out")] = Path("runs/demo"),
+    model: ModelOpt = DEFAULT_MODEL,
+    n: Annotated[int, typer.Option("--n", help="BFCL queries (each at every scale)")] = DEMO_N,
+    max_attempts: Annotated[int, typer.Option("--max-attempts")] = DEMO_MAX_ATTEMPTS,
+    quiet: Annotated[bool, typer.Option("--quiet")] = False,
+) -> None:
+    """The quick start's main job: the embedded model on a small BFCL-based sample, all three
+    feedback modes at S = 5, 10, 15, then the report."""
+    from callscope.runs.experiment import Experiment
+
+    exp = Experiment(output=out, models=[model], n=n, max_attempts=max_attempts, max_tokens=256)
+    _run_experiment_and_report(exp, quiet)
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="a run or experiment directory")]) -> None:
+    """Rebuild tables, figures and report.html from a run store (no model needed)."""
+    if not (run_dir / "store.sqlite").exists():
+        console.print(f"[red]{run_dir} holds no store.sqlite: not a callscope run directory[/red]")
+        raise typer.Exit(1)
+    _report(run_dir)
+
+
+@app.command()
+def compare(
+    run_a: Annotated[Path, typer.Argument()],
+    run_b: Annotated[Path, typer.Argument()],
+) -> None:
+    """Headline metrics of two runs side by side, with their differences and intervals."""
+    from callscope.report.compare import compare_runs, print_comparison
+
+    print_comparison(compare_runs(run_a, run_b), Console())
 
 
 if __name__ == "__main__":  # pragma: no cover

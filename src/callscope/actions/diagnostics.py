@@ -34,7 +34,8 @@ Metrics per category (each record carries its own gold class; the row reports it
 Records with an ``error`` are kept in every denominator (the case was attempted and its gold
 class did not appear); ``n_errors`` reports how many. By default each emission contributes
 its single (priority) class, as in the paper's BFCL cascade; ``multi_label=True`` uses every
-class whose cues fire (the τ²-style detector).
+class whose cues fire (the τ²-style detector). An emission of a shape the classifier does not
+read counts as OTHER.
 """
 
 from __future__ import annotations

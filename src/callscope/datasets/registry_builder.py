@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from rapidfuzz import fuzz, process, utils
 
 from callscope.datasets.io import write_jsonl
@@ -76,10 +77,22 @@ def function_text(spec: dict[str, Any]) -> str:
 
 def rank_similar(gold: dict[str, Any], candidates: Sequence[dict[str, Any]]) -> list[int]:
     """Indices of ``candidates``, most similar to ``gold`` first (ties: lower index first)."""
-    query = utils.default_process(function_text(gold))
     texts = [utils.default_process(function_text(c)) for c in candidates]
-    scored = process.extract(query, texts, scorer=fuzz.token_set_ratio, limit=None)
-    return [index for _text, _score, index in sorted(scored, key=lambda t: (-t[1], t[2]))]
+    return _rank_pool(function_text(gold), texts, None, len(candidates))
+
+
+def _rank_pool(gold_text: str, pool_texts: list[str], excluded: int | None, k: int) -> list[int]:
+    """The ``k`` pool indices most similar to ``gold_text`` (ties: lower index), skipping
+    ``excluded``. ``pool_texts`` are already passed through ``utils.default_process``."""
+    scores = process.cdist(
+        [utils.default_process(gold_text)],
+        pool_texts,
+        scorer=fuzz.token_set_ratio,
+        dtype=np.float64,
+        workers=-1,
+    )[0]
+    order = np.argsort(-scores, kind="stable")
+    return [int(i) for i in order if i != excluded][:k]
 
 
 def _gold_function(case: Case) -> dict[str, Any]:
@@ -135,21 +148,30 @@ def build_registry_benchmark(
             raise ValueError(f"n={n} but there are {len(cases)} cases")
         chosen = [cases[i] for i in sorted(rng.sample(range(len(cases)), n))]
 
+    pool_index = {spec["name"]: i for i, spec in enumerate(functions_pool)}
+    pool_texts: list[str] | None = None
+    if distractors == "similar":
+        pool_texts = [utils.default_process(function_text(f)) for f in functions_pool]
+
     out: list[Case] = []
     for case in chosen:
         gold = _gold_function(case)
-        candidates = [f for f in functions_pool if f["name"] != gold["name"]]
-        if len(candidates) < largest - 1:
-            too_big = next(s for s in ordered_scales if s - 1 > len(candidates))
+        excluded = pool_index.get(gold["name"])  # the pool's spec under the gold name, if any
+        available = len(functions_pool) - (excluded is not None)
+        if available < largest - 1:
+            too_big = next(s for s in ordered_scales if s - 1 > available)
             raise ValueError(
                 f"scale {too_big} needs {too_big - 1} distractors for case {case.id}, but the "
-                f"pool of {len(functions_pool)} functions holds only {len(candidates)} "
+                f"pool of {len(functions_pool)} functions holds only {available} "
                 f"not named {gold['name']!r}"
             )
-        if distractors == "uniform":
-            picked = rng.sample(candidates, largest - 1)
+        if pool_texts is None:
+            # Same draw as rng.sample(candidates, k) over the pool minus the excluded spec.
+            slots = rng.sample(range(available), largest - 1)
+            indices = [i + 1 if excluded is not None and i >= excluded else i for i in slots]
         else:
-            picked = [candidates[i] for i in rank_similar(gold, candidates)[: largest - 1]]
+            indices = _rank_pool(function_text(gold), pool_texts, excluded, largest - 1)
+        picked = [functions_pool[i] for i in indices]
         position = 0 if gold_position == "first" else rng.randrange(smallest)
         for scale in ordered_scales:
             others = picked[: scale - 1]

@@ -1,0 +1,320 @@
+"""Aggregation of a hand-made replay run; every expected number is worked out by hand below.
+
+The run: 4 queries x 2 registry scales (5, 10) x 3 modes, max 3 attempts.
+
+q1 weather Paris   S5: attempt 1 correct (all modes solved at 1).
+                   S10: attempt 1 is prose (no name, stage 1); binary/structured correct at 2.
+q2 book Luigi/4    attempt 1 "book_tbl" (wrong name, stage 1); binary wrong again then
+                   correct at 3; structured correct at 2.
+q3 book Nobu/2     query "... two people at 8pm": attempt 1 {Nobu, 2} = gold args but 2 is
+                   not a number of the query (stage 3 numeric; AVEM 1/2, VHR 1/2);
+                   binary {Nobu, 8} passes at 2; structured {Nobu} (stage 2 missing) then
+                   {Nobu, 8} at 3. Both finals: F1 0.5 (the gold arguments were lost).
+q4 weather Rome/3  attempt 1 {city, dayss} (drifted, PDS = 8/9, F1 0.5); binary correct at 2;
+                   structured moves to "get_forecast" (wrong name) twice: unsolved, and the
+                   gold name of attempt 1 is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from callscope.models.replay import ReplayModel
+from callscope.report import aggregate as agg
+from callscope.report.stats import (
+    bootstrap_ci,
+    bootstrap_diff_ci,
+    mean_sample_std,
+    mean_std,
+    sample_std,
+    wilson,
+)
+from callscope.runs.runner import run_cases
+from callscope.runs.store import RunStore
+from callscope.types import Case
+
+WEATHER = {
+    "name": "get_weather", "description": "Current weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                   "days": {"type": "integer"}}, "required": ["city"]},
+}  # fmt: skip
+BOOK = {
+    "name": "book_table", "description": "Book a restaurant table",
+    "parameters": {"type": "object", "properties": {"restaurant": {"type": "string"},
+                   "people": {"type": "integer"}}, "required": ["restaurant", "people"]},
+}  # fmt: skip
+DISTRACTOR = {
+    "name": "convert_currency", "description": "Convert money",
+    "parameters": {"type": "object", "properties": {"amount": {"type": "number"},
+                   "to": {"type": "string"}}, "required": ["amount", "to"]},
+}  # fmt: skip
+
+PAYLOAD = (
+    "<script>document.title='pwned'</script><script>alert(1)</script></script>"
+    "<img src=x onerror=\"document.title='pwned'\">"
+)
+
+
+def call(name: str, **arguments: object) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+QUERIES = {
+    "q1": ("What is the weather in Paris?", {"name": "get_weather", "arguments": {"city": "Paris"}}),
+    "q2": ("Book a table at Luigi for 4 people.",
+           {"name": "book_table", "arguments": {"restaurant": "Luigi", "people": 4}}),
+    "q3": ("Book a table at Nobu for two people at 8pm.",
+           {"name": "book_table", "arguments": {"restaurant": "Nobu", "people": 2}}),
+    "q4": ("What is the weather in Rome for 3 days?",
+           {"name": "get_weather", "arguments": {"city": "Rome", "days": 3}}),
+}  # fmt: skip
+
+
+def outputs_for(q: str, scale: int) -> dict[str | None, list[str]]:
+    """Replay outputs per mode (None = the shared first attempt)."""
+    if q == "q1":
+        good = call("get_weather", city="Paris")
+        first = good if scale == 5 else "I cannot help with that."
+        return {None: [first], "binary": [first, good], "structured": [first, good]}
+    if q == "q2":
+        bad, good = call("book_tbl", restaurant="Luigi", people=4), call(
+            "book_table", restaurant="Luigi", people=4)
+        return {None: [bad], "binary": [bad, bad, good], "structured": [bad, good]}
+    if q == "q3":
+        first = call("book_table", restaurant="Nobu", people=2)
+        eight = call("book_table", restaurant="Nobu", people=8)
+        return {None: [first], "binary": [first, eight],
+                "structured": [first, call("book_table", restaurant="Nobu"), eight]}
+    first = call("get_weather", city="Rome", dayss=3)
+    forecast = call("get_forecast", city="Rome", days=3)
+    return {None: [first], "binary": [first, call("get_weather", city="Rome", days=3)],
+            "structured": [first, forecast, forecast]}  # fmt: skip
+
+
+def build_run(tmp: Path, payload: bool = False) -> Path:
+    """Write the replay file and cases, run them, return the run directory."""
+    cases: list[Case] = []
+    rows: list[dict[str, object]] = []
+    for scale in (5, 10):
+        functions = [WEATHER, BOOK] + ([DISTRACTOR] if scale == 10 else [])
+        for q, (query, gold) in QUERIES.items():
+            cid = f"{q}@S{scale}"
+            cases.append(Case(id=cid, query=query, functions=functions, gold=gold, scale=scale))
+            for mode, outs in outputs_for(q, scale).items():
+                row: dict[str, object] = {"case_id": cid, "outputs": outs}
+                if mode:
+                    row["mode"] = mode
+                rows.append(row)
+    if payload:
+        cid = "x1@S5"
+        cases.append(Case(id=cid, query="Weather in Oslo?", functions=[WEATHER, BOOK],
+                          gold={"name": "get_weather", "arguments": {"city": "Oslo"}}, scale=5))
+        rows.append({"case_id": cid, "outputs": [PAYLOAD] * 3})
+    replay = tmp / "replay.jsonl"
+    replay.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    run_dir = tmp / "run"
+    store = RunStore(run_dir)
+    try:
+        run_cases(ReplayModel(replay), cases, store, max_attempts=3, show_progress=False)
+    finally:
+        store.close()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    return agg.load_outcomes(build_run(tmp_path_factory.mktemp("agg")))
+
+
+def _row(df, **keys):
+    sub = df
+    for k, v in keys.items():
+        sub = sub[sub[k] == v]
+    assert len(sub) == 1, keys
+    return sub.iloc[0]
+
+
+# --------------------------------------------------------------------------- stats
+
+
+def test_wilson_known_values() -> None:
+    lo, hi = wilson(1, 4)  # p=.25: centre .37247, half-width .32689
+    assert lo == pytest.approx(0.04558, abs=1e-4) and hi == pytest.approx(0.69936, abs=1e-4)
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+    assert all(math.isnan(x) for x in wilson(0, 0))
+
+
+def test_std_conventions_and_bootstrap() -> None:
+    assert mean_std([0.0, 1.0]) == (0.5, 0.5)  # population std
+    assert sample_std([0.0, 1.0]) == pytest.approx(math.sqrt(0.5))  # ddof=1
+    assert mean_sample_std([0.25, 0.0])[1] == pytest.approx(0.125 * math.sqrt(2))
+    assert math.isnan(sample_std([1.0]))
+    values = [0.0, 0.0, 1.0, 1.0, 1.0]
+    a = bootstrap_ci(values, seed=3)
+    assert a == bootstrap_ci(values, seed=3)  # deterministic
+    assert 0.0 <= a[0] < 0.6 < a[1] <= 1.0
+    assert bootstrap_ci([0.7]) == (0.7, 0.7)
+    lo, hi = bootstrap_diff_ci([0.0] * 20, [1.0] * 20)
+    assert lo == hi == 1.0
+
+
+# --------------------------------------------------------------------------- per scale
+
+
+def test_run_shape(outcomes: list[dict]) -> None:
+    assert len(outcomes) == 24
+    assert not any(agg.is_error(o) for o in outcomes)
+    solved = {(o["case_id"], o["mode"]): o["solved_at"] for o in outcomes}
+    assert solved[("q2@S5", "binary")] == 3 and solved[("q4@S5", "structured")] is None
+
+
+def test_per_scale_stage_conditional_means(outcomes: list[dict]) -> None:
+    ps = agg.per_scale(outcomes, n_boot=200)
+    d5 = _row(ps, scale="5", mode="direct")
+    # finals = first attempts: q1 pass, q2 stage 1 (FNEM 0), q3 stage 3, q4 stage 2
+    assert (d5["fnem"], d5["fnem_n"]) == (0.75, 4)
+    assert d5["fnem_std"] == pytest.approx(math.sqrt(0.75 * 0.25))
+    assert d5["ncs_n"] == 1
+    assert (d5["rpr"], d5["rpr_n"]) == (1.0, 3)
+    assert (d5["pds"], d5["pds_n"]) == (pytest.approx(8 / 9), 1)
+    assert (d5["spr"], d5["spr_n"]) == (0.0, 3)
+    assert (d5["avem"], d5["avem_n"], d5["avem_std"]) == (0.75, 2, 0.25)
+    assert (d5["vhr"], d5["vhr_n"], d5["vhr_std"]) == (0.25, 2, 0.25)
+    assert d5["qslo_n"] == 0 and math.isnan(d5["qslo"])
+    assert (d5["name_acc"], d5["arg_precision"], d5["arg_recall"], d5["arg_f1"]) == (
+        0.75, 0.625, 0.625, 0.625)
+    assert d5["arg_f1_n"] == 4
+    assert (d5["solved"], d5["solve_n"], d5["solve_rate"]) == (1, 4, 0.25)
+    assert d5["solve_lo"] == pytest.approx(0.04558, abs=1e-4)
+    assert (d5["attempts_to_solve"], d5["attempts_to_solve_n"]) == (1.0, 1)
+
+    d10 = _row(ps, scale="10", mode="direct")  # q1 has no name at S10: FNEM -1 counts 0
+    assert (d10["fnem"], d10["ncs_n"], d10["rpr_n"], d10["avem_n"]) == (0.5, 1, 2, 1)
+    assert (d10["name_acc"], d10["arg_f1"], d10["solve_rate"]) == (0.5, 0.375, 0.0)
+
+    b5 = _row(ps, scale="5", mode="binary")
+    assert (b5["fnem"], b5["rpr_n"], b5["avem"], b5["vhr"], b5["ncs_n"]) == (1.0, 4, 1.0, 0.0, 0)
+    assert (b5["arg_precision"], b5["arg_f1"], b5["solve_rate"]) == (0.875, 0.875, 1.0)
+    assert b5["attempts_to_solve"] == 2.0  # solved at 1, 3, 2, 2
+    assert b5["attempts_to_solve_std"] == pytest.approx(math.sqrt(0.5))
+    assert _row(ps, scale="10", mode="binary")["attempts_to_solve"] == 2.25
+
+    s5 = _row(ps, scale="5", mode="structured")
+    assert (s5["fnem"], s5["ncs_n"], s5["avem_n"]) == (0.75, 1, 3)
+    assert (s5["name_acc"], s5["arg_f1"], s5["solve_rate"]) == (0.75, 0.625, 0.75)
+    assert _row(ps, scale="10", mode="structured")["attempts_to_solve"] == pytest.approx(7 / 3)
+
+
+def test_across_scales_uses_sample_std(outcomes: list[dict]) -> None:
+    across = agg.across_scales(agg.per_scale(outcomes, n_boot=200))
+    d = _row(across, mode="direct")
+    assert d["n_scales"] == 2
+    assert (d["solve_rate"], d["solve_rate_std"]) == (0.125, pytest.approx(0.125 * math.sqrt(2)))
+    assert (d["name_acc"], d["name_acc_std"]) == (0.625, pytest.approx(0.25 / math.sqrt(2)))
+    assert (d["avem"], d["avem_std"]) == (0.625, pytest.approx(0.25 / math.sqrt(2)))
+    b = _row(across, mode="binary")
+    assert (b["arg_f1"], b["arg_f1_std"], b["solve_rate"]) == (0.875, 0.0, 1.0)
+    s = _row(across, mode="structured")
+    assert s["attempts_to_solve"] == pytest.approx(13 / 6)
+    assert s["attempts_to_solve_std"] == pytest.approx((1 / 3) / math.sqrt(2))
+
+
+def test_headline_pools_scales(outcomes: list[dict]) -> None:
+    hl = agg.headline(outcomes, n_boot=200)
+    b = _row(hl, mode="binary")
+    assert (b["scale"], b["n"], b["solved"], b["solve_rate"]) == ("all", 8, 8, 1.0)
+    assert _row(hl, mode="direct")["solve_rate"] == 0.125
+    assert _row(hl, mode="structured")["attempts_to_solve"] == pytest.approx(13 / 6)
+
+
+# --------------------------------------------------------------------------- cumulative
+
+
+def test_cumulative_solve(outcomes: list[dict]) -> None:
+    cum = agg.cumulative_solve(outcomes, {outcomes[0]["model"]: 3})
+
+    def rates(mode: str, scale: str) -> list[float]:
+        sub = cum[(cum["mode"] == mode) & (cum["scale"] == scale)].sort_values("attempt")
+        return sub["rate"].tolist()
+
+    assert rates("binary", "5") == [0.25, 0.75, 1.0]
+    assert rates("structured", "5") == [0.25, 0.5, 0.75]
+    assert rates("direct", "5") == [0.25, 0.25, 0.25]
+    assert rates("binary", "10") == [0.0, 0.75, 1.0]
+    assert rates("structured", "10") == [0.0, 0.5, 0.75]
+    assert rates("direct", "10") == [0.0, 0.0, 0.0]
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_failure_breakdown(outcomes: list[dict]) -> None:
+    fb = agg.failure_breakdown(outcomes)
+    s5 = _row(fb, scale="5")
+    assert s5["n"] == 4
+    assert [s5[k] for k in agg.STAGE_LABELS] == [0.25, 0.25, 0.25, 0.25, 0.0]
+    assert (s5["wrong_name"], s5["no_name"], s5["drifted"], s5["numeric"]) == (0.25, 0, 0.25, 0.25)
+    assert s5["missing"] == s5["spurious"] == s5["hard"] == s5["soft"] == 0
+    s10 = _row(fb, scale="10")
+    assert [s10[k] for k in agg.STAGE_LABELS] == [0.0, 0.5, 0.25, 0.25, 0.0]
+    assert (s10["no_name"], s10["wrong_name"]) == (0.25, 0.25)
+    pooled = _row(fb, scale="all")
+    assert pooled["n"] == 8
+    assert [pooled[f"n_{k}"] for k in agg.STAGE_LABELS] == [1, 3, 2, 2, 0]
+    assert (pooled["n_wrong_name"], pooled["n_no_name"], pooled["n_numeric"]) == (2, 1, 2)
+
+
+def test_first_kinds_use_the_diagnosis_lists() -> None:
+    o = {"first": {"stage": 3, "fnem": 1}, "first_diagnosis": {"numeric": ["a"], "soft": ["b"]}}
+    assert agg.first_kinds(o) == ["numeric", "soft"]
+    assert agg.first_kinds({"first": {"stage": 2, "missing": ["x"], "spurious": ["y"]}}) == [
+        "missing", "spurious"]
+    assert agg.first_stage({"first": None}) == "error"
+
+
+# --------------------------------------------------------------------------- overcorrection
+
+
+def test_overcorrection(outcomes: list[dict]) -> None:
+    oc = agg.overcorrection(outcomes, n_boot=500)
+    s = _row(oc, mode="structured")
+    # first attempt had the gold name: q1@S5, q3 x2, q4 x2 = 5; q4 moved to get_forecast twice
+    assert (s["n"], s["name_base"], s["name_lost"], s["name_rate"]) == (8, 5, 2, 0.4)
+    # gold arguments at attempt 1: q1@S5 and q3 x2; q3 ends with people=8 in both scales
+    assert (s["args_base"], s["args_lost"]) == (3, 2)
+    assert s["f1_delta"] == pytest.approx(1 / 8)  # (0+1-.5-.5) + (1+1-.5-.5) over 8
+    assert s["f1_delta_lo"] <= s["f1_delta"] <= s["f1_delta_hi"]
+    b = _row(oc, mode="binary")
+    assert (b["name_lost"], b["args_lost"], b["f1_delta"]) == (0, 2, pytest.approx(3 / 8))
+    d = _row(oc, mode="direct")
+    assert (d["name_lost"], d["args_lost"], d["f1_delta"]) == (0, 0, 0.0)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _err_outcome(first: dict | None) -> dict:
+    return {"model": "m", "case_id": "e", "mode": "binary", "scale": 5, "n_attempts": 2,
+            "solved_at": None, "error": "boom", "error_kind": "timeout", "has_gold": True,
+            "final": {**(first or {}), "error": "boom"}, "first": first}  # fmt: skip
+
+
+def test_model_errors_count_as_failures() -> None:
+    first = {"stage": 0, "fnem": 1, "rpr": 1.0, "spr": 0.0, "avem": 1.0, "vhr": 0.0,
+             "name_match": True, "arg_precision": 1.0, "arg_recall": 1.0, "arg_f1": 1.0}  # fmt: skip
+    ok = {"model": "m", "case_id": "k", "mode": "binary", "scale": 5, "n_attempts": 1,
+          "solved_at": 1, "error": None, "error_kind": None, "has_gold": True,
+          "final": dict(first), "first": dict(first)}  # fmt: skip
+    rows = [ok, _err_outcome(None), _err_outcome(first)]
+    g = agg.group_metrics(rows, n_boot=100)
+    assert (g["n"], g["n_errors"]) == (3, 2)
+    assert (g["name_acc"], g["arg_f1_n"], g["solve_rate"]) == (pytest.approx(1 / 3), 3, pytest.approx(1 / 3))
+    assert (g["avem"], g["avem_n"]) == (1.0, 1)  # intrinsic: errors left out
+    errs = agg.errors_by_kind(rows)
+    assert errs.to_dict("records") == [
+        {"model": "m", "mode": "binary", "error_kind": "timeout", "count": 2}]
+    assert _row(agg.overcorrection(rows, n_boot=100), mode="binary")["n"] == 1

@@ -149,6 +149,16 @@ def test_textual_call_forms_are_tool_calls(text):
     assert classify_emission(text) == TOOL_CALL
 
 
+def test_positional_python_calls_count_as_tool_calls():
+    # BFCL's gold and decoder use positional arguments; parse_text rejects them
+    assert classify_emission("[sort('final_report.pdf')]") == TOOL_CALL
+    assert classify_emission("mean([227.16, 2.552, 227.11])") == TOOL_CALL
+    # not literal / not a plain name / prose: no call
+    assert classify_emission("foo(bar)") == OTHER
+    assert classify_emission("[__import__('os').getpid()]") == OTHER
+    assert classify_emission("I will call sort('a.txt') next.") == OTHER
+
+
 def test_native_calls():
     openai = {
         "content": None,

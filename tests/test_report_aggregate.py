@@ -114,7 +114,7 @@ def build_run(tmp: Path, payload: bool = False) -> Path:
         cases.append(Case(id=cid, query="Weather in Oslo?", functions=[WEATHER, BOOK],
                           gold={"name": "get_weather", "arguments": {"city": "Oslo"}}, scale=5))
         rows.append({"case_id": cid, "outputs": [PAYLOAD] * 3})
-    replay = tmp / "replay.jsonl"
+    replay = tmp / "replay_outputs.jsonl"
     replay.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     run_dir = tmp / "run"
     store = RunStore(run_dir)

@@ -292,5 +292,25 @@ def compare(
     print_comparison(compare_runs(run_a, run_b), Console())
 
 
+@app.command()
+def classify(
+    input: Annotated[Path, typer.Argument(help="JSONL rows {id, emission}")],
+    output: Annotated[Path, typer.Option("-o", "--output")] = Path("classes.jsonl"),
+    preset_name: Annotated[str, typer.Option("--preset", help="default | ask_over_tool_call")] = "default",
+) -> None:
+    """Classify emissions as TOOL_CALL / ASK / REFUSE / CONFIRM / OTHER."""
+    from callscope.actions.classify import classify_jsonl, preset
+
+    summary = classify_jsonl(input, output, preset(preset_name))
+    t = Table(title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {preset_name}")
+    t.add_column("class")
+    t.add_column("count", justify="right")
+    for cls, k in summary["counts"].items():
+        t.add_row(cls, str(k))
+    console.print(t)
+    console.print(f"wrote {output}")
+    raise typer.Exit(1 if summary["errors"] else 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

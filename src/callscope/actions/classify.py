@@ -8,7 +8,9 @@ Bottleneck", §3.1 and App. E). The rule a user relies on:
   ``[{tool_name: arguments}]`` list), or its text is one that :func:`callscope.parse.parse_text`
   turns into calls (a Python call list ``[f(a=1)]``, ``<tool_call>`` blocks, Glaive's
   ``<functioncall>``, fenced code blocks, a JSON list of ``{"name": ...}`` objects, one JSON
-  object with ``name`` and ``arguments``/``parameters``, ...). A native call with a string
+  object with ``name`` and ``arguments``/``parameters``, ...), or its whole text is a Python
+  call list with positional literal arguments (``[sort('a.txt')]``, as in BFCL's gold; see
+  :func:`is_python_call_list`). A native call with a string
   name counts even when its arguments are malformed: the model chose to call.
 * **REFUSE, ASK and CONFIRM are decided by cues** (phrases, see :class:`ClassifierConfig`) on
   the emission's prose, lower-cased after curly quotes are normalised (``’ ‘ “ ”`` to ``' "``).
@@ -29,6 +31,7 @@ Every result should report :meth:`ClassifierConfig.to_dict` so the rule used is 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable
@@ -375,11 +378,49 @@ def _prose_without_calls(text: str) -> str:
     return _strip_python_calls(_strip_json_calls(text))
 
 
+def _is_dotted_name(node: ast.AST) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def is_python_call_list(text: str) -> bool:
+    """Whether the whole of ``text`` is ``f(...)`` or ``[f(...), g(...)]`` with literal
+    arguments, positional ones included (``[sort('a.txt')]``: BFCL's gold and its decoder use
+    them; :func:`callscope.parse.parse_text` does not accept them). Parsed with :mod:`ast`,
+    never evaluated."""
+    stripped = text.strip()
+    if not stripped or len(stripped) > 200_000:
+        return False
+    try:
+        body = ast.parse(stripped, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    nodes = body.elts if isinstance(body, ast.List | ast.Tuple) else [body]
+    return bool(nodes) and all(
+        isinstance(n, ast.Call)
+        and _is_dotted_name(n.func)
+        and all(_is_literal(a) for a in n.args)
+        and all(kw.arg is not None and _is_literal(kw.value) for kw in n.keywords)
+        for n in nodes
+    )
+
+
 def _view_text(text: str, config: ClassifierConfig) -> EmissionView:
     if config.strip_think:
         text = _THINK.sub(" ", text)
     if parse_text(text).ok:
         return EmissionView(has_call=True, prose=[_prose_without_calls(text)])
+    if is_python_call_list(text):
+        return EmissionView(has_call=True)
     return EmissionView(prose=[text])
 
 

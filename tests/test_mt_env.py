@@ -217,7 +217,7 @@ def test_module_globals_are_restored_after_long_context_weather(cases):
     (res,) = env.execute([ToolCall("get_outside_temperature_from_google")],
                          case.available_at(0))
     assert res.accepted and "outsideTemperature" in res.output
-    assert vc.LONG_WEATHER_EXTENSION == before
+    assert before == vc.LONG_WEATHER_EXTENSION
     assert restore_module_globals() == []
 
 
@@ -245,3 +245,50 @@ def test_sandbox_deletes_executor_instances(cases):
                                      "callscope_leaktest", case.id)
         assert len(executor_instance_names("callscope_leaktest")) == 2
     assert executor_instance_names("callscope_leaktest") == []
+
+
+def test_repeated_runs_see_the_same_seeded_state(cases):
+    case = next(c for c in cases.values() if c.category == "multi_turn_base"
+                and "VehicleControlAPI" in c.involved_classes)
+    call = [ToolCall("get_outside_temperature_from_google")]
+    avail = case.available_at(0)
+    first_env = SafeEnv(case, run_tag="run1")
+    first = first_env.execute(call, avail)[0].output
+    second_call = first_env.execute(call, avail)[0].output
+    fresh = SafeEnv(case, run_tag="run2").execute(call, avail)[0].output
+    assert first == fresh  # a new env restarts the seeded random stream
+    assert second_call != first  # the same env advances it
+
+
+def test_no_module_or_executor_state_survives_grading(cases):
+    from callscope.actions.env import _tracked_globals
+    from callscope.actions.grade import grade
+    from callscope.actions.runner import Trajectory, TurnRecord
+
+    def fingerprint() -> dict:
+        return {key: repr(value) for key, value in _tracked_globals()}
+
+    before = fingerprint()
+    for case in [c for c in cases.values() if c.category == "multi_turn_long_context"][:40]:
+        traj = Trajectory(case.id, case.category, "native", "none", 20)
+        traj.turns = [TurnRecord(i, t, []) for i, t in enumerate(case.turns)]
+        grade(case, traj)  # runs BFCL's gold executions on its own instances
+    assert fingerprint() == before
+    assert executor_instance_names("callscope_") == []
+
+
+def test_import_stays_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, callscope.actions.grade, callscope.actions.runner, callscope.actions.env;"
+        "from callscope.datasets.bfcl_multi_turn import load_multi_turn;"
+        "load_multi_turn(('multi_turn_base',));"
+        "bad=[m for m in sys.modules if m in ('bfcl_eval.utils','bfcl_eval.constants.model_config',"
+        "'bfcl_eval.constants.eval_config') or m.startswith('bfcl_eval.model_handler')];"
+        "print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

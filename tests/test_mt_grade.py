@@ -159,11 +159,15 @@ def test_agreement_with_bfcl_on_hand_built_trajectories(cases):
     wrong_arg[0][1] = "mkdir(dir_name='tmp')"
     extra_read = [list(t) for t in gold]
     extra_read[1] = ["pwd()"] + extra_read[1] + ["ls()"]
-    wrong_tweet = [list(t) for t in gold]
-    wrong_tweet[3] = wrong_tweet[3] + ["post_tweet(content='x')"]
-    expected = {"gold": True, "wrong_arg": False, "extra_read": True, "wrong_tweet": False}
-    for label, turns in [("gold", gold), ("wrong_arg", wrong_arg),
-                         ("extra_read", extra_read), ("wrong_tweet", wrong_tweet)]:
+    # not logged in: post_tweet returns an error and changes nothing, so BFCL passes it
+    failed_tweet = [list(t) for t in gold]
+    failed_tweet[3] = failed_tweet[3] + ["post_tweet(content='x')"]
+    extra_write = [list(t) for t in gold]
+    extra_write[3] = extra_write[3] + ["touch(file_name='extra.txt')"]
+    expected = {"gold": True, "wrong_arg": False, "extra_read": True, "failed_tweet": True,
+                "extra_write": False}
+    for label, turns in [("gold", gold), ("wrong_arg", wrong_arg), ("extra_read", extra_read),
+                         ("failed_tweet", failed_tweet), ("extra_write", extra_write)]:
         traj = _traj(case, turns)
         ours = grade(case, traj)
         # stored trajectories are graded the same after a JSON round trip

@@ -81,14 +81,19 @@ def outputs_for(q: str, scale: int) -> dict[str | None, list[str]]:
         first = good if scale == 5 else "I cannot help with that."
         return {None: [first], "binary": [first, good], "structured": [first, good]}
     if q == "q2":
-        bad, good = call("book_tbl", restaurant="Luigi", people=4), call(
-            "book_table", restaurant="Luigi", people=4)
+        bad, good = (
+            call("book_tbl", restaurant="Luigi", people=4),
+            call("book_table", restaurant="Luigi", people=4),
+        )
         return {None: [bad], "binary": [bad, bad, good], "structured": [bad, good]}
     if q == "q3":
         first = call("book_table", restaurant="Nobu", people=2)
         eight = call("book_table", restaurant="Nobu", people=8)
-        return {None: [first], "binary": [first, eight],
-                "structured": [first, call("book_table", restaurant="Nobu"), eight]}
+        return {
+            None: [first],
+            "binary": [first, eight],
+            "structured": [first, call("book_table", restaurant="Nobu"), eight],
+        }
     first = call("get_weather", city="Rome", dayss=3)
     forecast = call("get_forecast", city="Rome", days=3)
     return {None: [first], "binary": [first, call("get_weather", city="Rome", days=3)],
@@ -111,8 +116,15 @@ def build_run(tmp: Path, payload: bool = False) -> Path:
                 rows.append(row)
     if payload:
         cid = "x1@S5"
-        cases.append(Case(id=cid, query="Weather in Oslo?", functions=[WEATHER, BOOK],
-                          gold={"name": "get_weather", "arguments": {"city": "Oslo"}}, scale=5))
+        cases.append(
+            Case(
+                id=cid,
+                query="Weather in Oslo?",
+                functions=[WEATHER, BOOK],
+                gold={"name": "get_weather", "arguments": {"city": "Oslo"}},
+                scale=5,
+            )
+        )
         rows.append({"case_id": cid, "outputs": [PAYLOAD] * 3})
     replay = tmp / "replay_outputs.jsonl"
     replay.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -186,7 +198,11 @@ def test_per_scale_stage_conditional_means(outcomes: list[dict]) -> None:
     assert (d5["vhr"], d5["vhr_n"], d5["vhr_std"]) == (0.25, 2, 0.25)
     assert d5["qslo_n"] == 0 and math.isnan(d5["qslo"])
     assert (d5["name_acc"], d5["arg_precision"], d5["arg_recall"], d5["arg_f1"]) == (
-        0.75, 0.625, 0.625, 0.625)
+        0.75,
+        0.625,
+        0.625,
+        0.625,
+    )
     assert d5["arg_f1_n"] == 4
     assert (d5["solved"], d5["solve_n"], d5["solve_rate"]) == (1, 4, 0.25)
     assert d5["solve_lo"] == pytest.approx(0.04558, abs=1e-4)
@@ -272,7 +288,9 @@ def test_first_kinds_use_the_diagnosis_lists() -> None:
     o = {"first": {"stage": 3, "fnem": 1}, "first_diagnosis": {"numeric": ["a"], "soft": ["b"]}}
     assert agg.first_kinds(o) == ["numeric", "soft"]
     assert agg.first_kinds({"first": {"stage": 2, "missing": ["x"], "spurious": ["y"]}}) == [
-        "missing", "spurious"]
+        "missing",
+        "spurious",
+    ]
     assert agg.first_stage({"first": None}) == "error"
 
 
@@ -312,9 +330,52 @@ def test_model_errors_count_as_failures() -> None:
     rows = [ok, _err_outcome(None), _err_outcome(first)]
     g = agg.group_metrics(rows, n_boot=100)
     assert (g["n"], g["n_errors"]) == (3, 2)
-    assert (g["name_acc"], g["arg_f1_n"], g["solve_rate"]) == (pytest.approx(1 / 3), 3, pytest.approx(1 / 3))
+    assert (g["name_acc"], g["arg_f1_n"], g["solve_rate"]) == (
+        pytest.approx(1 / 3),
+        3,
+        pytest.approx(1 / 3),
+    )
     assert (g["avem"], g["avem_n"]) == (1.0, 1)  # intrinsic: errors left out
     errs = agg.errors_by_kind(rows)
     assert errs.to_dict("records") == [
-        {"model": "m", "mode": "binary", "error_kind": "timeout", "count": 2}]
+        {"model": "m", "mode": "binary", "error_kind": "timeout", "count": 2}
+    ]
     assert _row(agg.overcorrection(rows, n_boot=100), mode="binary")["n"] == 1
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def _simple(model: str, mode: str, solved: bool, f1: float, i: int) -> dict:
+    final = {"stage": 0 if solved else 3, "fnem": 1, "name_match": True, "arg_precision": f1,
+             "arg_recall": f1, "arg_f1": f1, "avem": 1.0, "vhr": 0.0}  # fmt: skip
+    return {"model": model, "case_id": f"c{i}", "mode": mode, "scale": 5, "n_attempts": 1,
+            "solved_at": 1 if solved else None, "error": None, "error_kind": None,
+            "has_gold": True, "final": final, "first": final}  # fmt: skip
+
+
+def test_compare_outcomes() -> None:
+    from callscope.report.compare import compare_outcomes, comparison_table
+
+    a = [_simple("m-a", "binary", False, 0.0, i) for i in range(20)]
+    b = [_simple("m-b", "binary", True, 1.0, i) for i in range(20)]
+    df = compare_outcomes(a, b, n_boot=200)
+    solve = df[df["metric"] == "solve rate"].iloc[0]
+    assert solve["model"] == "m-a vs m-b"  # one model per run: matched on mode
+    assert (solve["a"], solve["b"], solve["diff"]) == (0.0, 1.0, 1.0)
+    assert (solve["diff_lo"], solve["diff_hi"]) == (1.0, 1.0)
+    assert solve["a_hi"] == pytest.approx(wilson(0, 20)[1])
+    assert not solve["overlap"] and "difference CI excludes 0" in solve["note"]
+    same = compare_outcomes(a, a, n_boot=200)
+    assert (same["diff"] == 0).all() and same["note"].str.startswith("intervals overlap").all()
+    assert comparison_table(df).row_count == len(df) == 5
+
+
+def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory) -> None:
+    from callscope.report.compare import compare_runs
+
+    run_dir = build_run(tmp_path_factory.mktemp("cmp"))
+    df = compare_runs(run_dir, run_dir, n_boot=200)
+    assert len(df) == 3 * 5  # three modes x five headline metrics, matched on (model, mode)
+    row = df[(df["mode"] == "direct") & (df["metric"] == "solve rate")].iloc[0]
+    assert (row["a"], row["b"], row["diff"], row["n_a"]) == (0.125, 0.125, 0.0, 8)

@@ -312,5 +312,96 @@ def classify(
     raise typer.Exit(1 if summary["errors"] else 0)
 
 
+@app.command()
+def calibrate(
+    model: ModelOpt = DEFAULT_MODEL,
+    out: Annotated[Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")] = Path("runs/calibrate"),
+    categories: Annotated[str, typer.Option("--categories", help="base,long_context,miss_param,miss_func")] = "base,long_context,miss_param,miss_func",
+    n: Annotated[int | None, typer.Option("--n", help="cases per category (first N in BFCL order; all if omitted)")] = None,
+    probe: Annotated[str | None, typer.Option("--probe", help="sri | sri-no-history | sri-no-state | sri-no-reconciliation | sri-gate | sri-gate-miss-param | cri-retry | cri-bypass | cri-retry-saag | cri-bypass-saag")] = None,
+    style: Annotated[str, typer.Option("--style", help="auto | native | prompt")] = "auto",
+    max_steps: Annotated[int, typer.Option("--max-steps")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens")] = 512,
+    preset_name: Annotated[str, typer.Option("--preset", help="classifier preset: default | ask_over_tool_call")] = "default",
+    from_bfcl: Annotated[Path | None, typer.Option("--from-bfcl", help="BFCL result tree from `bfcl generate`")] = None,
+    scores: Annotated[Path | None, typer.Option("--scores", help="BFCL score tree from `bfcl evaluate`")] = None,
+    bfcl_model: Annotated[str | None, typer.Option("--bfcl-model", help="model folder inside the BFCL trees")] = None,
+    from_tau2: Annotated[Path | None, typer.Option("--from-tau2", help="a tau2-bench results.json or run directory")] = None,
+    tasks: Annotated[Path | None, typer.Option("--tasks", help="tau2 tasks file (when results lack tasks)")] = None,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet")] = False,
+) -> None:
+    """Action-class diagnostic (GAR beside Acc) on BFCL multi-turn: run a model, or read
+    BFCL's or tau2-bench's own results."""
+    import time
+
+    from callscope.actions.classify import preset
+    from callscope.actions.diagnostics import rich_table
+
+    config = preset(preset_name)
+    if from_tau2 is not None:
+        from callscope.actions.tau2 import tau2_diagnostics
+
+        result = tau2_diagnostics(from_tau2, tasks, config=config)
+        Console().print(result.rich_table())
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "tau2-diagnostics.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
+        console.print(f"wrote {out / 'tau2-diagnostics.json'}")
+        return
+    if from_bfcl is not None:
+        from callscope.actions.diagnostics import compute_diagnostics, to_markdown
+        from callscope.actions.from_bfcl import load_bfcl_run
+
+        run = load_bfcl_run(from_bfcl, scores, model=bfcl_model)
+        diag = compute_diagnostics(run.records, config, header_acc=run.header_acc())
+        Console().print(rich_table(diag.rows, title=f"BFCL results of {run.model}"))
+        for p in run.problems:
+            console.print(f"[yellow]{p}[/yellow]")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "calibration-from-bfcl.md").write_text(to_markdown(diag.rows))
+        (out / "calibration-from-bfcl.json").write_text(json.dumps(diag.to_dict(), indent=2, default=str))
+        console.print(f"wrote {out / 'calibration-from-bfcl.md'}")
+        return
+    from callscope.actions.calibrate import (
+        BASELINE,
+        diagnose_store,
+        run_calibration,
+        select_cases,
+        write_outputs,
+    )  # fmt: skip
+    from callscope.models.base import Decoding
+    from callscope.runs.experiment import open_model
+    from callscope.runs.runner import resolve_style
+    from callscope.runs.store import RunStore
+
+    cases = select_cases(_modes(categories), n)
+    m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
+    store = RunStore(out)
+    t0 = time.perf_counter()
+    try:
+        ran, skipped = run_calibration(
+            m, store, cases, style=resolve_style(m, None if style == "auto" else style),
+            max_steps=max_steps, decoding=Decoding(max_tokens=max_tokens), probe=probe,
+            show_progress=not quiet,
+        )
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
+        raise typer.Exit(130) from None
+    finally:
+        m.close()
+    result = diagnose_store(store, m.spec, probe or BASELINE, cases, config=config)
+    Console().print(rich_table(result.diagnostics.rows, title=f"{m.spec} ({probe or BASELINE}): {ran} ran, {skipped} already done, {time.perf_counter() - t0:.0f} s"))
+    path = write_outputs(out, result)
+    console.print(f"wrote {path}")
+    if probe and probe != BASELINE and store.conversations_done(m.spec, BASELINE):
+        from callscope.actions.probe_report import compare_probe_store
+
+        Console().print(compare_probe_store(store, m.spec, probe))
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

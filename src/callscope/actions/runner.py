@@ -368,7 +368,7 @@ def run_conversation(
                 break
             step.results = env.execute(parsed.calls, available)
             if style == "native" and ids:
-                for call_id, res in zip(ids, step.results):
+                for call_id, res in zip(ids, step.results, strict=True):
                     messages.append({"role": "tool", "tool_call_id": call_id,
                                      "name": res.name, "content": res.output})
             else:

@@ -29,7 +29,11 @@ def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case
 
         load = load_bfcl_single_detailed()
         dropped = Counter(
-            {f"{cat}:{why}": k for cat, reasons in load.skipped.items() for why, k in reasons.items()}
+            {
+                f"{cat}:{why}": k
+                for cat, reasons in load.skipped.items()
+                for why, k in reasons.items()
+            }
         )
         return list(load.cases), dropped
     if source.startswith(GLAIVE_PREFIX):

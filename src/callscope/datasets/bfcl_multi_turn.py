@@ -24,7 +24,7 @@ import ast
 import importlib
 import inspect
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from callscope.datasets.bfcl_pkg import (
@@ -153,7 +153,7 @@ def category_of(case_id: str) -> str:
     return case_id.rsplit("_", 1)[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _class_docs(class_name: str) -> tuple[dict[str, Any], ...]:
     if class_name not in FUNC_DOC_FILES:
         raise ValueError(f"unknown BFCL multi-turn class {class_name!r}")
@@ -217,7 +217,9 @@ def load_multi_turn(
         answers = read_bfcl_jsonl(answer_file(cat))
         if len(questions) != len(answers):
             raise ValueError(f"{cat}: {len(questions)} questions but {len(answers)} answers")
-        cases.extend(_case_from_rows(q, a, language_hint) for q, a in zip(questions, answers))
+        cases.extend(
+            _case_from_rows(q, a, language_hint) for q, a in zip(questions, answers, strict=True)
+        )
     return cases
 
 
@@ -250,7 +252,7 @@ def due_turns(case: MTCase) -> list[int]:
 # ------------------------------------------------------------------------------------ gold
 
 
-@lru_cache(maxsize=None)
+@cache
 def _method_params(class_name: str) -> dict[str, tuple[str, ...]]:
     """Public method name -> positional parameter names, read from the simulator class."""
     module = importlib.import_module(f"{SIMULATOR_PACKAGE}.{SIMULATOR_MODULES[class_name]}")
@@ -297,7 +299,7 @@ def parse_gold_call(text: str, involved_classes: list[str]) -> ToolCall:
             params = _method_params(class_name).get(name, params)
         if params is None or len(node.args) > len(params):
             raise ValueError(f"cannot bind positional arguments of {text!r}")
-        for pname, arg in zip(params, node.args):
+        for pname, arg in zip(params, node.args, strict=False):
             args[pname] = ast.literal_eval(arg)
     for kw in node.keywords:
         if kw.arg is None:

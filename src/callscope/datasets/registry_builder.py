@@ -19,7 +19,9 @@ What a user can rely on:
 * **Distractors.** ``"uniform"``: a uniform draw without replacement (the paper's setting).
   ``"similar"``: the pool ranked by lexical similarity to the gold function (rapidfuzz
   ``token_set_ratio`` over name with ``_`` as spaces, description and parameter names;
-  ties broken by pool order), most similar first, to make confusable registries.
+  ties broken by pool order), most similar first, to make confusable registries. It
+  scores every pool function once per distinct gold function (about 11 ms per gold
+  against a 6,000-function pool on one core).
 * **Determinism.** One ``random.Random(seed)`` drives case sampling, distractor draws and
   gold positions in a fixed order, so the same inputs and seed give byte-identical JSONL.
 
@@ -29,7 +31,6 @@ Output cases are ordered by source case, then by ascending scale; ids are
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,10 +90,19 @@ def _rank_pool(gold_text: str, pool_texts: list[str], excluded: int | None, k: i
         pool_texts,
         scorer=fuzz.token_set_ratio,
         dtype=np.float64,
-        workers=-1,
     )[0]
     order = np.argsort(-scores, kind="stable")
     return [int(i) for i in order if i != excluded][:k]
+
+
+def _copy_json(value: Any) -> Any:
+    """Copy of JSON-like data (dicts and lists rebuilt, scalars shared); much faster than
+    ``copy.deepcopy`` on the many small specs a benchmark holds."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
 
 
 def _gold_function(case: Case) -> dict[str, Any]:
@@ -150,6 +160,7 @@ def build_registry_benchmark(
 
     pool_index = {spec["name"]: i for i, spec in enumerate(functions_pool)}
     pool_texts: list[str] | None = None
+    rankings: dict[tuple[str, str], list[int]] = {}
     if distractors == "similar":
         pool_texts = [utils.default_process(function_text(f)) for f in functions_pool]
 
@@ -170,7 +181,10 @@ def build_registry_benchmark(
             slots = rng.sample(range(available), largest - 1)
             indices = [i + 1 if excluded is not None and i >= excluded else i for i in slots]
         else:
-            indices = _rank_pool(function_text(gold), pool_texts, excluded, largest - 1)
+            text = function_text(gold)
+            if (gold["name"], text) not in rankings:  # many cases share one gold function
+                rankings[gold["name"], text] = _rank_pool(text, pool_texts, excluded, largest - 1)
+            indices = rankings[gold["name"], text]
         picked = [functions_pool[i] for i in indices]
         position = 0 if gold_position == "first" else rng.randrange(smallest)
         for scale in ordered_scales:
@@ -180,11 +194,11 @@ def build_registry_benchmark(
                 Case(
                     id=f"{case.id}@S{scale}",
                     query=case.query,
-                    functions=copy.deepcopy(registry),
-                    gold=copy.deepcopy(case.gold),
+                    functions=_copy_json(registry),
+                    gold=_copy_json(case.gold),
                     scale=scale,
                     meta={
-                        **copy.deepcopy(case.meta),
+                        **_copy_json(case.meta),
                         "source_id": case.id,
                         "gold_position": position,
                         "distractors": distractors,

@@ -366,9 +366,7 @@ def _gold_args(row: dict[str, Any]) -> bool:
     return row.get("arg_precision") == 1.0 and row.get("arg_recall") == 1.0
 
 
-def overcorrection(
-    outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0
-) -> pd.DataFrame:
+def overcorrection(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per (model, mode): how often the loop moved a correct first attempt away.
 
     * ``name_lost / name_base``: among outcomes whose attempt 1 had the gold name, those whose
@@ -416,6 +414,8 @@ def errors_by_kind(outcomes: Iterable[Outcome]) -> pd.DataFrame:
     )
     rows = [
         {"model": m, "mode": mo, "error_kind": k, "count": c}
-        for (m, mo, k), c in sorted(counts.items(), key=lambda kv: (kv[0][0], mode_sort_key(kv[0][1]), kv[0][2]))
+        for (m, mo, k), c in sorted(
+            counts.items(), key=lambda kv: (kv[0][0], mode_sort_key(kv[0][1]), kv[0][2])
+        )
     ]
     return pd.DataFrame(rows, columns=["model", "mode", "error_kind", "count"])

@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from callscope.report.aggregate import (
     STAGE_LABELS,
@@ -39,7 +40,12 @@ def _style(mode: str) -> dict[str, str]:
 
 
 def _short(model: str, width: int = 40) -> str:
-    return model if len(model) <= width else "…" + model[-(width - 1):]
+    """A plot label: ``backend:/long/path/file`` keeps only the file name; long labels are
+    cut from the left."""
+    kind, sep, rest = model.partition(":")
+    if sep and "/" in rest:
+        model = f"{kind}:{rest.rstrip('/').rsplit('/', 1)[-1]}"
+    return model if len(model) <= width else "…" + model[-(width - 1) :]
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -73,9 +79,10 @@ def solve_rate_by_scale(per_scale: pd.DataFrame, out_dir: Path) -> Path:
     fig, axes = _grid(1, len(models))
     for ax, model in zip(axes[0], models, strict=True):
         sub = per_scale[per_scale["model"] == model]
-        for mode in sorted(sub["mode"].unique(), key=mode_sort_key):
+        modes = sorted(sub["mode"].unique(), key=mode_sort_key)
+        for i, mode in enumerate(modes):
             s = sub[sub["mode"] == mode].set_index("scale").reindex(scales)
-            x = np.arange(len(scales))
+            x = np.arange(len(scales)) + 0.05 * (i - (len(modes) - 1) / 2)  # dodge error bars
             y = s["solve_rate"].to_numpy(dtype=float)
             err = np.vstack([y - s["solve_lo"].to_numpy(dtype=float),
                              s["solve_hi"].to_numpy(dtype=float) - y])  # fmt: skip
@@ -107,6 +114,7 @@ def cumulative_solve_plot(cum: pd.DataFrame, out_dir: Path) -> Path:
                 s = sub[sub["mode"] == mode].sort_values("attempt")
                 ax.plot(s["attempt"], s["rate"], label=mode, markersize=3, **_style(mode))
             ax.set_ylim(-0.02, 1.02)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_title(f"{_short(model, 30)}  S={scale}", fontsize=8)
             ax.set_xlabel("attempt")
             ax.set_ylabel("cumulative solve rate")
@@ -132,7 +140,7 @@ def failure_stages_plot(fb: pd.DataFrame, out_dir: Path) -> Path:
         vals = fb[stage].to_numpy(dtype=float)
         ax.bar(x, vals, bottom=bottom, label=stage, color=STAGE_COLORS[stage])
         bottom += vals
-    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("share of cases (first attempt)")
     ax.set_ylim(0, 1.0)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -159,7 +167,7 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
         hi = np.nan_to_num(oc[f"{key}_hi"].to_numpy(dtype=float))
         ax1.bar(x + off, y, width, yerr=np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)]),
                 capsize=3, label=name, color=color)  # fmt: skip
-    ax1.set_xticks(x, labels, fontsize=7)
+    ax1.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
     ax1.set_ylim(0, 1.0)
     ax1.set_ylabel("share lost by the final attempt")
     ax1.legend(fontsize=8)
@@ -170,7 +178,7 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     ax2.bar(x, y, 0.6, yerr=np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)]),
             capsize=3, color="#2ca02c")  # fmt: skip
     ax2.axhline(0, color="black", linewidth=0.8)
-    ax2.set_xticks(x, labels, fontsize=7)
+    ax2.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
     ax2.set_ylabel("mean arg F1: final − first")
     ax2.set_title("F1 change over the loop", fontsize=10)
     return _save(fig, path)

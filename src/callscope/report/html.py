@@ -121,8 +121,12 @@ def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, 
     store = RunStore(run_dir)
     try:
         cases = {
-            c.id: {"query": c.query, "functions": c.functions, "gold": c.gold,
-                   "scale": agg.scale_label(c.scale)}  # fmt: skip
+            c.id: {
+                "query": c.query,
+                "functions": c.functions,
+                "gold": c.gold,
+                "scale": agg.scale_label(c.scale),
+            }  # fmt: skip
             for c in store.cases()
         }
         items = []
@@ -203,7 +207,7 @@ def _figure_html(path: Path) -> str:
     caption = _FIGURE_CAPTIONS.get(path.name, path.name)
     return (
         f'<figure id="fig-{_esc(path.stem)}"><img alt="{_esc(caption)}" '
-        f'src="data:image/png;base64,{b64}" onload="this.setAttribute(\'data-loaded\',\'1\')">'
+        f"src=\"data:image/png;base64,{b64}\" onload=\"this.setAttribute('data-loaded','1')\">"
         f"<figcaption>{_esc(caption)}</figcaption></figure>"
     )
 
@@ -216,9 +220,7 @@ _CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'")  # fmt: skip
 
 
-def render_html(
-    title: str, data: ReportData, figures: list[Path], cases: dict[str, Any]
-) -> str:
+def render_html(title: str, data: ReportData, figures: list[Path], cases: dict[str, Any]) -> str:
     """The whole page as one string (no external references)."""
     js = _asset("report.js")
     if "</script" in js.lower():  # pragma: no cover - guards edits of report.js
@@ -226,9 +228,14 @@ def render_html(
     headline, rest = data.tables[0], data.tables[1:]
     filters = "".join(
         f'<label>{label}<select id="filter-{name}"></select></label>'
-        for name, label in (("model", "model"), ("mode", "mode"), ("scale", "scale"),
-                            ("stage", "first-failing stage"), ("kind", "failure kind"),
-                            ("result", "result"))  # fmt: skip
+        for name, label in (
+            ("model", "model"),
+            ("mode", "mode"),
+            ("scale", "scale"),
+            ("stage", "first-failing stage"),
+            ("kind", "failure kind"),
+            ("result", "result"),
+        )  # fmt: skip
     )
     parts = [
         "<!DOCTYPE html>",
@@ -240,9 +247,14 @@ def render_html(
         f"<h1>{_esc(title)}</h1>",
         '<nav><a href="#summary">Summary</a><a href="#tables">Tables</a>'
         '<a href="#figures">Figures</a><a href="#cases">Cases</a></nav>',
-        '<section id="summary"><h2>Summary</h2>', table_html(headline), "</section>",
-        '<section id="tables"><h2>Tables</h2>', *(table_html(t) for t in rest), "</section>",
-        '<section id="figures"><h2>Figures</h2>', *(_figure_html(p) for p in figures),
+        '<section id="summary"><h2>Summary</h2>',
+        table_html(headline),
+        "</section>",
+        '<section id="tables"><h2>Tables</h2>',
+        *(table_html(t) for t in rest),
+        "</section>",
+        '<section id="figures"><h2>Figures</h2>',
+        *(_figure_html(p) for p in figures),
         "</section>",
         '<section id="cases"><h2>Cases</h2>',
         f'<div class="filters">{filters}</div>',

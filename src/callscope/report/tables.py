@@ -134,7 +134,9 @@ def extrinsic_table(df: pd.DataFrame) -> ReportTable:
     metrics = (*EXTRINSIC, "solve_rate")
     data = df[cols + [c for m in metrics for c in (m, f"{m}_std")]] if not df.empty else df
     caption = f"Extrinsic metrics across registry scales (higher is better). {_ACROSS_NOTE} {EXTRINSIC_NOTE}"
-    return ReportTable("extrinsic", "Extrinsic metrics", caption, data, _across_display(df, metrics))
+    return ReportTable(
+        "extrinsic", "Extrinsic metrics", caption, data, _across_display(df, metrics)
+    )
 
 
 def intrinsic_table(df: pd.DataFrame) -> ReportTable:
@@ -151,8 +153,12 @@ def headline_table(df: pd.DataFrame) -> ReportTable:
     (bootstrap CIs), mean attempts to solve."""
     disp = _keys(df, ("model", "mode", "n"))
     rows = list(df.iterrows())
-    disp["Solve rate [95% CI]"] = [fmt_ci(r["solve_rate"], r["solve_lo"], r["solve_hi"]) for _, r in rows]
-    disp["Name acc [95% CI]"] = [fmt_ci(r["name_acc"], r["name_acc_lo"], r["name_acc_hi"]) for _, r in rows]
+    disp["Solve rate [95% CI]"] = [
+        fmt_ci(r["solve_rate"], r["solve_lo"], r["solve_hi"]) for _, r in rows
+    ]
+    disp["Name acc [95% CI]"] = [
+        fmt_ci(r["name_acc"], r["name_acc_lo"], r["name_acc_hi"]) for _, r in rows
+    ]
     disp["Arg F1 [95% CI]"] = [fmt_ci(r["arg_f1"], r["arg_f1_lo"], r["arg_f1_hi"]) for _, r in rows]
     disp["Mean attempts to solve"] = [
         fmt_pm(r["attempts_to_solve"], None, r["attempts_to_solve_n"], 2) for _, r in rows

@@ -1,0 +1,216 @@
+"""`callscope calibrate`: run BFCL multi-turn cases on a model (optionally under a probe),
+grade them with BFCL's checker, and compute GAR beside Acc, resumably, into a run store."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from callscope.actions.classify import DEFAULT, ClassifierConfig
+from callscope.actions.diagnostics import (
+    CaseRecord,
+    Diagnostics,
+    DiagnosticsSettings,
+    compute_diagnostics,
+    to_markdown,
+)
+from callscope.datasets.bfcl_multi_turn import MTCase, due_turns, gold_class, load_multi_turn
+from callscope.models.base import ChatModel, Decoding
+from callscope.runs.store import RunStore
+from callscope.saag.cascade import diagnose
+from callscope.types import ToolCall
+
+CATEGORIES = ("base", "long_context", "miss_param", "miss_func")
+BASELINE = "baseline"
+
+
+def full_category(name: str) -> str:
+    name = name.strip()
+    return name if name.startswith("multi_turn_") else f"multi_turn_{name}"
+
+
+def select_cases(categories: Sequence[str], n: int | None) -> list[MTCase]:
+    """The first ``n`` cases of each category in BFCL's order (same cases for every probe)."""
+    wanted = [full_category(c) for c in categories]
+    cases = load_multi_turn(tuple(wanted))
+    out: list[MTCase] = []
+    for cat in wanted:
+        of_cat = [c for c in cases if c.category == cat]
+        out.extend(of_cat if n is None else of_cat[:n])
+    return out
+
+
+def _is_model_emission(step: dict[str, Any]) -> bool:
+    """Bypass placeholders are inserted by a probe, not said by the model."""
+    return not step.get("placeholder", False)
+
+
+def case_record(case: MTCase, trajectory: dict[str, Any], passed: bool) -> CaseRecord:
+    """The diagnostics' view of one conversation: per turn, the model's emissions."""
+    turns: list[list[Any]] = [[] for _ in case.turns]
+    all_turns = list(trajectory.get("turns") or [])
+    if trajectory.get("partial_turn"):
+        all_turns.append(trajectory["partial_turn"])
+    for turn in all_turns:
+        idx = int(turn["index"])
+        if idx < len(turns):
+            turns[idx].extend(
+                {"content": s.get("text") or "", "tool_calls": s.get("tool_calls")}
+                for s in turn.get("steps") or []
+                if _is_model_emission(s)
+            )
+    err = trajectory.get("error")
+    return CaseRecord(
+        id=case.id, category=case.category, gold_class=gold_class(case.category),
+        turn_emissions=turns, due_turns=due_turns(case), passed=passed,
+        error=json.dumps(err) if err else None,
+    )  # fmt: skip
+
+
+def saag_stage_mix(case: MTCase, trajectory: dict[str, Any]) -> Counter[str]:
+    """Beyond the paper: every parsed call checked by the SAAG cascade against the tools
+    available at its turn and the user text so far (stage 0 = passed all three)."""
+    mix: Counter[str] = Counter()
+    user_text: list[str] = []
+    for turn in trajectory.get("turns") or []:
+        idx = int(turn["index"])
+        user_text.extend(str(m.get("content") or "") for m in turn.get("user_messages") or [])
+        functions = case.functions_at(idx)
+        for step in turn.get("steps") or []:
+            for call in step.get("calls") or []:
+                d = diagnose(ToolCall(call["name"], call.get("arguments") or {}), functions, "\n".join(user_text))
+                mix[f"stage{d.stage}"] += 1
+    return mix
+
+
+@dataclass
+class CalibrationResult:
+    model: str
+    probe: str
+    diagnostics: Diagnostics
+    stage_mix: dict[str, Counter[str]] = field(default_factory=dict)
+    ran: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Diagnostic rows with the SAAG stage mix of tool calls added per category."""
+        out = []
+        for row in self.diagnostics.rows:
+            mix = self.stage_mix.get(row["category"], Counter())
+            total = sum(mix.values())
+            extra = {
+                f"calls_{k}": (mix.get(k, 0) / total if total else None)
+                for k in ("stage0", "stage1", "stage2", "stage3")
+            }
+            out.append({**row, "tool_calls_scored": total, **extra})
+        return out
+
+
+def run_calibration(
+    model: ChatModel,
+    store: RunStore,
+    cases: Sequence[MTCase],
+    *,
+    style: str = "native",
+    max_steps: int = 20,
+    decoding: Decoding | None = None,
+    probe: str | None = None,
+    show_progress: bool = True,
+) -> tuple[int, int]:
+    """Run every case without a stored conversation for (model, probe); returns (ran, skipped)."""
+    from callscope.actions.grade import grade
+    from callscope.actions.runner import run_conversation
+
+    probe_cfg = None
+    if probe and probe != BASELINE:
+        from callscope.actions.probes import get_probe
+
+        probe_cfg = get_probe(probe)
+    probe_name = probe or BASELINE
+    done = store.conversations_done(model.spec, probe_name)
+    todo = [c for c in cases if c.id not in done]
+    progress = Progress(
+        TextColumn(f"[bold]{model.spec} {probe_name}"), BarColumn(), MofNCompleteColumn(),
+        TimeRemainingColumn(), disable=not show_progress,
+    )  # fmt: skip
+    events_path = store.run_dir / "events.jsonl"
+    with progress:
+        task = progress.add_task("cases", total=len(cases), completed=len(cases) - len(todo))
+        for case in todo:
+            kwargs: dict[str, Any] = {"style": style, "max_steps": max_steps, "decoding": decoding}
+            if probe_cfg is not None:
+                kwargs["probe"] = probe_cfg
+            traj = run_conversation(model, case, **kwargs)
+            verdict = grade(case, traj)
+            tdict = traj.to_dict()
+            store.save_conversation(model.spec, probe_name, case.category, tdict, verdict.to_dict())
+            events = tdict.get("events") or []
+            if events:
+                with events_path.open("a", encoding="utf-8") as fh:
+                    for ev in events:
+                        fh.write(json.dumps({"model": model.spec, "probe": probe_name, **ev}) + "\n")
+            progress.advance(task)
+    return len(todo), len(cases) - len(todo)
+
+
+def diagnose_store(
+    store: RunStore,
+    model: str,
+    probe: str = BASELINE,
+    cases: Sequence[MTCase] | None = None,
+    *,
+    config: ClassifierConfig = DEFAULT,
+    settings: DiagnosticsSettings | None = None,
+) -> CalibrationResult:
+    """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations."""
+    convs = list(store.conversations(model, probe))
+    by_id = {c.id: c for c in (cases or [])}
+    if not by_id:
+        cats = sorted({c["category"] for c in convs})
+        by_id = {c.id: c for c in load_multi_turn(tuple(cats))} if cats else {}
+    records: list[CaseRecord] = []
+    mix: dict[str, Counter[str]] = {}
+    for conv in convs:
+        case = by_id.get(conv["case_id"])
+        if case is None:
+            continue
+        records.append(case_record(case, conv["trajectory"], conv["passed"]))
+        mix.setdefault(case.category, Counter()).update(saag_stage_mix(case, conv["trajectory"]))
+    diag = compute_diagnostics(records, config, settings)
+    return CalibrationResult(model=model, probe=probe, diagnostics=diag, stage_mix=mix)
+
+
+def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
+    """``calibration-<probe>.json`` and ``.md`` in the run directory."""
+    stem = run_dir / f"calibration-{result.probe}"
+    payload = {
+        "model": result.model, "probe": result.probe, "rows": result.rows(),
+        "diagnostics": result.diagnostics.to_dict(),
+    }  # fmt: skip
+    stem.with_suffix(".json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    stem.with_suffix(".md").write_text(
+        to_markdown(result.rows()) + "\n" + stage_mix_markdown(result.rows()), encoding="utf-8"
+    )
+    return stem.with_suffix(".md")
+
+
+def stage_mix_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """Where the model's tool calls fail, per category (SAAG first failing stage)."""
+    lines = [
+        "| Category | tool calls | passed SAAG % | stage 1 (registry) % | stage 2 (structure) % | stage 3 (grounding) % |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [
+            "n/a" if r.get(f"calls_stage{k}") is None else f"{100 * r[f'calls_stage{k}']:.1f}"
+            for k in range(4)
+        ]
+        lines.append(f"| {r['category']} | {r['tool_calls_scored']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,117 @@
+"""`calibrate` end to end on real BFCL multi-turn cases and simulators, with scripted models
+whose right answers come from BFCL's gold (so the expected GAR and Acc are known)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("bfcl_eval")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from callscope.actions.calibrate import (  # noqa: E402
+    diagnose_store,
+    run_calibration,
+    select_cases,
+    write_outputs,
+)
+from callscope.datasets.bfcl_multi_turn import gold_calls  # noqa: E402
+from callscope.models.base import ChatModel  # noqa: E402
+from callscope.runs.store import RunStore  # noqa: E402
+from callscope.types import ModelReply  # noqa: E402
+
+ASK = "Which file do you mean? Please provide the name."
+REFUSE = "I cannot do that: no such function is available to me."
+
+
+class GoldActor(ChatModel):
+    """Per case: the gold calls of each turn (native), then a closing text; at an empty-gold
+    turn it asks (miss_param) or refuses (miss_func). ``silent`` makes it never call."""
+
+    spec = "scripted:gold-actor"
+
+    def __init__(self, cases, silent: bool = False) -> None:
+        self.scripts: dict[str, list[ModelReply]] = {}
+        for case in cases:
+            out: list[ModelReply] = []
+            for calls in gold_calls(case):
+                if calls and not silent:
+                    out.append(ModelReply(tool_calls=[c.to_dict() for c in calls]))
+                    out.append(ModelReply(text="Done."))
+                elif "miss_param" in case.category:
+                    out.append(ModelReply(text=ASK))
+                elif "miss_func" in case.category:
+                    out.append(ModelReply(text=REFUSE))
+                else:
+                    out.append(ModelReply(text="Done."))
+            self.scripts[case.id] = out
+        self.case_id = ""
+        self.asked: dict[str, int] = {}
+
+    def set_context(self, **ctx: Any) -> None:
+        self.case_id = ctx["case_id"]
+
+    def chat(self, messages, tools=None, decoding=None) -> ModelReply:
+        k = self.asked.get(self.case_id, 0)
+        self.asked[self.case_id] = k + 1
+        script = self.scripts[self.case_id]
+        return script[k] if k < len(script) else ModelReply(text="Done.")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    # miss_func_49's gold calls a held-out tool early (a BFCL data defect): not among the first 2
+    return select_cases(["base", "long_context", "miss_param", "miss_func"], 2)
+
+
+def test_gold_actor_passes_everything_with_gar_at_ceiling(tmp_path, cases) -> None:
+    store = RunStore(tmp_path / "cal")
+    ran, skipped = run_calibration(GoldActor(cases), store, cases, show_progress=False)
+    assert (ran, skipped) == (8, 0)
+    result = diagnose_store(store, "scripted:gold-actor", cases=cases)
+    rows = {r["category"]: r for r in result.rows()}
+    assert set(rows) == {f"multi_turn_{c}" for c in ("base", "long_context", "miss_param", "miss_func")}
+    for r in rows.values():
+        assert r["n"] == 2 and r["acc"] == 1.0 and r["gar_case"] == 1.0
+        assert not r["bound_violation"]
+    # every gold call passes the SAAG cascade's stages 1 and 2 (names and schemas are right)
+    assert all(r["calls_stage1"] == 0.0 and r["calls_stage2"] == 0.0 for r in rows.values())
+    # resuming runs nothing
+    again = run_calibration(GoldActor(cases), store, cases, show_progress=False)
+    assert again == (0, 8)
+    md = write_outputs(tmp_path / "cal", result).read_text()
+    assert "multi_turn_miss_param" in md and "stage 3 (grounding)" in md
+
+
+def test_silent_model_shows_gar_zero_on_tool_call_categories(tmp_path, cases) -> None:
+    store = RunStore(tmp_path / "cal")
+    run_calibration(GoldActor(cases, silent=True), store, cases, show_progress=False)
+    rows = {r["category"]: r for r in diagnose_store(store, "scripted:gold-actor", cases=cases).rows()}
+    assert rows["multi_turn_base"]["gar_case"] == 0.0 and rows["multi_turn_base"]["acc"] == 0.0
+    # it still asks / refuses at the empty-gold turns: the gold class fires, but the case fails
+    assert rows["multi_turn_miss_param"]["gar_case"] == 1.0
+    assert rows["multi_turn_miss_param"]["acc"] == 0.0
+    assert rows["multi_turn_miss_param"]["large_slack"] is True
+
+
+def test_calibrate_from_bfcl_cli(tmp_path) -> None:
+    """`calibrate --from-bfcl` on a result tree in BFCL's layout (text emissions)."""
+    from callscope.cli import app
+
+    tree = tmp_path / "result" / "my-model" / "multi_turn"
+    tree.mkdir(parents=True)
+    rows = [
+        {"id": "multi_turn_miss_param_0", "result": [["[cd(folder='x')]"], ["Which one do you mean?"]]},
+        {"id": "multi_turn_miss_param_1", "result": [["I did it."]]},
+    ]
+    (tree / "BFCL_v4_multi_turn_miss_param_result.json").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
+    res = CliRunner().invoke(app, ["calibrate", "--from-bfcl", str(tmp_path / "result"), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "o" / "calibration-from-bfcl.json").read_text())
+    row = data["rows"][0]
+    assert row["n"] == 2 and row["gar_case"] == 0.5

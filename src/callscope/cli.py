@@ -328,6 +328,7 @@ def calibrate(
     bfcl_model: Annotated[str | None, typer.Option("--bfcl-model", help="model folder inside the BFCL trees")] = None,
     from_tau2: Annotated[Path | None, typer.Option("--from-tau2", help="a tau2-bench results.json or run directory")] = None,
     tasks: Annotated[Path | None, typer.Option("--tasks", help="tau2 tasks file (when results lack tasks)")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="tau2 CONFIRM: also ask this model (any backend) and report agreement")] = None,
     base_url: BaseUrlOpt = None,
     api_key: ApiKeyOpt = None,
     timeout: TimeoutOpt = 120.0,
@@ -344,13 +345,24 @@ def calibrate(
 
     config = preset(preset_name)
     if from_tau2 is not None:
-        from callscope.actions.tau2 import tau2_diagnostics
+        from callscope.actions.tau2 import Tau2Config, Tau2FormatError, tau2_diagnostics
 
-        result = tau2_diagnostics(from_tau2, tasks, config=config)
+        judge_model = None
+        if judge:
+            from callscope.runs.experiment import open_model
+
+            judge_model = open_model(judge, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
+        try:
+            result = tau2_diagnostics(from_tau2, tasks, judge=judge_model, config=Tau2Config(classifier=config))
+        except (Tau2FormatError, FileNotFoundError) as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from None
         Console().print(result.rich_table())
+        Console().print(result.rich_domain_table())
         out.mkdir(parents=True, exist_ok=True)
-        (out / "tau2-diagnostics.json").write_text(json.dumps(result.to_dict(), indent=2, default=str))
-        console.print(f"wrote {out / 'tau2-diagnostics.json'}")
+        (out / "tau2-diagnostics.json").write_text(json.dumps(result.to_dict(include_details=True), indent=2, default=str))
+        (out / "tau2-diagnostics.md").write_text(result.to_markdown())
+        console.print(f"wrote {out / 'tau2-diagnostics.md'} and .json")
         return
     if from_bfcl is not None:
         from callscope.actions.diagnostics import compute_diagnostics, to_markdown

@@ -27,6 +27,21 @@ Every assistant emission is recorded (:class:`StepRecord`: raw text and native t
 the parsed calls, the execution results, the tools available), so that emission classifiers
 can read them per turn and step; :meth:`Trajectory.to_dict`/:meth:`Trajectory.from_dict`
 round-trip through JSON.
+
+Probes (``probe=``, a :class:`~callscope.actions.probes.ProbeConfig`; see
+:mod:`callscope.actions.probes` for the rules): with none the run is exactly BFCL's loop.
+
+* SRI (halt seam): when a turn's only emission is a reply with no parseable call, the probe
+  may retry once per turn: the no-call message is dropped from the conversation (history
+  editing; the step stays recorded) and the retry text is sent as a user message (appended to
+  the last message when that is already a user message); the turn then goes on as usual.
+* CRI (call seam): before an emission's calls execute, the probe may retract the emission: it
+  is recorded with ``retracted=True`` and no result, never reaches the simulator and never
+  enters the conversation. ``retry`` adds the instruction as a user message and re-queries;
+  ``bypass`` appends the fixed abstention as an assistant message, recorded as a step with
+  ``placeholder=True`` (not a model emission), and ends the turn.
+* Retracted and placeholder steps do not count towards ``max_steps``. Every probe decision is
+  in :attr:`Trajectory.events`.
 """
 
 from __future__ import annotations
@@ -38,6 +53,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from callscope.actions.env import ExecResult, SafeEnv
+from callscope.actions.probes import (
+    BYPASS_ABSTENTION,
+    CRI_RETRY_INSTRUCTION,
+    ProbeConfig,
+    ProbeSession,
+    observed_text,
+    request_text,
+    user_text,
+)
 from callscope.datasets.bfcl_multi_turn import MTCase
 from callscope.models.base import ChatModel, Decoding
 from callscope.parse import parse_native, parse_output, parse_python_calls
@@ -114,7 +138,9 @@ def parse_emission(reply: ModelReply, style: Style, parse_mode: ParseMode) -> Pa
 
 @dataclass
 class StepRecord:
-    """One model query within a turn."""
+    """One model query within a turn. ``retracted``: a probe removed this emission before its
+    calls executed (it is still the model's emission). ``placeholder``: a probe wrote this
+    step (CRI-bypass abstention); it is not a model emission."""
 
     text: str
     tool_calls: list[dict[str, Any]] | None
@@ -126,6 +152,8 @@ class StepRecord:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     latency_s: float = 0.0
+    retracted: bool = False
+    placeholder: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +167,8 @@ class StepRecord:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "latency_s": self.latency_s,
+            "retracted": self.retracted,
+            "placeholder": self.placeholder,
         }
 
     @classmethod
@@ -154,6 +184,8 @@ class StepRecord:
             prompt_tokens=d.get("prompt_tokens"),
             completion_tokens=d.get("completion_tokens"),
             latency_s=float(d.get("latency_s") or 0.0),
+            retracted=bool(d.get("retracted", False)),
+            placeholder=bool(d.get("placeholder", False)),
         )
 
 
@@ -190,7 +222,9 @@ class TurnRecord:
 @dataclass
 class Trajectory:
     """A whole conversation. ``turns`` holds the turns BFCL would keep in its result (the
-    force-quit turn included); a turn cut by a model error is kept in ``partial_turn``."""
+    force-quit turn included); a turn cut by a model error is kept in ``partial_turn``.
+    ``probe`` is the probe's :meth:`~callscope.actions.probes.ProbeConfig.to_dict` (``None``
+    for a plain run) and ``events`` its decisions, in order."""
 
     case_id: str
     category: str
@@ -203,6 +237,13 @@ class Trajectory:
     force_quit: bool = False
     error: dict[str, Any] | None = None
     wall_s: float = 0.0
+    probe: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def probe_fired(self) -> bool:
+        """Whether the probe fired at least once in this case."""
+        return any(e.get("decision") == "fired" for e in self.events)
 
     @property
     def completed(self) -> bool:
@@ -214,6 +255,11 @@ class Trajectory:
         for turn in all_turns:
             for j, step in enumerate(turn.steps):
                 yield turn.index, j, step
+
+    def model_emissions(self) -> Iterator[tuple[int, int, StepRecord]]:
+        """:meth:`emissions` without probe placeholders (retracted emissions stay: the model
+        emitted them)."""
+        return ((t, j, s) for t, j, s in self.emissions() if not s.placeholder)
 
     def accepted_calls(self) -> list[list[list[str]]]:
         """Per completed turn, per step with at least one accepted call, the rebuilt call
@@ -245,6 +291,8 @@ class Trajectory:
             "force_quit": self.force_quit,
             "error": self.error,
             "wall_s": self.wall_s,
+            "probe": self.probe,
+            "events": self.events,
         }
 
     @classmethod
@@ -262,6 +310,8 @@ class Trajectory:
             force_quit=bool(d.get("force_quit")),
             error=d.get("error"),
             wall_s=float(d.get("wall_s") or 0.0),
+            probe=d.get("probe"),
+            events=list(d.get("events") or []),
         )
 
 
@@ -293,6 +343,16 @@ def _display(result: ExecResult) -> str:
     return result.call or result.name
 
 
+def _add_user_text(messages: list[dict[str, Any]], text: str) -> None:
+    """Send ``text`` as a user message: appended to the last message when that is already a
+    user message with text content (a new dict: recorded messages are not mutated)."""
+    last = messages[-1] if messages else None
+    if last is not None and last.get("role") == "user" and isinstance(last.get("content"), str):
+        messages[-1] = {**last, "content": f"{last['content']}\n\n{text}"}
+    else:
+        messages.append({"role": "user", "content": text})
+
+
 def run_conversation(
     model: ChatModel,
     case: MTCase,
@@ -302,19 +362,31 @@ def run_conversation(
     decoding: Decoding | None = None,
     parse_mode: ParseMode = "bfcl",
     run_tag: str = "",
+    probe: ProbeConfig | None = None,
+    env: SafeEnv | None = None,
 ) -> Trajectory:
     """Run ``case`` with ``model``; never raises on a model error (it is recorded).
 
     A model with a ``set_context`` method (the replay backend) is told
     ``case_id``, ``mode`` (the style) and ``attempt`` (1-based query number in the case)
-    before every query.
+    before every query (probe retries are queries too). ``probe`` runs SRI or CRI (see the
+    module doc). ``env`` is the simulator environment to run in (a fresh
+    :class:`~callscope.actions.env.SafeEnv` of ``case`` by default; pass one to inspect the
+    final state).
     """
     if style not in ("native", "prompt"):
         raise ValueError(f"style must be 'native' or 'prompt', not {style!r}")
     started = time.perf_counter()
-    env = SafeEnv(case, run_tag=run_tag)
+    if env is None:
+        env = SafeEnv(case, run_tag=run_tag)
+    elif env.case.id != case.id:
+        raise ValueError(f"environment of {env.case.id!r} given for case {case.id!r}")
+    session = ProbeSession(probe, case) if probe is not None else None
     traj = Trajectory(case.id, case.category, style, getattr(model, "spec", "") or "",
-                      max_steps, parse_mode)
+                      max_steps, parse_mode, probe=probe.to_dict() if probe else None,
+                      events=session.events if session else [])
+    sent_user: list[dict[str, Any]] = []  # every user message of the case so far
+    prior_requests: list[str] = []  # the user text of earlier (non-re-injection) turns
     messages: list[dict[str, Any]] = []
     if style == "prompt":
         messages.append({"role": "system", "content": prompt_system_message(case.functions_at(0))})
@@ -329,10 +401,13 @@ def run_conversation(
             docs = [by_name[n] for n in added if n in by_name]
             user_msgs = [{"role": "user", "content": reinjection_message(docs, style)}]
         messages.extend(user_msgs)
+        sent_user.extend(user_msgs)
+        current_request = REINJECT_MESSAGE if added else request_text(user_msgs)
         tools = [{"type": "function", "function": f} for f in functions] if style == "native" \
             else None
         turn = TurnRecord(t, user_msgs, sorted(available), list(added))
         count = 0
+        turn_called = False
         while True:
             query_no += 1
             if hasattr(model, "set_context"):
@@ -359,13 +434,42 @@ def run_conversation(
                 latency_s=reply.latency_s,
             )
             turn.steps.append(step)
+            index = len(turn.steps) - 1
+            if session is not None and parsed.calls:
+                fired = session.on_calls(t, index, list(parsed.calls), functions,
+                                         user_text(sent_user), observed_text(env.log))
+                if fired is not None:
+                    step.retracted = True
+                    turn_called = True
+                    if fired["action"] == "bypass":
+                        messages.append({"role": "assistant", "content": BYPASS_ABSTENTION})
+                        turn.steps.append(StepRecord(
+                            text=BYPASS_ABSTENTION, tool_calls=None, calls=[], parse_error=None,
+                            parse_form=None, results=[], available=sorted(available),
+                            placeholder=True))  # fmt: skip
+                        fired["placeholder_step"] = len(turn.steps) - 1
+                        break
+                    _add_user_text(messages, CRI_RETRY_INSTRUCTION)
+                    fired["injected"] = CRI_RETRY_INSTRUCTION
+                    continue
             if style == "native":
                 assistant, ids = _native_assistant_message(reply, parsed, t, len(turn.steps) - 1)
             else:
                 assistant, ids = {"role": "assistant", "content": reply.text or ""}, []
             messages.append(assistant)
             if not parsed.calls:
+                if session is not None and not turn_called:
+                    fired = session.on_halt(t, index, reply)
+                    if fired is not None:
+                        if session.probe.history_edit:
+                            messages.pop()
+                        text = session.retry_text(env.log, prior_requests, current_request)
+                        if text:
+                            _add_user_text(messages, text)
+                        fired["injected"] = text
+                        continue
                 break
+            turn_called = True
             step.results = env.execute(parsed.calls, available)
             if style == "native" and ids:
                 for call_id, res in zip(ids, step.results, strict=True):
@@ -383,5 +487,7 @@ def run_conversation(
                 traj.wall_s = time.perf_counter() - started
                 return traj
         traj.turns.append(turn)
+        if not added:
+            prior_requests.append(request_text(user_msgs))
     traj.wall_s = time.perf_counter() - started
     return traj

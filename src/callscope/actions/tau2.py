@@ -518,7 +518,8 @@ def task_gold_class(task: Mapping[str, Any]) -> str | None:
 
 def scenario_text(task: Mapping[str, Any]) -> str:
     """The text of ``user_scenario``: persona and instructions (structured instructions
-    joined field by field), or the scenario itself when it is a string."""
+    joined field by field, the ``domain`` field left out), or the scenario itself when it is
+    a string."""
     scenario = task.get("user_scenario")
     if isinstance(scenario, str):
         return scenario
@@ -530,8 +531,8 @@ def scenario_text(task: Mapping[str, Any]) -> str:
     if isinstance(instr, str):
         parts.append(instr)
     elif isinstance(instr, dict):
-        for value in instr.values():
-            if isinstance(value, str):
+        for key, value in instr.items():
+            if key != "domain" and isinstance(value, str):
                 parts.append(value)
     return "\n".join(parts)
 
@@ -841,9 +842,12 @@ def _diagnose_simulation(
                 )
                 if judge is not None:
                     rec.confirm_judge = judge_confirmation(
-                        judge, messages, i, {"name": call["name"], "arguments": args},
+                        judge,
+                        messages,
+                        i,
+                        {"name": call["name"], "arguments": args},
                         config.confirm,
-                    )  # fmt: skip
+                    )
             calls.append(rec)
 
     union = {c for classes in message_classes for c in classes}
@@ -914,6 +918,7 @@ def _gold_rows(
             if row.get("acc_source") == "cases":
                 row["acc_source"] = "reward"
             row.update(
+                gold_class=gold,
                 domain=domain,
                 gar_rule=GAR_RULES[gold],
                 n_tasks=len({s.task_id for s in members}),
@@ -1040,10 +1045,11 @@ class Tau2Diagnostics:
         parts = [
             "### τ²-bench action-class diagnostic\n",
             gar_markdown(self.rows),
-            "\nGAR rules: " + "; ".join(f"{k} = {v}" for k, v in GAR_RULES.items())
+            "\nGAR rules: "
+            + "; ".join(f"{k} = {v}" for k, v in GAR_RULES.items())
             + f". ASK gold: {self.ask_gold_source}. Acc = reward == 1.\n",
             "\n" + domain_markdown(self.domain_rows),
-        ]  # fmt: skip
+        ]
         if self.confirm.get("judge"):
             j = self.confirm["judge"]
             parts.append(
@@ -1060,7 +1066,8 @@ class Tau2Diagnostics:
                     f" — “{c['snippet']}”" + ("" if c["used_as_gold"] else " (not used)") + "\n"
                 )
         writes = [
-            f"{d}: " + ", ".join(f"{n} ({w['source']})" for n, w in tools.items() if w["write"])
+            f"{d}: "
+            + (", ".join(f"{n} ({w['source']})" for n, w in tools.items() if w["write"]) or "none")
             for d, tools in self.write_tools.items()
         ]
         if writes:
@@ -1071,13 +1078,21 @@ class Tau2Diagnostics:
 
     def rich_table(self, title: str | None = "τ²-bench action-class diagnostics"):
         """The (domain, gold class) rows as a :class:`rich.table.Table`."""
-        return _rich(_GAR_COLUMNS, [_gar_cells(r) for r in self.rows], title,
-                     [bool(r.get("bound_violation")) for r in self.rows])  # fmt: skip
+        return _rich(
+            _GAR_COLUMNS,
+            [_gar_cells(r) for r in self.rows],
+            title,
+            [bool(r.get("bound_violation")) for r in self.rows],
+        )
 
     def rich_domain_table(self, title: str | None = "τ²-bench tool calls and CONFIRM"):
         """The per-domain rows as a :class:`rich.table.Table`."""
-        return _rich(_DOMAIN_COLUMNS, [_domain_cells(r) for r in self.domain_rows], title,
-                     [False] * len(self.domain_rows))  # fmt: skip
+        return _rich(
+            _DOMAIN_COLUMNS,
+            [_domain_cells(r) for r in self.domain_rows],
+            title,
+            [False] * len(self.domain_rows),
+        )
 
 
 # --------------------------------------------------------------------------- rendering
@@ -1153,8 +1168,9 @@ def domain_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return _md_table(_DOMAIN_COLUMNS, [_domain_cells(r) for r in rows])
 
 
-def _rich(columns: Sequence[str], cells: Sequence[Sequence[str]], title: str | None,
-          red: Sequence[bool]):  # fmt: skip
+def _rich(
+    columns: Sequence[str], cells: Sequence[Sequence[str]], title: str | None, red: Sequence[bool]
+):
     from rich.table import Table
 
     table = Table(title=title)
@@ -1186,7 +1202,7 @@ def tau2_diagnostics(
     tasks: str | Path | Sequence[Mapping[str, Any]] | None = None,
     *,
     judge: ChatModel | None = None,
-    config: Tau2Config = DEFAULT_TAU2,
+    config: Tau2Config | ClassifierConfig = DEFAULT_TAU2,
 ) -> Tau2Diagnostics:
     """The τ² action-class diagnostic of the run(s) at ``run_dir`` (one path or several; see
     the module docstring for what a path may be).
@@ -1195,7 +1211,11 @@ def tau2_diagnostics(
     tasks by id. ``judge``: a :class:`~callscope.models.base.ChatModel` asked about every
     write call (CONFIRM); its agreement with the rule is reported. Raises
     ``FileNotFoundError`` / :class:`Tau2FormatError` when a path holds no τ² results.
+    ``config`` may also be a bare :class:`~callscope.actions.classify.ClassifierConfig`
+    (e.g. a classifier preset): the other settings then take their defaults.
     """
+    if isinstance(config, ClassifierConfig):
+        config = Tau2Config(classifier=config)
     paths = [run_dir] if isinstance(run_dir, str | Path) else list(run_dir)
     runs: list[Tau2Run] = []
     problems: list[str] = []
@@ -1214,8 +1234,10 @@ def tau2_diagnostics(
         problems.extend(run.problems)
         task_map = {str(t["id"]): t for t in run.tasks if t.get("id") is not None}
         task_map.update(external)
+        used = {str(sim["task_id"]) for sim in run.simulations}
+        run_tasks = {tid: t for tid, t in task_map.items() if tid in used}
         cand_cues: dict[str, list[str]] = {}
-        for tid, task in task_map.items():
+        for tid, task in run_tasks.items():
             hits = ask_cue_hits(scenario_text(task), config.ask_cues)
             if hits:
                 cand_cues[tid] = hits
@@ -1230,15 +1252,20 @@ def tau2_diagnostics(
                             "used_as_gold": _is_ask_gold(run.domain, tid, True, config),
                         }
                     )
-        names = {c["name"] for s in run.simulations for m in s["messages"]
-                 if m.get("role") == "assistant" for c in _agent_calls(m)}  # fmt: skip
+        names = {
+            c["name"]
+            for s in run.simulations
+            for m in s["messages"]
+            if m.get("role") == "assistant"
+            for c in _agent_calls(m)
+        }
         run_writes = decide_write_tools(
             names, run.functions, _tau2_tool_types(run.simulations), config
         )
         domain_writes = writes.setdefault(run.domain, {})
         for name, decision in run_writes.items():
             domain_writes.setdefault(name, decision)
-        known = _known_names(run, task_map) if run.functions is None else set()
+        known = _known_names(run, run_tasks) if run.functions is None else set()
         no_gold: set[str] = set()
         for sim in run.simulations:
             tid = str(sim["task_id"])

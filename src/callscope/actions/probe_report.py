@@ -1,0 +1,241 @@
+"""Paired comparison of a probe run against a baseline run (same model, same cases).
+
+Input per run: ``(case_id, category, passed, gar_hit)`` tuples: ``passed`` is BFCL's verdict
+(Acc), ``gar_hit`` whether the case's gold action class appeared (case-level GAR). Cases are
+paired by id; a case present in only one run is left out of every number and counted in
+``unpaired``. Rows are per category (``multi_turn_`` prefix dropped; base, miss_param,
+miss_func, long_context, then others alphabetically) plus ``all``.
+
+Intervals: ΔAcc = Acc(probe) − Acc(baseline) and ΔGAR likewise, with Newcombe's (1998)
+hybrid score interval for the difference of *paired* proportions ("method 10": the Wilson
+intervals of both marginal proportions, combined with the phi correlation of the 2×2 paired
+table; phi is continuity-corrected as in Newcombe's paper: when ``ad > bc`` its numerator is
+``max(ad − bc − n/2, 0)``). It is closed-form and deterministic, stays inside [−1, 1], and does
+not collapse to a zero-width interval when no case flipped (a paired bootstrap would). The
+flips are reported as counts: ``pass_to_fail`` (baseline PASS, probe FAIL) and ``fail_to_pass``.
+
+Under CRI-bypass GAR is not a measure of the model (the abstention placeholder is written by
+the probe): ``gar_valid`` is false, the probe's GAR and ΔGAR are ``None`` and the markdown says
+``n/a``; Acc and the fired rate (share of paired cases where the probe fired at least once)
+are what bypass reports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from callscope.report.stats import wilson
+
+Outcome = tuple[str, str, bool, bool]
+
+CI_METHOD = "newcombe-paired-wilson (method 10, phi continuity-corrected), 95%"
+_ORDER = ("base", "miss_param", "miss_func", "long_context")
+
+
+def newcombe_paired(
+    both: int, only_first: int, only_second: int, neither: int, z: float = 1.96
+) -> tuple[float, float, float]:
+    """``(theta, lower, upper)`` for ``theta = p1 − p2`` of paired proportions, where
+    ``p1 = (both + only_first)/n`` and ``p2 = (both + only_second)/n`` (Newcombe 1998, method
+    10; see the module doc). ``ValueError`` on an empty or negative table."""
+    cells = (both, only_first, only_second, neither)
+    if min(cells) < 0:
+        raise ValueError(f"negative count in paired table {cells}")
+    n = sum(cells)
+    if n == 0:
+        raise ValueError("empty paired table")
+    a, b, c, d = cells
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson(a + b, n, z)
+    l2, u2 = wilson(a + c, n, z)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    num = float(a * d - b * c)
+    if num > 0:
+        num = max(num - n / 2, 0.0)
+    phi = num / math.sqrt(margins) if margins else 0.0
+    dl1, du1, dl2, du2 = p1 - l1, u1 - p1, p2 - l2, u2 - p2
+    theta = p1 - p2
+    delta = math.sqrt(max(0.0, dl1 * dl1 - 2 * phi * dl1 * du2 + du2 * du2))
+    eps = math.sqrt(max(0.0, du1 * du1 - 2 * phi * du1 * dl2 + dl2 * dl2))
+    return theta, max(-1.0, theta - delta), min(1.0, theta + eps)
+
+
+def short_category(category: str) -> str:
+    return category.removeprefix("multi_turn_")
+
+
+def _category_key(cat: str) -> tuple[int, str]:
+    return (_ORDER.index(cat), cat) if cat in _ORDER else (len(_ORDER), cat)
+
+
+def _gar_valid_for(probe_name: str) -> bool:
+    from callscope.actions.probes import PROBES
+
+    probe = PROBES.get(probe_name)
+    return probe.gar_valid if probe is not None else True
+
+
+def _paired_delta(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
+    """pairs = (baseline, probe) booleans -> rates, Δ with interval, flip counts."""
+    n = len(pairs)
+    both = sum(1 for x, y in pairs if x and y)
+    lost = sum(1 for x, y in pairs if x and not y)
+    gained = sum(1 for x, y in pairs if y and not x)
+    neither = n - both - lost - gained
+    if n == 0:
+        return {"base": None, "probe": None, "delta": None, "lo": None, "hi": None,
+                "lost": 0, "gained": 0}  # fmt: skip
+    theta, lo, hi = newcombe_paired(both, gained, lost, neither)
+    return {"base": (both + lost) / n, "probe": (both + gained) / n, "delta": theta,
+            "lo": lo, "hi": hi, "lost": lost, "gained": gained}  # fmt: skip
+
+
+def _row(probe: str, category: str, pairs: list[tuple[Outcome, Outcome]],
+         fired: Mapping[str, bool], gar_valid: bool, unpaired: int) -> dict[str, Any]:  # fmt: skip
+    acc = _paired_delta([(b[2], p[2]) for b, p in pairs])
+    gar = _paired_delta([(b[3], p[3]) for b, p in pairs])
+    n_fired = sum(1 for b, _ in pairs if fired.get(b[0], False))
+    n = len(pairs)
+    return {
+        "probe": probe,
+        "category": category,
+        "n": n,
+        "unpaired": unpaired,
+        "acc_base": acc["base"],
+        "acc_probe": acc["probe"],
+        "d_acc": acc["delta"],
+        "d_acc_lo": acc["lo"],
+        "d_acc_hi": acc["hi"],
+        "pass_to_fail": acc["lost"],
+        "fail_to_pass": acc["gained"],
+        "gar_valid": gar_valid,
+        "gar_base": gar["base"],
+        "gar_probe": gar["probe"] if gar_valid else None,
+        "d_gar": gar["delta"] if gar_valid else None,
+        "d_gar_lo": gar["lo"] if gar_valid else None,
+        "d_gar_hi": gar["hi"] if gar_valid else None,
+        "gar_hit_to_miss": gar["lost"] if gar_valid else None,
+        "gar_miss_to_hit": gar["gained"] if gar_valid else None,
+        "fired": n_fired,
+        "fired_rate": n_fired / n if n else None,
+        "ci_method": CI_METHOD,
+    }
+
+
+def compare_probe(
+    baseline: Sequence[Outcome],
+    probed: Sequence[Outcome],
+    fired: Mapping[str, bool],
+    probe_name: str,
+    *,
+    gar_valid: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Per-category paired rows (then ``all``) of ``probed`` against ``baseline``.
+
+    ``fired`` maps case id -> whether the probe fired in that case (missing = no).
+    ``gar_valid`` defaults to the named probe's :attr:`ProbeConfig.gar_valid` (false for the
+    bypass probes, true for unknown names). A case's category is taken from the baseline.
+    """
+    if gar_valid is None:
+        gar_valid = _gar_valid_for(probe_name)
+    base_by_id = {o[0]: o for o in baseline}
+    probe_by_id = {o[0]: o for o in probed}
+    pairs: dict[str, list[tuple[Outcome, Outcome]]] = {}
+    unpaired: dict[str, int] = {}
+    for cid, b in base_by_id.items():
+        cat = short_category(b[1])
+        pairs.setdefault(cat, [])
+        if cid in probe_by_id:
+            pairs[cat].append((b, probe_by_id[cid]))
+        else:
+            unpaired[cat] = unpaired.get(cat, 0) + 1
+    for cid, p in probe_by_id.items():
+        if cid not in base_by_id:
+            cat = short_category(p[1])
+            pairs.setdefault(cat, [])
+            unpaired[cat] = unpaired.get(cat, 0) + 1
+    rows = [
+        _row(probe_name, cat, pairs[cat], fired, gar_valid, unpaired.get(cat, 0))
+        for cat in sorted(pairs, key=_category_key)
+    ]
+    everything = [pair for cat in pairs for pair in pairs[cat]]
+    rows.append(_row(probe_name, "all", everything, fired, gar_valid, sum(unpaired.values())))
+    return rows
+
+
+def ablation_matrix(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Probes × categories: one row per probe (in the given order) with ``<cat>.d_acc`` and
+    ``<cat>.d_gar`` for every category any probe has (``None`` where a probe lacks it or GAR
+    is not valid), and ``all.fired_rate``."""
+    cats: list[str] = []
+    for rows in results.values():
+        for r in rows:
+            if r["category"] not in cats:
+                cats.append(r["category"])
+    cats.sort(key=lambda c: (c == "all", _category_key(c)))
+    out = []
+    for probe, rows in results.items():
+        by_cat = {r["category"]: r for r in rows}
+        row: dict[str, Any] = {"probe": probe}
+        for cat in cats:
+            r = by_cat.get(cat, {})
+            row[f"{cat}.d_acc"] = r.get("d_acc")
+            row[f"{cat}.d_gar"] = r.get("d_gar")
+        row["all.fired_rate"] = by_cat.get("all", {}).get("fired_rate")
+        out.append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------- markdown
+
+
+def _pp(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
+
+
+def _delta(d: float | None, lo: float | None, hi: float | None) -> str:
+    if d is None:
+        return "n/a"
+    return f"{_pp(d, True)} [{_pp(lo, True)}, {_pp(hi, True)}]"
+
+
+def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A markdown table of :func:`compare_probe` rows (percentages, Δ in pp with 95% CI)."""
+    lines = [
+        "| Probe | Category | n | Acc base | Acc probe | ΔAcc pp [95% CI] | PASS→FAIL | "
+        "FAIL→PASS | GAR base | GAR probe | ΔGAR pp [95% CI] | fired % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        gar_note = "" if r["gar_valid"] else " (bypass)"
+        lines.append(
+            f"| {r['probe']} | {r['category']} | {r['n']} | {_pp(r['acc_base'])} | "
+            f"{_pp(r['acc_probe'])} | {_delta(r['d_acc'], r['d_acc_lo'], r['d_acc_hi'])} | "
+            f"{r['pass_to_fail']} | {r['fail_to_pass']} | {_pp(r['gar_base'])} | "
+            f"{_pp(r['gar_probe'])}{gar_note} | "
+            f"{_delta(r['d_gar'], r['d_gar_lo'], r['d_gar_hi'])}{gar_note} | "
+            f"{_pp(r['fired_rate'])} |"
+        )
+    notes = [f"Intervals: {CI_METHOD}; cases paired by id."]
+    if any(not r["gar_valid"] for r in rows):
+        notes.append("GAR is n/a under CRI-bypass: its abstention is not a model emission.")
+    return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
+
+
+def ablation_markdown(matrix: Sequence[Mapping[str, Any]]) -> str:
+    """A markdown table of :func:`ablation_matrix` rows: ΔAcc / ΔGAR in pp per category."""
+    if not matrix:
+        return ""
+    cats = [k[: -len(".d_acc")] for k in matrix[0] if k.endswith(".d_acc")]
+    head = "| Probe | " + " | ".join(f"{c} ΔAcc / ΔGAR" for c in cats) + " | fired % |"
+    sep = "|---|" + "---|" * len(cats) + "---|"
+    lines = [head, sep]
+    for row in matrix:
+        cells = [f"{_pp(row[f'{c}.d_acc'], True)} / {_pp(row[f'{c}.d_gar'], True)}" for c in cats]
+        lines.append(f"| {row['probe']} | " + " | ".join(cells)
+                     + f" | {_pp(row.get('all.fired_rate'))} |")
+    return "\n".join(lines) + "\n"

@@ -115,3 +115,21 @@ def test_calibrate_from_bfcl_cli(tmp_path) -> None:
     data = json.loads((tmp_path / "o" / "calibration-from-bfcl.json").read_text())
     row = data["rows"][0]
     assert row["n"] == 2 and row["gar_case"] == 0.5
+
+
+def test_probe_run_is_paired_with_its_baseline(tmp_path) -> None:
+    """SRI never fires for a model that calls at every turn: the paired comparison shows no
+    change and no flips; events of a probe run land in events.jsonl only when decided."""
+    from callscope.actions.calibrate import compare_with_baseline
+
+    base_cases = select_cases(["base"], 2)
+    store = RunStore(tmp_path / "cal")
+    run_calibration(GoldActor(base_cases), store, base_cases, show_progress=False)
+    run_calibration(GoldActor(base_cases), store, base_cases, probe="sri", show_progress=False)
+    rows, md = compare_with_baseline(store, "scripted:gold-actor", "sri", base_cases)
+    row = next(r for r in rows if r["category"] in ("base", "multi_turn_base"))
+    assert row["n"] == 2 and row["acc_base"] == row["acc_probe"] == 1.0
+    assert row["d_acc"] == 0.0 and row["pass_to_fail"] == 0 and row["fail_to_pass"] == 0
+    assert row["fired"] == 0 and row["fired_rate"] == 0.0
+    assert (tmp_path / "cal" / "probe-sri.md").read_text() == md
+    assert not (tmp_path / "cal" / "events.jsonl").exists()

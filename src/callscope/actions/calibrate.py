@@ -214,3 +214,32 @@ def stage_mix_markdown(rows: Sequence[dict[str, Any]]) -> str:
         ]
         lines.append(f"| {r['category']} | {r['tool_calls_scored']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, bool]]:
+    """(case_id, category, passed, gar_hit) per case, for the paired probe comparison."""
+    return [(c.id, c.category, bool(c.passed), c.gar_case) for c in result.diagnostics.cases]
+
+
+def compare_with_baseline(
+    store: RunStore, model: str, probe: str, cases: Sequence[MTCase] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """Paired comparison of ``probe`` against the baseline run of the same model and cases:
+    rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
+    Written to ``probe-<probe>.md`` in the run directory."""
+    from callscope.actions.probe_report import compare_markdown, compare_probe
+    from callscope.actions.probes import get_probe
+
+    base = diagnose_store(store, model, BASELINE, cases)
+    probed = diagnose_store(store, model, probe, cases)
+    fired = {
+        c["case_id"]: bool(c["trajectory"].get("probe_fired"))
+        for c in store.conversations(model, probe)
+    }
+    rows = compare_probe(
+        paired_outcomes(base), paired_outcomes(probed), fired, probe,
+        gar_valid=get_probe(probe).gar_valid,
+    )  # fmt: skip
+    md = compare_markdown(rows)
+    (store.run_dir / f"probe-{probe}.md").write_text(md, encoding="utf-8")
+    return rows, md

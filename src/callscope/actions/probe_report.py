@@ -236,6 +236,7 @@ def ablation_markdown(matrix: Sequence[Mapping[str, Any]]) -> str:
     lines = [head, sep]
     for row in matrix:
         cells = [f"{_pp(row[f'{c}.d_acc'], True)} / {_pp(row[f'{c}.d_gar'], True)}" for c in cats]
-        lines.append(f"| {row['probe']} | " + " | ".join(cells)
-                     + f" | {_pp(row.get('all.fired_rate'))} |")
+        lines.append(
+            f"| {row['probe']} | " + " | ".join(cells) + f" | {_pp(row.get('all.fired_rate'))} |"
+        )
     return "\n".join(lines) + "\n"

@@ -245,9 +245,14 @@ def sri_retry_text(
     if probe.state_injection:
         parts.append(state_snapshot(results, probe.state_cap))
     if probe.reconciliation:
-        parts.append(reconciliation_block(prior_requests, current_request,
-                                          max_prior=probe.max_prior_requests,
-                                          max_chars=probe.prior_request_chars))
+        parts.append(
+            reconciliation_block(
+                prior_requests,
+                current_request,
+                max_prior=probe.max_prior_requests,
+                max_chars=probe.prior_request_chars,
+            )
+        )
     return "\n\n".join(parts)
 
 
@@ -318,18 +323,25 @@ def detect_label_free(
     names = {f.get("name") for f in functions}
     for i, call in enumerate(calls):
         if call.name not in names:
-            return Detection("MC", i, call, {"reason": f"'{call.name}' is not among this "
-                                                       "turn's tools"})
+            return Detection(
+                "MC", i, call, {"why": f"'{call.name}' is not among this turn's tools"}
+            )
         spec = _spec_of(functions, call.name) or {}
         required, _ = schema_params(spec)
         props = _properties(spec)
         args = call.arguments if isinstance(call.arguments, dict) else {}
         for param in required:
             if param in args and not has_antecedent(args[param], haystack, props.get(param)):
-                return Detection("UR", i, call, {
-                    "argument": param, "value": args[param],
-                    "reason": f"required '{param}'={args[param]!r} has no antecedent",
-                })
+                return Detection(
+                    "UR",
+                    i,
+                    call,
+                    {
+                        "argument": param,
+                        "value": args[param],
+                        "why": f"required '{param}'={args[param]!r} has no antecedent",
+                    },
+                )
     return None
 
 
@@ -342,17 +354,32 @@ def detect_saag(
     for i, call in enumerate(calls):
         d = diagnose(call, list(functions), query)
         if d.stage == 1:
-            return Detection("MC", i, call, {"saag_stage": 1, "nearest": d.nearest,
-                                             "reason": f"stage 1: '{call.name}' not in registry"})
+            return Detection(
+                "MC",
+                i,
+                call,
+                {
+                    "saag_stage": 1,
+                    "nearest": d.nearest,
+                    "why": f"stage 1: '{call.name}' not in registry",
+                },
+            )
         if d.stage == 3:
             required, _ = schema_params(_spec_of(functions, call.name) or {})
             hard = [p for p in d.hard if p in required]
             if hard:
-                return Detection("UR", i, call, {
-                    "saag_stage": 3, "argument": hard[0], "value": call.arguments.get(hard[0]),
-                    "hard": list(d.hard),
-                    "reason": f"stage 3: hard drift on required '{hard[0]}'",
-                })
+                return Detection(
+                    "UR",
+                    i,
+                    call,
+                    {
+                        "saag_stage": 3,
+                        "argument": hard[0],
+                        "value": call.arguments.get(hard[0]),
+                        "hard": list(d.hard),
+                        "why": f"stage 3: hard drift on required '{hard[0]}'",
+                    },
+                )
     return None
 
 
@@ -405,14 +432,30 @@ class ProbeSession:
             return None
         halting_class = classify_emission(reply, DEFAULT)
         if turn in self._sri_turns:
-            self._log(turn, step, "halt", "suppressed", "once_per_turn", "halt",
-                      halting_class=halting_class)
+            self._log(
+                turn,
+                step,
+                "halt",
+                "suppressed",
+                "once_per_turn",
+                "halt",
+                halting_class=halting_class,
+            )
             return None
         gated = self.probe.gate == "all" or (
-            self.probe.gate == "miss_param" and self.case.category == "multi_turn_miss_param")
+            self.probe.gate == "miss_param" and self.case.category == "multi_turn_miss_param"
+        )
         if gated and halting_class == ASK:
-            self._log(turn, step, "halt", "suppressed", "gate_ask", "halt",
-                      halting_class=halting_class, gate=self.probe.gate)
+            self._log(
+                turn,
+                step,
+                "halt",
+                "suppressed",
+                "gate_ask",
+                "halt",
+                halting_class=halting_class,
+                gate=self.probe.gate,
+            )
             return None
         self._sri_turns.add(turn)
         return self._log(turn, step, "halt", "fired", "halt", "halt",
@@ -443,8 +486,13 @@ class ProbeSession:
         found = DETECTORS[self.probe.detector](calls, functions, user, observed)
         if found is None:
             return None
-        details = {"method": self.probe.detector, "call": found.call.to_dict(),
-                   "call_index": found.index, "action": self.probe.action, **found.details}
+        details = {
+            "method": self.probe.detector,
+            "call": found.call.to_dict(),
+            "call_index": found.index,
+            "action": self.probe.action,
+            **found.details,
+        }
         reason = None
         if self._cri_fired_at is not None:
             reason = "once_per_case"
@@ -465,4 +513,3 @@ class ProbeSession:
 def request_text(messages: Sequence[dict[str, Any]]) -> str:
     """The user text of one turn's messages joined (used as a request in reconciliation)."""
     return " ".join(_one_line(str(m.get("content") or "")) for m in messages).strip()
-

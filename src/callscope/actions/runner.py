@@ -31,8 +31,8 @@ round-trip through JSON.
 Probes (``probe=``, a :class:`~callscope.actions.probes.ProbeConfig`; see
 :mod:`callscope.actions.probes` for the rules): with none the run is exactly BFCL's loop.
 
-* SRI (halt seam): when a turn's only emission is a reply with no parseable call, the probe
-  may retry once per turn: the no-call message is dropped from the conversation (history
+* SRI (halt seam): when a turn ends without any parseable call in it, the probe may retry
+  once per turn: the no-call message is dropped from the conversation (history
   editing; the step stays recorded) and the retry text is sent as a user message (appended to
   the last message when that is already a user message); the turn then goes on as usual.
 * CRI (call seam): before an emission's calls execute, the probe may retract the emission: it

@@ -358,7 +358,8 @@ def test_case_fields(glaive_json: Path) -> None:
     assert first.functions == [SPLIT_BILL, FIND_NOVEL]
     assert first.meta == {"source": "glaive", "row": 0}
     assert first.scale is None
-    assert cases["glaive-5"].query == "Can you help me with a bill?"
+    # all user messages before the call: the values come in the second one
+    assert cases["glaive-5"].query == "Can you help me with a bill?\n60 dollars, 3 people."
     assert cases["glaive-5"].meta == {"source": "glaive", "row": 5}
     # the function without `required` is standardised, the rest of it unchanged
     assert cases["glaive-3"].functions == [

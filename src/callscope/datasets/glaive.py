@@ -302,8 +302,10 @@ def row_to_case(row: Any, index: int) -> Case | str:
         return "unparseable_call"
     if call.name not in {f["name"] for f in functions}:
         return "call_not_in_functions"
-    users = [t for t in turns[:call_turn] if t.role == "USER"]
-    query = users[0].content.strip() if users else ""
+    # every user message before the call: in rows where the assistant first asks for the
+    # details, the values the gold call uses are in the user's later messages
+    users = [t.content.strip() for t in turns[:call_turn] if t.role == "USER"]
+    query = "\n".join(u for u in users if u)
     if not query:
         return "no_user_query"
     return Case(

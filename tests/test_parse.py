@@ -246,7 +246,7 @@ def test_non_literal_python_arguments_rejected_with_reason(text: str) -> None:
         "[f(a=__import__('pathlib').Path('{m}').touch())]",
     ],
 )
-def test_non_literal_call_arguments_rejected_with_the_literal_reason(
+def test_bug_non_literal_call_argument_reason_names_the_inner_call(
     template: str, tmp_path: Path
 ) -> None:
     """BUG (reported): the reason names the inner call ("positional arguments are not
@@ -280,13 +280,18 @@ def test_positional_and_star_arguments_rejected() -> None:
     assert not parse_text("f(**{'a': 1})").ok
 
 
-def test_python_arguments_are_json_like() -> None:
+@pytest.mark.parametrize(
+    "text", ["f(a={1, 2})", "f(a=b'x')", "f(a=1j)", "f(a=...)", "f(a={(1, 2): 3})"]
+)
+def test_bug_python_literals_that_are_not_json_are_accepted(text: str) -> None:
     """BUG (reported): ast.literal_eval also yields sets, bytes, complex numbers, Ellipsis and
-    tuple keys, which ToolCall promises never to hold and json.dumps cannot write."""
-    for text in ("f(a={1, 2})", "f(a=b'x')", "f(a=1j)", "f(a=...)", "f(a={(1, 2): 3})"):
-        r = parse_text(text)
-        if r.ok:
-            json.dumps(r.first.to_dict())  # raises TypeError for non-JSON values
+    tuple keys, which ToolCall promises never to hold and json.dumps cannot write. Expected:
+    rejected with a reason, or converted to JSON-like values."""
+    r = parse_text(text)
+    if r.ok:
+        json.dumps(r.first.to_dict())  # raises TypeError for non-JSON values
+    else:
+        assert r.error
 
 
 # --------------------------------------------------------------------------- native

@@ -28,19 +28,13 @@ def _main() -> None:
 
 
 def _read_rows(path: Path) -> list[dict]:
-    """JSONL rows; a line that is not JSON becomes ``{"_line": n, "_error": ...}``."""
-    rows: list[dict] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                rows.append({"_line": n, "_error": f"line {n} is not JSON: {exc.msg}"})
-                continue
-            rows.append(value if isinstance(value, dict) else {"_line": n, "_error": f"line {n} is not an object"})
-    return rows
+    """JSONL rows; a bad line becomes ``{"_line": n, "_error": ...}`` so it can be reported."""
+    from callscope.datasets.io import read_jsonl
+
+    return [
+        row if isinstance(row, dict) else {"_line": n, "_error": f"line {n}: {row}"}
+        for n, row in read_jsonl(path)
+    ]
 
 
 def print_score_summary(s: ScoreSummary) -> None:

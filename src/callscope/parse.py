@@ -27,6 +27,9 @@ from typing import Any
 from callscope.types import ParseResult, ToolCall
 
 MAX_INPUT_CHARS = 200_000
+#: arguments nested deeper than this are rejected (no real tool takes them, and metrics
+#: recurse over values)
+MAX_ARGUMENT_DEPTH = 32
 
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _FUNCTIONCALL = re.compile(r"<functioncall>\s*", re.S)
@@ -67,7 +70,21 @@ def _coerce_arguments(raw: Any) -> dict[str, Any]:
             raise _Reject(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise _Reject(f"arguments must be an object, got {type(raw).__name__}")
+    _check_depth(raw)
     return raw
+
+
+def _check_depth(value: Any) -> None:
+    """Reject containers nested deeper than ``MAX_ARGUMENT_DEPTH`` (iteratively: no recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise _Reject(f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend((x, depth + 1) for x in v)
 
 
 def call_from_object(obj: Any) -> ToolCall:
@@ -200,6 +217,7 @@ def _python_call(node: ast.AST) -> ToolCall:
         if kw.arg is None:
             raise _Reject("**kwargs are not accepted")
         args[kw.arg] = _literal(kw.value)
+    _check_depth(args)
     return ToolCall(name=_dotted_name(node.func), arguments=args)
 
 

@@ -32,6 +32,9 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
             except json.JSONDecodeError as exc:
                 yield number, exc
                 continue
+            except RecursionError:
+                yield number, ValueError(f"line {number} is nested too deeply to read")
+                continue
             if isinstance(value, dict):
                 yield number, value
             else:

@@ -10,6 +10,20 @@ rendered by ``report.js`` with ``textContent``/``createElement`` only. Everythin
 The case browser's filters (model, mode, scale, first-failing stage, failure kind, result)
 are mirrored in the URL hash, e.g. ``report.html#mode=binary&stage=2``; an element with
 ``id="shown-count"`` reads ``"N of M cases shown"``.
+
+A run directory may also (or only) hold multi-turn calibration conversations
+(``callscope calibrate``). Then the page adds an "Action-class diagnostic" section (the GAR/Acc
+and SAAG stage-mix tables per model and probe, and the paired probe-vs-baseline table where
+both runs exist; see :mod:`callscope.report.conversations`) and a "Conversations" browser:
+every conversation turn by turn with the action class of each emission, the grader's verdict
+per turn and overall, rejected calls highlighted and probe events on their turn. Its filters
+(model, probe, category, verdict ``pass``/``fail``, gold class emitted ``yes``/``no``) live
+in the same hash under a ``conv-`` prefix, e.g.
+``report.html#conv-category=multi_turn_miss_param&conv-verdict=fail`` (a category may be given
+without its ``multi_turn_`` prefix); ``id="conv-shown-count"`` reads ``"N of M conversations
+shown"``. The conversations' JSON sits in a second block,
+``<script type="application/json" id="conv-data">``, escaped the same way. A run with
+conversations and no SAAG outcomes gets no SAAG tables, figures or case browser.
 """
 
 from __future__ import annotations
@@ -220,11 +234,145 @@ _CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'")  # fmt: skip
 
 
-def render_html(title: str, data: ReportData, figures: list[Path], cases: dict[str, Any]) -> str:
-    """The whole page as one string (no external references)."""
+def cells_table_html(
+    table_id: str, title: str, caption: str, cells: dict[str, Any], cls: str = "report"
+) -> str:
+    """A table given as ``{"columns": [...], "rows": [[...]]}`` of text cells, escaped."""
+    columns, rows = cells.get("columns") or [], cells.get("rows") or []
+    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>" for row in rows)
+    if not rows:
+        body = f'<tr><td colspan="{max(1, len(columns))}">(no rows)</td></tr>'
+    return (
+        f'<div class="table-wrap"><table class="{_esc(cls)}" id="table-{_esc(table_id)}">'
+        f"<caption><b>{_esc(title)}.</b> {_esc(caption)}</caption>"
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
+_DIAG_CAPTION = (
+    "GAR (gold action rate): share of cases whose gold action class (base/long_context "
+    "TOOL_CALL, miss_param ASK, miss_func REFUSE) appears among the classes of the model's "
+    "emissions (case level), or at a due turn (turn level); Acc: BFCL's verdict. Wilson 95% "
+    "intervals. Acc > GAR flags grader masking."
+)
+_STAGE_CAPTION = (
+    "Every parsed tool call checked by the SAAG cascade against the tools available at its "
+    "turn and the user text so far: share passing, and first failing stage."
+)
+
+
+def _capability_html(cap: dict[str, Any]) -> str:
+    below = cap.get("below") or []
+    t_cap = cap.get("t_cap")
+    text = (f"Capability check: every class emitted at least {t_cap} times." if not below else
+            f"Capability check: emitted fewer than {t_cap} times over the run: "
+            f"{', '.join(map(str, below))} (GAR of these classes says little).")  # fmt: skip
+    return f'<p class="capability">{_esc(text)}</p>'
+
+
+def diagnostic_html(conv: dict[str, Any]) -> str:
+    """The "Action-class diagnostic" section: tables per (model, probe), paired comparisons."""
+    parts = ['<section id="diagnostic"><h2>Action-class diagnostic</h2>']
+    parts.append(f'<p class="note">Emission classes by the {_esc(conv.get("config"))} '
+                 "classifier; one class per emission.</p>")  # fmt: skip
+    if conv.get("note"):
+        parts.append(f'<p class="note warn">{_esc(conv["note"])}</p>')
+    for i, run in enumerate(conv.get("runs") or []):
+        label = f"{run['model']} — {run['probe']}"
+        parts.append(f'<h3 id="diag-{i}">{_esc(label)}</h3>')
+        parts.append(cells_table_html(f"diag-{i}", f"GAR and Acc per category ({label})",
+                                      _DIAG_CAPTION, run["table"], "report diag"))  # fmt: skip
+        parts.append(cells_table_html(f"stage-{i}", f"SAAG stage of tool calls ({label})",
+                                      _STAGE_CAPTION, run["stage_table"], "report diag"))  # fmt: skip
+        parts.append(_capability_html(run.get("capability") or {}))
+    for j, comp in enumerate(conv.get("comparisons") or []):
+        label = f"{comp['probe']} vs baseline ({comp['model']})"
+        parts.append(f'<h3 id="compare-{j}">Paired comparison: {_esc(label)}</h3>')
+        if comp.get("table"):
+            table = comp["table"]
+            parts.append(cells_table_html(
+                f"compare-{j}", f"Probe {comp['probe']} against the baseline, paired by case",
+                " ".join(table.get("notes") or []), table, "report compare"))  # fmt: skip
+        else:
+            parts.append('<p class="note">Both runs exist for this model; the paired '
+                         "comparison is not available in this installation "
+                         "(callscope.actions.probe_report.compare_probe).</p>")  # fmt: skip
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+_CONV_FILTERS = (("model", "model"), ("probe", "probe"), ("category", "category"),
+                 ("verdict", "verdict"), ("gold", "gold class emitted"))  # fmt: skip
+
+
+def conversations_html() -> str:
+    """The (empty) conversation browser that ``report.js`` fills from ``#conv-data``."""
+    filters = "".join(
+        f'<label>{label}<select id="conv-filter-{name}"></select></label>'
+        for name, label in _CONV_FILTERS
+    )
+    return "\n".join([
+        '<section id="conversations"><h2>Conversations</h2>',
+        '<p class="note">Each emission carries its action class; a retracted emission was '
+        "removed by a probe before its calls ran, a placeholder was written by a probe (not a "
+        "model emission). Rejected calls are highlighted; probe events are shown on their "
+        "turn.</p>",
+        f'<div class="filters">{filters}</div>',
+        '<p id="conv-shown-count"></p><p id="conv-filter-note"></p>',
+        '<div id="conv-list"></div>'
+        '<button id="conv-more" type="button" hidden>show more</button>',
+        "</section>",
+    ])  # fmt: skip
+
+
+def render_html(
+    title: str,
+    data: ReportData | None,
+    figures: list[Path],
+    cases: dict[str, Any],
+    conv: dict[str, Any] | None = None,
+) -> str:
+    """The whole page as one string (no external references). ``data`` ``None``: no SAAG
+    part; ``conv`` (:func:`callscope.report.conversations.conversation_report`): the
+    diagnostic and conversation sections."""
     js = _asset("report.js")
     if "</script" in js.lower():  # pragma: no cover - guards edits of report.js
         raise ValueError("report.js must not contain '</script'")
+    nav: list[str] = []
+    body: list[str] = []
+    blocks: list[str] = []
+    if data is not None:
+        nav.append('<a href="#summary">Summary</a><a href="#tables">Tables</a>'
+                   '<a href="#figures">Figures</a><a href="#cases">Cases</a>')  # fmt: skip
+        body.extend(_saag_sections(data, figures))
+        blocks.append(
+            f'<script type="application/json" id="data">{json_for_script(cases)}</script>'
+        )
+    if conv is not None:
+        nav.append('<a href="#diagnostic">Action-class diagnostic</a>'
+                   '<a href="#conversations">Conversations</a>')  # fmt: skip
+        body.extend([diagnostic_html(conv), conversations_html()])
+        blocks.append('<script type="application/json" id="conv-data">'
+                      f"{json_for_script(conv)}</script>")  # fmt: skip
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_esc(title)}</title>",
+        f"<style>{_asset('report.css')}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        f"<nav>{''.join(nav)}</nav>",
+        *body,
+        *blocks,
+        f"<script>{js}</script>",
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _saag_sections(data: ReportData, figures: list[Path]) -> list[str]:
     headline, rest = data.tables[0], data.tables[1:]
     filters = "".join(
         f'<label>{label}<select id="filter-{name}"></select></label>'
@@ -237,16 +385,7 @@ def render_html(title: str, data: ReportData, figures: list[Path], cases: dict[s
             ("result", "result"),
         )  # fmt: skip
     )
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_esc(title)}</title>",
-        f"<style>{_asset('report.css')}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
-        '<nav><a href="#summary">Summary</a><a href="#tables">Tables</a>'
-        '<a href="#figures">Figures</a><a href="#cases">Cases</a></nav>',
+    return [
         '<section id="summary"><h2>Summary</h2>',
         table_html(headline),
         "</section>",
@@ -261,11 +400,7 @@ def render_html(title: str, data: ReportData, figures: list[Path], cases: dict[s
         '<p id="shown-count"></p><p id="filter-note"></p>',
         '<div id="case-list"></div><button id="more" type="button" hidden>show more</button>',
         "</section>",
-        f'<script type="application/json" id="data">{json_for_script(cases)}</script>',
-        f"<script>{js}</script>",
-        "</body></html>",
     ]
-    return "\n".join(parts) + "\n"
 
 
 def build_report(
@@ -277,18 +412,38 @@ def build_report(
 ) -> Path:
     """Aggregate the run in ``run_dir`` and write, under ``out_dir`` (default ``run_dir``):
     ``tables/<name>.{csv,md,tex}``, ``figures/*.png`` and ``report.html``; return the path of
-    ``report.html``. Raises FileNotFoundError when ``run_dir`` holds no run store."""
+    ``report.html``. Raises FileNotFoundError when ``run_dir`` holds no run store.
+
+    A store with calibration conversations adds the diagnostic and conversation sections; one
+    with conversations and no SAAG outcomes writes only ``report.html`` (no SAAG tables or
+    figures)."""
+    from callscope.report.conversations import conversation_report
+    from callscope.runs.store import RunStore
+
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir
     outcomes = agg.load_outcomes(run_dir)
-    data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot, seed)
-    for t in data.tables:
-        write_table(t, out / "tables")
-    figures = make_figures(data.per_scale, data.cumulative, data.failures,
-                           data.overcorrection, out / "figures")  # fmt: skip
-    cases = case_data(run_dir, outcomes)
-    page = render_html(f"callscope report: {run_dir.resolve().name}", data, figures, cases)
+    store = RunStore(run_dir)
+    try:
+        conv: dict[str, Any] | None = conversation_report(store)
+    finally:
+        store.close()
+    if not conv["conversations"]:
+        conv = None
+    data: ReportData | None = None
+    figures: list[Path] = []
+    cases: dict[str, Any] = {}
+    if outcomes or conv is None:
+        data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot,
+                              seed)  # fmt: skip
+        for t in data.tables:
+            write_table(t, out / "tables")
+        figures = make_figures(data.per_scale, data.cumulative, data.failures,
+                               data.overcorrection, out / "figures")  # fmt: skip
+        cases = case_data(run_dir, outcomes)
+    page = render_html(f"callscope report: {run_dir.resolve().name}", data, figures, cases, conv)
     path = out / REPORT_FILE
+    out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)

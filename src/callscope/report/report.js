@@ -1,8 +1,11 @@
-// callscope report: renders the case browser from the JSON data block.
+// callscope report: renders the SAAG case browser (JSON block #data) and the multi-turn
+// conversation browser (JSON block #conv-data); each part runs only when its block exists.
 // All model and dataset text is inserted with textContent / createElement only.
 (function () {
   "use strict";
-  var DATA = JSON.parse(document.getElementById("data").textContent);
+  var node = document.getElementById("data");
+  if (!node) return;
+  var DATA = JSON.parse(node.textContent);
   var ITEMS = DATA.items;
   var FILTERS = ["model", "mode", "scale", "stage", "kind", "result"];
   var STAGE_ALIAS = { passed: "0", pass: "0", stage1: "1", stage2: "2", stage3: "3" };
@@ -66,10 +69,11 @@
   }
 
   function writeHash() {
-    var params = new URLSearchParams();
+    // keep the other browser's parameters (conv-*) in the hash
+    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
     FILTERS.forEach(function (name) {
       var v = select(name).value;
-      if (v) params.set(name, v);
+      if (v) params.set(name, v); else params.delete(name);
     });
     var h = params.toString();
     if (("#" + h) === location.hash || (h === "" && location.hash === "")) { limit = PAGE; render(); }
@@ -192,6 +196,231 @@
 
   fillSelects();
   document.getElementById("more").addEventListener("click", function () { limit += PAGE; render(); });
+  window.addEventListener("hashchange", function () { readHash(); limit = PAGE; render(); });
+  readHash();
+  render();
+})();
+
+// The conversation browser of multi-turn calibration runs.
+(function () {
+  "use strict";
+  var node = document.getElementById("conv-data");
+  if (!node) return;
+  var DATA = JSON.parse(node.textContent);
+  var ITEMS = DATA.conversations;
+  var FILTERS = ["model", "probe", "category", "verdict", "gold"];
+  var ALIAS = { verdict: { passed: "pass", failed: "fail" }, gold: { true: "yes", false: "no" } };
+  var PAGE = 50;
+  var limit = PAGE;
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function select(name) { return document.getElementById("conv-filter-" + name); }
+  function json(x) { return JSON.stringify(x, null, 2); }
+  function short(cat) { return String(cat).replace(/^multi_turn_/, ""); }
+  function hasOption(sel, value) {
+    for (var i = 0; i < sel.options.length; i++) if (sel.options[i].value === value) return true;
+    return false;
+  }
+
+  function fillSelects() {
+    var options = {
+      model: DATA.models.map(function (m) { return [m, m]; }),
+      probe: DATA.probes.map(function (p) { return [p, p]; }),
+      category: DATA.categories.map(function (c) { return [c, short(c)]; }),
+      verdict: [["pass", "pass"], ["fail", "fail"]],
+      gold: [["yes", "yes"], ["no", "no"]]
+    };
+    FILTERS.forEach(function (name) {
+      var sel = select(name);
+      sel.appendChild(el("option", null, "all")).value = "";
+      options[name].forEach(function (pair) {
+        var o = el("option", null, pair[1]);
+        o.value = pair[0];
+        sel.appendChild(o);
+      });
+      sel.addEventListener("change", writeHash);
+    });
+  }
+
+  function readHash() {
+    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
+    var ignored = [];
+    FILTERS.forEach(function (name) {
+      var sel = select(name);
+      var v = params.get("conv-" + name);
+      if (v === null) { sel.value = ""; return; }
+      if (ALIAS[name] && ALIAS[name].hasOwnProperty(v)) v = ALIAS[name][v];
+      if (name === "category" && !hasOption(sel, v) && hasOption(sel, "multi_turn_" + v)) {
+        v = "multi_turn_" + v;
+      }
+      if (hasOption(sel, v)) sel.value = v;
+      else { sel.value = ""; ignored.push("conv-" + name + "=" + v); }
+    });
+    document.getElementById("conv-filter-note").textContent =
+      ignored.length ? "ignored unknown filter value(s): " + ignored.join(", ") : "";
+  }
+
+  function writeHash() {
+    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
+    FILTERS.forEach(function (name) {
+      var v = select(name).value;
+      if (v) params.set("conv-" + name, v); else params.delete("conv-" + name);
+    });
+    var h = params.toString();
+    if (("#" + h) === location.hash || (h === "" && location.hash === "")) { limit = PAGE; render(); }
+    else location.hash = h;
+  }
+
+  function matches(item, f) {
+    if (f.model && item.model !== f.model) return false;
+    if (f.probe && item.probe !== f.probe) return false;
+    if (f.category && item.category !== f.category) return false;
+    if (f.verdict && item.verdict !== f.verdict) return false;
+    if (f.gold === "yes" && item.gold_emitted !== true) return false;
+    if (f.gold === "no" && item.gold_emitted !== false) return false;
+    return true;
+  }
+
+  function classBadge(step) {
+    if (step.placeholder) return el("span", "badge cls cls-placeholder", "placeholder (probe)");
+    return el("span", "badge cls cls-" + step["class"], step["class"]);
+  }
+
+  function resultItem(r) {
+    var li = el("li", "result " + (r.accepted ? "accepted" : "rejected"));
+    var head = r.accepted ? "✓ " + (r.call || r.name) :
+      "✗ rejected " + r.name + " " + json(r.arguments || {}) + " (" + (r.reason || "rejected") + ")";
+    li.appendChild(el("div", "result-head", head));
+    if (r.output) li.appendChild(el("pre", "output", r.output));
+    return li;
+  }
+
+  function stepBox(step) {
+    var box = el("div", "step" + (step.retracted ? " retracted" : "") +
+      (step.placeholder ? " placeholder" : "") + (step.rejected ? " has-rejected" : ""));
+    var head = el("div", "step-head");
+    head.appendChild(el("span", "step-no", "step " + step.index));
+    head.appendChild(classBadge(step));
+    if (step.retracted) head.appendChild(el("span", "badge retracted", "retracted by probe"));
+    if (step.rejected) head.appendChild(el("span", "badge rejected", step.rejected + " rejected"));
+    box.appendChild(head);
+    if (step.text) box.appendChild(el("pre", "raw", step.text));
+    if (step.tool_calls) {
+      box.appendChild(el("div", "lbl", "Native tool calls"));
+      box.appendChild(el("pre", null, json(step.tool_calls)));
+    }
+    if (step.calls && step.calls.length) {
+      box.appendChild(el("div", "lbl", "Parsed calls"));
+      box.appendChild(el("pre", null, json(step.calls)));
+    } else if (!step.placeholder && step.parse_error) {
+      box.appendChild(el("div", "lbl muted", "no call parsed: " + step.parse_error));
+    }
+    if (step.results && step.results.length) {
+      box.appendChild(el("div", "lbl", "Execution"));
+      var ul = el("ul", "results");
+      step.results.forEach(function (r) { ul.appendChild(resultItem(r)); });
+      box.appendChild(ul);
+    }
+    return box;
+  }
+
+  function eventList(events) {
+    var ul = el("ul", "events");
+    events.forEach(function (e) {
+      var text = "probe " + (e.probe || "") + " at step " + e.step + ": " + (e.seam || "") +
+        " seam " + e.decision + " (" + e.reason + (e.detector ? ", " + e.detector : "") + ")";
+      var li = el("li", "event " + (e.decision === "fired" ? "fired" : "suppressed"), text);
+      var d = el("details");
+      d.appendChild(el("summary", null, "details"));
+      d.appendChild(el("pre", null, json(e)));
+      li.appendChild(d);
+      ul.appendChild(li);
+    });
+    return ul;
+  }
+
+  function turnBox(turn) {
+    var box = el("div", "turn st-" + (turn.status || "none"));
+    var head = el("div", "turn-head");
+    head.appendChild(el("span", "turn-no", "Turn " + turn.index));
+    head.appendChild(el("span", "badge st " + (turn.status || "none"),
+      "grader: " + (turn.status || "not graded")));
+    if (turn.due) head.appendChild(el("span", "badge due", "gold class due"));
+    if (turn.gold_calls !== null && turn.gold_calls !== undefined) {
+      head.appendChild(el("span", null, "gold calls " + turn.gold_calls + ", accepted model calls " +
+        turn.model_calls));
+    }
+    if (!turn.reached) head.appendChild(el("span", "badge", "not reached"));
+    if (turn.partial) head.appendChild(el("span", "badge", "cut by a model error"));
+    box.appendChild(head);
+    if (turn.added_functions && turn.added_functions.length) {
+      box.appendChild(el("div", "added", "tools added at this turn: " + turn.added_functions.join(", ")));
+    }
+    turn.user_messages.forEach(function (m) {
+      var c = m.content;
+      box.appendChild(el("pre", "user", (m.role || "user") + ": " +
+        (typeof c === "string" ? c : json(c))));
+    });
+    if (turn.events && turn.events.length) box.appendChild(eventList(turn.events));
+    var steps = el("div", "steps");
+    turn.steps.forEach(function (s) { steps.appendChild(stepBox(s)); });
+    box.appendChild(steps);
+    return box;
+  }
+
+  function card(item) {
+    var div = el("div", "conv");
+    div.setAttribute("data-case", item.case_id);
+    var head = el("div", "case-head");
+    head.appendChild(el("span", "case-id", item.case_id));
+    head.appendChild(el("span", null, item.model));
+    head.appendChild(el("span", "badge", item.probe));
+    head.appendChild(el("span", "badge", short(item.category)));
+    head.appendChild(el("span", "badge " + (item.passed ? "solved" : "unsolved"),
+      item.passed ? "PASS" : "FAIL" + (item.failed_turn !== null && item.failed_turn !== undefined ?
+        " at turn " + item.failed_turn : "")));
+    var g = item.gold_emitted === true ? "yes" : item.gold_emitted === false ? "no" : "unknown";
+    head.appendChild(el("span", "badge gold-" + g, "gold " + (item.gold_class || "?") + " emitted: " + g));
+    if (item.n_fired) head.appendChild(el("span", "badge fired", "probe fired " + item.n_fired + "×"));
+    if (item.n_rejected) head.appendChild(el("span", "badge rejected", item.n_rejected + " rejected call(s)"));
+    if (item.force_quit) head.appendChild(el("span", "badge", "force-quit (step limit)"));
+    div.appendChild(head);
+    var counts = DATA.classes.filter(function (c) { return item.class_counts[c]; })
+      .map(function (c) { return c + " " + item.class_counts[c]; });
+    div.appendChild(el("div", "summary-line", "verdict: " + (item.reason || "") +
+      (item.error_type ? " [" + item.error_type + "]" : "") + " · due turns: " +
+      (item.due_turns.length ? item.due_turns.join(", ") : "none") + " · emissions: " +
+      (counts.length ? counts.join(", ") : "none")));
+    if (item.error) div.appendChild(el("pre", "error", "model error: " + json(item.error)));
+    var det = el("details", "turns");
+    det.appendChild(el("summary", null, item.turns.length + " turn(s), " + item.n_steps + " step(s)"));
+    item.turns.forEach(function (t) { det.appendChild(turnBox(t)); });
+    if (item.other_events && item.other_events.length) det.appendChild(eventList(item.other_events));
+    div.appendChild(det);
+    return div;
+  }
+
+  function render() {
+    var f = {};
+    FILTERS.forEach(function (name) { f[name] = select(name).value; });
+    var shown = ITEMS.filter(function (it) { return matches(it, f); });
+    document.getElementById("conv-shown-count").textContent =
+      shown.length + " of " + ITEMS.length + " conversations shown";
+    var list = document.getElementById("conv-list");
+    while (list.firstChild) list.removeChild(list.firstChild);
+    shown.slice(0, limit).forEach(function (it) { list.appendChild(card(it)); });
+    var more = document.getElementById("conv-more");
+    more.hidden = shown.length <= limit;
+    more.textContent = "show more (" + Math.min(limit, shown.length) + " of " + shown.length + " rendered)";
+  }
+
+  fillSelects();
+  document.getElementById("conv-more").addEventListener("click", function () { limit += PAGE; render(); });
   window.addEventListener("hashchange", function () { readHash(); limit = PAGE; render(); });
   readHash();
   render();

@@ -55,7 +55,10 @@ def score_row(row: dict[str, Any]) -> dict[str, Any]:
         return {"id": rid, "error": f"malformed row: {exc}"}
     if "output" not in row:
         return {"id": rid, "error": "malformed row: no 'output'"}
-    _, out = score_parsed(parse_output(row["output"]), case)
+    try:
+        _, out = score_parsed(parse_output(row["output"]), case)
+    except RecursionError:  # e.g. a native call object nested thousands deep
+        return {"id": rid, "error": "output nested too deeply to score"}
     out["id"] = rid  # keep the caller's id as given (Case ids are strings)
     return out
 

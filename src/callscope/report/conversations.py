@@ -1,0 +1,337 @@
+"""Report data for multi-turn calibration runs (the action-class diagnostic): pure functions
+from a run store's conversations to the JSON the report's conversation browser renders.
+
+What a user relies on:
+
+* **Diagnostic rows** per (model, probe) come from
+  :func:`callscope.actions.calibrate.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
+  mix) and are formatted by :func:`callscope.actions.diagnostics.to_markdown` and
+  :func:`callscope.actions.calibrate.stage_mix_markdown`; nothing is recomputed here.
+* **Paired comparison**: for every model with a ``baseline`` run and a probe run,
+  :func:`callscope.actions.probe_report.compare_probe` on ``(case id, category, passed,
+  gold class emitted)`` per case (the last taken from the diagnostics' per-case verdict), with
+  "fired" read from the probe run's events; skipped when ``probe_report`` lacks it.
+* **Per conversation**: category, gold class, due turns, the grader's verdict (passed, reason,
+  failed turn), whether the gold class was emitted (case-level GAR hit, from the diagnostics),
+  and per turn: the user messages, the tools re-injected at that turn (miss_func), the
+  grader's status, the probe events of that turn, and each step: emission text, native tool
+  calls, parsed calls, its action class (:func:`callscope.actions.classify.classify_emission`
+  on ``{"content", "tool_calls"}``; ``None`` for a probe placeholder, which is not a model
+  emission), and each call's execution result or rejection (with its reason). Retracted and
+  placeholder steps keep their flags.
+* Turns the grader scored but the model never reached (force-quit, model error) appear with
+  ``reached = False``; a turn cut by a model error is the trajectory's ``partial_turn``
+  (``partial = True``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from callscope.actions.calibrate import BASELINE, diagnose_store, stage_mix_markdown
+from callscope.actions.classify import ACTION_CLASSES, DEFAULT, ClassifierConfig, classify_emission
+from callscope.actions.diagnostics import to_markdown
+from callscope.datasets.bfcl_multi_turn import MTCase, due_turns, gold_class, load_multi_turn
+from callscope.runs.store import RunStore
+
+_CATEGORY_ORDER = ("base", "miss_param", "miss_func", "long_context")
+
+
+def category_key(category: str) -> tuple[int, str]:
+    """Sort key: base, miss_param, miss_func, long_context, then others alphabetically."""
+    short = category.removeprefix("multi_turn_")
+    rank = _CATEGORY_ORDER.index(short) if short in _CATEGORY_ORDER else len(_CATEGORY_ORDER)
+    return rank, category
+
+
+def probe_key(probe: str) -> tuple[int, str]:
+    """Sort key: the baseline first, then probes alphabetically."""
+    return (0 if probe == BASELINE else 1), probe
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _split_row(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    cells = re.split(r"(?<!\\)\|", body)
+    return [c.strip().replace("\\|", "|") for c in cells]
+
+
+def markdown_table(md: str) -> dict[str, Any]:
+    """The first pipe table of ``md`` as ``{"columns", "rows", "notes"}`` (cells as text,
+    ``\\|`` unescaped); ``notes`` are the non-blank lines outside the table."""
+    columns: list[str] = []
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    state = "before"
+    for line in md.splitlines():
+        is_row = line.strip().startswith("|")
+        if state == "before" and is_row:
+            columns, state = _split_row(line), "sep"
+        elif state == "sep" and is_row:
+            state = "body"
+        elif state == "body" and is_row:
+            rows.append(_split_row(line))
+        elif line.strip():
+            notes.append(line.strip())
+            if state != "before":
+                state = "after"
+    return {"columns": columns, "rows": rows, "notes": notes}
+
+
+# --------------------------------------------------------------------------- one conversation
+
+
+def emission_class(step: Mapping[str, Any], config: ClassifierConfig = DEFAULT) -> str | None:
+    """The action class of a recorded step (``None`` for a probe placeholder)."""
+    if step.get("placeholder"):
+        return None
+    return classify_emission(
+        {"content": step.get("text") or "", "tool_calls": step.get("tool_calls")}, config
+    )
+
+
+def step_record(
+    step: Mapping[str, Any], index: int, config: ClassifierConfig = DEFAULT
+) -> dict[str, Any]:
+    """One step of a turn as the browser shows it (see the module doc)."""
+    results = [
+        {
+            "name": r.get("name"),
+            "arguments": r.get("arguments"),
+            "accepted": bool(r.get("accepted")),
+            "output": r.get("output"),
+            "call": r.get("call"),
+            "reason": r.get("reason"),
+        }
+        for r in step.get("results") or []
+    ]
+    return {
+        "index": index,
+        "text": step.get("text") or "",
+        "tool_calls": step.get("tool_calls"),
+        "calls": list(step.get("calls") or []),
+        "parse_error": step.get("parse_error"),
+        "parse_form": step.get("parse_form"),
+        "class": emission_class(step, config),
+        "retracted": bool(step.get("retracted")),
+        "placeholder": bool(step.get("placeholder")),
+        "results": results,
+        "rejected": sum(1 for r in results if not r["accepted"]),
+    }
+
+
+def _turn_record(
+    turn: Mapping[str, Any] | None,
+    index: int,
+    verdict_turn: Mapping[str, Any] | None,
+    events: list[dict[str, Any]],
+    due: set[int],
+    partial: bool,
+    config: ClassifierConfig,
+) -> dict[str, Any]:
+    steps = [step_record(s, j, config) for j, s in enumerate((turn or {}).get("steps") or [])]
+    return {
+        "index": index,
+        "reached": turn is not None,
+        "partial": partial,
+        "user_messages": [
+            {"role": m.get("role"), "content": m.get("content")}
+            for m in (turn or {}).get("user_messages") or []
+            if isinstance(m, Mapping)
+        ],
+        "added_functions": list((turn or {}).get("added_functions") or []),
+        "available": len((turn or {}).get("available") or []),
+        "due": index in due,
+        "status": (verdict_turn or {}).get("status"),
+        "gold_calls": (verdict_turn or {}).get("gold_calls"),
+        "model_calls": (verdict_turn or {}).get("model_calls"),
+        "steps": steps,
+        "events": events,
+    }
+
+
+def turn_records(
+    trajectory: Mapping[str, Any],
+    verdict: Mapping[str, Any],
+    due: Iterable[int] = (),
+    config: ClassifierConfig = DEFAULT,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per turn (trajectory turns, the partial turn, and graded turns never reached, by
+    index): the turn records; and the probe events whose turn is none of them."""
+    by_index: dict[int, tuple[Mapping[str, Any], bool]] = {}
+    for t in trajectory.get("turns") or []:
+        by_index[int(t["index"])] = (t, False)
+    partial = trajectory.get("partial_turn")
+    if partial:
+        by_index[int(partial["index"])] = (partial, True)
+    per_turn = {int(v["index"]): v for v in verdict.get("per_turn") or []}
+    events: dict[int, list[dict[str, Any]]] = {}
+    for ev in trajectory.get("events") or []:
+        events.setdefault(int(ev.get("turn", -1)), []).append(dict(ev))
+    indices = sorted(set(by_index) | set(per_turn))
+    due_set = set(due)
+    turns = []
+    for i in indices:
+        turn, is_partial = by_index.get(i, (None, False))
+        turns.append(
+            _turn_record(turn, i, per_turn.get(i), events.pop(i, []), due_set, is_partial, config)
+        )
+    stray = [ev for i in sorted(events) for ev in events[i]]
+    return turns, stray
+
+
+def conversation_record(
+    conv: Mapping[str, Any],
+    case: MTCase | None,
+    gold_emitted: bool | None,
+    config: ClassifierConfig = DEFAULT,
+) -> dict[str, Any]:
+    """One stored conversation (a :meth:`RunStore.conversations` row) as the browser shows it.
+
+    ``case`` supplies the due turns (``None`` when the BFCL case is unavailable: no due
+    turns); ``gold_emitted`` is the diagnostics' case-level GAR verdict (``None``: unknown)."""
+    traj = conv.get("trajectory") or {}
+    verdict = conv.get("verdict") or {}
+    category = str(conv.get("category") or "")
+    try:
+        gold: str | None = gold_class(category)
+    except ValueError:
+        gold = None
+    due = due_turns(case) if case is not None else []
+    turns, stray = turn_records(traj, verdict, due, config)
+    steps = [s for t in turns for s in t["steps"]]
+    classes = Counter(s["class"] for s in steps if s["class"] is not None)
+    all_events = traj.get("events") or []
+    passed = bool(conv.get("passed"))
+    return {
+        "model": conv.get("model"),
+        "probe": conv.get("probe"),
+        "case_id": conv.get("case_id"),
+        "category": category,
+        "gold_class": gold,
+        "due_turns": due,
+        "passed": passed,
+        "verdict": "pass" if passed else "fail",
+        "reason": verdict.get("reason"),
+        "error_type": verdict.get("error_type"),
+        "failed_turn": verdict.get("failed_turn"),
+        "gold_emitted": gold_emitted,
+        "force_quit": bool(traj.get("force_quit")),
+        "error": traj.get("error"),
+        "class_counts": {c: classes.get(c, 0) for c in ACTION_CLASSES},
+        "n_steps": len(steps),
+        "n_rejected": sum(s["rejected"] for s in steps),
+        "n_fired": sum(1 for e in all_events if e.get("decision") == "fired"),
+        "turns": turns,
+        "other_events": stray,
+    }
+
+
+# --------------------------------------------------------------------------- a whole store
+
+
+def _load_cases(categories: Sequence[str]) -> tuple[dict[str, MTCase], str | None]:
+    """BFCL cases of ``categories`` by id, or ``({}, why)`` when they cannot be loaded."""
+    if not categories:
+        return {}, None
+    try:
+        cases = load_multi_turn(tuple(categories))
+    except (ImportError, ValueError, OSError) as exc:
+        return {}, f"BFCL multi-turn cases unavailable ({exc}); no diagnostics or due turns"
+    return {c.id: c for c in cases}, None
+
+
+def fired_by_case(convs: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
+    """Case id -> whether any probe event of its trajectory fired."""
+    return {
+        str(c["case_id"]): any(
+            e.get("decision") == "fired" for e in (c.get("trajectory") or {}).get("events") or []
+        )
+        for c in convs
+    }
+
+
+def _comparison(
+    model: str,
+    probe: str,
+    base_cases: Sequence[Any],
+    probe_cases: Sequence[Any],
+    fired: Mapping[str, bool],
+) -> dict[str, Any] | None:
+    """The paired table of ``probe`` vs the baseline, or ``None`` without probe_report."""
+    try:
+        from callscope.actions.probe_report import compare_markdown, compare_probe
+    except ImportError:
+        return None
+    base = [(c.id, c.category, bool(c.passed), bool(c.gar_case)) for c in base_cases]
+    probed = [(c.id, c.category, bool(c.passed), bool(c.gar_case)) for c in probe_cases]
+    rows = compare_probe(base, probed, fired, probe)
+    return {"model": model, "probe": probe, "rows": rows,
+            "table": markdown_table(compare_markdown(rows))}  # fmt: skip
+
+
+def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> dict[str, Any]:
+    """Everything the report shows about a store's conversations:
+
+    ``runs`` (per (model, probe): ``rows`` of ``CalibrationResult.rows()``, the diagnostic
+    ``table`` and ``stage_table`` as columns/rows, ``capability``), ``comparisons`` (per model
+    and non-baseline probe with a baseline), ``conversations`` (see
+    :func:`conversation_record`), the filter choices ``models``, ``probes``, ``categories``,
+    the classifier ``config`` name and a ``note`` when BFCL cases could not be loaded.
+    Empty lists when the store has no conversations."""
+    convs = list(store.conversations())
+    categories = sorted({str(c["category"]) for c in convs}, key=category_key)
+    cases, note = _load_cases(categories)
+    pairs = sorted({(str(c["model"]), str(c["probe"])) for c in convs},
+                   key=lambda mp: (mp[0], probe_key(mp[1])))  # fmt: skip
+    runs: list[dict[str, Any]] = []
+    gar: dict[tuple[str, str, str], bool] = {}
+    per_case: dict[tuple[str, str], list[Any]] = {}
+    if cases:
+        for model, probe in pairs:
+            result = diagnose_store(store, model, probe, list(cases.values()), config=config)
+            rows = result.rows()
+            runs.append({
+                "model": model, "probe": probe, "rows": rows,
+                "table": markdown_table(to_markdown(rows)),
+                "stage_table": markdown_table(stage_mix_markdown(rows)),
+                "capability": result.diagnostics.capability,
+            })  # fmt: skip
+            per_case[(model, probe)] = result.diagnostics.cases
+            for cc in result.diagnostics.cases:
+                gar[(model, probe, cc.id)] = bool(cc.gar_case)
+    comparisons = []
+    for model, probe in pairs:
+        if probe == BASELINE or (model, BASELINE) not in per_case or (model, probe) not in per_case:
+            continue
+        fired = fired_by_case(c for c in convs if c["model"] == model and c["probe"] == probe)
+        comp = _comparison(model, probe, per_case[(model, BASELINE)], per_case[(model, probe)],
+                           fired)  # fmt: skip
+        comparisons.append(comp or {"model": model, "probe": probe, "rows": None, "table": None})
+    records = [
+        conversation_record(
+            c,
+            cases.get(str(c["case_id"])),
+            gar.get((str(c["model"]), str(c["probe"]), str(c["case_id"]))),
+            config,
+        )  # fmt: skip
+        for c in convs
+    ]
+    return {
+        "runs": runs,
+        "comparisons": comparisons,
+        "conversations": records,
+        "models": sorted({m for m, _ in pairs}),
+        "probes": sorted({p for _, p in pairs}, key=probe_key),
+        "categories": categories,
+        "classes": list(ACTION_CLASSES),
+        "config": config.to_dict().get("name", "default"),
+        "note": note,
+    }

@@ -334,20 +334,26 @@ def saag_run(run_dir: Path) -> None:
         store.close()
 
 
-def test_mixed_run_keeps_saag_part(tmp_path: Path, run_dir: Path) -> None:
-    """A run dir holding SAAG outcomes and conversations shows both browsers."""
-    mixed = tmp_path / "mixed"
+@pytest.fixture(scope="module")
+def mixed_report(tmp_path_factory: pytest.TempPathFactory, run_dir: Path) -> Path:
+    """A run dir holding SAAG outcomes (2 cases x 3 modes) and the 4 baseline conversations."""
+    mixed = tmp_path_factory.mktemp("mixed") / "run"
     saag_run(mixed)
     store = RunStore(mixed)
     src = RunStore(run_dir)
     try:
         for c in src.conversations(probe="baseline"):
-            store.save_conversation(c["model"], c["probe"], c["category"], c["trajectory"],
-                                    c["verdict"])  # fmt: skip
+            store.save_conversation(
+                c["model"], c["probe"], c["category"], c["trajectory"], c["verdict"]
+            )
     finally:
         src.close()
         store.close()
-    page = build_report(mixed, n_boot=50).read_text(encoding="utf-8")
+    return build_report(mixed, n_boot=50)
+
+
+def test_mixed_run_keeps_saag_part(mixed_report: Path) -> None:
+    page = mixed_report.read_text(encoding="utf-8")
     assert 'id="case-list"' in page and 'id="conv-list"' in page
     assert page.count("<script") == 3
     assert 'id="data"' in page and 'id="conv-data"' in page
@@ -411,3 +417,15 @@ def test_unknown_conversation_filter_is_reported(report: Path, tmp_path: Path) -
     dom = dump(report, tmp_path / "profile", "conv-verdict=maybe")
     assert shown(dom) == "8 of 8 conversations shown"
     assert "ignored unknown filter value(s): conv-verdict=maybe" in dom
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs headless Chromium at /usr/bin/chromium")
+def test_mixed_page_filters_are_independent(mixed_report: Path, tmp_path: Path) -> None:
+    """One hash drives both browsers: mode=binary keeps the 2 binary cases, conv-verdict=fail
+    the one failing baseline conversation (base_1)."""
+    dom = dump(mixed_report, tmp_path / "profile", "mode=binary&conv-verdict=fail")
+    assert re.search(r'<p id="shown-count">([^<]*)</p>', dom).group(1) == "2 of 6 cases shown"
+    assert shown(dom) == "1 of 4 conversations shown"
+    assert len(re.findall(r'<div class="case"', dom)) == 2
+    assert len(re.findall(r'<div class="conv"', dom)) == 1

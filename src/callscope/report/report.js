@@ -311,12 +311,16 @@
     box.appendChild(head);
     if (step.text) box.appendChild(el("pre", "raw", step.text));
     if (step.tool_calls) {
-      box.appendChild(el("div", "lbl", "Native tool calls"));
-      box.appendChild(el("pre", null, json(step.tool_calls)));
+      var native = el("details");
+      native.appendChild(el("summary", null, "Native tool calls (" + step.tool_calls.length + ")"));
+      native.appendChild(el("pre", null, json(step.tool_calls)));
+      box.appendChild(native);
     }
     if (step.calls && step.calls.length) {
       box.appendChild(el("div", "lbl", "Parsed calls"));
-      box.appendChild(el("pre", null, json(step.calls)));
+      box.appendChild(el("pre", "calls", step.calls.map(function (c) {
+        return c.name + " " + JSON.stringify(c.arguments || {});
+      }).join("\n")));
     } else if (!step.placeholder && step.parse_error) {
       box.appendChild(el("div", "lbl muted", "no call parsed: " + step.parse_error));
     }

@@ -33,10 +33,16 @@ def fn(name: str, props: list[str], required: list[str] | None = None) -> dict[s
 REGISTRY = [
     fn("get_definition", ["word"], ["word"]),
     fn("generate_qr_code", ["text", "size"], ["text"]),
-    fn("convert_temperature", ["temperature", "from_unit", "to_unit"],
-       ["temperature", "from_unit", "to_unit"]),  # fmt: skip
-    fn("calculate_mortgage", ["loan_amount", "interest_rate", "loan_term"],
-       ["loan_amount", "interest_rate", "loan_term"]),  # fmt: skip
+    fn(
+        "convert_temperature",
+        ["temperature", "from_unit", "to_unit"],
+        ["temperature", "from_unit", "to_unit"],
+    ),
+    fn(
+        "calculate_mortgage",
+        ["loan_amount", "interest_rate", "loan_term"],
+        ["loan_amount", "interest_rate", "loan_term"],
+    ),
     fn("calculate_tip", ["bill_amount", "tip_percentage"], ["bill_amount", "tip_percentage"]),
 ]
 TIP_Q = "What is the tip for a bill of $84.50 if I want to leave 15 percent?"
@@ -101,8 +107,9 @@ def test_figure1_attempt2_drifted_and_spurious_parameters() -> None:
 
 
 def test_figure1_attempt3_numeric_hallucination() -> None:
-    d = diagnose(ToolCall("calculate_tip", {"bill_amount": 85, "tip_percentage": 15}),
-                 REGISTRY, TIP_Q)  # fmt: skip
+    d = diagnose(
+        ToolCall("calculate_tip", {"bill_amount": 85, "tip_percentage": 15}), REGISTRY, TIP_Q
+    )
     assert d.stage == 3
     assert (d.fnem, d.rpr, d.pds, d.spr) == (1, 1.0, None, 0.0)
     assert d.avem == pytest.approx(0.5)  # 15 is in Q, 85 is not (Q has 84.50)
@@ -114,8 +121,9 @@ def test_figure1_attempt3_numeric_hallucination() -> None:
 
 
 def test_figure1_attempt4_grounded_call_passes() -> None:
-    d = diagnose(ToolCall("calculate_tip", {"bill_amount": 84.5, "tip_percentage": 15}),
-                 REGISTRY, TIP_Q)  # fmt: skip
+    d = diagnose(
+        ToolCall("calculate_tip", {"bill_amount": 84.5, "tip_percentage": 15}), REGISTRY, TIP_Q
+    )
     assert d.stage == 0
     assert d.passed
     assert (d.fnem, d.ncs, d.nearest) == (1, None, None)
@@ -186,8 +194,7 @@ def test_pds_zero_when_schema_has_no_parameters() -> None:
 
 
 def test_drifted_becomes_spurious_when_nearest_is_already_present() -> None:
-    call = ToolCall("calculate_tip",
-                    {"bill_amount": 84.5, "bill_amt": 84.5, "tip_percentage": 15})  # fmt: skip
+    call = ToolCall("calculate_tip", {"bill_amount": 84.5, "bill_amt": 84.5, "tip_percentage": 15})
     d = diagnose(call, REGISTRY, TIP_Q)
     assert d.stage == 2
     assert d.drifted == [] and d.spurious == ["bill_amt"]
@@ -267,8 +274,8 @@ def test_number_exact_match(query: str, value: float, expected: bool) -> None:
     assert em(value, query) is expected
 
 
-def test_bug_int_values_get_no_relative_tolerance() -> None:
-    """BUG (reported): spec says numbers equal within 1e-9 relative; two ints are compared
+def test_regression_int_values_get_no_relative_tolerance() -> None:
+    """Regression (found in review, fixed): spec says numbers equal within 1e-9 relative; two ints are compared
     exactly, so 10**12 vs token 10**12 + 1 (relative diff 1e-12) fails while the same
     value as a float matches."""
     assert em(1000000000000.0, "id 1000000000001")
@@ -276,8 +283,8 @@ def test_bug_int_values_get_no_relative_tolerance() -> None:
 
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf")])
-def test_bug_infinite_number_matches_every_number_token(value: float) -> None:
-    """BUG (reported): inf passes `abs(inf - x) <= 1e-9 * inf`, so a value of 1e400 (which
+def test_regression_infinite_number_matches_every_number_token(value: float) -> None:
+    """Regression (found in review, fixed): inf passes `abs(inf - x) <= 1e-9 * inf`, so a value of 1e400 (which
     JSON and Python both read as inf) counts as grounded in any query with a number."""
     assert not em(value, "The bill was 84.50 dollars")
 
@@ -408,14 +415,28 @@ def test_qslo_only_over_top_level_non_em_strings_and_vhr_mean() -> None:
 
 def test_stage_3_pass_with_strings_and_numbers() -> None:
     q = "Convert 100 degrees from Celsius to Fahrenheit"
-    call = ToolCall("convert_temperature",
-                    {"temperature": 100, "from_unit": "celsius", "to_unit": "Fahrenheit"})  # fmt: skip
+    call = ToolCall(
+        "convert_temperature", {"temperature": 100, "from_unit": "celsius", "to_unit": "Fahrenheit"}
+    )
     d = diagnose(call, REGISTRY, q)
     assert (d.stage, d.avem, d.qslo, d.vhr) == (0, 1.0, None, 0.0)
 
 
 def test_diagnosis_to_dict_has_the_metric_keys() -> None:
     d = diagnose(None, REGISTRY, TIP_Q).to_dict()
-    for k in ("stage", "fnem", "ncs", "nearest", "rpr", "pds", "spr", "avem", "qslo", "vhr",
-              "missing", "drifted", "spurious"):  # fmt: skip
+    for k in (
+        "stage",
+        "fnem",
+        "ncs",
+        "nearest",
+        "rpr",
+        "pds",
+        "spr",
+        "avem",
+        "qslo",
+        "vhr",
+        "missing",
+        "drifted",
+        "spurious",
+    ):
         assert k in d

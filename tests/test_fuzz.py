@@ -43,14 +43,60 @@ CODE = [
 ]
 
 FRAGMENTS = [
-    "{", "}", "[", "]", "(", ")", '"', "'", ":", ",", "=", " ", "\n", "\\", "\\u00e9",
-    '"name"', '"arguments"', '"parameters"', '"function"', '"type"', '"f"', '"get_weather"',
-    '"{\\"a\\": 1}"', "'{\"a\": 1}'", "1", "-3", ".5", "1e400", "-1e400", "NaN", "Infinity",
-    "-Infinity", "true", "null", "None", "True", "<tool_call>", "</tool_call>",
-    "<functioncall>", "<|endoftext|>", "```json\n", "```python\n", "```", "f(", "a=", "g.h(",
-    "Harry's", "\u202e", "\U0001f600", "\x00", "\ud7ff", "9" * 50,
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    '"',
+    "'",
+    ":",
+    ",",
+    "=",
+    " ",
+    "\n",
+    "\\",
+    "\\u00e9",
+    '"name"',
+    '"arguments"',
+    '"parameters"',
+    '"function"',
+    '"type"',
+    '"f"',
+    '"get_weather"',
+    '"{\\"a\\": 1}"',
+    "'{\"a\": 1}'",
+    "1",
+    "-3",
+    ".5",
+    "1e400",
+    "-1e400",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "true",
+    "null",
+    "None",
+    "True",
+    "<tool_call>",
+    "</tool_call>",
+    "<functioncall>",
+    "<|endoftext|>",
+    "```json\n",
+    "```python\n",
+    "```",
+    "f(",
+    "a=",
+    "g.h(",
+    "Harry's",
+    "\u202e",
+    "\U0001f600",
+    "\x00",
+    "\ud7ff",
+    "9" * 50,
     *CODE,
-]  # fmt: skip
+]
 
 names = st.sampled_from(["f", "get_weather", "calc", "a", "book_table", "x" * 40, "café", ""])
 json_scalars = (
@@ -62,8 +108,9 @@ json_scalars = (
 )
 json_values = st.recursive(
     json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                               max_size=4),  # fmt: skip
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 finite_scalars = (
@@ -75,8 +122,9 @@ finite_scalars = (
 )
 finite_values = st.recursive(
     finite_scalars,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -117,8 +165,10 @@ def calls(draw: st.DrawFn, registry: list[dict[str, Any]]) -> ToolCall | None:
 
 
 adversarial_text = st.lists(st.sampled_from(FRAGMENTS), max_size=40).map("".join)
-any_text = st.text(max_size=300) | adversarial_text | st.binary(max_size=200).map(
-    lambda b: b.decode("latin-1")
+any_text = (
+    st.text(max_size=300)
+    | adversarial_text
+    | st.binary(max_size=200).map(lambda b: b.decode("latin-1"))
 )
 
 
@@ -160,9 +210,19 @@ def test_parse_text_never_raises(text: str) -> None:
 
 
 @FUZZ
-@given(st.one_of(json_values, st.lists(json_values, max_size=3), st.dictionaries(
-    st.sampled_from(["name", "arguments", "parameters", "function", "tool_calls", "content"]),
-    json_values, max_size=4)))  # fmt: skip
+@given(
+    st.one_of(
+        json_values,
+        st.lists(json_values, max_size=3),
+        st.dictionaries(
+            st.sampled_from(
+                ["name", "arguments", "parameters", "function", "tool_calls", "content"]
+            ),
+            json_values,
+            max_size=4,
+        ),
+    )
+)
 def test_parse_output_never_raises_on_objects(obj: Any) -> None:
     r = parse_output(obj)
     assert (r.error is None) == bool(r.calls)
@@ -194,11 +254,18 @@ def test_diagnose_never_raises(data: st.DataObject, registry: list, query: str) 
     query=any_text,
     output=any_text | json_values,
     gold=st.none()
-    | st.fixed_dictionaries({"name": names, "arguments": st.dictionaries(st.text(max_size=5),
-                                                                        json_values, max_size=3)})
-    | st.fixed_dictionaries({"name": names, "acceptable": st.dictionaries(
-        st.text(max_size=5), st.lists(json_values, max_size=3), max_size=3)}),
-)  # fmt: skip
+    | st.fixed_dictionaries(
+        {"name": names, "arguments": st.dictionaries(st.text(max_size=5), json_values, max_size=3)}
+    )
+    | st.fixed_dictionaries(
+        {
+            "name": names,
+            "acceptable": st.dictionaries(
+                st.text(max_size=5), st.lists(json_values, max_size=3), max_size=3
+            ),
+        }
+    ),
+)
 def test_score_row_never_raises(registry: list, query: str, output: Any, gold: Any) -> None:
     row = {"id": "r", "query": query, "functions": registry, "output": output}
     if gold is not None:
@@ -245,9 +312,9 @@ def adversarial(marker: Path) -> list[str]:
         '{"name": "f", "arguments": {"a": "unterminated',
         '```json\n{"name": "f"',
         "<tool_call>{",
-        "<functioncall> {\"name\": \"f\", \"arguments\": '{\"a\": 1",
+        '<functioncall> {"name": "f", "arguments": \'{"a": 1',
         "<functioncall>" * 200,
-        "\u202e{\"name\": \"f\"}\u202c \U0001f600 \x00 \ufeff",
+        '\u202e{"name": "f"}\u202c \U0001f600 \x00 \ufeff',
         '{"name": "\\ud800", "arguments": {"\\udfff": "\\u0000"}}',
         "f(a='\\x00\\ud800')",
         "```" * 300,
@@ -288,9 +355,15 @@ def test_huge_numbers_and_infinities_in_native_objects() -> None:
     reg = [{"name": "f", "parameters": {"type": "object", "properties": {"a": {}}}}]
     for value in (10**5000, -(10**5000), float("inf"), float("nan"), 1e308, [10**5000]):
         for query in ("", "a 1 b", "9" * 5000):
-            out = score_row({"id": 1, "query": query, "functions": reg,
-                             "output": {"name": "f", "arguments": {"a": value}},
-                             "gold": {"name": "f", "arguments": {"a": value}}})  # fmt: skip
+            out = score_row(
+                {
+                    "id": 1,
+                    "query": query,
+                    "functions": reg,
+                    "output": {"name": "f", "arguments": {"a": value}},
+                    "gold": {"name": "f", "arguments": {"a": value}},
+                }
+            )
             assert out["stage"] in (0, 1, 2, 3)
 
 
@@ -303,14 +376,22 @@ def test_deeply_nested_arguments_are_rejected_not_crashing(depth: int) -> None:
     nested: Any = "x"
     for _ in range(depth):
         nested = [nested]
-    for output in (text, {"name": "f", "arguments": {"a": nested}}, f"f(a={nested!r})"):
-        out = score_row({"id": 1, "query": "x", "functions": reg, "output": output,
-                         "gold": {"name": "f", "arguments": {"a": nested}}})  # fmt: skip
+    python = "f(a=" + "[" * depth + "'x'" + "]" * depth + ")"
+    for output in (text, {"name": "f", "arguments": {"a": nested}}, python):
+        out = score_row(
+            {
+                "id": 1,
+                "query": "x",
+                "functions": reg,
+                "output": output,
+                "gold": {"name": "f", "arguments": {"a": nested}},
+            }
+        )
         assert "error" in out or out["stage"] == 1
 
 
-def test_bug_diagnose_recurses_on_a_deep_call_built_directly() -> None:
-    """BUG (reported, minor): parse_output now rejects arguments nested deeper than 32 and
+def test_regression_diagnose_recurses_on_a_deep_call_built_directly() -> None:
+    """Regression (found in review, fixed): parse_output now rejects arguments nested deeper than 32 and
     score_row catches RecursionError, but diagnose() itself (a public function, e.g. for
     calls built by other code) still raises RecursionError for a ToolCall nested ~400 deep."""
     nested: Any = "x"
@@ -321,8 +402,8 @@ def test_bug_diagnose_recurses_on_a_deep_call_built_directly() -> None:
 
 
 @pytest.mark.parametrize("tool_calls", [1, 2.5, True])
-def test_bug_non_iterable_tool_calls_raise_type_error(tool_calls: Any) -> None:
-    """BUG (reported): parse_output({"tool_calls": 1}) raises TypeError ('int' object is not
+def test_regression_non_iterable_tool_calls_raise_type_error(tool_calls: Any) -> None:
+    """Regression (found in review, fixed): parse_output({"tool_calls": 1}) raises TypeError ('int' object is not
     iterable) out of parse_native instead of returning a parse failure."""
     r = parse_output({"role": "assistant", "tool_calls": tool_calls})
     assert not r.ok and r.error
@@ -348,15 +429,16 @@ HUGE_SCRIPT = textwrap.dedent(
 )
 
 
-def test_bug_huge_inputs_do_not_hang() -> None:
-    """BUG (reported): the parser's scans are quadratic (a regex with `[\\w.]*` retried at
+def test_regression_huge_inputs_do_not_hang() -> None:
+    """Regression (found in review, fixed): the parser's scans are quadratic (a regex with `[\\w.]*` retried at
     every position, `_balanced_end` re-scanning to the end for every `f(`, a JSON decode
     attempted at every `[`), so 200,000 characters of one word take minutes. Each input
-    below needs well under a second with linear scanning; the 60 s budget is a hang guard,
+    below needs well under a second with linear scanning; the 20 s budget is a hang guard,
     not a benchmark."""
     try:
-        res = subprocess.run([sys.executable, "-c", HUGE_SCRIPT], capture_output=True,
-                             text=True, timeout=60)  # fmt: skip
+        res = subprocess.run(
+            [sys.executable, "-c", HUGE_SCRIPT], capture_output=True, text=True, timeout=20
+        )
     except subprocess.TimeoutExpired as exc:
         done = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout
         pytest.fail(f"parse_output hung on a huge input; finished before the hang: {done!r}")

@@ -99,8 +99,7 @@ def test_wrong_name_names_the_nearest_registry_name() -> None:
 
 
 def test_passed_call_has_no_message() -> None:
-    d = diagnose(ToolCall("calculate_tip", {"bill_amount": 84.5, "tip_percentage": 15}), TIP,
-                 TIP_Q)  # fmt: skip
+    d = diagnose(ToolCall("calculate_tip", {"bill_amount": 84.5, "tip_percentage": 15}), TIP, TIP_Q)
     assert correction_message(d) is None
 
 
@@ -132,8 +131,14 @@ def test_stage_3_kinds_in_order_and_params_in_model_order() -> None:
     reg = [fn("book", ["when", "z", "where", "a", "party", "note"])]
     # model order: when (soft: partial_ratio 60), z (hard), where (hard), a (numeric),
     # party (numeric), note (grounded)
-    args = {"when": "7:00 pm", "z": "Tokyo", "where": "Luigi Pizzeria", "a": 9, "party": 5,
-            "note": "luigi's"}  # fmt: skip
+    args = {
+        "when": "7:00 pm",
+        "z": "Tokyo",
+        "where": "Luigi Pizzeria",
+        "a": 9,
+        "party": 5,
+        "note": "luigi's",
+    }
     d = diagnose(ToolCall("book", args), reg, q)
     assert d.stage == 3
     assert correction_message(d) == " ".join(
@@ -185,8 +190,16 @@ def test_messages_never_depend_on_the_gold(output: Any) -> None:
     assert len(fixes) == 1
     fix = fixes.pop()
     assert fix
-    for secret in ("777.77", "42", "secret_gold_fn", "hidden_param", "Zanzibarian", "other_gold",
-                   "qqq_param", "Xylophonic"):  # fmt: skip
+    for secret in (
+        "777.77",
+        "42",
+        "secret_gold_fn",
+        "hidden_param",
+        "Zanzibarian",
+        "other_gold",
+        "qqq_param",
+        "Xylophonic",
+    ):
         assert secret.lower() not in fix.lower()
 
 

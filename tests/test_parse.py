@@ -33,8 +33,8 @@ def calls_of(result: ParseResult) -> list[dict]:
         '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</tool_call>',
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n'
         "</tool_call>",
-        "<functioncall> {\"name\": \"get_weather\", \"arguments\": '{\"city\": \"Paris\", "
-        "\"days\": 3}'} <|endoftext|>",
+        '<functioncall> {"name": "get_weather", "arguments": \'{"city": "Paris", '
+        '"days": 3}\'} <|endoftext|>',
         "get_weather(city='Paris', days=3)",
         '[get_weather(city="Paris", days=3)]',
         '```python\nget_weather(city="Paris", days=3)\n```',
@@ -56,7 +56,7 @@ def test_every_text_form_gives_the_same_call(text: str) -> None:
         ('{"name": "f", "arguments": {"a": 1}}', "json"),
         ('```json\n{"name": "f", "arguments": {"a": 1}}\n```', "fenced"),
         ('<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>', "tool_call_tag"),
-        ("<functioncall> {\"name\": \"f\", \"arguments\": '{\"a\": 1}'}", "functioncall"),
+        ('<functioncall> {"name": "f", "arguments": \'{"a": 1}\'}', "functioncall"),
         ("f(a=1)", "python"),
     ],
 )
@@ -72,7 +72,7 @@ def test_form_is_reported(text: str, form: str) -> None:
         'Thinking... <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call> done',
         "Calling it now: f(a=1). That should work.",
         "Sure (here it is): [f(a=1)]",
-        "ASSISTANT: <functioncall> {\"name\": \"f\", \"arguments\": '{\"a\": 1}'} <|endoftext|>",
+        'ASSISTANT: <functioncall> {"name": "f", "arguments": \'{"a": 1}\'} <|endoftext|>',
     ],
 )
 def test_prose_around_the_call(text: str) -> None:
@@ -104,14 +104,14 @@ def test_json_that_is_not_a_call_is_not_taken_for_one() -> None:
     [
         'First {"name": "f", "arguments": {"a": 1}} then {"name": "g", "arguments": {"b": "x"}}',
         '[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {"b": "x"}}]',
-        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n"
+        '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
         '<tool_call>\n{"name": "g", "arguments": {"b": "x"}}\n</tool_call>',
         "[f(a=1), g(b='x')]",
         '```json\n{"name": "f", "arguments": {"a": 1}}\n```\ntext\n'
         '```json\n{"name": "g", "arguments": {"b": "x"}}\n```',
-        "<functioncall> {\"name\": \"f\", \"arguments\": '{\"a\": 1}'} <|endoftext|>\n\n"
+        '<functioncall> {"name": "f", "arguments": \'{"a": 1}\'} <|endoftext|>\n\n'
         'FUNCTION RESPONSE: {"ok": true}\n\n'
-        "ASSISTANT: <functioncall> {\"name\": \"g\", \"arguments\": '{\"b\": \"x\"}'} <|endoftext|>",
+        'ASSISTANT: <functioncall> {"name": "g", "arguments": \'{"b": "x"}\'} <|endoftext|>',
     ],
 )
 def test_several_calls_are_kept_in_order(text: str) -> None:
@@ -128,8 +128,8 @@ def test_several_calls_are_kept_in_order(text: str) -> None:
 
 def test_glaive_single_quoted_arguments() -> None:
     text = (
-        "<functioncall> {\"name\": \"calculate_tip\", \"arguments\": "
-        "'{\"bill_amount\": 50, \"tip_percentage\": 15}'} <|endoftext|>"
+        '<functioncall> {"name": "calculate_tip", "arguments": '
+        '\'{"bill_amount": 50, "tip_percentage": 15}\'} <|endoftext|>'
     )
     assert calls_of(parse_text(text)) == [
         {"name": "calculate_tip", "arguments": {"bill_amount": 50, "tip_percentage": 15}}
@@ -138,7 +138,7 @@ def test_glaive_single_quoted_arguments() -> None:
 
 def test_glaive_multi_line_arguments() -> None:
     text = (
-        "<functioncall> {\"name\": \"create_note\", \"arguments\": '{\n"
+        '<functioncall> {"name": "create_note", "arguments": \'{\n'
         '    "title": "Groceries",\n'
         '    "items": ["milk", "eggs"]\n'
         "}'} <|endoftext|>"
@@ -150,8 +150,8 @@ def test_glaive_multi_line_arguments() -> None:
 
 def test_glaive_apostrophe_inside_quoted_arguments() -> None:
     text = (
-        "<functioncall> {\"name\": \"search_book\", \"arguments\": "
-        "'{\"title\": \"Harry's book\"}'} <|endoftext|>"
+        '<functioncall> {"name": "search_book", "arguments": '
+        '\'{"title": "Harry\'s book"}\'} <|endoftext|>'
     )
     assert calls_of(parse_text(text)) == [
         {"name": "search_book", "arguments": {"title": "Harry's book"}}
@@ -160,8 +160,8 @@ def test_glaive_apostrophe_inside_quoted_arguments() -> None:
 
 def test_glaive_apostrophe_followed_by_a_function_response() -> None:
     text = (
-        "<functioncall> {\"name\": \"search_book\", \"arguments\": "
-        "'{\"title\": \"Harry's book\"}'}\n\nFUNCTION RESPONSE: {\"found\": \"yes\"}"
+        '<functioncall> {"name": "search_book", "arguments": '
+        '\'{"title": "Harry\'s book"}\'}\n\nFUNCTION RESPONSE: {"found": "yes"}'
     )
     assert calls_of(parse_text(text)) == [
         {"name": "search_book", "arguments": {"title": "Harry's book"}}
@@ -178,7 +178,7 @@ def test_glaive_arguments_as_raw_object_and_missing_arguments() -> None:
 
 
 def test_glaive_invalid_quoted_arguments_fail_with_reason() -> None:
-    r = parse_text("<functioncall> {\"name\": \"f\", \"arguments\": '{\"a\": bad}'}")
+    r = parse_text('<functioncall> {"name": "f", "arguments": \'{"a": bad}\'}')
     assert not r.ok
     assert "arguments are not valid JSON" in (r.error or "")
 
@@ -246,10 +246,10 @@ def test_non_literal_python_arguments_rejected_with_reason(text: str) -> None:
         "[f(a=__import__('pathlib').Path('{m}').touch())]",
     ],
 )
-def test_bug_non_literal_call_argument_reason_names_the_inner_call(
+def test_regression_non_literal_call_argument_reason_names_the_inner_call(
     template: str, tmp_path: Path
 ) -> None:
-    """BUG (reported): the reason names the inner call ("positional arguments are not
+    """Regression (found in review, fixed): the reason names the inner call ("positional arguments are not
     accepted") instead of saying the argument is not a literal."""
     marker = tmp_path / "pwned"
     r = parse_text(template.format(m=marker))
@@ -283,8 +283,8 @@ def test_positional_and_star_arguments_rejected() -> None:
 @pytest.mark.parametrize(
     "text", ["f(a={1, 2})", "f(a=b'x')", "f(a=1j)", "f(a=...)", "f(a={(1, 2): 3})"]
 )
-def test_bug_python_literals_that_are_not_json_are_accepted(text: str) -> None:
-    """BUG (reported): ast.literal_eval also yields sets, bytes, complex numbers, Ellipsis and
+def test_regression_python_literals_that_are_not_json_are_accepted(text: str) -> None:
+    """Regression (found in review, fixed): ast.literal_eval also yields sets, bytes, complex numbers, Ellipsis and
     tuple keys, which ToolCall promises never to hold and json.dumps cannot write. Expected:
     rejected with a reason, or converted to JSON-like values."""
     r = parse_text(text)

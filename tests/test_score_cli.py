@@ -14,9 +14,23 @@ import pytest
 from callscope.saag.score import score_row, summarize
 
 BASE_KEYS = {
-    "id", "stage", "fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr", "nearest",
-    "missing", "drifted", "spurious", "fix", "parse_error",
-}  # fmt: skip
+    "id",
+    "stage",
+    "fnem",
+    "ncs",
+    "rpr",
+    "pds",
+    "spr",
+    "avem",
+    "qslo",
+    "vhr",
+    "nearest",
+    "missing",
+    "drifted",
+    "spurious",
+    "fix",
+    "parse_error",
+}
 GOLD_KEYS = {"name_match", "arg_precision", "arg_recall", "arg_f1", "solved"}
 
 TIP = [
@@ -28,8 +42,14 @@ TIP = [
             "required": ["bill_amount", "tip_percentage"],
         },
     },
-    {"name": "get_definition", "parameters": {"type": "object",
-     "properties": {"word": {"type": "string"}}, "required": ["word"]}},  # fmt: skip
+    {
+        "name": "get_definition",
+        "parameters": {
+            "type": "object",
+            "properties": {"word": {"type": "string"}},
+            "required": ["word"],
+        },
+    },
 ]
 Q = "What is the tip for a bill of $84.50 if I want to leave 15 percent?"
 GOLD = {"name": "calculate_tip", "arguments": {"bill_amount": 84.5, "tip_percentage": 15}}
@@ -103,8 +123,10 @@ def test_score_row_values_for_good_rows() -> None:
     assert (noparse["stage"], noparse["fnem"], noparse["ncs"]) == (1, -1, None)
     assert isinstance(noparse["parse_error"], str) and noparse["parse_error"]
     assert (noparse["name_match"], noparse["arg_precision"], noparse["solved"]) == (
-        False, 0.0, False,
-    )  # fmt: skip
+        False,
+        0.0,
+        False,
+    )
 
     assert (num["stage"], num["avem"], num["vhr"]) == (3, 0.5, 0.5)
     assert (num["name_match"], num["arg_precision"], num["solved"]) == (True, 0.5, False)
@@ -120,8 +142,10 @@ def test_solved_needs_a_full_pass_and_the_gold_name_only() -> None:
 
 
 def test_score_uses_the_first_of_several_calls() -> None:
-    row = {**good_rows()[0], "output": "[calculate_tip(bill_amount=84.5, tip_percentage=15), "
-           "get_definition(word='x')]"}  # fmt: skip
+    row = {
+        **good_rows()[0],
+        "output": "[calculate_tip(bill_amount=84.5, tip_percentage=15), get_definition(word='x')]",
+    }
     assert score_row(row)["stage"] == 0
     row["output"] = "[get_definition(word='x'), calculate_tip(bill_amount=84.5, tip_percentage=15)]"
     out = score_row(row)
@@ -165,8 +189,9 @@ def test_cli_good_and_malformed_rows(tmp_path: Path) -> None:
     lines.insert(1, "{not json")  # line 2
     lines.append("")  # blank lines are skipped
     lines.append(json.dumps({"id": "nq", "functions": TIP, "output": "x"}))
-    lines.append(json.dumps({"id": "nf", "query": "q", "functions": "calculate_tip",
-                             "output": "x"}))  # fmt: skip
+    lines.append(
+        json.dumps({"id": "nf", "query": "q", "functions": "calculate_tip", "output": "x"})
+    )
     lines.append("[1, 2, 3]")
     lines.append(json.dumps({"id": "last", "query": Q, "functions": TIP, "output": None}))
     inp = write_lines(tmp_path / "in.jsonl", lines)
@@ -203,10 +228,9 @@ def test_cli_exit_zero_and_stdout_when_all_rows_are_good(tmp_path: Path) -> None
         assert metric in summary
 
 
-def test_bug_cli_crashes_on_deeply_nested_arguments(tmp_path: Path) -> None:
-    """BUG (reported): exact_match/hallucination recurse without a guard; arguments nested
-    ~400 deep (which the parser accepts) raise RecursionError out of score_row and the
-    CLI dies with a traceback, losing every row."""
+def test_cli_survives_deeply_nested_arguments(tmp_path: Path) -> None:
+    """Arguments nested 500 deep once raised RecursionError out of score_row and killed the
+    CLI (fixed in 5855e75); every row must still come out."""
     deep = '{"name": "calculate_tip", "arguments": {"bill_amount": ' + "[" * 500 + "1"
     deep += "]" * 500 + ', "tip_percentage": 15}}'
     rows = [good_rows()[0], {"id": "deep", "query": Q, "functions": TIP, "output": deep}]

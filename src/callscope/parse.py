@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -34,7 +35,10 @@ MAX_ARGUMENT_DEPTH = 32
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _FUNCTIONCALL = re.compile(r"<functioncall>\s*", re.S)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
-_PY_CALL_START = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
+_PY_CALL_START = re.compile(r"(?<![\w.])\[?\s*[A-Za-z_][\w.]*\s*\(")
+#: at most this many candidate positions are tried per scan, so garbage (long repetition
+#: loops are common in small models) costs linear time
+MAX_CANDIDATES = 64
 
 
 class _Reject(ValueError):
@@ -75,16 +79,39 @@ def _coerce_arguments(raw: Any) -> dict[str, Any]:
 
 
 def _check_depth(value: Any) -> None:
-    """Reject containers nested deeper than ``MAX_ARGUMENT_DEPTH`` (iteratively: no recursion)."""
+    """Reject containers nested deeper than ``MAX_ARGUMENT_DEPTH`` and non-finite numbers
+    (iteratively: no recursion, so any input is safe)."""
     stack = [(value, 0)]
     while stack:
         v, depth = stack.pop()
         if depth > MAX_ARGUMENT_DEPTH:
             raise _Reject(f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _Reject("non-finite number in arguments")
         if isinstance(v, dict):
             stack.extend((x, depth + 1) for x in v.values())
-        elif isinstance(v, list | tuple):
+        elif isinstance(v, list):
             stack.extend((x, depth + 1) for x in v)
+
+
+def _json_like(value: Any, depth: int = 0) -> Any:
+    """A Python literal as JSON data: tuples become lists; sets, bytes, complex numbers,
+    ``...`` and non-string keys are rejected."""
+    if depth > MAX_ARGUMENT_DEPTH:
+        raise _Reject(f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Reject("non-finite number in arguments")
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_like(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise _Reject("argument object keys must be strings")
+        return {k: _json_like(v, depth + 1) for k, v in value.items()}
+    raise _Reject(f"argument of type {type(value).__name__} is not JSON data")
 
 
 def call_from_object(obj: Any) -> ToolCall:
@@ -122,6 +149,8 @@ def _calls_from_json_value(value: Any) -> list[ToolCall]:
 
 def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
     """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions)."""
+    if not isinstance(tool_calls, list | tuple):
+        return ParseResult(error="native tool_calls is not a list", form="native")
     calls: list[ToolCall] = []
     try:
         for tc in tool_calls:
@@ -141,10 +170,12 @@ def _scan_json(text: str) -> tuple[list[ToolCall], str | None]:
     calls: list[ToolCall] = []
     error: str | None = None
     i, n = 0, len(text)
-    while i < n:
+    tries = 0
+    while i < n and tries < MAX_CANDIDATES:
         j = min((k for k in (text.find("{", i), text.find("[", i)) if k >= 0), default=-1)
         if j < 0:
             break
+        tries += 1
         try:
             value, end = _json_raw_decode(text, j)
         except _Reject as exc:
@@ -216,8 +247,7 @@ def _python_call(node: ast.AST) -> ToolCall:
     for kw in node.keywords:
         if kw.arg is None:
             raise _Reject("**kwargs are not accepted")
-        args[kw.arg] = _literal(kw.value)
-    _check_depth(args)
+        args[kw.arg] = _json_like(_literal(kw.value))
     return ToolCall(name=_dotted_name(node.func), arguments=args)
 
 
@@ -234,13 +264,19 @@ def parse_python_calls(text: str) -> list[ToolCall]:
     return [_python_call(n) for n in nodes]
 
 
+#: a call written in prose is at most this long (bounds the bracket matching)
+MAX_CALL_CHARS = 20_000
+
+
 def _balanced_end(text: str, start: int) -> int:
-    """Index after the bracket group that starts at ``text[start]`` (quotes respected)."""
+    """Index after the bracket group that starts at ``text[start]`` (quotes respected), or
+    -1 when it does not close within ``MAX_CALL_CHARS``."""
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack: list[str] = []
     quote: str | None = None
     i = start
-    while i < len(text):
+    stop = min(len(text), start + MAX_CALL_CHARS)
+    while i < stop:
         c = text[i]
         if quote:
             if c == "\\":
@@ -265,7 +301,7 @@ def _scan_python(text: str) -> tuple[list[ToolCall], str | None]:
     calls: list[ToolCall] = []
     error: str | None = None
     pos = 0
-    while True:
+    for _ in range(MAX_CANDIDATES):
         m = _PY_CALL_START.search(text, pos)
         if not m:
             break
@@ -351,9 +387,9 @@ def parse_text(text: str) -> ParseResult:
     found, err = _scan_python(stripped)
     if found:
         return ParseResult(calls=tuple(found), form="python")
+    if _PY_CALL_START.match(stripped):
+        last_error = whole_error  # the text is one call: its own reason is the useful one
     last_error = last_error or err
-    if last_error is None and _PY_CALL_START.match(stripped):
-        last_error = whole_error
     return ParseResult(error=last_error or "no tool call found in output")
 
 

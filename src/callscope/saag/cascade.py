@@ -7,6 +7,7 @@ first failing stage; metrics of later stages stay ``None`` (they are stage-condi
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
@@ -17,6 +18,24 @@ from callscope.types import ToolCall
 
 #: PDS at or above this makes an out-of-schema parameter *drifted* rather than spurious
 DRIFT_THRESHOLD = 0.8
+
+
+#: the grounding metrics recurse over values; deeper arguments are refused (the parser
+#: already rejects them)
+MAX_DEPTH = 64
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend((x, depth + 1) for x in v)
+    return False
 
 
 @dataclass
@@ -78,12 +97,18 @@ def _jaccard(a: str, b: str) -> float:
     return len(ta & tb) / len(union) if union else 0.0
 
 
+@lru_cache(maxsize=256)
+def _registry_trigrams(registry: tuple[str, ...]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Trigram sets of a registry, computed once per registry (large registries repeat)."""
+    return tuple((name, frozenset(_trigrams(name))) for name in registry)
+
+
 def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None]:
     """NCS and the argmax registry name (first on ties); (0, None) without candidates."""
     grams = _trigrams(name)
     best, best_name = 0.0, None
-    for cand in registry:
-        if not grams & _trigrams(cand):
+    for cand, cand_grams in _registry_trigrams(tuple(registry)):
+        if not grams & cand_grams:
             continue
         score = 0.6 * fuzz.WRatio(name, cand) / 100.0 + 0.4 * _jaccard(name, cand)
         if best_name is None or score > best:
@@ -166,8 +191,10 @@ def diagnose(call: ToolCall | None, functions: list[dict[str, Any]], query: str)
     if rpr < 1.0 or spr > 0.0 or drifted:
         return d
 
-    # Stage 3: argument grounding
-    em = {p: g.exact_match(v, query) for p, v in call.arguments.items()}
+    # Stage 3: argument grounding. A value nested deeper than MAX_DEPTH (only reachable by
+    # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
+    deep = {p for p, v in call.arguments.items() if _too_deep(v)}
+    em = {p: p not in deep and g.exact_match(v, query) for p, v in call.arguments.items()}
     d.avem = sum(em.values()) / len(predicted) if predicted else None
     overlaps = [
         g.partial_ratio(v, query) / 100.0
@@ -177,15 +204,15 @@ def diagnose(call: ToolCall | None, functions: list[dict[str, Any]], query: str)
     d.qslo = fmean(overlaps) if overlaps else None
     hs: list[float] = []
     for p, v in call.arguments.items():
-        h = g.hallucination(v, query)
+        h = 1.0 if p in deep else g.hallucination(v, query)
         if h is None:
             continue
         hs.append(h)
         if h > 0:
-            leaf = g.worst_leaf(v, query)
+            leaf = None if p in deep else g.worst_leaf(v, query)
             if g.is_number(leaf):
                 d.numeric.append(p)
-            elif g.partial_ratio(str(leaf), query) < g.HARD_DRIFT_BELOW:
+            elif leaf is None or g.partial_ratio(str(leaf), query) < g.HARD_DRIFT_BELOW:
                 d.hard.append(p)
             else:
                 d.soft.append(p)

@@ -38,13 +38,13 @@ def number_tokens(query: str) -> list[float | int]:
 
 def numbers_equal(a: float | int, b: float | int, rel: float = 1e-9) -> bool:
     """Equality within ``rel`` relative tolerance; exact for two ints; never raises."""
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
+    if isinstance(a, int) and isinstance(b, int):  # exact arithmetic, no float overflow
+        return a == b or abs(a - b) * round(1 / rel) <= max(abs(a), abs(b))
     try:
         fa, fb = float(a), float(b)
     except OverflowError:
         return False
-    if math.isnan(fa) or math.isnan(fb):
+    if not (math.isfinite(fa) and math.isfinite(fb)):
         return False
     if fa == fb:
         return True

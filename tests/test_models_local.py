@@ -112,7 +112,7 @@ def test_chunk_packages_found_without_importing_them(tmp_path, monkeypatch):
     assert [p.name for p in find_parts(spec)] == ["part01.bin", "part02.bin", "part03.bin"]
     monkeypatch.setenv("CALLSCOPE_CACHE", str(tmp_path / "cache"))
     path = ensure_weights(spec)
-    assert path == tmp_path / "cache" / "fake.gguf"
+    assert path == tmp_path / "cache" / "models" / "fake.gguf"
     assert path.read_bytes() == JOINED
 
 

@@ -114,8 +114,8 @@ def print_run_summary(summary) -> None:
 
 
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
-DEMO_N = 4
-DEMO_MAX_ATTEMPTS = 5
+DEMO_N = 3
+DEMO_MAX_ATTEMPTS = 3
 ModelOpt = Annotated[str, typer.Option("-m", "--model", help="local:qwen2.5-coder-0.5b | local:qwen2.5-coder-1.5b | gguf:PATH | ollama:NAME | openai:NAME | replay:FILE")]
 BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="server address (default: OLLAMA_HOST / OPENAI_BASE_URL)")]
 ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="OPENAI_API_KEY", help="API key for openai: backends", show_default=False)]

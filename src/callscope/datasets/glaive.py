@@ -50,6 +50,7 @@ import httpx
 from filelock import FileLock
 
 from callscope.datasets.io import read_jsonl
+from callscope.paths import cache_root
 from callscope.types import Case, ToolCall
 
 HUB_PREFIX = "hf:"
@@ -368,10 +369,7 @@ def iter_glaive_rows(path: str | Path) -> Iterator[Any]:
 def cache_dir() -> Path:
     """Folder for downloaded datasets: ``$CALLSCOPE_CACHE/datasets``, else
     ``~/.cache/callscope/datasets``."""
-    root = os.environ.get("CALLSCOPE_CACHE")
-    if root:
-        return Path(root).expanduser() / "datasets"
-    return Path.home() / ".cache" / "callscope" / "datasets"
+    return cache_root() / "datasets"
 
 
 def hub_url(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from callscope.paths import cache_root
 from callscope.types import ModelError
 
 _CHUNK = 8 * 1024 * 1024
@@ -70,8 +71,7 @@ MODELS: dict[str, WeightSpec] = {
 
 def cache_dir() -> Path:
     """Where joined model files are kept."""
-    env = os.environ.get("CALLSCOPE_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "callscope" / "models"
+    return cache_root() / "models"
 
 
 def locate_part(module: str, index: int) -> Path | None:

@@ -1,0 +1,14 @@
+"""Where callscope keeps what it makes once and reuses: model files, downloads, answers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """``$CALLSCOPE_CACHE``, else ``~/.cache/callscope``. Subfolders: ``models/`` (joined GGUF
+    files), ``datasets/`` (downloads the user asked for); ``responses.sqlite`` (the response
+    cache)."""
+    env = os.environ.get("CALLSCOPE_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "callscope"

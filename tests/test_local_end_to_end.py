@@ -58,20 +58,36 @@ def test_saag_loop_all_modes_on_the_embedded_model(tmp_path, model) -> None:
     assert all(len(v) == 1 for v in firsts.values())
 
 
+#: one case per category with the shortest prompts; the first three share their tools, so
+#: llama.cpp reuses the system prompt's KV cache from one case to the next
+MT_IDS = ("multi_turn_base_100", "multi_turn_long_context_100", "multi_turn_miss_param_100",
+          "multi_turn_miss_func_121")  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def mt_cases():
     pytest.importorskip("bfcl_eval")
-    from callscope.actions.calibrate import select_cases
+    from callscope.datasets.bfcl_multi_turn import load_multi_turn
 
-    return select_cases(["base", "long_context", "miss_param", "miss_func"], 1)
+    by_id = {c.id: c for c in load_multi_turn()}
+    return [by_id[i] for i in MT_IDS]
 
 
-def test_multi_turn_each_category_end_to_end(tmp_path, model, mt_cases) -> None:
+@pytest.fixture(scope="module")
+def cached(model, tmp_path_factory):
+    """The model behind one response cache for the multi-turn tests: a probe run re-uses the
+    baseline's answers up to the point where the probe changes the conversation."""
+    from callscope.models.cache import CachedModel
+
+    return CachedModel(model, tmp_path_factory.mktemp("cache") / "responses.sqlite")
+
+
+def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None:
     from callscope.actions.calibrate import diagnose_store, run_calibration
 
     store = RunStore(tmp_path / "cal")
     ran, _ = run_calibration(
-        model, store, mt_cases, style="prompt", max_steps=3,
+        cached, store, mt_cases, style="prompt", max_steps=3,
         decoding=Decoding(max_tokens=128), show_progress=False,
     )  # fmt: skip
     assert ran == 4
@@ -83,23 +99,24 @@ def test_multi_turn_each_category_end_to_end(tmp_path, model, mt_cases) -> None:
         assert traj["turns"], "at least one turn ran"
         assert all(step["text"] is not None for t in traj["turns"] for step in t["steps"])
         assert isinstance(conv["verdict"]["passed"], bool)
-    rows = diagnose_store(store, model.spec, cases=mt_cases).rows()
+    rows = diagnose_store(store, cached.spec, cases=mt_cases).rows()
     assert {r["category"] for r in rows} == {c.category for c in mt_cases}
     assert all(r["n"] == 1 and r["acc"] in (0.0, 1.0) for r in rows)
 
 
 @pytest.mark.parametrize("probe", ["sri", "cri-retry"])
-def test_probes_against_baseline_on_the_embedded_model(tmp_path, model, mt_cases, probe) -> None:
+def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_cases, probe) -> None:
     from callscope.actions.calibrate import compare_with_baseline, run_calibration
 
     cases = [c for c in mt_cases if c.category in ("multi_turn_base", "multi_turn_miss_param")]
     store = RunStore(tmp_path / "cal")
-    for p in (None, probe):
-        run_calibration(
-            model, store, cases, style="prompt", max_steps=3,
-            decoding=Decoding(max_tokens=128), probe=p, show_progress=False,
-        )  # fmt: skip
-    rows, md = compare_with_baseline(store, model.spec, probe, cases)
+    for case in cases:  # baseline then probe per case: consecutive prompts share a prefix
+        for p in (None, probe):
+            run_calibration(
+                cached, store, [case], style="prompt", max_steps=3,
+                decoding=Decoding(max_tokens=128), probe=p, show_progress=False,
+            )  # fmt: skip
+    rows, md = compare_with_baseline(store, cached.spec, probe, cases)
     assert sum(r["n"] for r in rows if r["category"] != "all") == 2
     assert "ΔAcc" in md
     events_file = tmp_path / "cal" / "events.jsonl"

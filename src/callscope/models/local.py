@@ -1,7 +1,7 @@
 """The embedded model: a GGUF file run in-process by llama-cpp-python.
 
 Greedy decoding (temperature from :class:`Decoding`, 0 by default) with a fixed seed,
-``n_threads = os.cpu_count()``, ``n_ctx`` 8192 by default, the chat template stored in the
+``n_threads = os.cpu_count()``, ``n_ctx`` 16384 by default (BFCL multi-turn prompts reach ~8k tokens), the chat template stored in the
 GGUF. One ``Llama`` object is kept per model file per process, so a correction loop that
 only appends turns re-uses the KV cache of the shared prompt prefix;
 ``ModelReply.prompt_tokens_evaluated`` reports how many prompt tokens were actually
@@ -102,7 +102,7 @@ class LocalModel(ChatModel):
         path: str | Path,
         *,
         spec: str | None = None,
-        n_ctx: int = 8192,
+        n_ctx: int = 16384,
         n_threads: int | None = None,
         seed: int = 0,
     ) -> None:

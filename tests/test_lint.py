@@ -1,0 +1,36 @@
+"""The code base stays ruff-clean (the project's lint settings live in pyproject.toml)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_check_is_clean() -> None:
+    if shutil.which("ruff") is None:
+        pytest.skip("ruff is not installed (it is in the test extra)")
+    res = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_no_eval_or_exec_in_the_package() -> None:
+    """Model text is data: nothing in callscope evaluates strings."""
+    offenders = []
+    for path in (ROOT / "src" / "callscope").rglob("*.py"):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for word in ("eval(", "exec("):
+                i = code.find(word)
+                called = i >= 0 and (i == 0 or not (code[i - 1].isalnum() or code[i - 1] in "_."))
+                if called and not code[:i].rstrip().endswith("def"):  # a method named eval is fine
+                    offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert offenders == []

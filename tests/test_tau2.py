@@ -951,3 +951,21 @@ def test_transcript_is_cut_to_its_tail() -> None:
     short = render_transcript(msgs, 3, ConfirmConfig(judge_max_chars=40))
     assert short.startswith("[... earlier conversation omitted ...]\n")
     assert len(short.split("\n", 1)[1]) == 40
+
+
+def test_calibrate_from_tau2_cli_writes_tables_and_page(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from callscope.cli import app
+
+    run = write_airline(tmp_path / "airline.json")
+    res = CliRunner().invoke(app, ["calibrate", "--from-tau2", str(run), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "out" / "tau2-diagnostics.json").read_text())
+    assert data["rows"], "GAR rows were written"
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "GAR and Acc per domain and gold class" in page and "airline" in page
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "tau2"}')
+    res = CliRunner().invoke(app, ["calibrate", "--from-tau2", str(bad), "-o", str(tmp_path / "o2")])
+    assert res.exit_code == 1 and "Traceback" not in res.output

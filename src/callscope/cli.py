@@ -356,7 +356,14 @@ def calibrate(
         out.mkdir(parents=True, exist_ok=True)
         (out / "tau2-diagnostics.json").write_text(json.dumps(result.to_dict(include_details=True), indent=2, default=str))
         (out / "tau2-diagnostics.md").write_text(result.to_markdown())
-        console.print(f"wrote {out / 'tau2-diagnostics.md'} and .json")
+        from callscope.actions.tau2 import domain_markdown, gar_markdown
+        from callscope.report.html import build_diagnostic_page
+
+        page = build_diagnostic_page(out, f"τ²-bench action-class diagnostic: {from_tau2.name}", [
+            ("GAR and Acc per domain and gold class", "τ² GAR rules: REFUSE = no write tool called; ASK = an ask was detected; TOOL_CALL = no failed action check. Acc = reward 1. Wilson 95% intervals.", gar_markdown(result.rows)),
+            ("Per domain: SAAG stage mix of tool calls and CONFIRM", "Every agent tool call through the SAAG cascade; CONFIRM: did the user confirm before each write.", domain_markdown(result.domain_rows)),
+        ])  # fmt: skip
+        console.print(f"wrote {out / 'tau2-diagnostics.md'}, .json and {page}")
         return
     if from_bfcl is not None:
         from callscope.actions.diagnostics import compute_diagnostics, to_markdown
@@ -370,7 +377,12 @@ def calibrate(
         out.mkdir(parents=True, exist_ok=True)
         (out / "calibration-from-bfcl.md").write_text(to_markdown(diag.rows))
         (out / "calibration-from-bfcl.json").write_text(json.dumps(diag.to_dict(), indent=2, default=str))
-        console.print(f"wrote {out / 'calibration-from-bfcl.md'}")
+        from callscope.report.html import build_diagnostic_page
+
+        page = build_diagnostic_page(out, f"Action-class diagnostic of BFCL results: {run.model}", [
+            ("GAR and Acc per category", "Emissions read from BFCL's result files; Acc from its score files. Wilson 95% intervals; Acc > GAR flags grader masking.", to_markdown(diag.rows)),
+        ], notes=run.problems)  # fmt: skip
+        console.print(f"wrote {out / 'calibration-from-bfcl.md'}, .json and {page}")
         return
     from callscope.actions.calibrate import (
         BASELINE,

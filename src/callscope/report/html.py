@@ -448,3 +448,33 @@ def build_report(
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def build_diagnostic_page(
+    out_dir: str | Path, title: str, tables: list[tuple[str, str, str]], notes: list[str] = ()
+) -> Path:
+    """``report.html`` for a diagnostic computed from another tool's results (BFCL's result
+    trees, τ²-bench runs): the calibrate report's tables and styling, without conversations.
+    ``tables`` are ``(title, caption, markdown table)``; ``notes`` are shown as text."""
+    from callscope.report.conversations import markdown_table
+
+    parts = [f'<section id="diagnostic"><h2>{_esc(title)}</h2>']
+    for i, (name, caption, md) in enumerate(tables):
+        parts.append(cells_table_html(f"ext-{i}", name, caption, markdown_table(md), "report diag"))
+    parts.extend(f'<p class="note">{_esc(n)}</p>' for n in notes)
+    parts.append("</section>")
+    page = "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        f"<title>{_esc(title)}</title>",
+        f"<style>{_asset('report.css')}</style></head><body>",
+        f"<h1>{_esc(title)}</h1>",
+        *parts,
+        "</body></html>",
+    ]) + "\n"  # fmt: skip
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / REPORT_FILE
+    path.write_text(page, encoding="utf-8")
+    return path

@@ -116,7 +116,7 @@ def test_calibrate_from_bfcl_cli(tmp_path) -> None:
     row = data["rows"][0]
     assert row["n"] == 2 and row["gar_case"] == 0.5
     page = (tmp_path / "o" / "report.html").read_text()
-    assert "GAR and Acc per category" in page and "multi_turn_miss_param" in page
+    assert "GAR and Acc per category" in page and "miss_param" in page
 
 
 def test_probe_run_is_paired_with_its_baseline(tmp_path) -> None:

@@ -135,7 +135,9 @@ def run_calibration(
         probe_cfg = get_probe(probe)
     probe_name = probe or BASELINE
     done = store.conversations_done(model.spec, probe_name)
-    todo = [c for c in cases if c.id not in done]
+    # cases with the same tools run back to back: an embedded model then re-uses the KV
+    # cache of their (long) shared system prompt; results do not depend on the order
+    todo = sorted((c for c in cases if c.id not in done), key=lambda c: tuple(c.involved_classes))
     progress = Progress(
         TextColumn(f"[bold]{model.spec} {probe_name}"), BarColumn(), MofNCompleteColumn(),
         TimeRemainingColumn(), disable=not show_progress,

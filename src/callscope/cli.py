@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +22,16 @@ app = typer.Typer(
     help="Where and why LLM tool calls fail, and how to repair them.",
 )
 console = Console(stderr=True)
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C ends a long run cleanly: everything finished is already stored."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
+        raise typer.Exit(130) from None
 
 
 @app.callback()
@@ -158,18 +170,13 @@ def run(
     m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
     store = RunStore(out)
     store.set_meta("malformed_cases", problems)
-    try:
+    with _interruptible(), closing(m):
         summary = run_cases(
             m, cases, store, modes=_modes(modes), max_attempts=max_attempts,
             style=None if style == "auto" else style, concurrency=concurrency,
             decoding=Decoding(temperature=0.0, seed=seed, max_tokens=max_tokens),
             show_progress=not quiet,
         )
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
-        raise typer.Exit(130) from None
-    finally:
-        m.close()
     print_run_summary(summary)
     console.print(f"run directory: {out} (final rows: {out / 'final.jsonl'})")
     raise typer.Exit(code=2 if summary.aborted else 0)
@@ -215,11 +222,8 @@ def bench_build(
 def _run_experiment_and_report(exp, quiet: bool) -> None:
     from callscope.runs.experiment import run_experiment
 
-    try:
+    with _interruptible():
         summaries = run_experiment(exp, show_progress=not quiet)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
-        raise typer.Exit(130) from None
     for s in summaries:
         print_run_summary(s)
     _report(exp.output)
@@ -400,17 +404,12 @@ def calibrate(
     m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
     store = RunStore(out)
     t0 = time.perf_counter()
-    try:
+    with _interruptible(), closing(m):
         ran, skipped = run_calibration(
             m, store, cases, style=resolve_style(m, None if style == "auto" else style),
             max_steps=max_steps, decoding=Decoding(max_tokens=max_tokens), probe=probe,
             show_progress=not quiet,
         )
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
-        raise typer.Exit(130) from None
-    finally:
-        m.close()
     result = diagnose_store(store, m.spec, probe or BASELINE, cases, config=config)
     Console().print(rich_table(result.diagnostics.rows, title=f"{m.spec} ({probe or BASELINE}): {ran} ran, {skipped} already done, {time.perf_counter() - t0:.0f} s"))
     path = write_outputs(out, result)

@@ -268,7 +268,7 @@ def parse_python_calls(text: str) -> list[ToolCall]:
 MAX_CALL_CHARS = 20_000
 
 
-def _balanced_end(text: str, start: int) -> int:
+def balanced_end(text: str, start: int) -> int:
     """Index after the bracket group that starts at ``text[start]`` (quotes respected), or
     -1 when it does not close within ``MAX_CALL_CHARS``."""
     pairs = {"(": ")", "[": "]", "{": "}"}
@@ -307,7 +307,7 @@ def _scan_python(text: str) -> tuple[list[ToolCall], str | None]:
             break
         start = m.start()
         first_open = text.find("(", start) if text[start] != "[" else start
-        end = _balanced_end(text, first_open)
+        end = balanced_end(text, first_open)
         if end < 0:
             pos = m.end()
             continue
@@ -353,7 +353,7 @@ def parse_text(text: str) -> ParseResult:
     parts = _FUNCTIONCALL.split(stripped)
     for seg in parts[1:]:
         seg = seg.split("<|endoftext|>")[0].split("<functioncall>")[0]
-        end = _balanced_end(seg, seg.find("{")) if "{" in seg else -1
+        end = balanced_end(seg, seg.find("{")) if "{" in seg else -1
         try:
             fc_calls.append(_glaive_call(seg[: end if end > 0 else len(seg)]))
         except (_Reject, ValueError, RecursionError) as exc:

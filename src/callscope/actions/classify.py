@@ -40,7 +40,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from callscope.parse import parse_text
+from callscope.parse import balanced_end, parse_text
 
 TOOL_CALL = "TOOL_CALL"
 REFUSE = "REFUSE"
@@ -302,32 +302,6 @@ def _is_bfcl_call(item: Any) -> bool:
     )
 
 
-def _balanced_end(text: str, start: int) -> int:
-    """Index after the bracket group opening at ``text[start]`` (quotes respected), or -1."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    stack: list[str] = []
-    quote: str | None = None
-    i = start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in pairs:
-            stack.append(pairs[c])
-        elif c in ")]}":
-            if not stack or stack.pop() != c:
-                return -1
-            if not stack:
-                return i + 1
-        i += 1
-    return -1
-
-
 def _strip_json_calls(text: str) -> str:
     """``text`` without the JSON values in it that parse as calls."""
     decoder = json.JSONDecoder()
@@ -361,7 +335,7 @@ def _strip_python_calls(text: str) -> str:
             break
         start = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
         opener = start if text[start] == "[" else text.find("(", start)
-        end = _balanced_end(text, opener)
+        end = balanced_end(text, opener)
         if end > 0 and parse_text(text[start:end]).ok:
             out.append(text[last:start])
             pos = last = end

@@ -1,0 +1,171 @@
+"""Experiments: models × registry scales × feedback modes from one TOML file, into one store.
+
+Example ``experiment.toml``::
+
+    output = "runs/my-experiment"
+    models = ["local:qwen2.5-coder-0.5b", "ollama:llama3.2:3b"]
+    modes = ["direct", "binary", "structured"]
+    max_attempts = 15
+
+    [benchmark]
+    source = "bfcl"          # or "glaive:/data/glaive-function-calling-v2.json", or:
+    # cases = "cases.jsonl"  # a ready cases file (e.g. from `callscope bench build`)
+    scales = [5, 10, 15]
+    n = 300
+    seed = 0
+    distractors = "uniform"  # or "similar"
+
+    [run]
+    style = "auto"           # native | prompt | auto
+    concurrency = 1
+    max_tokens = 512
+    base_url = ""            # for ollama:/openai: models
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callscope.datasets.io import read_jsonl
+from callscope.models.base import ChatModel, Decoding
+from callscope.runs.loop import MODES
+from callscope.runs.runner import RunSummary, default_cache_path, run_cases
+from callscope.runs.store import RunStore
+from callscope.types import Case
+
+
+@dataclass
+class Experiment:
+    output: Path
+    models: list[str]
+    modes: list[str] = field(default_factory=lambda: list(MODES))
+    max_attempts: int = 15
+    source: str | None = "bfcl"
+    cases_file: Path | None = None
+    scales: list[int] = field(default_factory=lambda: [5, 10, 15])
+    n: int | None = 300
+    seed: int = 0
+    distractors: str = "uniform"
+    gold_position: str = "random"
+    allow_download: bool = False
+    style: str | None = None
+    concurrency: int = 1
+    max_tokens: int = 512
+    base_url: str | None = None
+    timeout: float = 120.0
+    cache: Path | None = None
+    use_cache: bool = True
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], base: Path = Path(".")) -> Experiment:
+        known = {"output", "models", "modes", "max_attempts", "benchmark", "run"}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown experiment keys: {', '.join(sorted(unknown))}")
+        if not d.get("models"):
+            raise ValueError("the experiment names no models (models = [...])")
+        bench = d.get("benchmark", {})
+        run = d.get("run", {})
+        cases = bench.get("cases")
+        style = run.get("style", "auto")
+        return cls(
+            output=base / d.get("output", "runs/experiment"),
+            models=list(d["models"]),
+            modes=list(d.get("modes", MODES)),
+            max_attempts=int(d.get("max_attempts", 15)),
+            source=None if cases else bench.get("source", "bfcl"),
+            cases_file=base / cases if cases else None,
+            scales=[int(s) for s in bench.get("scales", [5, 10, 15])],
+            n=bench.get("n", 300),
+            seed=int(bench.get("seed", 0)),
+            distractors=bench.get("distractors", "uniform"),
+            gold_position=bench.get("gold_position", "random"),
+            allow_download=bool(bench.get("allow_download", False)),
+            style=None if style == "auto" else style,
+            concurrency=int(run.get("concurrency", 1)),
+            max_tokens=int(run.get("max_tokens", 512)),
+            base_url=run.get("base_url") or None,
+            timeout=float(run.get("timeout", 120)),
+            cache=Path(run["cache"]) if run.get("cache") else None,
+            use_cache=bool(run.get("use_cache", True)),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> Experiment:
+        path = Path(path)
+        with path.open("rb") as fh:
+            return cls.from_dict(tomllib.load(fh), base=path.parent)
+
+
+def open_model(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    cache: Path | None = None,
+    use_cache: bool = True,
+) -> ChatModel:
+    """Load a backend wrapped in the response cache (never for replay, which is a cache)."""
+    from callscope.models.cache import CachedModel
+    from callscope.models.registry import load_model
+
+    model = load_model(spec, base_url=base_url, api_key=api_key, timeout=timeout)
+    if not use_cache or spec.startswith("replay:"):
+        return model
+    return CachedModel(model, cache or default_cache_path())
+
+
+def experiment_cases(exp: Experiment) -> list[Case]:
+    """The benchmark of the experiment, built once and kept as ``cases.jsonl`` in the output
+    directory so a resumed experiment sees exactly the same cases."""
+    from callscope.datasets.registry_builder import benchmark_to_jsonl
+
+    saved = exp.output / "cases.jsonl"
+    path = exp.cases_file or (saved if saved.exists() else None)
+    if path is None:
+        from callscope.datasets.bench import build_benchmark
+
+        assert exp.source is not None
+        built = build_benchmark(
+            exp.source, scales=exp.scales, n=exp.n, seed=exp.seed, distractors=exp.distractors,
+            gold_position=exp.gold_position, allow_download=exp.allow_download,
+        )  # fmt: skip
+        exp.output.mkdir(parents=True, exist_ok=True)
+        benchmark_to_jsonl(built.cases, saved)
+        return built.cases
+    cases: list[Case] = []
+    for n, row in read_jsonl(path):
+        if isinstance(row, Exception):
+            raise ValueError(f"{path}:{n}: {row}")
+        cases.append(Case.from_dict(row))
+    return cases
+
+
+def run_experiment(exp: Experiment, *, show_progress: bool = True) -> list[RunSummary]:
+    cases = experiment_cases(exp)
+    store = RunStore(exp.output)
+    summaries: list[RunSummary] = []
+    try:
+        for spec in exp.models:
+            model = open_model(
+                spec, base_url=exp.base_url, timeout=exp.timeout, cache=exp.cache,
+                use_cache=exp.use_cache,
+            )  # fmt: skip
+            try:
+                summaries.append(
+                    run_cases(
+                        model, cases, store, modes=exp.modes,  # type: ignore[arg-type]
+                        max_attempts=exp.max_attempts, style=exp.style,
+                        decoding=Decoding(max_tokens=exp.max_tokens, seed=exp.seed),
+                        concurrency=exp.concurrency, show_progress=show_progress,
+                    )  # fmt: skip
+                )
+            finally:
+                model.close()
+    finally:
+        store.close()
+    return summaries

@@ -1,0 +1,178 @@
+"""The SAAG correction loop (paper section 2.4): direct, binary ("No") and structured feedback.
+
+The ground truth is never used inside the loop: an attempt stops the loop when it passes all
+three cascade stages; gold is only read afterwards, for the extrinsic metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from callscope.models.base import ChatModel, Decoding
+from callscope.models.prompting import Style, assistant_turn, initial_messages
+from callscope.parse import parse_output
+from callscope.saag.messages import BINARY_FEEDBACK
+from callscope.saag.score import score_parsed
+from callscope.types import Case, ModelError, ModelReply
+
+Mode = Literal["direct", "binary", "structured"]
+MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
+
+
+@dataclass
+class Attempt:
+    """One model call of the loop and everything the cascade said about it."""
+
+    attempt: int
+    messages: list[dict[str, Any]]
+    reply: dict[str, Any] | None
+    parsed: list[dict[str, Any]]
+    row: dict[str, Any] | None  # the `score` output row of this attempt
+    diagnosis: dict[str, Any] | None
+    feedback: str | None = None  # the turn sent after this attempt (None when it stopped)
+    error: str | None = None
+    error_kind: str | None = None
+    latency_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Outcome:
+    """The loop's result for one (case, mode)."""
+
+    case_id: str
+    mode: Mode
+    attempts: list[Attempt] = field(default_factory=list)
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def final_row(self) -> dict[str, Any] | None:
+        rows = [a.row for a in self.attempts if a.row is not None]
+        return rows[-1] if rows else None
+
+    @property
+    def solved_at(self) -> int | None:
+        for a in self.attempts:
+            if a.row is not None and a.row.get("solved"):
+                return a.attempt
+        return None
+
+    def export_row(self, model: str, scale: int | None) -> dict[str, Any]:
+        """The final row in the ``score`` format plus ``attempts``, ``mode``, ``solved_at``."""
+        row = dict(self.final_row or {"id": self.case_id})
+        row.update(
+            attempts=len(self.attempts), mode=self.mode, solved_at=self.solved_at,
+            model=model, scale=scale,
+        )  # fmt: skip
+        if self.error:
+            row["error"] = self.error
+            row["error_kind"] = self.error_kind
+        return row
+
+
+def _call(
+    model: ChatModel,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    decoding: Decoding,
+) -> tuple[ModelReply | None, ModelError | None, float]:
+    t0 = time.perf_counter()
+    try:
+        reply = model.chat(messages, tools, decoding)
+    except ModelError as exc:
+        return None, exc, time.perf_counter() - t0
+    return reply, None, time.perf_counter() - t0
+
+
+def _scored_attempt(
+    n: int, case: Case, messages: list[dict[str, Any]], reply: ModelReply, latency: float
+) -> Attempt:
+    parsed = parse_output(reply)
+    diagnosis, row = score_parsed(parsed, case)
+    return Attempt(
+        attempt=n,
+        messages=[dict(m) for m in messages],
+        reply=reply.to_dict(),
+        parsed=[c.to_dict() for c in parsed.calls],
+        row=row,
+        diagnosis=diagnosis.to_dict(),
+        latency_s=latency,
+    )
+
+
+def first_attempt(
+    model: ChatModel, case: Case, style: Style, decoding: Decoding
+) -> tuple[Attempt, list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """Attempt 1, identical in every mode: compute it once per (model, case) and share it."""
+    messages, tools = initial_messages(case.query, case.functions, style)
+    _set_context(model, case.id, "first", 1)
+    reply, err, latency = _call(model, messages, tools, decoding)
+    if err is not None:
+        return _failed(1, messages, err, latency), messages, tools
+    return _scored_attempt(1, case, messages, reply, latency), messages, tools
+
+
+def _failed(n: int, messages: list[dict[str, Any]], err: ModelError, latency: float) -> Attempt:
+    return Attempt(
+        attempt=n, messages=[dict(m) for m in messages], reply=None, parsed=[], row=None,
+        diagnosis=None, error=str(err), error_kind=err.kind, latency_s=latency,
+    )  # fmt: skip
+
+
+def _set_context(model: ChatModel, case_id: str, mode: str, attempt: int) -> None:
+    setter = getattr(model, "set_context", None)
+    if callable(setter):
+        setter(case_id=case_id, mode=mode, attempt=attempt)
+
+
+def run_loop(
+    model: ChatModel,
+    case: Case,
+    mode: Mode,
+    *,
+    first: tuple[Attempt, list[dict[str, Any]], list[dict[str, Any]] | None],
+    style: Style,
+    max_attempts: int = 15,
+    decoding: Decoding | None = None,
+) -> Outcome:
+    """Continue from the shared first attempt until the call passes or the budget is spent."""
+    decoding = decoding or Decoding()
+    attempt1, messages, tools = first
+    out = Outcome(case_id=case.id, mode=mode, attempts=[_copy(attempt1)])
+    limit = 1 if mode == "direct" else max_attempts
+    native = style == "native"
+    messages = list(messages)
+    while True:
+        last = out.attempts[-1]
+        if last.error is not None:
+            out.error, out.error_kind = last.error, last.error_kind
+            return out
+        if last.row is not None and last.row["stage"] == 0:
+            return out
+        if last.attempt >= limit:
+            return out
+        feedback = BINARY_FEEDBACK if mode == "binary" else last.row["fix"]
+        last.feedback = feedback
+        reply_text = (last.reply or {}).get("text") or ""
+        parsed = parse_output(ModelReply.from_dict(last.reply or {}))
+        messages = [
+            *messages,
+            assistant_turn(reply_text, parsed, native),
+            {"role": "user", "content": feedback},
+        ]
+        n = last.attempt + 1
+        _set_context(model, case.id, mode, n)
+        reply, err, latency = _call(model, messages, tools, decoding)
+        if err is not None:
+            out.attempts.append(_failed(n, messages, err, latency))
+        else:
+            out.attempts.append(_scored_attempt(n, case, messages, reply, latency))
+
+
+def _copy(a: Attempt) -> Attempt:
+    return Attempt(**{**a.__dict__, "feedback": None})

@@ -1,0 +1,168 @@
+"""Drive one model over many cases and feedback modes, resumably, into a run store."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from callscope.models.base import ChatModel, Decoding
+from callscope.paths import cache_root
+from callscope.models.prompting import Style
+from callscope.runs.loop import MODES, Mode, first_attempt, run_loop
+from callscope.runs.store import RunStore
+from callscope.types import Case
+
+#: after this many consecutive unreachable-backend errors the run stops (resume later)
+MAX_CONSECUTIVE_CONNECTION_ERRORS = 5
+_UNREACHABLE = {"connection", "timeout"}
+
+
+def default_cache_path() -> Path:
+    return cache_root() / "responses.sqlite"
+
+
+@dataclass
+class RunSummary:
+    model: str
+    total: int = 0
+    ran: int = 0
+    skipped: int = 0
+    solve_rate: dict[str, float] = field(default_factory=dict)
+    mean_attempts: dict[str, float] = field(default_factory=dict)
+    n: dict[str, int] = field(default_factory=dict)
+    errors: Counter[str] = field(default_factory=Counter)
+    aborted: str | None = None
+
+
+def _check_config(store: RunStore, config: dict[str, Any]) -> None:
+    """A run directory belongs to one configuration per model; refuse silent mixing."""
+    key = f"config:{config['model']}"
+    old = store.get_meta(key)
+    fixed = ("style", "max_attempts", "decoding")
+    if old is not None:
+        diffs = [k for k in fixed if old.get(k) != config.get(k)]
+        if diffs:
+            raise ValueError(
+                f"run directory {store.run_dir} already holds model {config['model']!r} run with "
+                f"different {', '.join(diffs)} ({', '.join(f'{k}={old.get(k)!r}' for k in diffs)}); "
+                "use a new output directory"
+            )
+    store.set_meta(key, config)
+
+
+def resolve_style(model: ChatModel, style: str | None) -> Style:
+    if style in ("native", "prompt"):
+        return style  # type: ignore[return-value]
+    return "native" if model.supports_native_tools else "prompt"
+
+
+def run_cases(
+    model: ChatModel,
+    cases: Sequence[Case],
+    store: RunStore,
+    *,
+    modes: Sequence[Mode] = MODES,
+    max_attempts: int = 15,
+    style: str | None = None,
+    decoding: Decoding | None = None,
+    concurrency: int = 1,
+    show_progress: bool = True,
+    retry_errors: bool = True,
+) -> RunSummary:
+    """Run every (case, mode) that has no outcome yet for ``model``; return a summary.
+
+    The first attempt is computed once per case and shared by all modes. Interrupting this
+    function at any point loses at most the (case, mode) units in flight."""
+    decoding = decoding or Decoding()
+    resolved = resolve_style(model, style)
+    for m in modes:
+        if m not in MODES:
+            raise ValueError(f"unknown mode {m!r}; choose from {', '.join(MODES)}")
+    _check_config(
+        store,
+        {"model": model.spec, "style": resolved, "max_attempts": max_attempts,
+         "decoding": decoding.to_dict()},
+    )  # fmt: skip
+    store.add_cases(list(cases))
+    done = store.done(model.spec, include_errors=not retry_errors)
+    todo = [(c, [m for m in modes if (c.id, m) not in done]) for c in cases]
+    todo = [(c, ms) for c, ms in todo if ms]
+    summary = RunSummary(model=model.spec, total=len(cases) * len(modes))
+    summary.skipped = summary.total - sum(len(ms) for _, ms in todo)
+    workers = max(1, min(concurrency, model.max_concurrency))
+    stop = threading.Event()
+    streak = [0]
+    lock = threading.Lock()
+
+    def work(case: Case, case_modes: list[Mode]) -> int:
+        if stop.is_set():
+            return 0
+        first = first_attempt(model, case, resolved, decoding)
+        for mode in case_modes:
+            outcome = run_loop(
+                model, case, mode, first=first, style=resolved,
+                max_attempts=max_attempts, decoding=decoding,
+            )  # fmt: skip
+            store.save_outcome(model.spec, case.scale, outcome)
+            with lock:
+                streak[0] = streak[0] + 1 if outcome.error_kind in _UNREACHABLE else 0
+                if streak[0] >= MAX_CONSECUTIVE_CONNECTION_ERRORS:
+                    summary.aborted = outcome.error
+                    stop.set()
+        return len(case_modes)
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+        TextColumn("ETA"), TimeRemainingColumn(), disable=not show_progress,
+    )  # fmt: skip
+    with progress, ThreadPoolExecutor(max_workers=workers) as pool:
+        task = progress.add_task(model.spec, total=summary.total, completed=summary.skipped, rate="")
+        pending: set[Future[int]] = set()
+        items = iter(todo)
+        while True:
+            while len(pending) < workers and not stop.is_set():
+                nxt = next(items, None)
+                if nxt is None:
+                    break
+                pending.add(pool.submit(work, *nxt))
+            if not pending:
+                break
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                summary.ran += fut.result()
+                elapsed = progress.tasks[0].elapsed or 0.0
+                rate = f"{summary.ran / elapsed:.2f} runs/s" if elapsed else ""
+                progress.update(task, advance=0, completed=summary.skipped + summary.ran, rate=rate)
+    _fill_summary(store, model.spec, summary)
+    store.export_jsonl()
+    return summary
+
+
+def _fill_summary(store: RunStore, model: str, summary: RunSummary) -> None:
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for o in store.outcomes(model):
+        by_mode.setdefault(o["mode"], []).append(o)
+        if o["error_kind"]:
+            summary.errors[o["error_kind"]] += 1
+    for mode, rows in by_mode.items():
+        summary.n[mode] = len(rows)
+        summary.solve_rate[mode] = fmean(1.0 if r["final"].get("solved") else 0.0 for r in rows)
+        summary.mean_attempts[mode] = fmean(r["n_attempts"] for r in rows)

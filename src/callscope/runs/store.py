@@ -1,0 +1,209 @@
+"""The run store: one SQLite file (WAL) per run directory holding cases, attempts, outcomes.
+
+An outcome and all of its attempts are written in one transaction, so a run killed at any
+moment (SIGINT or SIGKILL) leaves each (model, case, mode) either complete or absent; the
+re-run recomputes only the absent ones (and the response cache makes that cheap).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from callscope.runs.loop import Outcome
+from callscope.types import Case
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cases (
+  case_id TEXT PRIMARY KEY, scale INTEGER, data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS outcomes (
+  model TEXT NOT NULL, case_id TEXT NOT NULL, mode TEXT NOT NULL,
+  scale INTEGER, n_attempts INTEGER NOT NULL, solved_at INTEGER,
+  error TEXT, error_kind TEXT, final TEXT NOT NULL, first TEXT,
+  PRIMARY KEY (model, case_id, mode)
+);
+CREATE TABLE IF NOT EXISTS conversations (
+  model TEXT NOT NULL, probe TEXT NOT NULL, case_id TEXT NOT NULL, category TEXT NOT NULL,
+  passed INTEGER, error TEXT, trajectory TEXT NOT NULL, verdict TEXT NOT NULL,
+  PRIMARY KEY (model, probe, case_id)
+);
+CREATE TABLE IF NOT EXISTS attempts (
+  model TEXT NOT NULL, case_id TEXT NOT NULL, mode TEXT NOT NULL, attempt INTEGER NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (model, case_id, mode, attempt)
+);
+"""
+
+STORE_FILE = "store.sqlite"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class RunStore:
+    """Thread-safe access to a run directory's SQLite store."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.run_dir / STORE_FILE
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ---------------------------------------------------------------- meta / config
+
+    def get_meta(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value))
+            )
+
+    # ---------------------------------------------------------------- cases
+
+    def add_cases(self, cases: list[Case]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR IGNORE INTO cases(case_id, scale, data) VALUES (?, ?, ?)",
+                [(c.id, c.scale, _dumps(c.to_dict())) for c in cases],
+            )
+            self._db.execute("COMMIT")
+
+    def cases(self) -> list[Case]:
+        rows = self._db.execute("SELECT data FROM cases ORDER BY rowid").fetchall()
+        return [Case.from_dict(json.loads(r[0])) for r in rows]
+
+    # ---------------------------------------------------------------- outcomes
+
+    def done(self, model: str, *, include_errors: bool = False) -> set[tuple[str, str]]:
+        """(case_id, mode) pairs with an outcome for ``model`` (errored ones only if asked)."""
+        sql = "SELECT case_id, mode FROM outcomes WHERE model=?"
+        if not include_errors:
+            sql += " AND error IS NULL"
+        return {(r[0], r[1]) for r in self._db.execute(sql, (model,))}
+
+    def save_outcome(self, model: str, scale: int | None, outcome: Outcome) -> None:
+        """Write one outcome and all its attempts atomically (replacing an earlier try)."""
+        first = outcome.attempts[0].row if outcome.attempts else None
+        key = (model, outcome.case_id, outcome.mode)
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key
+                )
+                self._db.executemany(
+                    "INSERT INTO attempts(model, case_id, mode, attempt, data) VALUES (?,?,?,?,?)",
+                    [(*key, a.attempt, _dumps(a.to_dict())) for a in outcome.attempts],
+                )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO outcomes(model, case_id, mode, scale, n_attempts,"
+                    " solved_at, error, error_kind, final, first) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        *key, scale, len(outcome.attempts), outcome.solved_at, outcome.error,
+                        outcome.error_kind, _dumps(outcome.export_row(model, scale)),
+                        _dumps(first),
+                    ),
+                )  # fmt: skip
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def outcomes(self, model: str | None = None) -> Iterator[dict[str, Any]]:
+        """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded."""
+        sql = (
+            "SELECT model, case_id, mode, scale, n_attempts, solved_at, error, error_kind,"
+            " final, first FROM outcomes"
+        )
+        args: tuple[Any, ...] = ()
+        if model is not None:
+            sql += " WHERE model=?"
+            args = (model,)
+        sql += " ORDER BY rowid"
+        cols = ("model", "case_id", "mode", "scale", "n_attempts", "solved_at", "error",
+                "error_kind", "final", "first")  # fmt: skip
+        for r in self._db.execute(sql, args).fetchall():
+            d = dict(zip(cols, r, strict=True))
+            d["final"] = json.loads(d["final"])
+            d["first"] = json.loads(d["first"]) if d["first"] else None
+            yield d
+
+    def attempts(self, model: str, case_id: str, mode: str) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT data FROM attempts WHERE model=? AND case_id=? AND mode=? ORDER BY attempt",
+            (model, case_id, mode),
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    # ---------------------------------------------------------------- multi-turn
+
+    def conversations_done(self, model: str, probe: str) -> set[str]:
+        rows = self._db.execute(
+            "SELECT case_id FROM conversations WHERE model=? AND probe=?", (model, probe)
+        )
+        return {r[0] for r in rows}
+
+    def save_conversation(
+        self, model: str, probe: str, category: str, trajectory: dict[str, Any],
+        verdict: dict[str, Any],
+    ) -> None:  # fmt: skip
+        """One multi-turn case: its whole trajectory and BFCL verdict, in one statement."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO conversations(model, probe, case_id, category, passed,"
+                " error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    model, probe, trajectory["case_id"], category, int(bool(verdict["passed"])),
+                    _dumps(trajectory.get("error")) if trajectory.get("error") else None,
+                    _dumps(trajectory), _dumps(verdict),
+                ),
+            )  # fmt: skip
+
+    def conversations(
+        self, model: str | None = None, probe: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        sql = "SELECT model, probe, case_id, category, passed, trajectory, verdict FROM conversations"
+        where, args = [], []
+        for col, val in (("model", model), ("probe", probe)):
+            if val is not None:
+                where.append(f"{col}=?")
+                args.append(val)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        for m, p, cid, cat, passed, traj, verdict in self._db.execute(sql + " ORDER BY rowid", args):
+            yield {
+                "model": m, "probe": p, "case_id": cid, "category": cat, "passed": bool(passed),
+                "trajectory": json.loads(traj), "verdict": json.loads(verdict),
+            }  # fmt: skip
+
+    def models(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT DISTINCT model FROM outcomes ORDER BY 1")]
+
+    def export_jsonl(self, path: str | Path | None = None) -> Path:
+        """Final rows (``score`` format + attempts, mode, solved_at) as JSON lines."""
+        path = Path(path) if path else self.run_dir / "final.jsonl"
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for o in self.outcomes():
+                fh.write(_dumps(o["final"]) + "\n")
+        tmp.replace(path)
+        return path

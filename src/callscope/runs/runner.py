@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -23,8 +22,8 @@ from rich.progress import (
 )
 
 from callscope.models.base import ChatModel, Decoding
-from callscope.paths import cache_root
 from callscope.models.prompting import Style
+from callscope.paths import cache_root
 from callscope.runs.loop import MODES, Mode, first_attempt, run_loop
 from callscope.runs.store import RunStore
 from callscope.types import Case

@@ -195,9 +195,6 @@ class RunStore:
                 "trajectory": json.loads(traj), "verdict": json.loads(verdict),
             }  # fmt: skip
 
-    def models(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT DISTINCT model FROM outcomes ORDER BY 1")]
-
     def export_jsonl(self, path: str | Path | None = None) -> Path:
         """Final rows (``score`` format + attempts, mode, solved_at) as JSON lines."""
         path = Path(path) if path else self.run_dir / "final.jsonl"

@@ -403,6 +403,7 @@ def calibrate(
     cases = select_cases(_modes(categories), n)
     m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
     store = RunStore(out)
+    store.set_meta("classifier_preset", preset_name)
     t0 = time.perf_counter()
     with _interruptible(), closing(m):
         ran, skipped = run_calibration(

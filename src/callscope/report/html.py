@@ -425,7 +425,12 @@ def build_report(
     outcomes = agg.load_outcomes(run_dir)
     store = RunStore(run_dir)
     try:
-        conv: dict[str, Any] | None = conversation_report(store)
+        from callscope.actions.classify import preset
+
+        # the classifier preset the calibration was run with (recorded by `calibrate`)
+        conv: dict[str, Any] | None = conversation_report(
+            store, preset(store.get_meta("classifier_preset") or "default")
+        )
     finally:
         store.close()
     if not conv["conversations"]:

@@ -251,7 +251,7 @@ def cells_table_html(
 
 
 _DIAG_CAPTION = (
-    "GAR (gold action rate): share of cases whose gold action class (base/long_context "
+    "GAR (Gold Action Recall): share of cases whose gold action class (base/long_context "
     "TOOL_CALL, miss_param ASK, miss_func REFUSE) appears among the classes of the model's "
     "emissions (case level), or at a due turn (turn level); Acc: BFCL's verdict. Wilson 95% "
     "intervals. Acc > GAR flags grader masking."

@@ -22,6 +22,7 @@ import ast
 import json
 import math
 import re
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -254,7 +255,9 @@ def _python_call(node: ast.AST) -> ToolCall:
 def parse_python_calls(text: str) -> list[ToolCall]:
     """``f(a=1)`` or ``[f(a=1), g()]`` as the whole of ``text``; literals only. Never evaluates."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with warnings.catch_warnings():  # model text: its invalid escapes are not our warnings
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise _Reject(f"not Python call syntax: {type(exc).__name__}") from None
     body = tree.body

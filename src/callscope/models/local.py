@@ -56,10 +56,14 @@ class _Engine:
 
         evals: list[int] = []
 
-        class _CountingLlama(Llama):  # type: ignore[misc, valid-type]
-            def eval(self, tokens: Any) -> None:  # noqa: A003 - llama-cpp's name
-                evals.append(len(tokens))
-                super().eval(tokens)
+        def counting_forward(llm: Any, tokens: Any) -> None:
+            """llama-cpp's token-evaluation step (``Llama.eval``), counting the tokens it
+            actually computes (the part of the prompt not reused from the KV cache)."""
+            evals.append(len(tokens))
+            Llama.eval(llm, tokens)
+
+        # a subclass whose evaluation step counts; it is not Python's eval of any text
+        _CountingLlama = type("_CountingLlama", (Llama,), {"eval": counting_forward})
 
         self.evals = evals
         self.lock = threading.Lock()

@@ -1,6 +1,85 @@
 // callscope report: renders the SAAG case browser (JSON block #data) and the multi-turn
 // conversation browser (JSON block #conv-data); each part runs only when its block exists.
 // All model and dataset text is inserted with textContent / createElement only.
+// Shared by both browsers: element building and the filter / URL-hash / paging machinery.
+var CALLSCOPE = (function () {
+  "use strict";
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function hasOption(sel, value) {
+    for (var i = 0; i < sel.options.length; i++) if (sel.options[i].value === value) return true;
+    return false;
+  }
+  function json(x) { return JSON.stringify(x, null, 2); }
+
+  // cfg: items, filters, options {name: [[value, label]]}, select(name), hashKey(name),
+  // normalize(name, value, sel) -> value, matches(item, f), card(item), page, noun,
+  // ids {count, list, more, note}
+  function browser(cfg) {
+    var limit = cfg.page;
+    function fillSelects() {
+      cfg.filters.forEach(function (name) {
+        var sel = cfg.select(name);
+        sel.appendChild(el("option", null, "all")).value = "";
+        cfg.options[name].forEach(function (pair) {
+          var o = el("option", null, pair[1]);
+          o.value = pair[0];
+          sel.appendChild(o);
+        });
+        sel.addEventListener("change", writeHash);
+      });
+    }
+    function readHash() {
+      var params = new URLSearchParams(location.hash.replace(/^#/, ""));
+      var ignored = [];
+      cfg.filters.forEach(function (name) {
+        var sel = cfg.select(name);
+        var v = params.get(cfg.hashKey(name));
+        if (v === null) { sel.value = ""; return; }
+        v = cfg.normalize(name, v, sel);
+        if (hasOption(sel, v)) sel.value = v;
+        else { sel.value = ""; ignored.push(cfg.hashKey(name) + "=" + v); }
+      });
+      document.getElementById(cfg.ids.note).textContent =
+        ignored.length ? "ignored unknown filter value(s): " + ignored.join(", ") : "";
+    }
+    function writeHash() {
+      // keep the other browser's parameters in the hash
+      var params = new URLSearchParams(location.hash.replace(/^#/, ""));
+      cfg.filters.forEach(function (name) {
+        var v = cfg.select(name).value;
+        if (v) params.set(cfg.hashKey(name), v); else params.delete(cfg.hashKey(name));
+      });
+      var h = params.toString();
+      if (("#" + h) === location.hash || (h === "" && location.hash === "")) { limit = cfg.page; render(); }
+      else location.hash = h;
+    }
+    function render() {
+      var f = {};
+      cfg.filters.forEach(function (name) { f[name] = cfg.select(name).value; });
+      var shown = cfg.items.filter(function (it) { return cfg.matches(it, f); });
+      document.getElementById(cfg.ids.count).textContent =
+        shown.length + " of " + cfg.items.length + " " + cfg.noun + " shown";
+      var list = document.getElementById(cfg.ids.list);
+      while (list.firstChild) list.removeChild(list.firstChild);
+      shown.slice(0, limit).forEach(function (it) { list.appendChild(cfg.card(it)); });
+      var more = document.getElementById(cfg.ids.more);
+      more.hidden = shown.length <= limit;
+      more.textContent = "show more (" + Math.min(limit, shown.length) + " of " + shown.length + " rendered)";
+    }
+    fillSelects();
+    document.getElementById(cfg.ids.more).addEventListener("click", function () { limit += cfg.page; render(); });
+    window.addEventListener("hashchange", function () { readHash(); limit = cfg.page; render(); });
+    readHash();
+    render();
+  }
+  return { el: el, hasOption: hasOption, json: json, browser: browser };
+})();
+
 (function () {
   "use strict";
   var node = document.getElementById("data");
@@ -9,76 +88,23 @@
   var ITEMS = DATA.items;
   var FILTERS = ["model", "mode", "scale", "stage", "kind", "result"];
   var STAGE_ALIAS = { passed: "0", pass: "0", stage1: "1", stage2: "2", stage3: "3" };
-  var PAGE = 100;
-  var limit = PAGE;
-
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
+  var el = CALLSCOPE.el, json = CALLSCOPE.json;
   function select(name) { return document.getElementById("filter-" + name); }
   function fmt(x) {
     if (x === null || x === undefined) return "–";
     if (typeof x === "number") return Number.isInteger(x) ? String(x) : x.toFixed(3);
     return String(x);
   }
-  function json(x) { return JSON.stringify(x, null, 2); }
 
-  function fillSelects() {
-    var options = {
-      model: DATA.models.map(function (m) { return [m, m]; }),
-      mode: DATA.modes.map(function (m) { return [m, m]; }),
-      scale: DATA.scales.map(function (s) { return [s, s]; }),
-      stage: [["0", "passed"], ["1", "stage 1 (registry)"], ["2", "stage 2 (structure)"],
-              ["3", "stage 3 (grounding)"], ["error", "model error"]],
-      kind: DATA.kinds.map(function (k) { return [k, k]; }),
-      result: [["solved", "solved"], ["unsolved", "unsolved"], ["error", "model error"]]
-    };
-    FILTERS.forEach(function (name) {
-      var sel = select(name);
-      sel.appendChild(el("option", null, "all")).value = "";
-      options[name].forEach(function (pair) {
-        var o = el("option", null, pair[1]);
-        o.value = pair[0];
-        sel.appendChild(o);
-      });
-      sel.addEventListener("change", writeHash);
-    });
-  }
-
-  function hasOption(sel, value) {
-    for (var i = 0; i < sel.options.length; i++) if (sel.options[i].value === value) return true;
-    return false;
-  }
-
-  function readHash() {
-    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
-    var ignored = [];
-    FILTERS.forEach(function (name) {
-      var sel = select(name);
-      var v = params.get(name);
-      if (v === null) { sel.value = ""; return; }
-      if (name === "stage" && STAGE_ALIAS.hasOwnProperty(v)) v = STAGE_ALIAS[v];
-      if (hasOption(sel, v)) sel.value = v;
-      else { sel.value = ""; ignored.push(name + "=" + v); }
-    });
-    document.getElementById("filter-note").textContent =
-      ignored.length ? "ignored unknown filter value(s): " + ignored.join(", ") : "";
-  }
-
-  function writeHash() {
-    // keep the other browser's parameters (conv-*) in the hash
-    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
-    FILTERS.forEach(function (name) {
-      var v = select(name).value;
-      if (v) params.set(name, v); else params.delete(name);
-    });
-    var h = params.toString();
-    if (("#" + h) === location.hash || (h === "" && location.hash === "")) { limit = PAGE; render(); }
-    else location.hash = h;
-  }
+  var OPTIONS = {
+    model: DATA.models.map(function (m) { return [m, m]; }),
+    mode: DATA.modes.map(function (m) { return [m, m]; }),
+    scale: DATA.scales.map(function (s) { return [s, s]; }),
+    stage: [["0", "passed"], ["1", "stage 1 (registry)"], ["2", "stage 2 (structure)"],
+            ["3", "stage 3 (grounding)"], ["error", "model error"]],
+    kind: DATA.kinds.map(function (k) { return [k, k]; }),
+    result: [["solved", "solved"], ["unsolved", "unsolved"], ["error", "model error"]]
+  };
 
   function matches(item, f) {
     if (f.model && item.model !== f.model) return false;
@@ -180,25 +206,15 @@
     return div;
   }
 
-  function render() {
-    var f = {};
-    FILTERS.forEach(function (name) { f[name] = select(name).value; });
-    var shown = ITEMS.filter(function (it) { return matches(it, f); });
-    document.getElementById("shown-count").textContent =
-      shown.length + " of " + ITEMS.length + " cases shown";
-    var list = document.getElementById("case-list");
-    while (list.firstChild) list.removeChild(list.firstChild);
-    shown.slice(0, limit).forEach(function (it) { list.appendChild(card(it)); });
-    var more = document.getElementById("more");
-    more.hidden = shown.length <= limit;
-    more.textContent = "show more (" + Math.min(limit, shown.length) + " of " + shown.length + " rendered)";
-  }
-
-  fillSelects();
-  document.getElementById("more").addEventListener("click", function () { limit += PAGE; render(); });
-  window.addEventListener("hashchange", function () { readHash(); limit = PAGE; render(); });
-  readHash();
-  render();
+  CALLSCOPE.browser({
+    items: ITEMS, filters: FILTERS, options: OPTIONS, select: select,
+    hashKey: function (name) { return name; },
+    normalize: function (name, v) {
+      return name === "stage" && STAGE_ALIAS.hasOwnProperty(v) ? STAGE_ALIAS[v] : v;
+    },
+    matches: matches, card: card, page: 100, noun: "cases",
+    ids: { count: "shown-count", list: "case-list", more: "more", note: "filter-note" }
+  });
 })();
 
 // The conversation browser of multi-turn calibration runs.
@@ -210,71 +226,17 @@
   var ITEMS = DATA.conversations;
   var FILTERS = ["model", "probe", "category", "verdict", "gold"];
   var ALIAS = { verdict: { passed: "pass", failed: "fail" }, gold: { true: "yes", false: "no" } };
-  var PAGE = 50;
-  var limit = PAGE;
-
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
+  var el = CALLSCOPE.el, json = CALLSCOPE.json, hasOption = CALLSCOPE.hasOption;
   function select(name) { return document.getElementById("conv-filter-" + name); }
-  function json(x) { return JSON.stringify(x, null, 2); }
   function short(cat) { return String(cat).replace(/^multi_turn_/, ""); }
-  function hasOption(sel, value) {
-    for (var i = 0; i < sel.options.length; i++) if (sel.options[i].value === value) return true;
-    return false;
-  }
 
-  function fillSelects() {
-    var options = {
+  var OPTIONS = {
       model: DATA.models.map(function (m) { return [m, m]; }),
-      probe: DATA.probes.map(function (p) { return [p, p]; }),
-      category: DATA.categories.map(function (c) { return [c, short(c)]; }),
-      verdict: [["pass", "pass"], ["fail", "fail"]],
-      gold: [["yes", "yes"], ["no", "no"]]
-    };
-    FILTERS.forEach(function (name) {
-      var sel = select(name);
-      sel.appendChild(el("option", null, "all")).value = "";
-      options[name].forEach(function (pair) {
-        var o = el("option", null, pair[1]);
-        o.value = pair[0];
-        sel.appendChild(o);
-      });
-      sel.addEventListener("change", writeHash);
-    });
-  }
-
-  function readHash() {
-    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
-    var ignored = [];
-    FILTERS.forEach(function (name) {
-      var sel = select(name);
-      var v = params.get("conv-" + name);
-      if (v === null) { sel.value = ""; return; }
-      if (ALIAS[name] && ALIAS[name].hasOwnProperty(v)) v = ALIAS[name][v];
-      if (name === "category" && !hasOption(sel, v) && hasOption(sel, "multi_turn_" + v)) {
-        v = "multi_turn_" + v;
-      }
-      if (hasOption(sel, v)) sel.value = v;
-      else { sel.value = ""; ignored.push("conv-" + name + "=" + v); }
-    });
-    document.getElementById("conv-filter-note").textContent =
-      ignored.length ? "ignored unknown filter value(s): " + ignored.join(", ") : "";
-  }
-
-  function writeHash() {
-    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
-    FILTERS.forEach(function (name) {
-      var v = select(name).value;
-      if (v) params.set("conv-" + name, v); else params.delete("conv-" + name);
-    });
-    var h = params.toString();
-    if (("#" + h) === location.hash || (h === "" && location.hash === "")) { limit = PAGE; render(); }
-    else location.hash = h;
-  }
+    probe: DATA.probes.map(function (p) { return [p, p]; }),
+    category: DATA.categories.map(function (c) { return [c, short(c)]; }),
+    verdict: [["pass", "pass"], ["fail", "fail"]],
+    gold: [["yes", "yes"], ["no", "no"]]
+  };
 
   function matches(item, f) {
     if (f.model && item.model !== f.model) return false;
@@ -409,23 +371,17 @@
     return div;
   }
 
-  function render() {
-    var f = {};
-    FILTERS.forEach(function (name) { f[name] = select(name).value; });
-    var shown = ITEMS.filter(function (it) { return matches(it, f); });
-    document.getElementById("conv-shown-count").textContent =
-      shown.length + " of " + ITEMS.length + " conversations shown";
-    var list = document.getElementById("conv-list");
-    while (list.firstChild) list.removeChild(list.firstChild);
-    shown.slice(0, limit).forEach(function (it) { list.appendChild(card(it)); });
-    var more = document.getElementById("conv-more");
-    more.hidden = shown.length <= limit;
-    more.textContent = "show more (" + Math.min(limit, shown.length) + " of " + shown.length + " rendered)";
-  }
-
-  fillSelects();
-  document.getElementById("conv-more").addEventListener("click", function () { limit += PAGE; render(); });
-  window.addEventListener("hashchange", function () { readHash(); limit = PAGE; render(); });
-  readHash();
-  render();
+  CALLSCOPE.browser({
+    items: ITEMS, filters: FILTERS, options: OPTIONS, select: select,
+    hashKey: function (name) { return "conv-" + name; },
+    normalize: function (name, v, sel) {
+      if (ALIAS[name] && ALIAS[name].hasOwnProperty(v)) v = ALIAS[name][v];
+      if (name === "category" && !hasOption(sel, v) && hasOption(sel, "multi_turn_" + v)) {
+        v = "multi_turn_" + v;
+      }
+      return v;
+    },
+    matches: matches, card: card, page: 50, noun: "conversations",
+    ids: { count: "conv-shown-count", list: "conv-list", more: "conv-more", note: "conv-filter-note" }
+  });
 })();

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 pytest.importorskip("bfcl_eval")
+
+from scripted import Scripted  # noqa: E402
 
 from callscope.actions.env import (  # noqa: E402
     ExecResult,
@@ -23,23 +24,7 @@ from callscope.actions.runner import (  # noqa: E402
     run_conversation,
 )
 from callscope.datasets.bfcl_multi_turn import gold_calls, load_multi_turn  # noqa: E402
-from callscope.models.base import ChatModel, Decoding  # noqa: E402
 from callscope.types import ModelError, ModelReply, ToolCall  # noqa: E402
-
-
-class Scripted(ChatModel):
-    spec = "scripted:test"
-
-    def __init__(self, replies: list[Any]) -> None:
-        self.replies = list(replies)
-
-    def chat(self, messages, tools=None, decoding: Decoding | None = None) -> ModelReply:
-        if not self.replies:
-            raise ModelError("script exhausted", kind="replay_missing")
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
 
 
 def script(turns: list[list[ToolCall]], style: str = "native") -> list[ModelReply]:

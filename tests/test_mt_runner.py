@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
+from scripted import Scripted  # noqa: E402
+
 from callscope.actions.runner import (  # noqa: E402
     REINJECT_MESSAGE,
     Trajectory,
@@ -21,28 +23,8 @@ from callscope.datasets.bfcl_multi_turn import (  # noqa: E402
     gold_class,
     load_multi_turn,
 )
-from callscope.models.base import ChatModel, Decoding  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.types import ModelError, ModelReply  # noqa: E402
-
-
-class Scripted(ChatModel):
-    """Answers from a fixed list; records every request."""
-
-    spec = "scripted:test"
-
-    def __init__(self, replies: list[Any]) -> None:
-        self.replies = list(replies)
-        self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
-
-    def chat(self, messages, tools=None, decoding: Decoding | None = None) -> ModelReply:
-        self.requests.append((json.loads(json.dumps(messages)), tools))
-        if not self.replies:
-            raise ModelError("script exhausted", kind="replay_missing")
-        reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
 
 
 def native(*calls: tuple[str, dict[str, Any]], text: str = "") -> ModelReply:

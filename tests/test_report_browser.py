@@ -13,16 +13,14 @@ modes = 27 items):
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from chromium import CHROMIUM, dump_dom
 from test_report_aggregate import build_run
 
 from callscope.report.figures import FIGURE_FILES
 from callscope.report.html import build_report
-
-CHROMIUM = Path("/usr/bin/chromium")
 
 pytestmark = [
     pytest.mark.browser,
@@ -44,17 +42,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def dump(report: Path, profile: Path, hash_: str = "") -> str:
-    url = report.resolve().as_uri() + (f"#{hash_}" if hash_ else "")
-    proc = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", f"--user-data-dir={profile}", "--virtual-time-budget=5000",
-         "--dump-dom", url],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "<html" in proc.stdout
-    return proc.stdout
+    dom = dump_dom(report, profile, hash_)
+    assert "<html" in dom
+    return dom
 
 
 def shown(dom: str) -> str:

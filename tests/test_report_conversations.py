@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMIUM, dump_dom
 
 pytest.importorskip("bfcl_eval")
 
@@ -64,7 +64,6 @@ MODEL = "scripted:positional"
 PAYLOAD = "Note: <script>alert(1)</script>"
 ASK_TEXT = "Which file do you mean? Please provide the name."
 DATA = re.compile(r'<script type="application/json" id="conv-data">(.*?)</script>', re.S)
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 class PositionalActor(ChatModel):
@@ -367,17 +366,7 @@ def test_mixed_run_keeps_saag_part(mixed_report: Path) -> None:
 # --------------------------------------------------------------------------- browser
 
 
-def dump(report: Path, profile: Path, hash_: str = "") -> str:
-    url = report.resolve().as_uri() + (f"#{hash_}" if hash_ else "")
-    proc = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", f"--user-data-dir={profile}", "--virtual-time-budget=5000",
-         "--dump-dom", url],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout
+dump = dump_dom
 
 
 def shown(dom: str) -> str:

@@ -135,3 +135,25 @@ def test_probe_run_is_paired_with_its_baseline(tmp_path) -> None:
     assert row["fired"] == 0 and row["fired_rate"] == 0.0
     assert (tmp_path / "cal" / "probe-sri.md").read_text() == md
     assert not (tmp_path / "cal" / "events.jsonl").exists()
+
+
+def test_fired_rate_counts_cases_where_the_probe_fired(tmp_path) -> None:
+    """A model that never calls halts at every turn, so SRI fires in every case: the paired
+    comparison reports fired 2/2 (read back from the stored trajectories' events), and every
+    decision is in events.jsonl."""
+    from callscope.actions.calibrate import compare_with_baseline
+
+    base_cases = select_cases(["base"], 2)
+    store = RunStore(tmp_path / "cal")
+    run_calibration(GoldActor(base_cases, silent=True), store, base_cases, show_progress=False)
+    run_calibration(GoldActor(base_cases, silent=True), store, base_cases, probe="sri", show_progress=False)
+    rows, md = compare_with_baseline(store, "scripted:gold-actor", "sri", base_cases)
+    row = next(r for r in rows if r["category"] in ("base", "multi_turn_base"))
+    assert row["n"] == 2 and row["fired"] == 2 and row["fired_rate"] == 1.0
+    assert "| 100.0 |" in md
+    events = [json.loads(line) for line in (tmp_path / "cal" / "events.jsonl").read_text().splitlines()]
+    fired = {e["case_id"] for e in events if e["decision"] == "fired"}
+    assert fired == {c.id for c in base_cases}
+    # once per turn: one fire per turn of each case, no more
+    turns = sum(len(c.ground_truth) for c in base_cases)
+    assert sum(e["decision"] == "fired" for e in events) == turns

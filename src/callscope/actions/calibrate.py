@@ -231,11 +231,12 @@ def compare_with_baseline(
     Written to ``probe-<probe>.md`` in the run directory."""
     from callscope.actions.probe_report import compare_markdown, compare_probe
     from callscope.actions.probes import get_probe
+    from callscope.actions.runner import Trajectory
 
     base = diagnose_store(store, model, BASELINE, cases)
     probed = diagnose_store(store, model, probe, cases)
     fired = {
-        c["case_id"]: bool(c["trajectory"].get("probe_fired"))
+        c["case_id"]: Trajectory.from_dict(c["trajectory"]).probe_fired
         for c in store.conversations(model, probe)
     }
     rows = compare_probe(

@@ -157,3 +157,30 @@ def test_fired_rate_counts_cases_where_the_probe_fired(tmp_path) -> None:
     # once per turn: one fire per turn of each case, no more
     turns = sum(len(c.ground_truth) for c in base_cases)
     assert sum(e["decision"] == "fired" for e in events) == turns
+
+
+def test_probe_cli_writes_the_paired_table_and_the_ablation_matrix(tmp_path, monkeypatch) -> None:
+    """`calibrate --probe` over a directory holding a full baseline and two probe runs on
+    different categories: probe-<P>.md pairs every case both runs hold (not only the
+    command's categories) and probe-ablation.md has one row per probe."""
+    from callscope.cli import app
+
+    cases = select_cases(["base", "miss_param"], 2)
+    base, mp = cases[:2], cases[2:]
+    store = RunStore(tmp_path / "cal")
+    run_calibration(GoldActor(cases, silent=True), store, cases, show_progress=False)
+    run_calibration(GoldActor(mp, silent=True), store, mp, probe="cri-retry", show_progress=False)
+    run_calibration(GoldActor(base, silent=True), store, base, probe="sri", show_progress=False)
+    store.close()
+    actor = GoldActor(mp, silent=True)
+    monkeypatch.setattr("callscope.runs.experiment.open_model", lambda *a, **k: actor)
+    res = CliRunner().invoke(app, ["calibrate", "-m", "scripted:gold-actor", "--categories",
+                                   "miss_param", "--n", "2", "--probe", "sri",
+                                   "-o", str(tmp_path / "cal"), "--quiet"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    sri = (tmp_path / "cal" / "probe-sri.md").read_text()
+    assert "| sri | base | 2 |" in sri and "| sri | miss_param | 2 |" in sri and "| sri | all | 4 |" in sri
+    ablation = (tmp_path / "cal" / "probe-ablation.md").read_text().splitlines()
+    assert ablation[0] == "| Probe | base ΔAcc / ΔGAR | miss_param ΔAcc / ΔGAR | all ΔAcc / ΔGAR | fired % |"
+    assert [line.split(" | ")[0] for line in ablation[2:]] == ["| sri", "| cri-retry"]
+    assert ablation[3].split(" | ")[1] == "n/a / n/a"  # cri-retry never ran base

@@ -238,6 +238,12 @@ def test_diagnostic_rows_and_comparison(data: dict[str, Any]) -> None:
     assert (by_cat["base"]["fired"], by_cat["miss_param"]["fired"]) == (1, 1)
     assert by_cat["all"]["fired_rate"] == 0.5 and by_cat["all"]["n"] == 4
     assert comp["table"]["rows"][-1][1] == "all" and comp["table"]["notes"]
+    # the ablation matrix: one row per probe, ΔAcc / ΔGAR per category, fired % over all cases
+    (abl,) = data["ablations"]
+    assert abl["model"] == MODEL
+    assert abl["table"]["columns"] == ["Probe", "base ΔAcc / ΔGAR", "miss_param ΔAcc / ΔGAR",
+                                       "all ΔAcc / ΔGAR", "fired %"]  # fmt: skip
+    assert abl["table"]["rows"] == [["sri", "+0.0 / +0.0", "+0.0 / +0.0", "+0.0 / +0.0", "50.0"]]
 
 
 def test_placeholder_and_retracted_steps() -> None:
@@ -304,7 +310,7 @@ def test_page_sections_and_escaping(report: Path) -> None:
     # diagnostic tables are server-rendered, escaped cells
     assert "bound violation (Acc &gt; GAR)" in page
     assert page.count('class="report diag"') == 2 + 2  # GAR/Acc + stage mix per run
-    assert 'id="table-compare-0"' in page
+    assert 'id="table-compare-0"' in page and 'id="table-ablation-0"' in page
 
 
 def saag_run(run_dir: Path) -> None:

@@ -417,10 +417,13 @@ def calibrate(
     console.print(f"wrote {path}")
     if probe and probe != BASELINE:
         if store.conversations_done(m.spec, BASELINE) >= {c.id for c in cases}:
-            from callscope.actions.calibrate import compare_with_baseline
+            from callscope.actions.calibrate import ablation_with_baseline, compare_with_baseline
 
-            _, md = compare_with_baseline(store, m.spec, probe, cases)
+            # over every case both runs hold in this directory, not only this command's cases
+            _, md = compare_with_baseline(store, m.spec, probe)
             console.print(f"paired comparison with the baseline (probe-{probe}.md):\n{md}")
+            _, md = ablation_with_baseline(store, m.spec)
+            console.print(f"ablation matrix of the probes run so far (probe-ablation.md):\n{md}")
         else:
             console.print(f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]")
     _report(out)

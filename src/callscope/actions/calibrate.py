@@ -229,20 +229,33 @@ def compare_with_baseline(
     """Paired comparison of ``probe`` against the baseline run of the same model and cases:
     rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
     Written to ``probe-<probe>.md`` in the run directory."""
-    from callscope.actions.probe_report import compare_markdown, compare_probe
+    from callscope.actions.probe_report import compare_markdown, compare_probe, fired_by_case
     from callscope.actions.probes import get_probe
-    from callscope.actions.runner import Trajectory
 
     base = diagnose_store(store, model, BASELINE, cases)
     probed = diagnose_store(store, model, probe, cases)
-    fired = {
-        c["case_id"]: Trajectory.from_dict(c["trajectory"]).probe_fired
-        for c in store.conversations(model, probe)
-    }
     rows = compare_probe(
-        paired_outcomes(base), paired_outcomes(probed), fired, probe,
+        paired_outcomes(base), paired_outcomes(probed),
+        fired_by_case(store.conversations(model, probe)), probe,
         gar_valid=get_probe(probe).gar_valid,
     )  # fmt: skip
     md = compare_markdown(rows)
     (store.run_dir / f"probe-{probe}.md").write_text(md, encoding="utf-8")
     return rows, md
+
+
+def ablation_with_baseline(
+    store: RunStore, model: str, cases: Sequence[MTCase] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """The ablation matrix of every probe run of ``model`` in the store (ΔAcc / ΔGAR per
+    category against the baseline, fired rate), in the registry's probe order; written to
+    ``probe-ablation.md``. Each probe is paired with the baseline on the cases both ran."""
+    from callscope.actions.probe_report import ablation_markdown, ablation_matrix
+    from callscope.actions.probes import PROBES
+
+    ran = store.conversation_probes(model) - {BASELINE}
+    order = [p for p in PROBES if p in ran] + sorted(ran - set(PROBES))
+    matrix = ablation_matrix({p: compare_with_baseline(store, model, p, cases)[0] for p in order})
+    md = ablation_markdown(matrix)
+    (store.run_dir / "probe-ablation.md").write_text(md, encoding="utf-8")
+    return matrix, md

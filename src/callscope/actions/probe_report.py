@@ -23,7 +23,7 @@ are what bypass reports.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from callscope.report.stats import wilson
@@ -163,6 +163,17 @@ def compare_probe(
     everything = [pair for cat in pairs for pair in pairs[cat]]
     rows.append(_row(probe_name, "all", everything, fired, gar_valid, sum(unpaired.values())))
     return rows
+
+
+def fired_by_case(convs: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
+    """Case id -> whether any probe event of its stored trajectory fired (conversation dicts as
+    :meth:`callscope.runs.store.RunStore.conversations` yields them)."""
+    return {
+        str(c["case_id"]): any(
+            e.get("decision") == "fired" for e in (c.get("trajectory") or {}).get("events") or []
+        )
+        for c in convs
+    }
 
 
 def ablation_matrix(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:

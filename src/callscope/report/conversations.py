@@ -10,7 +10,8 @@ What a user relies on:
 * **Paired comparison**: for every model with a ``baseline`` run and a probe run,
   :func:`callscope.actions.probe_report.compare_probe` on ``(case id, category, passed,
   gold class emitted)`` per case (the last taken from the diagnostics' per-case verdict), with
-  "fired" read from the probe run's events; skipped when ``probe_report`` lacks it.
+  "fired" read from the probe run's events; per model, the ablation matrix of its probes
+  (:func:`callscope.actions.probe_report.ablation_matrix`).
 * **Per conversation**: category, gold class, due turns, the grader's verdict (passed, reason,
   failed turn), whether the gold class was emitted (case-level GAR hit, from the diagnostics),
   and per turn: the user messages, the tools re-injected at that turn (miss_func), the
@@ -34,6 +35,13 @@ from typing import Any
 from callscope.actions.calibrate import BASELINE, diagnose_store, stage_mix_markdown
 from callscope.actions.classify import ACTION_CLASSES, DEFAULT, ClassifierConfig, classify_emission
 from callscope.actions.diagnostics import to_markdown
+from callscope.actions.probe_report import (
+    ablation_markdown,
+    ablation_matrix,
+    compare_markdown,
+    compare_probe,
+    fired_by_case,
+)
 from callscope.datasets.bfcl_multi_turn import MTCase, due_turns, gold_class, load_multi_turn
 from callscope.runs.store import RunStore
 
@@ -248,28 +256,14 @@ def _load_cases(categories: Sequence[str]) -> tuple[dict[str, MTCase], str | Non
     return {c.id: c for c in cases}, None
 
 
-def fired_by_case(convs: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
-    """Case id -> whether any probe event of its trajectory fired."""
-    return {
-        str(c["case_id"]): any(
-            e.get("decision") == "fired" for e in (c.get("trajectory") or {}).get("events") or []
-        )
-        for c in convs
-    }
-
-
 def _comparison(
     model: str,
     probe: str,
     base_cases: Sequence[Any],
     probe_cases: Sequence[Any],
     fired: Mapping[str, bool],
-) -> dict[str, Any] | None:
-    """The paired table of ``probe`` vs the baseline, or ``None`` without probe_report."""
-    try:
-        from callscope.actions.probe_report import compare_markdown, compare_probe
-    except ImportError:
-        return None
+) -> dict[str, Any]:
+    """The paired table of ``probe`` vs the baseline."""
     base = [(c.id, c.category, bool(c.passed), bool(c.gar_case)) for c in base_cases]
     probed = [(c.id, c.category, bool(c.passed), bool(c.gar_case)) for c in probe_cases]
     rows = compare_probe(base, probed, fired, probe)
@@ -312,9 +306,13 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
         if probe == BASELINE or (model, BASELINE) not in per_case or (model, probe) not in per_case:
             continue
         fired = fired_by_case(c for c in convs if c["model"] == model and c["probe"] == probe)
-        comp = _comparison(model, probe, per_case[(model, BASELINE)], per_case[(model, probe)],
-                           fired)  # fmt: skip
-        comparisons.append(comp or {"model": model, "probe": probe, "rows": None, "table": None})
+        comparisons.append(_comparison(model, probe, per_case[(model, BASELINE)],
+                                       per_case[(model, probe)], fired))  # fmt: skip
+    ablations = []
+    for model in sorted({str(c["model"]) for c in comparisons}):
+        by_probe = {c["probe"]: c["rows"] for c in comparisons if c["model"] == model}
+        md = ablation_markdown(ablation_matrix(by_probe))
+        ablations.append({"model": model, "table": markdown_table(md)})
     records = [
         conversation_record(
             c,
@@ -327,6 +325,7 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
     return {
         "runs": runs,
         "comparisons": comparisons,
+        "ablations": ablations,
         "conversations": records,
         "models": sorted({m for m, _ in pairs}),
         "probes": sorted({p for _, p in pairs}, key=probe_key),

@@ -271,6 +271,14 @@ def _capability_html(cap: dict[str, Any]) -> str:
     return f'<p class="capability">{_esc(text)}</p>'
 
 
+_ABLATION_CAPTION = (
+    "ΔAcc / ΔGAR in percentage points against the baseline, per category, on the cases both "
+    "runs hold (intervals and flips in each probe's paired table above); fired % over all "
+    "paired cases; n/a where a probe did not run a category or GAR is not a model measure "
+    "(CRI-bypass)."
+)
+
+
 def diagnostic_html(conv: dict[str, Any]) -> str:
     """The "Action-class diagnostic" section: tables per (model, probe), paired comparisons."""
     parts = ['<section id="diagnostic"><h2>Action-class diagnostic</h2>']
@@ -289,15 +297,15 @@ def diagnostic_html(conv: dict[str, Any]) -> str:
     for j, comp in enumerate(conv.get("comparisons") or []):
         label = f"{comp['probe']} vs baseline ({comp['model']})"
         parts.append(f'<h3 id="compare-{j}">Paired comparison: {_esc(label)}</h3>')
-        if comp.get("table"):
-            table = comp["table"]
-            parts.append(cells_table_html(
-                f"compare-{j}", f"Probe {comp['probe']} against the baseline, paired by case",
-                " ".join(table.get("notes") or []), table, "report compare"))  # fmt: skip
-        else:
-            parts.append('<p class="note">Both runs exist for this model; the paired '
-                         "comparison is not available in this installation "
-                         "(callscope.actions.probe_report.compare_probe).</p>")  # fmt: skip
+        table = comp["table"]
+        parts.append(cells_table_html(
+            f"compare-{j}", f"Probe {comp['probe']} against the baseline, paired by case",
+            " ".join(table.get("notes") or []), table, "report compare"))  # fmt: skip
+    for k, abl in enumerate(conv.get("ablations") or []):
+        parts.append(f'<h3 id="ablation-{k}">Ablation matrix: {_esc(abl["model"])}</h3>')
+        parts.append(cells_table_html(
+            f"ablation-{k}", f"Every probe against the baseline ({abl['model']})",
+            _ABLATION_CAPTION, abl["table"], "report compare"))  # fmt: skip
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -162,6 +162,11 @@ class RunStore:
         )
         return {r[0] for r in rows}
 
+    def conversation_probes(self, model: str) -> set[str]:
+        """The probes (``baseline`` included) ``model`` has conversations under."""
+        rows = self._db.execute("SELECT DISTINCT probe FROM conversations WHERE model=?", (model,))
+        return {r[0] for r in rows}
+
     def save_conversation(
         self, model: str, probe: str, category: str, trajectory: dict[str, Any],
         verdict: dict[str, Any],

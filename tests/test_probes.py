@@ -599,3 +599,14 @@ def test_ablation_matrix():
     md = ablation_markdown(matrix)
     assert "| sri | +10.0 / -5.0 | +10.0 / -5.0 | +10.0 / -5.0 | 50.0 |" in md
     assert "| cri-bypass | +2.0 / n/a |" in md
+
+
+def test_markdown_leaves_out_categories_the_probe_never_ran():
+    base = [("b1", "multi_turn_base", False, True), ("b2", "multi_turn_base", False, False),
+            ("m1", "multi_turn_miss_param", False, False)]  # fmt: skip
+    probed = [("m1", "multi_turn_miss_param", False, True)]
+    md = compare_markdown(compare_probe(base, probed, {"m1": True}, "cri-retry"))
+    lines = md.splitlines()
+    assert [line.split(" | ")[1] for line in lines[2:4]] == ["miss_param", "all"]
+    assert "| cri-retry | miss_param | 1 | 0.0 | 0.0 | +0.0" in md and "| 100.0 |" in md
+    assert "Not paired (in one run only): base (2 cases)." in md

@@ -221,7 +221,10 @@ def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
         "FAIL→PASS | GAR base | GAR probe | ΔGAR pp [95% CI] | fired % |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    absent = [r for r in rows if r["n"] == 0 and r["category"] != "all"]
     for r in rows:
+        if r in absent:
+            continue
         gar_note = "" if r["gar_valid"] else " (bypass)"
         lines.append(
             f"| {r['probe']} | {r['category']} | {r['n']} | {_pp(r['acc_base'])} | "
@@ -232,6 +235,9 @@ def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{_pp(r['fired_rate'])} |"
         )
     notes = [f"Intervals: {CI_METHOD}; cases paired by id."]
+    if absent:
+        notes.append("Not paired (in one run only): " + ", ".join(
+            f"{r['category']} ({r['unpaired']} cases)" for r in absent) + ".")  # fmt: skip
     if any(not r["gar_valid"] for r in rows):
         notes.append("GAR is n/a under CRI-bypass: its abstention is not a model emission.")
     return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"

@@ -417,12 +417,13 @@ def calibrate(
     console.print(f"wrote {path}")
     if probe and probe != BASELINE:
         if store.conversations_done(m.spec, BASELINE) >= {c.id for c in cases}:
-            from callscope.actions.calibrate import ablation_with_baseline, compare_with_baseline
+            from callscope.actions.calibrate import ablation_with_baseline
 
-            # over every case both runs hold in this directory, not only this command's cases
-            _, md = compare_with_baseline(store, m.spec, probe)
-            console.print(f"paired comparison with the baseline (probe-{probe}.md):\n{md}")
+            # every probe against the baseline, over every case both runs hold in this
+            # directory (not only this command's cases); writes probe-<P>.md for each
             _, md = ablation_with_baseline(store, m.spec)
+            paired = (out / f"probe-{probe}.md").read_text(encoding="utf-8")
+            console.print(f"paired comparison with the baseline (probe-{probe}.md):\n{paired}")
             console.print(f"ablation matrix of the probes run so far (probe-ablation.md):\n{md}")
         else:
             console.print(f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]")

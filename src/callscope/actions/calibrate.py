@@ -223,22 +223,34 @@ def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, boo
     return [(c.id, c.category, bool(c.passed), c.gar_case) for c in result.diagnostics.cases]
 
 
+def probe_key(probe: str) -> tuple[int, int, str]:
+    """Sort key of run names: the baseline, the named probes in registry order, then others."""
+    from callscope.actions.probes import PROBES
+
+    if probe == BASELINE:
+        return 0, 0, probe
+    names = list(PROBES)
+    return (1, names.index(probe), probe) if probe in PROBES else (2, 0, probe)
+
+
 def compare_with_baseline(
-    store: RunStore, model: str, probe: str, cases: Sequence[MTCase] | None = None
+    store: RunStore,
+    model: str,
+    probe: str,
+    cases: Sequence[MTCase] | None = None,
+    *,
+    baseline: CalibrationResult | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """Paired comparison of ``probe`` against the baseline run of the same model and cases:
     rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
-    Written to ``probe-<probe>.md`` in the run directory."""
+    Written to ``probe-<probe>.md`` in the run directory. ``baseline``: the baseline's
+    diagnostics when the caller already has them."""
     from callscope.actions.probe_report import compare_markdown, compare_probe, fired_by_case
-    from callscope.actions.probes import get_probe
 
-    base = diagnose_store(store, model, BASELINE, cases)
+    base = baseline or diagnose_store(store, model, BASELINE, cases)
     probed = diagnose_store(store, model, probe, cases)
-    rows = compare_probe(
-        paired_outcomes(base), paired_outcomes(probed),
-        fired_by_case(store.conversations(model, probe)), probe,
-        gar_valid=get_probe(probe).gar_valid,
-    )  # fmt: skip
+    fired = fired_by_case(store.conversations(model, probe))
+    rows = compare_probe(paired_outcomes(base), paired_outcomes(probed), fired, probe)
     md = compare_markdown(rows)
     (store.run_dir / f"probe-{probe}.md").write_text(md, encoding="utf-8")
     return rows, md
@@ -248,14 +260,16 @@ def ablation_with_baseline(
     store: RunStore, model: str, cases: Sequence[MTCase] | None = None
 ) -> tuple[list[dict[str, Any]], str]:
     """The ablation matrix of every probe run of ``model`` in the store (ΔAcc / ΔGAR per
-    category against the baseline, fired rate), in the registry's probe order; written to
-    ``probe-ablation.md``. Each probe is paired with the baseline on the cases both ran."""
+    category against the baseline, fired rate), in :func:`probe_key` order; written to
+    ``probe-ablation.md``, with each probe's paired table refreshed in ``probe-<probe>.md``.
+    Each probe is paired with the baseline on the cases both ran."""
     from callscope.actions.probe_report import ablation_markdown, ablation_matrix
-    from callscope.actions.probes import PROBES
 
-    ran = store.conversation_probes(model) - {BASELINE}
-    order = [p for p in PROBES if p in ran] + sorted(ran - set(PROBES))
-    matrix = ablation_matrix({p: compare_with_baseline(store, model, p, cases)[0] for p in order})
+    base = diagnose_store(store, model, BASELINE, cases)
+    ran = sorted(store.conversation_probes(model) - {BASELINE}, key=probe_key)
+    matrix = ablation_matrix(
+        {p: compare_with_baseline(store, model, p, cases, baseline=base)[0] for p in ran}
+    )
     md = ablation_markdown(matrix)
     (store.run_dir / "probe-ablation.md").write_text(md, encoding="utf-8")
     return matrix, md

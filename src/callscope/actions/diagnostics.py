@@ -251,7 +251,9 @@ def _ci(k: int, n: int, z: float) -> tuple[float | None, float | None]:
     return (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
 
 
-def _category_key(category: str) -> tuple[int, str]:
+def category_key(category: str) -> tuple[int, str]:
+    """Sort key (full or short names): base, miss_param, miss_func, long_context, then others
+    alphabetically."""
     short = short_category(category)
     rank = _CATEGORY_ORDER.index(short) if short in _CATEGORY_ORDER else len(_CATEGORY_ORDER)
     return rank, category
@@ -376,7 +378,7 @@ def compute_diagnostics(
     header_acc = header_acc or {}
     rows = [
         _category_row(cat, by_cat[cat], settings, header_acc.get(cat))
-        for cat in sorted(by_cat, key=_category_key)
+        for cat in sorted(by_cat, key=category_key)
     ]
     totals = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
     class_counts = {c: totals.get(c, 0) for c in ACTION_CLASSES}

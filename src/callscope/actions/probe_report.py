@@ -26,12 +26,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from callscope.actions.diagnostics import category_key, short_category
 from callscope.report.stats import wilson
 
 Outcome = tuple[str, str, bool, bool]
 
 CI_METHOD = "newcombe-paired-wilson (method 10, phi continuity-corrected), 95%"
-_ORDER = ("base", "miss_param", "miss_func", "long_context")
 
 
 def newcombe_paired(
@@ -60,14 +60,6 @@ def newcombe_paired(
     delta = math.sqrt(max(0.0, dl1 * dl1 - 2 * phi * dl1 * du2 + du2 * du2))
     eps = math.sqrt(max(0.0, du1 * du1 - 2 * phi * du1 * dl2 + dl2 * dl2))
     return theta, max(-1.0, theta - delta), min(1.0, theta + eps)
-
-
-def short_category(category: str) -> str:
-    return category.removeprefix("multi_turn_")
-
-
-def _category_key(cat: str) -> tuple[int, str]:
-    return (_ORDER.index(cat), cat) if cat in _ORDER else (len(_ORDER), cat)
 
 
 def _gar_valid_for(probe_name: str) -> bool:
@@ -158,7 +150,7 @@ def compare_probe(
             unpaired[cat] = unpaired.get(cat, 0) + 1
     rows = [
         _row(probe_name, cat, pairs[cat], fired, gar_valid, unpaired.get(cat, 0))
-        for cat in sorted(pairs, key=_category_key)
+        for cat in sorted(pairs, key=category_key)
     ]
     everything = [pair for cat in pairs for pair in pairs[cat]]
     rows.append(_row(probe_name, "all", everything, fired, gar_valid, sum(unpaired.values())))
@@ -185,7 +177,7 @@ def ablation_matrix(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[
         for r in rows:
             if r["category"] not in cats:
                 cats.append(r["category"])
-    cats.sort(key=lambda c: (c == "all", _category_key(c)))
+    cats.sort(key=lambda c: (c == "all", category_key(c)))
     out = []
     for probe, rows in results.items():
         by_cat = {r["category"]: r for r in rows}

@@ -32,9 +32,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from callscope.actions.calibrate import BASELINE, diagnose_store, stage_mix_markdown
+from callscope.actions.calibrate import (
+    BASELINE,
+    diagnose_store,
+    paired_outcomes,
+    probe_key,
+    stage_mix_markdown,
+)
 from callscope.actions.classify import ACTION_CLASSES, DEFAULT, ClassifierConfig, classify_emission
-from callscope.actions.diagnostics import to_markdown
+from callscope.actions.diagnostics import category_key, to_markdown
 from callscope.actions.probe_report import (
     ablation_markdown,
     ablation_matrix,
@@ -44,21 +50,6 @@ from callscope.actions.probe_report import (
 )
 from callscope.datasets.bfcl_multi_turn import MTCase, due_turns, gold_class, load_multi_turn
 from callscope.runs.store import RunStore
-
-_CATEGORY_ORDER = ("base", "miss_param", "miss_func", "long_context")
-
-
-def category_key(category: str) -> tuple[int, str]:
-    """Sort key: base, miss_param, miss_func, long_context, then others alphabetically."""
-    short = category.removeprefix("multi_turn_")
-    rank = _CATEGORY_ORDER.index(short) if short in _CATEGORY_ORDER else len(_CATEGORY_ORDER)
-    return rank, category
-
-
-def probe_key(probe: str) -> tuple[int, str]:
-    """Sort key: the baseline first, then probes alphabetically."""
-    return (0 if probe == BASELINE else 1), probe
-
 
 # --------------------------------------------------------------------------- markdown
 
@@ -256,21 +247,6 @@ def _load_cases(categories: Sequence[str]) -> tuple[dict[str, MTCase], str | Non
     return {c.id: c for c in cases}, None
 
 
-def _comparison(
-    model: str,
-    probe: str,
-    base_cases: Sequence[Any],
-    probe_cases: Sequence[Any],
-    fired: Mapping[str, bool],
-) -> dict[str, Any]:
-    """The paired table of ``probe`` vs the baseline."""
-    base = [(c.id, c.category, bool(c.passed), bool(c.gar_case)) for c in base_cases]
-    probed = [(c.id, c.category, bool(c.passed), bool(c.gar_case)) for c in probe_cases]
-    rows = compare_probe(base, probed, fired, probe)
-    return {"model": model, "probe": probe, "rows": rows,
-            "table": markdown_table(compare_markdown(rows))}  # fmt: skip
-
-
 def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> dict[str, Any]:
     """Everything the report shows about a store's conversations:
 
@@ -287,7 +263,7 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
                    key=lambda mp: (mp[0], probe_key(mp[1])))  # fmt: skip
     runs: list[dict[str, Any]] = []
     gar: dict[tuple[str, str, str], bool] = {}
-    per_case: dict[tuple[str, str], list[Any]] = {}
+    results: dict[tuple[str, str], Any] = {}
     if cases:
         for model, probe in pairs:
             result = diagnose_store(store, model, probe, list(cases.values()), config=config)
@@ -298,16 +274,18 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
                 "stage_table": markdown_table(stage_mix_markdown(rows)),
                 "capability": result.diagnostics.capability,
             })  # fmt: skip
-            per_case[(model, probe)] = result.diagnostics.cases
+            results[(model, probe)] = result
             for cc in result.diagnostics.cases:
                 gar[(model, probe, cc.id)] = bool(cc.gar_case)
     comparisons = []
     for model, probe in pairs:
-        if probe == BASELINE or (model, BASELINE) not in per_case or (model, probe) not in per_case:
+        if probe == BASELINE or (model, BASELINE) not in results or (model, probe) not in results:
             continue
         fired = fired_by_case(c for c in convs if c["model"] == model and c["probe"] == probe)
-        comparisons.append(_comparison(model, probe, per_case[(model, BASELINE)],
-                                       per_case[(model, probe)], fired))  # fmt: skip
+        rows = compare_probe(paired_outcomes(results[(model, BASELINE)]),
+                             paired_outcomes(results[(model, probe)]), fired, probe)  # fmt: skip
+        comparisons.append({"model": model, "probe": probe, "rows": rows,
+                            "table": markdown_table(compare_markdown(rows))})  # fmt: skip
     ablations = []
     for model in sorted({str(c["model"]) for c in comparisons}):
         by_probe = {c["probe"]: c["rows"] for c in comparisons if c["model"] == model}

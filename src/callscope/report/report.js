@@ -77,14 +77,18 @@ var CALLSCOPE = (function () {
     readHash();
     render();
   }
-  return { el: el, hasOption: hasOption, json: json, browser: browser };
+  // the page's JSON block with this id, or null when the page has none
+  function data(id) {
+    var node = document.getElementById(id);
+    return node ? JSON.parse(node.textContent) : null;
+  }
+  return { el: el, hasOption: hasOption, json: json, browser: browser, data: data };
 })();
 
 (function () {
   "use strict";
-  var node = document.getElementById("data");
-  if (!node) return;
-  var DATA = JSON.parse(node.textContent);
+  var DATA = CALLSCOPE.data("data");
+  if (!DATA) return;
   var ITEMS = DATA.items;
   var FILTERS = ["model", "mode", "scale", "stage", "kind", "result"];
   var STAGE_ALIAS = { passed: "0", pass: "0", stage1: "1", stage2: "2", stage3: "3" };
@@ -220,9 +224,8 @@ var CALLSCOPE = (function () {
 // The conversation browser of multi-turn calibration runs.
 (function () {
   "use strict";
-  var node = document.getElementById("conv-data");
-  if (!node) return;
-  var DATA = JSON.parse(node.textContent);
+  var DATA = CALLSCOPE.data("conv-data");
+  if (!DATA) return;
   var ITEMS = DATA.conversations;
   var FILTERS = ["model", "probe", "category", "verdict", "gold"];
   var ALIAS = { verdict: { passed: "pass", failed: "fail" }, gold: { true: "yes", false: "no" } };
@@ -231,7 +234,7 @@ var CALLSCOPE = (function () {
   function short(cat) { return String(cat).replace(/^multi_turn_/, ""); }
 
   var OPTIONS = {
-      model: DATA.models.map(function (m) { return [m, m]; }),
+    model: DATA.models.map(function (m) { return [m, m]; }),
     probe: DATA.probes.map(function (p) { return [p, p]; }),
     category: DATA.categories.map(function (c) { return [c, short(c)]; }),
     verdict: [["pass", "pass"], ["fail", "fail"]],

@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from callscope.datasets.bench import build_benchmark
+from callscope.benchmarks.sources import build_benchmark
 from callscope.models.base import Decoding
 from callscope.models.registry import load_model
 from callscope.runs.runner import run_cases
-from callscope.runs.store import RunStore
+from callscope.store.run_store import RunStore
 
 
 def main() -> None:

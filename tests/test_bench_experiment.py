@@ -46,7 +46,7 @@ def test_bench_build_reports_a_missing_glaive_file(tmp_path: Path) -> None:
 
 def test_extrinsic_agrees_with_bfcl_ast_checker_on_a_sample() -> None:
     """Name-and-argument correctness vs BFCL's own AST checker, on gold and perturbed calls."""
-    from callscope.datasets.bfcl_single import agreement_report, load_bfcl_single
+    from callscope.benchmarks.bfcl.single import agreement_report, load_bfcl_single
 
     cases = load_bfcl_single()[::6]  # ~320 cases across the four categories
 

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from callscope.datasets import bfcl_pkg
-from callscope.datasets.bfcl_pkg import (
+from callscope.benchmarks.bfcl import package as bfcl_pkg
+from callscope.benchmarks.bfcl.package import (
     GORILLA_TO_JSON_SCHEMA,
     bfcl_function_to_spec,
     gorilla_to_json_schema,
     sanitize_function_names,
 )
-from callscope.datasets.bfcl_single import perturbed_calls
+from callscope.benchmarks.bfcl.single import perturbed_calls
 from callscope.types import Case, ToolCall
 
 HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
@@ -195,7 +195,7 @@ def test_checker_import_is_light_and_does_not_leak():
         import bfcl_eval
         root = os.path.dirname(os.path.dirname(bfcl_eval.__file__))
         before = set(os.listdir(root))
-        from callscope.datasets import bfcl_pkg
+        from callscope.benchmarks.bfcl import package as bfcl_pkg
         check = bfcl_pkg.ast_checker()
         assert bfcl_pkg.checker_model_name() == "callscope-reference"
         assert "bfcl_eval.constants.model_config" not in sys.modules
@@ -222,7 +222,7 @@ def test_failed_checker_import_leaves_nothing_behind():
     proc = _run_fresh(
         """
         import sys
-        from callscope.datasets import bfcl_pkg
+        from callscope.benchmarks.bfcl import package as bfcl_pkg
         sys.modules["bfcl_eval.constants.type_mappings"] = None  # make the import fail
         try:
             bfcl_pkg.ast_checker()
@@ -248,7 +248,7 @@ def test_failed_checker_import_leaves_nothing_behind():
 def loaded():
     if not HAS_BFCL:
         pytest.skip("bfcl_eval not installed")
-    from callscope.datasets.bfcl_single import load_bfcl_single_detailed
+    from callscope.benchmarks.bfcl.single import load_bfcl_single_detailed
 
     return load_bfcl_single_detailed()
 
@@ -272,7 +272,7 @@ def test_counts_per_category(loaded):
 
 @needs_bfcl
 def test_parallel_entries_are_skipped_with_reason():
-    from callscope.datasets.bfcl_single import load_bfcl_single_detailed
+    from callscope.benchmarks.bfcl.single import load_bfcl_single_detailed
 
     result = load_bfcl_single_detailed(["parallel"])
     assert result.cases == []
@@ -342,7 +342,7 @@ def test_system_message_goes_to_meta(by_id):
 
 @needs_bfcl
 def test_sanitized_load_maps_names_back():
-    from callscope.datasets.bfcl_single import bfcl_ast_verdict, load_bfcl_single
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict, load_bfcl_single
 
     cases = {c.id: c for c in load_bfcl_single(["simple_python"], sanitize_names=True)}
     case = cases["simple_python_1"]
@@ -359,7 +359,7 @@ def test_sanitized_load_maps_names_back():
 
 
 def test_bfcl_accepts_gold_calls_except_known_defects(loaded):
-    from callscope.datasets.bfcl_single import bfcl_ast_verdict, gold_call
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict, gold_call
 
     rejected = {}
     for case in loaded.cases:
@@ -373,7 +373,7 @@ def test_bfcl_accepts_gold_calls_except_known_defects(loaded):
 
 
 def test_bfcl_verdicts_on_hand_made_calls(by_id):
-    from callscope.datasets.bfcl_single import bfcl_ast_verdict
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict
 
     case = by_id["simple_python_0"]
     ok = {"base": 10, "height": 5}
@@ -421,7 +421,7 @@ def test_bfcl_verdicts_on_hand_made_calls(by_id):
 
 @needs_bfcl
 def test_verdict_on_raw_entry():
-    from callscope.datasets.bfcl_single import bfcl_ast_verdict
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict
 
     entry = bfcl_pkg.read_bfcl_jsonl("BFCL_v4_simple_python.json")[1]
     assert bfcl_ast_verdict(entry, {"name": "math.factorial", "arguments": {"number": 5}}) == (
@@ -488,7 +488,7 @@ def test_perturbed_string_avoids_bfcl_equivalents():
 
 
 def test_every_perturbation_kind_is_rejected_by_bfcl(by_id):
-    from callscope.datasets.bfcl_single import PERTURBATION_KINDS, bfcl_ast_verdict
+    from callscope.benchmarks.bfcl.single import PERTURBATION_KINDS, bfcl_ast_verdict
 
     seen = set()
     for case_id in ("simple_python_0", "simple_python_89", "multiple_0", "live_multiple_1-0-1"):
@@ -507,7 +507,7 @@ def test_every_perturbation_kind_is_rejected_by_bfcl(by_id):
 
 
 def test_agreement_report_counts(by_id):
-    from callscope.datasets.bfcl_single import agreement_report, bfcl_ast_verdict
+    from callscope.benchmarks.bfcl.single import agreement_report, bfcl_ast_verdict
 
     cases = [by_id["simple_python_0"], by_id["simple_python_17"], by_id["multiple_0"]]
 
@@ -546,7 +546,7 @@ def test_agreement_report_counts(by_id):
 
 def test_agreement_report_finds_exact_match_pitfall(by_id):
     """A grader comparing with the acceptable lists literally misses BFCL's dict answers."""
-    from callscope.datasets.bfcl_single import agreement_report
+    from callscope.benchmarks.bfcl.single import agreement_report
 
     def literal(case, call):
         acceptable = case.gold["acceptable"]

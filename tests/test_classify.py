@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from callscope.actions.classify import (
+from callscope.calibration.classify import (
     ASK,
     ASK_OVER_TOOL_CALL,
     CONFIRM,

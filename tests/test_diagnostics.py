@@ -3,14 +3,14 @@ import json
 import pytest
 from rich.console import Console
 
-from callscope.actions.classify import ASK, ASK_OVER_TOOL_CALL, REFUSE, TOOL_CALL
-from callscope.actions.diagnostics import (
+from callscope.benchmarks.bfcl.categories import gold_class
+from callscope.calibration.classify import ASK, ASK_OVER_TOOL_CALL, REFUSE, TOOL_CALL
+from callscope.calibration.diagnostics import (
     CaseRecord,
     DiagnosticsSettings,
     capability_check,
     classify_case,
     compute_diagnostics,
-    gold_class_for,
     read_case_records,
     rich_table,
     to_markdown,
@@ -209,7 +209,7 @@ def test_record_round_trip_and_validation(tmp_path):
 
 
 def test_gold_class_for():
-    assert gold_class_for("multi_turn_miss_func") == REFUSE
-    assert gold_class_for("long_context") == TOOL_CALL
+    assert gold_class("multi_turn_miss_func") == REFUSE
+    assert gold_class("long_context") == TOOL_CALL
     with pytest.raises(ValueError):
-        gold_class_for("simple_python")
+        gold_class("simple_python")

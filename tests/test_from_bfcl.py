@@ -4,15 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from callscope.actions.classify import REFUSE, TOOL_CALL
-from callscope.actions.diagnostics import compute_diagnostics
-from callscope.actions.from_bfcl import (
-    due_turns_for,
+from callscope.benchmarks.bfcl.categories import due_turns
+from callscope.benchmarks.bfcl.results import (
     load_bfcl_results,
     load_bfcl_run,
     result_file_name,
     score_file_name,
 )
+from callscope.calibration.classify import REFUSE, TOOL_CALL
+from callscope.calibration.diagnostics import compute_diagnostics
 
 MODEL = "org/my-model-FC"
 MODEL_DIR = "org_my-model-FC"
@@ -198,11 +198,11 @@ def test_score_file_without_header(tree, tmp_path):
 
 def test_due_turns_rules():
     gold = [["a()"], [], ["b()"], []]
-    assert due_turns_for("base", gold) == [0, 2]
-    assert due_turns_for("long_context", gold) == [0, 2]
-    assert due_turns_for("miss_param", gold) == [1, 3]
-    assert due_turns_for("miss_func", gold, {"missed_function": {"2": ["b"]}}) == [1]
-    assert due_turns_for("miss_func", gold, {}) == [1, 3]
+    assert due_turns("base", gold) == [0, 2]
+    assert due_turns("long_context", gold) == [0, 2]
+    assert due_turns("miss_param", gold) == [1, 3]
+    assert due_turns("miss_func", gold, {"2": ["b"]}) == [1]
+    assert due_turns("miss_func", gold, {}) == [1, 3]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("bfcl_eval") is None, reason="bfcl-eval missing")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from callscope.datasets.glaive import (
+from callscope.benchmarks.glaive import (
     HUB_DATASET,
     HUB_FILE,
     GlaiveCallError,
@@ -28,7 +28,7 @@ from callscope.datasets.glaive import (
     parse_system,
     standardise_function,
 )
-from callscope.datasets.io import read_jsonl, write_jsonl
+from callscope.core.jsonl import read_jsonl, write_jsonl
 
 HEADER = (
     "SYSTEM: You are a helpful assistant with access to the following functions. "

@@ -14,7 +14,7 @@ import pytest
 
 from callscope.models.base import Decoding
 from callscope.runs.runner import run_cases
-from callscope.runs.store import RunStore
+from callscope.store.run_store import RunStore
 from callscope.types import Case
 
 pytest.importorskip("llama_cpp", reason="the local extra is not installed")
@@ -67,7 +67,7 @@ MT_IDS = ("multi_turn_base_100", "multi_turn_long_context_100", "multi_turn_miss
 @pytest.fixture(scope="module")
 def mt_cases():
     pytest.importorskip("bfcl_eval")
-    from callscope.datasets.bfcl_multi_turn import load_multi_turn
+    from callscope.benchmarks.bfcl.multi_turn import load_multi_turn
 
     by_id = {c.id: c for c in load_multi_turn()}
     return [by_id[i] for i in MT_IDS]
@@ -83,7 +83,7 @@ def cached(model, tmp_path_factory):
 
 
 def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None:
-    from callscope.actions.calibrate import diagnose_store, run_calibration
+    from callscope.runs.calibrate import diagnose_store, run_calibration
 
     store = RunStore(tmp_path / "cal")
     ran, _ = run_calibration(
@@ -106,7 +106,7 @@ def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None
 
 @pytest.mark.parametrize("probe", ["sri", "cri-retry"])
 def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_cases, probe) -> None:
-    from callscope.actions.calibrate import compare_with_baseline, run_calibration
+    from callscope.runs.calibrate import compare_with_baseline, run_calibration
 
     cases = [c for c in mt_cases if c.category in ("multi_turn_base", "multi_turn_miss_param")]
     store = RunStore(tmp_path / "cal")

@@ -10,8 +10,8 @@ import pytest
 from callscope.models.base import ChatModel, Decoding
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.runner import run_cases
-from callscope.runs.store import RunStore
 from callscope.saag.messages import BINARY_FEEDBACK, MISSING, NO_NAME
+from callscope.store.run_store import RunStore
 from callscope.types import Case, ModelError, ModelReply
 
 TIP = {

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from callscope.actions.env import (  # noqa: E402
+from callscope.benchmarks.bfcl.env import (  # noqa: E402
     MAX_DEPTH,
     SafeEnv,
     bfcl_sandbox,
@@ -19,8 +19,8 @@ from callscope.actions.env import (  # noqa: E402
     restore_module_globals,
     validate_call,
 )
-from callscope.actions.grade import bfcl_check  # noqa: E402
-from callscope.datasets.bfcl_multi_turn import load_multi_turn  # noqa: E402
+from callscope.benchmarks.bfcl.grade import bfcl_check  # noqa: E402
+from callscope.benchmarks.bfcl.multi_turn import load_multi_turn  # noqa: E402
 from callscope.types import ToolCall  # noqa: E402
 
 
@@ -261,9 +261,9 @@ def test_repeated_runs_see_the_same_seeded_state(cases):
 
 
 def test_no_module_or_executor_state_survives_grading(cases):
-    from callscope.actions.env import _tracked_globals
-    from callscope.actions.grade import grade
-    from callscope.actions.runner import Trajectory, TurnRecord
+    from callscope.benchmarks.bfcl.env import _tracked_globals
+    from callscope.benchmarks.bfcl.grade import grade
+    from callscope.runs.conversation import Trajectory, TurnRecord
 
     def fingerprint() -> dict:
         return {key: repr(value) for key, value in _tracked_globals()}
@@ -282,8 +282,8 @@ def test_import_stays_light():
     import sys
 
     code = (
-        "import sys, callscope.actions.grade, callscope.actions.runner, callscope.actions.env;"
-        "from callscope.datasets.bfcl_multi_turn import load_multi_turn;"
+        "import sys, callscope.benchmarks.bfcl.grade, callscope.runs.conversation, callscope.benchmarks.bfcl.env;"
+        "from callscope.benchmarks.bfcl.multi_turn import load_multi_turn;"
         "load_multi_turn(('multi_turn_base',));"
         "bad=[m for m in sys.modules if m in ('bfcl_eval.utils','bfcl_eval.constants.model_config',"
         "'bfcl_eval.constants.eval_config') or m.startswith('bfcl_eval.model_handler')];"

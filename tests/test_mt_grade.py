@@ -10,20 +10,20 @@ pytest.importorskip("bfcl_eval")
 
 from scripted import Scripted  # noqa: E402
 
-from callscope.actions.env import (  # noqa: E402
+from callscope.benchmarks.bfcl.env import (  # noqa: E402
     ExecResult,
     executor_instance_names,
     rebuild_call,
     unique_model_name,
 )
-from callscope.actions.grade import bfcl_check, grade, sanitized_calls  # noqa: E402
-from callscope.actions.runner import (  # noqa: E402
+from callscope.benchmarks.bfcl.grade import bfcl_check, grade, sanitized_calls  # noqa: E402
+from callscope.benchmarks.bfcl.multi_turn import gold_calls, load_multi_turn  # noqa: E402
+from callscope.runs.conversation import (  # noqa: E402
     StepRecord,
     Trajectory,
     TurnRecord,
     run_conversation,
 )
-from callscope.datasets.bfcl_multi_turn import gold_calls, load_multi_turn  # noqa: E402
 from callscope.types import ModelError, ModelReply, ToolCall  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def bfcl_direct(case, decoded: list[list[list[str]]]) -> bool:
     """BFCL's checker called directly (its own globals, a fresh name), for agreement."""
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
-    from callscope.actions.env import bfcl_sandbox
+    from callscope.benchmarks.bfcl.env import bfcl_sandbox
 
     name = unique_model_name("direct")
     entry = {"id": case.id, "initial_config": case.initial_config,
@@ -132,7 +132,7 @@ def _traj(case, per_turn_calls: list[list[str]]) -> Trajectory:
 
 
 def gold_calls_one(case, text: str) -> ToolCall:
-    from callscope.datasets.bfcl_multi_turn import parse_gold_call
+    from callscope.benchmarks.bfcl.multi_turn import parse_gold_call
 
     return parse_gold_call(text, case.involved_classes)
 

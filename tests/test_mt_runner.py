@@ -12,18 +12,17 @@ pytest.importorskip("bfcl_eval")
 
 from scripted import Scripted  # noqa: E402
 
-from callscope.actions.runner import (  # noqa: E402
+from callscope.benchmarks.bfcl.categories import gold_class  # noqa: E402
+from callscope.benchmarks.bfcl.multi_turn import (  # noqa: E402
+    load_multi_turn,
+)
+from callscope.models.replay import ReplayModel  # noqa: E402
+from callscope.runs.conversation import (  # noqa: E402
     REINJECT_MESSAGE,
     Trajectory,
     parse_bfcl_prompt,
     run_conversation,
 )
-from callscope.datasets.bfcl_multi_turn import (  # noqa: E402
-    due_turns,
-    gold_class,
-    load_multi_turn,
-)
-from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.types import ModelError, ModelReply  # noqa: E402
 
 
@@ -61,11 +60,11 @@ def test_gold_class_and_due_turns(cases):
     assert [gold_class(c) for c in ("multi_turn_base", "multi_turn_long_context",
                                     "multi_turn_miss_param", "multi_turn_miss_func")] == [
         "TOOL_CALL", "TOOL_CALL", "ASK", "REFUSE"]
-    assert due_turns(cases["multi_turn_base_0"]) == [0, 1, 2, 3]
-    assert due_turns(cases["multi_turn_miss_func_0"]) == [2]
+    assert cases["multi_turn_base_0"].due_turns() == [0, 1, 2, 3]
+    assert cases["multi_turn_miss_func_0"].due_turns() == [2]
     mp = cases["multi_turn_miss_param_0"]
-    assert due_turns(mp) == [i for i, g in enumerate(mp.ground_truth) if g == []]
-    assert len(due_turns(mp)) == 1
+    assert mp.due_turns() == [i for i, g in enumerate(mp.ground_truth) if g == []]
+    assert len(mp.due_turns()) == 1
     with pytest.raises(ValueError):
         gold_class("simple_python")
 

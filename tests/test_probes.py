@@ -16,16 +16,17 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from callscope.actions.env import ExecResult, SafeEnv  # noqa: E402
-from callscope.actions.grade import sanitized_calls  # noqa: E402
-from callscope.actions.probe_report import (  # noqa: E402
+from callscope.benchmarks.bfcl.env import ExecResult, SafeEnv  # noqa: E402
+from callscope.benchmarks.bfcl.grade import sanitized_calls  # noqa: E402
+from callscope.benchmarks.bfcl.multi_turn import load_multi_turn  # noqa: E402
+from callscope.calibration.paired import (  # noqa: E402
     ablation_markdown,
     ablation_matrix,
     compare_markdown,
     compare_probe,
     newcombe_paired,
 )
-from callscope.actions.probes import (  # noqa: E402
+from callscope.calibration.probes import (  # noqa: E402
     BYPASS_ABSTENTION,
     CRI_RETRY_INSTRUCTION,
     DECISION_RULE,
@@ -41,10 +42,9 @@ from callscope.actions.probes import (  # noqa: E402
     reconciliation_block,
     state_snapshot,
 )
-from callscope.actions.runner import Trajectory, run_conversation  # noqa: E402
-from callscope.datasets.bfcl_multi_turn import load_multi_turn  # noqa: E402
 from callscope.models.base import ChatModel, Decoding  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
+from callscope.runs.conversation import Trajectory, run_conversation  # noqa: E402
 from callscope.types import ModelReply, ToolCall  # noqa: E402
 
 DONE = ModelReply(text="Done.")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from callscope.datasets.registry_builder import (
+from callscope.benchmarks.registry_builder import (
     benchmark_to_jsonl,
     build_registry_benchmark,
     default_pool,

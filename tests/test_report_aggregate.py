@@ -23,9 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from callscope.models.replay import ReplayModel
-from callscope.report import aggregate as agg
-from callscope.report.stats import (
+from callscope.core.stats import (
     bootstrap_ci,
     bootstrap_diff_ci,
     mean_sample_std,
@@ -33,8 +31,10 @@ from callscope.report.stats import (
     sample_std,
     wilson,
 )
+from callscope.models.replay import ReplayModel
+from callscope.report import aggregate as agg
 from callscope.runs.runner import run_cases
-from callscope.runs.store import RunStore
+from callscope.store.run_store import RunStore
 from callscope.types import Case
 
 WEATHER = {

@@ -46,8 +46,7 @@ from chromium import CHROMIUM, dump_dom
 
 pytest.importorskip("bfcl_eval")
 
-from callscope.actions.calibrate import run_calibration, select_cases  # noqa: E402
-from callscope.datasets.bfcl_multi_turn import gold_calls  # noqa: E402
+from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
 from callscope.models.base import ChatModel  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.report.conversations import (  # noqa: E402
@@ -56,8 +55,9 @@ from callscope.report.conversations import (  # noqa: E402
     markdown_table,
 )
 from callscope.report.html import build_report  # noqa: E402
+from callscope.runs.calibrate import run_calibration, select_cases  # noqa: E402
 from callscope.runs.runner import run_cases  # noqa: E402
-from callscope.runs.store import RunStore  # noqa: E402
+from callscope.store.run_store import RunStore  # noqa: E402
 from callscope.types import Case, ModelReply  # noqa: E402
 
 MODEL = "scripted:positional"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from callscope.actions.confirm import (
+from callscope.calibration.confirm import (
     affirms,
     agreement_stats,
     cohen_kappa,
@@ -22,7 +22,7 @@ from callscope.actions.confirm import (
     parse_judge_answer,
     render_transcript,
 )
-from callscope.actions.tau2 import (
+from callscope.calibration.tau2 import (
     Tau2Config,
     Tau2FormatError,
     ask_cue_hits,
@@ -633,7 +633,7 @@ def test_write_tool_config_and_checked_ask_list(tmp_path: Path) -> None:
     none = tau2_diagnostics(path, config=Tau2Config(ask_tasks=frozenset()))
     assert [r["gold_class"] for r in none.rows] == ["TOOL_CALL", "REFUSE"]
     # a bare classifier preset is accepted as the config (the other settings default)
-    from callscope.actions.classify import ASK_OVER_TOOL_CALL
+    from callscope.calibration.classify import ASK_OVER_TOOL_CALL
 
     preset_result = tau2_diagnostics(path, config=ASK_OVER_TOOL_CALL)
     assert preset_result.config["classifier"]["name"] == "ask_over_tool_call"
@@ -914,7 +914,7 @@ def test_detect_confirmation_needs_a_preceding_agent_question() -> None:
     d = detect_confirmation(msgs, 2)
     assert d.confirmed is False and d.user_index == 1 and d.cue == "yes"
     assert "had not asked" in d.reason
-    from callscope.actions.confirm import ConfirmConfig
+    from callscope.calibration.confirm import ConfirmConfig
 
     assert detect_confirmation(msgs, 2, ConfirmConfig(require_agent_request=False)).confirmed
     assert detect_confirmation(msgs[2:], 0).reason == "no user message before the call"
@@ -942,7 +942,7 @@ def test_kappa_agreement_and_answer_parsing() -> None:
 
 
 def test_transcript_is_cut_to_its_tail() -> None:
-    from callscope.actions.confirm import ConfirmConfig
+    from callscope.calibration.confirm import ConfirmConfig
 
     msgs = [user("a" * 50), agent("b" * 50), tool("t", "c" * 500)]
     full = render_transcript(msgs, 3)

@@ -7,7 +7,20 @@ Data flows one way: dataset -> ``Case`` -> model (``ModelReply``) -> parse (``Pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+#: The correction loop's feedback modes (SAAG paper, section 2.4).
+Mode = Literal["direct", "binary", "structured"]
+MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
+
+#: The action classes of one emission (calibration paper, section 3.1).
+TOOL_CALL = "TOOL_CALL"
+REFUSE = "REFUSE"
+ASK = "ASK"
+CONFIRM = "CONFIRM"
+OTHER = "OTHER"
+#: every action class, in the default priority order
+ACTION_CLASSES: tuple[str, ...] = (TOOL_CALL, REFUSE, ASK, CONFIRM, OTHER)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from callscope.models.base import ChatModel, Decoding
-from callscope.models.http_common import (
+from callscope.models.http import (
     RetryPolicy,
     ensure_scheme,
     evaluated_tokens,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.models.base import ChatModel
-from callscope.models.http_common import policy_from_opts
+from callscope.models.http import policy_from_opts
 
 DEFAULT_SPEC = "local:qwen2.5-coder-0.5b"
 

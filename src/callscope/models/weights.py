@@ -21,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from callscope.paths import cache_root
+from callscope.core.paths import cache_root
 from callscope.types import ModelError
 
 _CHUNK = 8 * 1024 * 1024

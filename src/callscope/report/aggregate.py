@@ -1,6 +1,6 @@
 """Aggregation of a run's outcomes into the SAAG paper's tables (pure functions over dicts).
 
-Input: outcome dicts as yielded by :meth:`callscope.runs.store.RunStore.outcomes` (keys
+Input: outcome dicts as yielded by :meth:`callscope.store.run_store.RunStore.outcomes` (keys
 ``model, case_id, mode, scale, n_attempts, solved_at, error, error_kind, final, first``),
 optionally enriched by :func:`load_outcomes` with ``first_diagnosis`` (attempt 1's full
 cascade diagnosis, for the stage-3 failure kinds) and ``has_gold``.
@@ -32,7 +32,7 @@ from typing import Any
 
 import pandas as pd
 
-from callscope.report.stats import bootstrap_ci, mean_sample_std, mean_std, wilson
+from callscope.core.stats import bootstrap_ci, mean_sample_std, mean_std, wilson
 
 Outcome = dict[str, Any]
 
@@ -57,7 +57,7 @@ _EXTRINSIC_KEY = {"name_acc": "name_match"}
 def load_outcomes(run_dir: str | Path) -> list[Outcome]:
     """Every outcome of a run directory, each with ``first_diagnosis`` (attempt 1's cascade
     diagnosis or None) and ``has_gold`` added. Raises FileNotFoundError without a store."""
-    from callscope.runs.store import STORE_FILE, RunStore
+    from callscope.store.run_store import STORE_FILE, RunStore
 
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
@@ -78,7 +78,7 @@ def load_outcomes(run_dir: str | Path) -> list[Outcome]:
 
 def max_attempts_by_model(run_dir: str | Path, outcomes: Sequence[Outcome]) -> dict[str, int]:
     """The configured attempt budget per model (run config), else the most attempts seen."""
-    from callscope.runs.store import RunStore
+    from callscope.store.run_store import RunStore
 
     seen: dict[str, int] = {}
     for o in outcomes:

@@ -19,8 +19,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from callscope.core.stats import bootstrap_ci, bootstrap_diff_ci, wilson
 from callscope.report import aggregate as agg
-from callscope.report.stats import bootstrap_ci, bootstrap_diff_ci, wilson
 
 #: (metric, label, kind): kind "rate" gets a Wilson interval, "mean" a bootstrap one
 HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (

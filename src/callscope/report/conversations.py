@@ -4,19 +4,19 @@ from a run store's conversations to the JSON the report's conversation browser r
 What a user relies on:
 
 * **Diagnostic rows** per (model, probe) come from
-  :func:`callscope.actions.calibrate.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
-  mix) and are formatted by :func:`callscope.actions.diagnostics.to_markdown` and
-  :func:`callscope.actions.calibrate.stage_mix_markdown`; nothing is recomputed here.
+  :func:`callscope.runs.calibrate.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
+  mix) and are formatted by :func:`callscope.calibration.diagnostics.to_markdown` and
+  :func:`callscope.runs.calibrate.stage_mix_markdown`; nothing is recomputed here.
 * **Paired comparison**: for every model with a ``baseline`` run and a probe run,
-  :func:`callscope.actions.probe_report.compare_probe` on ``(case id, category, passed,
+  :func:`callscope.calibration.paired.compare_probe` on ``(case id, category, passed,
   gold class emitted)`` per case (the last taken from the diagnostics' per-case verdict), with
   "fired" read from the probe run's events; per model, the ablation matrix of its probes
-  (:func:`callscope.actions.probe_report.ablation_matrix`).
+  (:func:`callscope.calibration.paired.ablation_matrix`).
 * **Per conversation**: category, gold class, due turns, the grader's verdict (passed, reason,
   failed turn), whether the gold class was emitted (case-level GAR hit, from the diagnostics),
   and per turn: the user messages, the tools re-injected at that turn (miss_func), the
   grader's status, the probe events of that turn, and each step: emission text, native tool
-  calls, parsed calls, its action class (:func:`callscope.actions.classify.classify_emission`
+  calls, parsed calls, its action class (:func:`callscope.calibration.classify.classify_emission`
   on ``{"content", "tool_calls"}``; ``None`` for a probe placeholder, which is not a model
   emission), and each call's execution result or rejection (with its reason). Retracted and
   placeholder steps keep their flags.
@@ -32,24 +32,30 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from callscope.actions.calibrate import (
-    BASELINE,
-    diagnose_store,
-    paired_outcomes,
-    probe_key,
-    stage_mix_markdown,
+from callscope.benchmarks.bfcl.categories import category_key, gold_class
+from callscope.benchmarks.bfcl.multi_turn import MTCase, load_multi_turn
+from callscope.calibration.classify import (
+    ACTION_CLASSES,
+    DEFAULT,
+    ClassifierConfig,
+    classify_emission,
 )
-from callscope.actions.classify import ACTION_CLASSES, DEFAULT, ClassifierConfig, classify_emission
-from callscope.actions.diagnostics import category_key, to_markdown
-from callscope.actions.probe_report import (
+from callscope.calibration.diagnostics import to_markdown
+from callscope.calibration.paired import (
     ablation_markdown,
     ablation_matrix,
     compare_markdown,
     compare_probe,
     fired_by_case,
 )
-from callscope.datasets.bfcl_multi_turn import MTCase, due_turns, gold_class, load_multi_turn
-from callscope.runs.store import RunStore
+from callscope.runs.calibrate import (
+    BASELINE,
+    diagnose_store,
+    paired_outcomes,
+    probe_key,
+    stage_mix_markdown,
+)
+from callscope.store.run_store import RunStore
 
 # --------------------------------------------------------------------------- markdown
 
@@ -203,7 +209,7 @@ def conversation_record(
         gold: str | None = gold_class(category)
     except ValueError:
         gold = None
-    due = due_turns(case) if case is not None else []
+    due = case.due_turns() if case is not None else []
     turns, stray = turn_records(traj, verdict, due, config)
     steps = [s for t in turns for s in t["steps"]]
     classes = Counter(s["class"] for s in steps if s["class"] is not None)

@@ -130,7 +130,7 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
 def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON the case browser renders: ``cases`` (query, registry, gold, scale by id),
     ``items`` (one per outcome, with every attempt) and the filter choices."""
-    from callscope.runs.store import RunStore
+    from callscope.store.run_store import RunStore
 
     store = RunStore(run_dir)
     try:
@@ -426,14 +426,14 @@ def build_report(
     with conversations and no SAAG outcomes writes only ``report.html`` (no SAAG tables or
     figures)."""
     from callscope.report.conversations import conversation_report
-    from callscope.runs.store import RunStore
+    from callscope.store.run_store import RunStore
 
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir
     outcomes = agg.load_outcomes(run_dir)
     store = RunStore(run_dir)
     try:
-        from callscope.actions.classify import preset
+        from callscope.calibration.classify import preset
 
         # the classifier preset the calibration was run with (recorded by `calibrate`)
         conv: dict[str, Any] | None = conversation_report(

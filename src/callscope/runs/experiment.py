@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.datasets.io import read_jsonl
+from callscope.core.jsonl import read_jsonl
 from callscope.models.base import ChatModel, Decoding
-from callscope.runs.loop import MODES
 from callscope.runs.runner import RunSummary, default_cache_path, run_cases
-from callscope.runs.store import RunStore
-from callscope.types import Case
+from callscope.store.run_store import RunStore
+from callscope.types import MODES, Case
 
 
 @dataclass
@@ -122,12 +121,12 @@ def open_model(
 def experiment_cases(exp: Experiment) -> list[Case]:
     """The benchmark of the experiment, built once and kept as ``cases.jsonl`` in the output
     directory so a resumed experiment sees exactly the same cases."""
-    from callscope.datasets.registry_builder import benchmark_to_jsonl
+    from callscope.benchmarks.registry_builder import benchmark_to_jsonl
 
     saved = exp.output / "cases.jsonl"
     path = exp.cases_file or (saved if saved.exists() else None)
     if path is None:
-        from callscope.datasets.bench import build_benchmark
+        from callscope.benchmarks.sources import build_benchmark
 
         assert exp.source is not None
         built = build_benchmark(

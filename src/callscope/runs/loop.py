@@ -7,72 +7,15 @@ three cascade stages; gold is only read afterwards, for the extrinsic metrics.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.prompting import Style, assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.saag.messages import BINARY_FEEDBACK
 from callscope.saag.score import score_parsed
-from callscope.types import Case, ModelError, ModelReply
-
-Mode = Literal["direct", "binary", "structured"]
-MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
-
-
-@dataclass
-class Attempt:
-    """One model call of the loop and everything the cascade said about it."""
-
-    attempt: int
-    messages: list[dict[str, Any]]
-    reply: dict[str, Any] | None
-    parsed: list[dict[str, Any]]
-    row: dict[str, Any] | None  # the `score` output row of this attempt
-    diagnosis: dict[str, Any] | None
-    feedback: str | None = None  # the turn sent after this attempt (None when it stopped)
-    error: str | None = None
-    error_kind: str | None = None
-    latency_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Outcome:
-    """The loop's result for one (case, mode)."""
-
-    case_id: str
-    mode: Mode
-    attempts: list[Attempt] = field(default_factory=list)
-    error: str | None = None
-    error_kind: str | None = None
-
-    @property
-    def final_row(self) -> dict[str, Any] | None:
-        rows = [a.row for a in self.attempts if a.row is not None]
-        return rows[-1] if rows else None
-
-    @property
-    def solved_at(self) -> int | None:
-        for a in self.attempts:
-            if a.row is not None and a.row.get("solved"):
-                return a.attempt
-        return None
-
-    def export_row(self, model: str, scale: int | None) -> dict[str, Any]:
-        """The final row in the ``score`` format plus ``attempts``, ``mode``, ``solved_at``."""
-        row = dict(self.final_row or {"id": self.case_id})
-        row.update(
-            attempts=len(self.attempts), mode=self.mode, solved_at=self.solved_at,
-            model=model, scale=scale,
-        )  # fmt: skip
-        if self.error:
-            row["error"] = self.error
-            row["error_kind"] = self.error_kind
-        return row
+from callscope.store.records import Attempt, Outcome
+from callscope.types import Case, Mode, ModelError, ModelReply
 
 
 def _call(

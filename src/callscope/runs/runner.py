@@ -21,12 +21,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from callscope.core.paths import cache_root
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.prompting import Style
-from callscope.paths import cache_root
-from callscope.runs.loop import MODES, Mode, first_attempt, run_loop
-from callscope.runs.store import RunStore
-from callscope.types import Case
+from callscope.runs.loop import first_attempt, run_loop
+from callscope.store.run_store import RunStore
+from callscope.types import MODES, Case, Mode
 
 #: after this many consecutive unreachable-backend errors the run stops (resume later)
 MAX_CONSECUTIVE_CONNECTION_ERRORS = 5

@@ -2,8 +2,8 @@
 
 τ²-bench (sierra-research/tau2-bench) runs its own simulations; this module reads what it
 wrote and reports the same GAR / Acc diagnostic as the BFCL one
-(:mod:`callscope.actions.diagnostics`), plus the SAAG stage mix of every agent tool call and
-CONFIRM (did the user confirm before each database write, :mod:`callscope.actions.confirm`).
+(:mod:`callscope.calibration.diagnostics`), plus the SAAG stage mix of every agent tool call and
+CONFIRM (did the user confirm before each database write, :mod:`callscope.calibration.confirm`).
 
 **Inputs** (:func:`find_tau2_runs`). A path may be
 
@@ -36,7 +36,7 @@ result says so. A task can thus be in its TOOL_CALL or REFUSE row and in the ASK
 
 * REFUSE: the agent called no *write* tool;
 * ASK: at least one agent message is an ask (the multi-label classifier of
-  :mod:`callscope.actions.classify`: ``?`` or a request cue; greeting formulas such as "How
+  :mod:`callscope.calibration.classify`: ``?`` or a request cue; greeting formulas such as "How
   can I help you today?" are stripped first and are not asks);
 * TOOL_CALL: ``reward_info.action_checks`` has no failed check. A simulation without action
   checks (no ``reward_info``, or none computed) has no GAR verdict: it is left out of its row
@@ -45,7 +45,7 @@ result says so. A task can thus be in its TOOL_CALL or REFUSE row and in the ASK
 **Acc** is ``reward_info.reward == 1``; a simulation without a reward is left out of Acc.
 Wilson 95% intervals, GAR − Acc, the bound check (Acc > GAR: "bound violation", with the
 number of passed cases without the gold class) and the large-slack flag are computed by
-:mod:`callscope.actions.diagnostics`, so the rows carry the same keys as the BFCL rows
+:mod:`callscope.calibration.diagnostics`, so the rows carry the same keys as the BFCL rows
 (``category`` is the domain; the turn-level columns are ``None``). A simulation that ended in
 an error (``termination_reason`` in :data:`TERMINATION_ERRORS`) stays in the denominators and
 is counted in ``n_errors``.
@@ -82,7 +82,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.actions.classify import (
+from callscope.calibration.classify import (
     ACTION_CLASSES,
     ASK,
     DEFAULT,
@@ -92,7 +92,7 @@ from callscope.actions.classify import (
     ClassifierConfig,
     emission_classes,
 )
-from callscope.actions.confirm import (
+from callscope.calibration.confirm import (
     DEFAULT_CONFIRM,
     ConfirmConfig,
     ConfirmDecision,
@@ -102,7 +102,7 @@ from callscope.actions.confirm import (
     detect_confirmation,
     judge_confirmation,
 )
-from callscope.actions.diagnostics import (
+from callscope.calibration.diagnostics import (
     CaseClasses,
     DiagnosticsSettings,
     _category_row,
@@ -997,7 +997,7 @@ class Tau2Diagnostics:
     """Result of :func:`tau2_diagnostics`.
 
     ``rows``: one per (domain, gold class), with the keys of
-    :mod:`callscope.actions.diagnostics` rows (``category`` = domain) plus ``domain``,
+    :mod:`callscope.calibration.diagnostics` rows (``category`` = domain) plus ``domain``,
     ``gar_rule``, ``n_tasks``, ``n_gar_unknown``, ``n_no_reward``, ``emission_gold_k``.
     ``domain_rows``: per domain, emission class counts, the SAAG stage mix of the agent's tool
     calls, the write tools and CONFIRM (rule, and judge with agreement when it ran).
@@ -1211,7 +1211,7 @@ def tau2_diagnostics(
     tasks by id. ``judge``: a :class:`~callscope.models.base.ChatModel` asked about every
     write call (CONFIRM); its agreement with the rule is reported. Raises
     ``FileNotFoundError`` / :class:`Tau2FormatError` when a path holds no τ² results.
-    ``config`` may also be a bare :class:`~callscope.actions.classify.ClassifierConfig`
+    ``config`` may also be a bare :class:`~callscope.calibration.classify.ClassifierConfig`
     (e.g. a classifier preset): the other settings then take their defaults.
     """
     if isinstance(config, ClassifierConfig):

@@ -41,7 +41,7 @@ def _main() -> None:
 
 def _read_rows(path: Path) -> list[dict]:
     """JSONL rows; a bad line becomes ``{"_line": n, "_error": ...}`` so it can be reported."""
-    from callscope.datasets.io import read_jsonl
+    from callscope.core.jsonl import read_jsonl
 
     return [
         row if isinstance(row, dict) else {"_line": n, "_error": f"line {n}: {row}"}
@@ -162,7 +162,7 @@ def run(
     from callscope.models.base import Decoding
     from callscope.runs.experiment import open_model
     from callscope.runs.runner import run_cases
-    from callscope.runs.store import RunStore
+    from callscope.store.run_store import RunStore
 
     cases, problems = load_cases(cases_file)
     for p in problems:
@@ -202,8 +202,8 @@ def bench_build(
     output: Annotated[Path, typer.Option("-o", "--output")] = Path("cases.jsonl"),
 ) -> None:
     """Build a registry-scale benchmark: each query with S = 5/10/15 nested registries."""
-    from callscope.datasets.bench import build_benchmark
-    from callscope.datasets.registry_builder import benchmark_to_jsonl
+    from callscope.benchmarks.registry_builder import benchmark_to_jsonl
+    from callscope.benchmarks.sources import build_benchmark
 
     try:
         built = build_benchmark(
@@ -297,7 +297,7 @@ def classify(
     preset_name: Annotated[str, typer.Option("--preset", help="default | ask_over_tool_call")] = "default",
 ) -> None:
     """Classify emissions as TOOL_CALL / ASK / REFUSE / CONFIRM / OTHER."""
-    from callscope.actions.classify import classify_jsonl, preset
+    from callscope.calibration.classify import classify_jsonl, preset
 
     summary = classify_jsonl(input, output, preset(preset_name))
     t = Table(title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {preset_name}")
@@ -338,12 +338,12 @@ def calibrate(
     BFCL's or tau2-bench's own results."""
     import time
 
-    from callscope.actions.classify import preset
-    from callscope.actions.diagnostics import rich_table
+    from callscope.calibration.classify import preset
+    from callscope.calibration.diagnostics import rich_table
 
     config = preset(preset_name)
     if from_tau2 is not None:
-        from callscope.actions.tau2 import Tau2Config, Tau2FormatError, tau2_diagnostics
+        from callscope.calibration.tau2 import Tau2Config, Tau2FormatError, tau2_diagnostics
 
         judge_model = None
         if judge:
@@ -360,7 +360,7 @@ def calibrate(
         out.mkdir(parents=True, exist_ok=True)
         (out / "tau2-diagnostics.json").write_text(json.dumps(result.to_dict(include_details=True), indent=2, default=str))
         (out / "tau2-diagnostics.md").write_text(result.to_markdown())
-        from callscope.actions.tau2 import domain_markdown, gar_markdown
+        from callscope.calibration.tau2 import domain_markdown, gar_markdown
         from callscope.report.html import build_diagnostic_page
 
         page = build_diagnostic_page(out, f"τ²-bench action-class diagnostic: {from_tau2.name}", [
@@ -370,8 +370,8 @@ def calibrate(
         console.print(f"wrote {out / 'tau2-diagnostics.md'}, .json and {page}")
         return
     if from_bfcl is not None:
-        from callscope.actions.diagnostics import compute_diagnostics, to_markdown
-        from callscope.actions.from_bfcl import load_bfcl_run
+        from callscope.benchmarks.bfcl.results import load_bfcl_run
+        from callscope.calibration.diagnostics import compute_diagnostics, to_markdown
 
         run = load_bfcl_run(from_bfcl, scores, model=bfcl_model)
         diag = compute_diagnostics(run.records, config, header_acc=run.header_acc())
@@ -388,17 +388,17 @@ def calibrate(
         ], notes=run.problems)  # fmt: skip
         console.print(f"wrote {out / 'calibration-from-bfcl.md'}, .json and {page}")
         return
-    from callscope.actions.calibrate import (
+    from callscope.models.base import Decoding
+    from callscope.runs.calibrate import (
         BASELINE,
         diagnose_store,
         run_calibration,
         select_cases,
         write_outputs,
     )  # fmt: skip
-    from callscope.models.base import Decoding
     from callscope.runs.experiment import open_model
     from callscope.runs.runner import resolve_style
-    from callscope.runs.store import RunStore
+    from callscope.store.run_store import RunStore
 
     cases = select_cases(_modes(categories), n)
     m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache)
@@ -417,7 +417,7 @@ def calibrate(
     console.print(f"wrote {path}")
     if probe and probe != BASELINE:
         if store.conversations_done(m.spec, BASELINE) >= {c.id for c in cases}:
-            from callscope.actions.calibrate import ablation_with_baseline
+            from callscope.runs.calibrate import ablation_with_baseline
 
             # every probe against the baseline, over every case both runs hold in this
             # directory (not only this command's cases); writes probe-<P>.md for each
@@ -430,5 +430,3 @@ def calibrate(
     _report(out)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    app()

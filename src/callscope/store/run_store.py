@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from callscope.runs.loop import Outcome
+from callscope.store.records import Outcome
 from callscope.types import Case
 
 SCHEMA = """

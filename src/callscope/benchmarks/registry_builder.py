@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 from rapidfuzz import fuzz, process, utils
 
-from callscope.datasets.io import write_jsonl
+from callscope.core.jsonl import write_jsonl
 from callscope.types import Case
 
 DistractorMode = Literal["uniform", "similar"]

@@ -7,7 +7,7 @@ Structure (``bfcl_eval.model_handler.base_handler.inference_multi_turn_FC`` / ``
   :data:`REINJECT_MESSAGE` (native mode: the tools list grows; prompt mode: the message is
   ``"{functions}\\n" + REINJECT_MESSAGE`` with the added docs, the system prompt is unchanged);
 * within a turn the model is queried repeatedly: an answer with no parseable call ends the
-  turn; otherwise the calls are executed (through :class:`~callscope.actions.env.SafeEnv`) and
+  turn; otherwise the calls are executed (through :class:`~callscope.benchmarks.bfcl.env.SafeEnv`) and
   the results appended (native: one ``tool`` message per call with ``tool_call_id``/``name``;
   prompt: one ``user`` message holding ``repr`` of ``[{"role": "tool", "name": <call>,
   "content": <result>}]``, as BFCL's ``format_execution_results_prompting``);
@@ -28,8 +28,8 @@ the parsed calls, the execution results, the tools available), so that emission 
 can read them per turn and step; :meth:`Trajectory.to_dict`/:meth:`Trajectory.from_dict`
 round-trip through JSON.
 
-Probes (``probe=``, a :class:`~callscope.actions.probes.ProbeConfig`; see
-:mod:`callscope.actions.probes` for the rules): with none the run is exactly BFCL's loop.
+Probes (``probe=``, a :class:`~callscope.calibration.probes.ProbeConfig`; see
+:mod:`callscope.calibration.probes` for the rules): with none the run is exactly BFCL's loop.
 
 * SRI (halt seam): when a turn ends without any parseable call in it, the probe may retry
   once per turn: the no-call message is dropped from the conversation (history
@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from callscope.actions.env import ExecResult, SafeEnv
-from callscope.actions.probes import (
+from callscope.benchmarks.bfcl.categories import MAXIMUM_STEP_LIMIT
+from callscope.benchmarks.bfcl.env import SafeEnv
+from callscope.benchmarks.bfcl.multi_turn import MTCase
+from callscope.benchmarks.records import ExecResult, StepRecord, Trajectory, TurnRecord
+from callscope.calibration.probes import (
     BYPASS_ABSTENTION,
     CRI_RETRY_INSTRUCTION,
     ProbeConfig,
@@ -62,7 +63,6 @@ from callscope.actions.probes import (
     request_text,
     user_text,
 )
-from callscope.datasets.bfcl_multi_turn import MTCase
 from callscope.models.base import ChatModel, Decoding
 from callscope.parse import parse_native, parse_output, parse_python_calls
 from callscope.types import ModelError, ModelReply, ParseResult
@@ -70,8 +70,6 @@ from callscope.types import ModelError, ModelReply, ParseResult
 Style = Literal["native", "prompt"]
 ParseMode = Literal["bfcl", "lenient"]
 
-#: ``bfcl_eval.constants.default_prompts.MAXIMUM_STEP_LIMIT``
-MAXIMUM_STEP_LIMIT = 20
 #: ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``
 REINJECT_MESSAGE = "I have updated some more functions you can choose from. What about now?"
 
@@ -136,185 +134,6 @@ def parse_emission(reply: ModelReply, style: Style, parse_mode: ParseMode) -> Pa
 # ------------------------------------------------------------------------------- records
 
 
-@dataclass
-class StepRecord:
-    """One model query within a turn. ``retracted``: a probe removed this emission before its
-    calls executed (it is still the model's emission). ``placeholder``: a probe wrote this
-    step (CRI-bypass abstention); it is not a model emission."""
-
-    text: str
-    tool_calls: list[dict[str, Any]] | None
-    calls: list[dict[str, Any]]
-    parse_error: str | None
-    parse_form: str | None
-    results: list[ExecResult]
-    available: list[str]
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    latency_s: float = 0.0
-    retracted: bool = False
-    placeholder: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "tool_calls": self.tool_calls,
-            "calls": self.calls,
-            "parse_error": self.parse_error,
-            "parse_form": self.parse_form,
-            "results": [r.to_dict() for r in self.results],
-            "available": self.available,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "latency_s": self.latency_s,
-            "retracted": self.retracted,
-            "placeholder": self.placeholder,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StepRecord:
-        return cls(
-            text=str(d.get("text") or ""),
-            tool_calls=d.get("tool_calls"),
-            calls=list(d.get("calls") or []),
-            parse_error=d.get("parse_error"),
-            parse_form=d.get("parse_form"),
-            results=[ExecResult.from_dict(r) for r in d.get("results") or []],
-            available=list(d.get("available") or []),
-            prompt_tokens=d.get("prompt_tokens"),
-            completion_tokens=d.get("completion_tokens"),
-            latency_s=float(d.get("latency_s") or 0.0),
-            retracted=bool(d.get("retracted", False)),
-            placeholder=bool(d.get("placeholder", False)),
-        )
-
-
-@dataclass
-class TurnRecord:
-    """One turn: the user messages sent, the tools available, the steps."""
-
-    index: int
-    user_messages: list[dict[str, Any]]
-    available: list[str]
-    added_functions: list[str] = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "user_messages": self.user_messages,
-            "available": self.available,
-            "added_functions": self.added_functions,
-            "steps": [s.to_dict() for s in self.steps],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TurnRecord:
-        return cls(
-            index=int(d["index"]),
-            user_messages=list(d.get("user_messages") or []),
-            available=list(d.get("available") or []),
-            added_functions=list(d.get("added_functions") or []),
-            steps=[StepRecord.from_dict(s) for s in d.get("steps") or []],
-        )
-
-
-@dataclass
-class Trajectory:
-    """A whole conversation. ``turns`` holds the turns BFCL would keep in its result (the
-    force-quit turn included); a turn cut by a model error is kept in ``partial_turn``.
-    ``probe`` is the probe's :meth:`~callscope.actions.probes.ProbeConfig.to_dict` (``None``
-    for a plain run) and ``events`` its decisions, in order."""
-
-    case_id: str
-    category: str
-    style: str
-    model: str
-    max_steps: int
-    parse_mode: str = "bfcl"
-    turns: list[TurnRecord] = field(default_factory=list)
-    partial_turn: TurnRecord | None = None
-    force_quit: bool = False
-    error: dict[str, Any] | None = None
-    wall_s: float = 0.0
-    probe: dict[str, Any] | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def probe_fired(self) -> bool:
-        """Whether the probe fired at least once in this case."""
-        return any(e.get("decision") == "fired" for e in self.events)
-
-    @property
-    def completed(self) -> bool:
-        return not self.force_quit and self.error is None
-
-    def emissions(self) -> Iterator[tuple[int, int, StepRecord]]:
-        """``(turn, step, record)`` for every assistant emission, the partial turn included."""
-        all_turns = list(self.turns) + ([self.partial_turn] if self.partial_turn else [])
-        for turn in all_turns:
-            for j, step in enumerate(turn.steps):
-                yield turn.index, j, step
-
-    def model_emissions(self) -> Iterator[tuple[int, int, StepRecord]]:
-        """:meth:`emissions` without probe placeholders (retracted emissions stay: the model
-        emitted them)."""
-        return ((t, j, s) for t, j, s in self.emissions() if not s.placeholder)
-
-    def accepted_calls(self) -> list[list[list[str]]]:
-        """Per completed turn, per step with at least one accepted call, the rebuilt call
-        strings as recorded (BFCL's decoded-results shape). The grader recomputes them."""
-        return [
-            [calls for step in turn.steps
-             if (calls := [r.call for r in step.results if r.accepted and r.call])]
-            for turn in self.turns
-        ]
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(s.prompt_tokens or 0 for _, _, s in self.emissions())
-
-    @property
-    def completion_tokens(self) -> int:
-        return sum(s.completion_tokens or 0 for _, _, s in self.emissions())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "category": self.category,
-            "style": self.style,
-            "model": self.model,
-            "max_steps": self.max_steps,
-            "parse_mode": self.parse_mode,
-            "turns": [t.to_dict() for t in self.turns],
-            "partial_turn": self.partial_turn.to_dict() if self.partial_turn else None,
-            "force_quit": self.force_quit,
-            "error": self.error,
-            "wall_s": self.wall_s,
-            "probe": self.probe,
-            "events": self.events,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
-        partial = d.get("partial_turn")
-        return cls(
-            case_id=str(d["case_id"]),
-            category=str(d.get("category") or ""),
-            style=str(d.get("style") or "native"),
-            model=str(d.get("model") or ""),
-            max_steps=int(d.get("max_steps") or MAXIMUM_STEP_LIMIT),
-            parse_mode=str(d.get("parse_mode") or "bfcl"),
-            turns=[TurnRecord.from_dict(t) for t in d.get("turns") or []],
-            partial_turn=TurnRecord.from_dict(partial) if partial else None,
-            force_quit=bool(d.get("force_quit")),
-            error=d.get("error"),
-            wall_s=float(d.get("wall_s") or 0.0),
-            probe=d.get("probe"),
-            events=list(d.get("events") or []),
-        )
-
-
 # --------------------------------------------------------------------------------- driver
 
 
@@ -371,7 +190,7 @@ def run_conversation(
     ``case_id``, ``mode`` (the style) and ``attempt`` (1-based query number in the case)
     before every query (probe retries are queries too). ``probe`` runs SRI or CRI (see the
     module doc). ``env`` is the simulator environment to run in (a fresh
-    :class:`~callscope.actions.env.SafeEnv` of ``case`` by default; pass one to inspect the
+    :class:`~callscope.benchmarks.bfcl.env.SafeEnv` of ``case`` by default; pass one to inspect the
     final state).
     """
     if style not in ("native", "prompt"):

@@ -2,7 +2,7 @@
 
 What is graded: per turn, per step, the call strings of the calls that were accepted and
 executed, REBUILT here from the recorded names and argument values through
-:func:`callscope.actions.env.validate_call` against the tools the case makes available at that
+:func:`callscope.benchmarks.bfcl.env.validate_call` against the tools the case makes available at that
 turn (a stored trajectory is never trusted to hold safe strings). Steps without an accepted call
 are dropped, as BFCL drops steps that decode to nothing. This is BFCL's
 ``multi_turn_model_result_list_decoded``.
@@ -11,7 +11,7 @@ Semantics, as ``bfcl_eval.eval_checker.eval_runner`` + ``multi_turn_checker``:
 
 * a recorded model error fails the case (``multi_turn:inference_error``);
 * a number of turns different from the gold's fails it (``multi_turn:force_terminated``);
-* otherwise BFCL's checker runs, under :func:`callscope.actions.env.bfcl_sandbox` with a model
+* otherwise BFCL's checker runs, under :func:`callscope.benchmarks.bfcl.env.bfcl_sandbox` with a model
   name no other call uses; the instances it leaves in its module globals are deleted and the
   simulator module globals restored afterwards.
 
@@ -29,14 +29,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from callscope.actions.env import (
+from callscope.benchmarks.bfcl.env import (
     CallRejected,
     bfcl_sandbox,
     unique_model_name,
     validate_call,
 )
-from callscope.actions.runner import Trajectory
-from callscope.datasets.bfcl_multi_turn import MTCase
+from callscope.benchmarks.bfcl.multi_turn import MTCase
+from callscope.benchmarks.records import Trajectory
 from callscope.types import ToolCall
 
 
@@ -109,7 +109,7 @@ def bfcl_check(
     case: MTCase, decoded: list[list[list[str]]], *, run_tag: str = ""
 ) -> dict[str, Any]:
     """BFCL's ``multi_turn_checker`` on ``decoded`` (strings that must come from
-    :func:`callscope.actions.env.validate_call`: the checker ``eval``s them), isolated.
+    :func:`callscope.benchmarks.bfcl.env.validate_call`: the checker ``eval``s them), isolated.
 
     Requires ``len(decoded) == len(case.ground_truth)``.
     """

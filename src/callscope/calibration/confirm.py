@@ -17,7 +17,7 @@ module decides whether that happened, two ways:
      confirmation phrase anywhere ("i confirm", "please proceed", "yes, please", ...);
   4. with ``require_agent_request`` (default on): the last assistant message with text
      before ``U`` asked the user something, i.e. the ASK class of
-     :mod:`callscope.actions.classify` fires on it (a greeting such as "How can I help you
+     :mod:`callscope.calibration.classify` fires on it (a greeting such as "How can I help you
      today?" does not count). An unprompted "yes" in the user's opening request is not a
      confirmation of an action the agent had not yet proposed.
 
@@ -47,7 +47,13 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from callscope.actions.classify import ASK, DEFAULT, ClassifierConfig, cue_classes, normalize_text
+from callscope.calibration.classify import (
+    ASK,
+    DEFAULT,
+    ClassifierConfig,
+    cue_classes,
+    normalize_text,
+)
 from callscope.models.base import ChatModel, Decoding
 from callscope.types import ModelError
 

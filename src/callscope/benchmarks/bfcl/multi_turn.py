@@ -7,7 +7,7 @@ What a user relies on:
 
 * ``MTCase.turns[i]`` are the user messages of turn ``i`` exactly as BFCL stores them; a
   miss_func re-injection turn ``k`` is ``[]`` in the data (the runner supplies BFCL's message).
-* ``MTCase.functions`` are JSON-schema specs (via :mod:`callscope.datasets.bfcl_pkg`) of every
+* ``MTCase.functions`` are JSON-schema specs (via :mod:`callscope.benchmarks.bfcl.package`) of every
   tool of the involved classes, in BFCL's order (classes in ``involved_classes`` order, docs in
   file order), each description ending with BFCL's hint " Note that the provided function is in
   Python 3 syntax." Held-out (miss_func) tools are marked in ``MTCase.held_out`` (name -> the
@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from callscope.datasets.bfcl_pkg import (
+from callscope.benchmarks.bfcl import categories
+from callscope.benchmarks.bfcl.package import (
     answer_file,
     bfcl_function_to_spec,
     question_file,
@@ -70,13 +71,6 @@ SIMULATOR_MODULES: dict[str, str] = {
     "VehicleControlAPI": "vehicle_control",
 }
 
-GOLD_CLASS: dict[str, str] = {
-    "multi_turn_base": "TOOL_CALL",
-    "multi_turn_long_context": "TOOL_CALL",
-    "multi_turn_miss_param": "ASK",
-    "multi_turn_miss_func": "REFUSE",
-}
-
 
 @dataclass
 class MTCase:
@@ -97,6 +91,15 @@ class MTCase:
     def long_context(self) -> bool:
         """BFCL switches long-context states on from the id's category."""
         return "long_context" in self.category or "composite" in self.category
+
+    @property
+    def gold_class(self) -> str:
+        """The action class this case's category rewards (:mod:`.categories`)."""
+        return categories.gold_class(self.category)
+
+    def due_turns(self) -> list[int]:
+        """Turns at which the gold class is due (:func:`.categories.due_turns`)."""
+        return categories.due_turns(self.category, self.ground_truth, self.missed_function)
 
     @property
     def held_out(self) -> dict[str, int]:
@@ -208,7 +211,7 @@ def load_multi_turn(
     language_hint: bool = True,
 ) -> list[MTCase]:
     """All cases of ``categories`` in BFCL's file order. Raises ``ValueError`` on an unknown
-    category and :class:`~callscope.datasets.bfcl_pkg.BfclUnavailableError` without BFCL."""
+    category and :class:`~callscope.benchmarks.bfcl.package.BfclUnavailableError` without BFCL."""
     cases: list[MTCase] = []
     for cat in categories:
         if cat not in MULTI_TURN_CATEGORIES:
@@ -221,32 +224,6 @@ def load_multi_turn(
             _case_from_rows(q, a, language_hint) for q, a in zip(questions, answers, strict=True)
         )
     return cases
-
-
-def gold_class(category: str) -> str:
-    """The action class the category rewards: base/long_context ``TOOL_CALL``, miss_param
-    ``ASK``, miss_func ``REFUSE``."""
-    try:
-        return GOLD_CLASS[category]
-    except KeyError:
-        raise ValueError(f"not a multi-turn category: {category!r}") from None
-
-
-def due_turns(case: MTCase) -> list[int]:
-    """Turns at which the gold class is due.
-
-    TOOL_CALL: every turn with non-empty gold. ASK (miss_param): the turns whose gold is
-    ``[]``. REFUSE (miss_func): the turn before the first re-injection turn.
-    """
-    cls = gold_class(case.category)
-    if cls == "TOOL_CALL":
-        return [i for i, g in enumerate(case.ground_truth) if g]
-    if cls == "ASK":
-        return [i for i, g in enumerate(case.ground_truth) if not g]
-    if not case.missed_function:
-        return []
-    first = min(case.missed_function)
-    return [first - 1] if first >= 1 else []
 
 
 # ------------------------------------------------------------------------------------ gold

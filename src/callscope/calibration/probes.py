@@ -1,5 +1,5 @@
 """SRI and CRI: inference-time calibration probes of the multi-turn runner (paper "Calibration
-is the Bottleneck", §3.3, App. B-C). The runner (:func:`callscope.actions.runner.run_conversation`
+is the Bottleneck", §3.3, App. B-C). The runner (:func:`callscope.runs.conversation.run_conversation`
 with ``probe=``) asks a :class:`ProbeSession` at two seams; this module decides, builds the
 texts, and logs every decision. What a user relies on:
 
@@ -18,7 +18,7 @@ The injected text is sent as a user message; when the conversation already ends 
 message (always the case after history editing) it is appended to that message's content so
 that roles keep alternating. The edit is permanent: later queries see the edited history.
 The SRI-Gate variants suppress the retry when the halting reply is itself an ask (its single
-action class under :data:`callscope.actions.classify.DEFAULT` is ASK), on every case
+action class under :data:`callscope.calibration.classify.DEFAULT` is ASK), on every case
 (``gate="all"``) or on ``multi_turn_miss_param`` cases only (``gate="miss_param"``).
 
 **CRI, the call seam.** Consulted after an emission with calls is parsed and before any of its
@@ -57,9 +57,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from callscope.actions.classify import ASK, DEFAULT, classify_emission
-from callscope.actions.env import ExecResult
-from callscope.datasets.bfcl_multi_turn import MTCase, due_turns
+from callscope.benchmarks.bfcl.multi_turn import MTCase
+from callscope.benchmarks.records import ExecResult
+from callscope.calibration.classify import ASK, DEFAULT, classify_emission
 from callscope.saag import grounding as g
 from callscope.saag.cascade import diagnose, schema_params
 from callscope.types import ToolCall
@@ -410,7 +410,7 @@ class ProbeSession:
         self._cri_fired_at: int | None = None
         self._first_reinjection = min(case.missed_function) if case.missed_function else None
         short = case.category.removeprefix("multi_turn_")
-        self._empty_gold = set(due_turns(case)) if short in ("miss_param", "miss_func") else set()
+        self._empty_gold = set(case.due_turns()) if short in ("miss_param", "miss_func") else set()
 
     @property
     def fired(self) -> bool:

@@ -19,7 +19,7 @@ Guarantees a user relies on:
   globals (long-context TravelAPI instances otherwise hold the module's own credit-card and
   booking dicts). Nothing is put in BFCL's module globals.
 * **Module globals are restored.** :func:`bfcl_sandbox` (used around every execution here and
-  around every checker call in :mod:`callscope.actions.grade`) compares every module-level
+  around every checker call in :mod:`callscope.benchmarks.bfcl.grade`) compares every module-level
   ``dict``/``list`` of the simulator modules with a pristine copy afterwards and restores, in
   place, any that changed (VehicleControlAPI writes into ``LONG_WEATHER_EXTENSION``); it also
   deletes the instances BFCL's executor left in ``multi_turn_utils`` globals under a given
@@ -43,10 +43,10 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-from callscope.datasets.bfcl_multi_turn import SIMULATOR_MODULES, SIMULATOR_PACKAGE, MTCase
+from callscope.benchmarks.bfcl.multi_turn import SIMULATOR_MODULES, SIMULATOR_PACKAGE, MTCase
+from callscope.benchmarks.records import ExecResult
 from callscope.types import ToolCall
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -61,39 +61,6 @@ _LONG_CONTEXT_MODULE = f"{SIMULATOR_PACKAGE}.long_context"
 
 #: one lock for everything that touches BFCL modules (executor globals, module dicts)
 BFCL_LOCK = threading.RLock()
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """What happened to one call. ``call`` is the rebuilt call string when accepted."""
-
-    name: str
-    arguments: dict[str, Any]
-    accepted: bool
-    output: str
-    call: str | None = None
-    reason: str | None = None  # unavailable | bad_name | bad_argument_name | not_literal | ...
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "arguments": self.arguments,
-            "accepted": self.accepted,
-            "output": self.output,
-            "call": self.call,
-            "reason": self.reason,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ExecResult:
-        return cls(
-            name=str(d.get("name", "")),
-            arguments=d.get("arguments") if isinstance(d.get("arguments"), dict) else {},
-            accepted=bool(d.get("accepted")),
-            output=str(d.get("output", "")),
-            call=d.get("call"),
-            reason=d.get("reason"),
-        )
 
 
 class CallRejected(ValueError):

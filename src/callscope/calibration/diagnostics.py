@@ -1,7 +1,7 @@
 """GAR / Acc diagnostics of action-class calibration (paper "Calibration is the Bottleneck").
 
 Input: one :class:`CaseRecord` per multi-turn case, from any source (callscope's own
-multi-turn runner, or BFCL's result files through :mod:`callscope.actions.from_bfcl`)::
+multi-turn runner, or BFCL's result files through :mod:`callscope.benchmarks.bfcl.results`)::
 
     {"id": "multi_turn_miss_param_3", "category": "miss_param", "gold_class": "ASK",
      "turn_emissions": [[emission, ...], ...],   # per turn, that turn's emissions in order
@@ -9,7 +9,7 @@ multi-turn runner, or BFCL's result files through :mod:`callscope.actions.from_b
      "passed": true,                            # the grader's verdict (Acc); null = unknown
      "error": null}                             # why the case has no (complete) emissions
 
-An emission is anything :func:`callscope.actions.classify.classify_emission` reads (text, a
+An emission is anything :func:`callscope.calibration.classify.classify_emission` reads (text, a
 message ``{"content", "tool_calls"}``, BFCL's ``[{tool_name: args}]``, Python call strings).
 
 Metrics per category (each record carries its own gold class; the row reports it):
@@ -48,97 +48,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.actions.classify import (
-    ACTION_CLASSES,
-    ASK,
-    DEFAULT,
-    OTHER,
-    REFUSE,
-    TOOL_CALL,
-    ClassifierConfig,
-    emission_classes,
-    resolve,
-)
-from callscope.report.stats import wilson
-
-#: The paper's gold action class per BFCL multi-turn category.
-GOLD_CLASS_BY_CATEGORY: dict[str, str] = {
-    "base": TOOL_CALL,
-    "long_context": TOOL_CALL,
-    "miss_param": ASK,
-    "miss_func": REFUSE,
-}
-
-_CATEGORY_ORDER = ("base", "miss_param", "miss_func", "long_context")
-
-
-def short_category(category: str) -> str:
-    """``multi_turn_base`` -> ``base``; other names unchanged."""
-    return category.removeprefix("multi_turn_")
-
-
-def gold_class_for(category: str) -> str:
-    """Gold class of a BFCL multi-turn category (with or without the ``multi_turn_`` prefix)."""
-    try:
-        return GOLD_CLASS_BY_CATEGORY[short_category(category)]
-    except KeyError:
-        raise ValueError(
-            f"no gold action class known for category {category!r}; "
-            f"known: {sorted(GOLD_CLASS_BY_CATEGORY)}"
-        ) from None
-
-
-@dataclass
-class CaseRecord:
-    """One multi-turn case as the diagnostics read it (see the module docstring)."""
-
-    id: str
-    category: str
-    gold_class: str
-    turn_emissions: list[list[Any]] = field(default_factory=list)
-    due_turns: list[int] = field(default_factory=list)
-    passed: bool | None = None
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: Any) -> CaseRecord:
-        """Build a record from a row; ``ValueError`` with the reason when malformed.
-
-        ``gold_class`` may be omitted for a known BFCL category (it is then derived)."""
-        if not isinstance(d, dict):
-            raise ValueError("record is not a JSON object")
-        for key in ("id", "category"):
-            if not isinstance(d.get(key), str) or not d[key]:
-                raise ValueError(f"record needs a non-empty string {key!r}")
-        gold = d.get("gold_class") or gold_class_for(d["category"])
-        if gold not in ACTION_CLASSES or gold == OTHER:
-            raise ValueError(
-                f"gold_class must be one of TOOL_CALL/ASK/REFUSE/CONFIRM, got {gold!r}"
-            )
-        turns = d.get("turn_emissions", [])
-        if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
-            raise ValueError("'turn_emissions' must be a list of lists (per turn, its emissions)")
-        due = d.get("due_turns", [])
-        if not isinstance(due, list) or not all(
-            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in due
-        ):
-            raise ValueError("'due_turns' must be a list of non-negative integers")
-        passed = d.get("passed")
-        if passed is not None and not isinstance(passed, bool):
-            raise ValueError("'passed' must be true, false or null")
-        error = d.get("error")
-        return cls(
-            id=d["id"],
-            category=d["category"],
-            gold_class=gold,
-            turn_emissions=turns,
-            due_turns=sorted(set(due)),
-            passed=passed,
-            error=str(error) if error is not None else None,
-        )
+from callscope.benchmarks.bfcl.categories import category_key
+from callscope.benchmarks.records import CaseRecord
+from callscope.calibration.classify import DEFAULT, ClassifierConfig, emission_classes, resolve
+from callscope.core.stats import wilson
+from callscope.types import ACTION_CLASSES, OTHER
 
 
 def read_case_records(path: str | Path) -> tuple[list[CaseRecord], list[str]]:
@@ -249,14 +163,6 @@ def _ci(k: int, n: int, z: float) -> tuple[float | None, float | None]:
         return None, None
     lo, hi = wilson(k, n, z)
     return (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
-
-
-def category_key(category: str) -> tuple[int, str]:
-    """Sort key (full or short names): base, miss_param, miss_func, long_context, then others
-    alphabetically."""
-    short = short_category(category)
-    rank = _CATEGORY_ORDER.index(short) if short in _CATEGORY_ORDER else len(_CATEGORY_ORDER)
-    return rank, category
 
 
 def _category_row(

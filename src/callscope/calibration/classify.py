@@ -41,15 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.parse import balanced_end, parse_text
-
-TOOL_CALL = "TOOL_CALL"
-REFUSE = "REFUSE"
-ASK = "ASK"
-CONFIRM = "CONFIRM"
-OTHER = "OTHER"
-
-#: every action class, in the default priority order
-ACTION_CLASSES: tuple[str, ...] = (TOOL_CALL, REFUSE, ASK, CONFIRM, OTHER)
+from callscope.types import ACTION_CLASSES, ASK, CONFIRM, OTHER, REFUSE, TOOL_CALL
 
 #: Inability or unavailability of a tool, a permission or an action.
 DEFAULT_REFUSE_CUES: tuple[str, ...] = (

@@ -31,14 +31,14 @@ Nothing here raises on a missing or malformed file: problems are collected as me
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.actions.diagnostics import CaseRecord, gold_class_for
+from callscope.benchmarks.bfcl.categories import CATEGORIES, due_turns, gold_class
+from callscope.benchmarks.records import CaseRecord
 
-MULTI_TURN_CATEGORIES: tuple[str, ...] = ("base", "miss_param", "miss_func", "long_context")
 VERSION_PREFIX = "BFCL_v4"
 GROUP_DIR = "multi_turn"
 
@@ -66,7 +66,7 @@ class BfclRun:
 
     def header_acc(self) -> dict[str, tuple[int, int]]:
         """``{category: (correct_count, total_count)}`` from the score headers that have them,
-        for :func:`~callscope.actions.diagnostics.compute_diagnostics`'s ``header_acc``."""
+        for :func:`~callscope.calibration.diagnostics.compute_diagnostics`'s ``header_acc``."""
         out: dict[str, tuple[int, int]] = {}
         for cat, header in self.headers.items():
             correct, total = header.get("correct_count"), header.get("total_count")
@@ -75,30 +75,13 @@ class BfclRun:
         return out
 
 
-def due_turns_for(
-    category: str, ground_truth: Sequence[Sequence[Any]], question: dict[str, Any] | None = None
-) -> list[int]:
-    """0-based turns where the category's gold class is due (see the module docstring)."""
-    empty = [t for t, gold in enumerate(ground_truth) if not gold]
-    if category in ("base", "long_context"):
-        return [t for t, gold in enumerate(ground_truth) if gold]
-    if category == "miss_func":
-        missed = (question or {}).get("missed_function")
-        if isinstance(missed, dict) and missed:
-            turns = sorted({int(k) - 1 for k in missed if str(k).isdigit() and int(k) >= 1})
-            if turns:
-                return turns
-        return empty
-    return empty
-
-
 def bfcl_package_ground_truth(
     category: str,
 ) -> tuple[dict[str, list[list[str]]], dict[str, dict[str, Any]]]:
     """``({id: ground_truth}, {id: question entry})`` of one multi-turn category, read from
     the installed ``bfcl_eval`` data (raises ``ImportError``/``FileNotFoundError``/
     ``ValueError`` when absent or malformed)."""
-    from callscope.datasets.bfcl_pkg import answer_file, question_file, read_bfcl_jsonl
+    from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
 
     full = f"multi_turn_{category}"
     answers = {r["id"]: r.get("ground_truth", []) for r in read_bfcl_jsonl(answer_file(full))}
@@ -189,7 +172,7 @@ def load_bfcl_run(
     results_dir: str | Path,
     scores_dir: str | Path | None = None,
     model: str | None = None,
-    categories: Iterable[str] = MULTI_TURN_CATEGORIES,
+    categories: Iterable[str] = CATEGORIES,
     ground_truth: GroundTruthLoader | None = None,
 ) -> BfclRun:
     """Read BFCL multi-turn results (and scores) for one model; see the module docstring.
@@ -213,7 +196,7 @@ def load_bfcl_run(
             run.problems.append(f"{result_path}: no result file; category {category} skipped")
             continue
         try:
-            gold_class = gold_class_for(category)
+            category_gold = gold_class(category)
         except ValueError as exc:
             run.problems.append(f"{result_path}: {exc}; category skipped")
             continue
@@ -250,7 +233,8 @@ def load_bfcl_run(
             seen.add(case_id)
             turns, error = _turns_of(row.get("result"))
             if case_id in answers:
-                due = due_turns_for(category, answers[case_id], questions.get(case_id))
+                question = questions.get(case_id) or {}
+                due = due_turns(category, answers[case_id], question.get("missed_function"))
             else:
                 due = []
                 if answers:
@@ -259,7 +243,7 @@ def load_bfcl_run(
                 CaseRecord(
                     id=case_id,
                     category=category,
-                    gold_class=gold_class,
+                    gold_class=category_gold,
                     turn_emissions=turns,
                     due_turns=due,
                     passed=None if failed is None else case_id not in failed,

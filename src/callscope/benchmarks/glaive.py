@@ -49,8 +49,8 @@ from typing import Any
 import httpx
 from filelock import FileLock
 
-from callscope.datasets.io import read_jsonl
-from callscope.paths import cache_root
+from callscope.core.jsonl import read_jsonl
+from callscope.core.paths import cache_root
 from callscope.types import Case, ToolCall
 
 HUB_PREFIX = "hf:"

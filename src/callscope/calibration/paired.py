@@ -26,8 +26,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from callscope.actions.diagnostics import category_key, short_category
-from callscope.report.stats import wilson
+from callscope.benchmarks.bfcl.categories import category_key, short_category
+from callscope.core.stats import wilson
 
 Outcome = tuple[str, str, bool, bool]
 
@@ -63,7 +63,7 @@ def newcombe_paired(
 
 
 def _gar_valid_for(probe_name: str) -> bool:
-    from callscope.actions.probes import PROBES
+    from callscope.calibration.probes import PROBES
 
     probe = PROBES.get(probe_name)
     return probe.gar_valid if probe is not None else True
@@ -159,7 +159,7 @@ def compare_probe(
 
 def fired_by_case(convs: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
     """Case id -> whether any probe event of its stored trajectory fired (conversation dicts as
-    :meth:`callscope.runs.store.RunStore.conversations` yields them)."""
+    :meth:`callscope.store.run_store.RunStore.conversations` yields them)."""
     return {
         str(c["case_id"]): any(
             e.get("decision") == "fired" for e in (c.get("trajectory") or {}).get("events") or []

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from callscope.datasets.registry_builder import build_registry_benchmark
+from callscope.benchmarks.registry_builder import build_registry_benchmark
 from callscope.types import Case
 
 BFCL_SOURCE = "bfcl"
@@ -25,7 +25,7 @@ def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case
     ``glaive:PATH`` / ``glaive:hf:glaiveai/glaive-function-calling-v2`` (download only with
     ``allow_download``)."""
     if source == BFCL_SOURCE:
-        from callscope.datasets.bfcl_single import load_bfcl_single_detailed
+        from callscope.benchmarks.bfcl.single import load_bfcl_single_detailed
 
         load = load_bfcl_single_detailed()
         dropped = Counter(
@@ -37,7 +37,7 @@ def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case
         )
         return list(load.cases), dropped
     if source.startswith(GLAIVE_PREFIX):
-        from callscope.datasets.glaive import load_glaive
+        from callscope.benchmarks.glaive import load_glaive
 
         g = load_glaive(source[len(GLAIVE_PREFIX) :], allow_hub=allow_download)
         return g.cases, Counter(g.dropped)

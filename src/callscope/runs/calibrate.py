@@ -12,27 +12,22 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from callscope.actions.classify import DEFAULT, ClassifierConfig
-from callscope.actions.diagnostics import (
+from callscope.benchmarks.bfcl.categories import full_category
+from callscope.benchmarks.bfcl.multi_turn import MTCase, load_multi_turn
+from callscope.calibration.classify import DEFAULT, ClassifierConfig
+from callscope.calibration.diagnostics import (
     CaseRecord,
     Diagnostics,
     DiagnosticsSettings,
     compute_diagnostics,
     to_markdown,
 )
-from callscope.datasets.bfcl_multi_turn import MTCase, due_turns, gold_class, load_multi_turn
 from callscope.models.base import ChatModel, Decoding
-from callscope.runs.store import RunStore
 from callscope.saag.cascade import diagnose
+from callscope.store.run_store import RunStore
 from callscope.types import ToolCall
 
-CATEGORIES = ("base", "long_context", "miss_param", "miss_func")
 BASELINE = "baseline"
-
-
-def full_category(name: str) -> str:
-    name = name.strip()
-    return name if name.startswith("multi_turn_") else f"multi_turn_{name}"
 
 
 def select_cases(categories: Sequence[str], n: int | None) -> list[MTCase]:
@@ -67,8 +62,8 @@ def case_record(case: MTCase, trajectory: dict[str, Any], passed: bool) -> CaseR
             )
     err = trajectory.get("error")
     return CaseRecord(
-        id=case.id, category=case.category, gold_class=gold_class(case.category),
-        turn_emissions=turns, due_turns=due_turns(case), passed=passed,
+        id=case.id, category=case.category, gold_class=case.gold_class,
+        turn_emissions=turns, due_turns=case.due_turns(), passed=passed,
         error=json.dumps(err) if err else None,
     )  # fmt: skip
 
@@ -125,12 +120,12 @@ def run_calibration(
     show_progress: bool = True,
 ) -> tuple[int, int]:
     """Run every case without a stored conversation for (model, probe); returns (ran, skipped)."""
-    from callscope.actions.grade import grade
-    from callscope.actions.runner import run_conversation
+    from callscope.benchmarks.bfcl.grade import grade
+    from callscope.runs.conversation import run_conversation
 
     probe_cfg = None
     if probe and probe != BASELINE:
-        from callscope.actions.probes import get_probe
+        from callscope.calibration.probes import get_probe
 
         probe_cfg = get_probe(probe)
     probe_name = probe or BASELINE
@@ -225,7 +220,7 @@ def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, boo
 
 def probe_key(probe: str) -> tuple[int, int, str]:
     """Sort key of run names: the baseline, the named probes in registry order, then others."""
-    from callscope.actions.probes import PROBES
+    from callscope.calibration.probes import PROBES
 
     if probe == BASELINE:
         return 0, 0, probe
@@ -245,7 +240,7 @@ def compare_with_baseline(
     rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
     Written to ``probe-<probe>.md`` in the run directory. ``baseline``: the baseline's
     diagnostics when the caller already has them."""
-    from callscope.actions.probe_report import compare_markdown, compare_probe, fired_by_case
+    from callscope.calibration.paired import compare_markdown, compare_probe, fired_by_case
 
     base = baseline or diagnose_store(store, model, BASELINE, cases)
     probed = diagnose_store(store, model, probe, cases)
@@ -263,7 +258,7 @@ def ablation_with_baseline(
     category against the baseline, fired rate), in :func:`probe_key` order; written to
     ``probe-ablation.md``, with each probe's paired table refreshed in ``probe-<probe>.md``.
     Each probe is paired with the baseline on the cases both ran."""
-    from callscope.actions.probe_report import ablation_markdown, ablation_matrix
+    from callscope.calibration.paired import ablation_markdown, ablation_matrix
 
     base = diagnose_store(store, model, BASELINE, cases)
     ran = sorted(store.conversation_probes(model) - {BASELINE}, key=probe_key)

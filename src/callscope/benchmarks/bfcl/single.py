@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from callscope.datasets.bfcl_pkg import (
+from callscope.benchmarks.bfcl.package import (
     answer_file,
     ast_checker,
     bfcl_function_to_spec,

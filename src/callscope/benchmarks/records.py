@@ -1,0 +1,282 @@
+"""The records a multi-turn case leaves, shared by every layer that reads or writes them.
+
+:class:`Trajectory` (turns -> :class:`StepRecord` steps -> :class:`ExecResult` per call) is
+what the conversation driver records and the store keeps; :class:`CaseRecord` is one case as
+the action-class diagnostics read it, from any source (callscope's own runs, BFCL result
+trees, a user's JSONL). Each round-trips through JSON with ``to_dict``/``from_dict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from callscope.benchmarks.bfcl.categories import MAXIMUM_STEP_LIMIT
+from callscope.benchmarks.bfcl.categories import gold_class as category_gold_class
+from callscope.types import ACTION_CLASSES, OTHER
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What happened to one call. ``call`` is the rebuilt call string when accepted."""
+
+    name: str
+    arguments: dict[str, Any]
+    accepted: bool
+    output: str
+    call: str | None = None
+    reason: str | None = None  # unavailable | bad_name | bad_argument_name | not_literal | ...
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "accepted": self.accepted,
+            "output": self.output,
+            "call": self.call,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExecResult:
+        return cls(
+            name=str(d.get("name", "")),
+            arguments=d.get("arguments") if isinstance(d.get("arguments"), dict) else {},
+            accepted=bool(d.get("accepted")),
+            output=str(d.get("output", "")),
+            call=d.get("call"),
+            reason=d.get("reason"),
+        )
+
+
+@dataclass
+class StepRecord:
+    """One model query within a turn. ``retracted``: a probe removed this emission before its
+    calls executed (it is still the model's emission). ``placeholder``: a probe wrote this
+    step (CRI-bypass abstention); it is not a model emission."""
+
+    text: str
+    tool_calls: list[dict[str, Any]] | None
+    calls: list[dict[str, Any]]
+    parse_error: str | None
+    parse_form: str | None
+    results: list[ExecResult]
+    available: list[str]
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0
+    retracted: bool = False
+    placeholder: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tool_calls": self.tool_calls,
+            "calls": self.calls,
+            "parse_error": self.parse_error,
+            "parse_form": self.parse_form,
+            "results": [r.to_dict() for r in self.results],
+            "available": self.available,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": self.latency_s,
+            "retracted": self.retracted,
+            "placeholder": self.placeholder,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepRecord:
+        return cls(
+            text=str(d.get("text") or ""),
+            tool_calls=d.get("tool_calls"),
+            calls=list(d.get("calls") or []),
+            parse_error=d.get("parse_error"),
+            parse_form=d.get("parse_form"),
+            results=[ExecResult.from_dict(r) for r in d.get("results") or []],
+            available=list(d.get("available") or []),
+            prompt_tokens=d.get("prompt_tokens"),
+            completion_tokens=d.get("completion_tokens"),
+            latency_s=float(d.get("latency_s") or 0.0),
+            retracted=bool(d.get("retracted", False)),
+            placeholder=bool(d.get("placeholder", False)),
+        )
+
+
+@dataclass
+class TurnRecord:
+    """One turn: the user messages sent, the tools available, the steps."""
+
+    index: int
+    user_messages: list[dict[str, Any]]
+    available: list[str]
+    added_functions: list[str] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "user_messages": self.user_messages,
+            "available": self.available,
+            "added_functions": self.added_functions,
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TurnRecord:
+        return cls(
+            index=int(d["index"]),
+            user_messages=list(d.get("user_messages") or []),
+            available=list(d.get("available") or []),
+            added_functions=list(d.get("added_functions") or []),
+            steps=[StepRecord.from_dict(s) for s in d.get("steps") or []],
+        )
+
+
+@dataclass
+class Trajectory:
+    """A whole conversation. ``turns`` holds the turns BFCL would keep in its result (the
+    force-quit turn included); a turn cut by a model error is kept in ``partial_turn``.
+    ``probe`` is the probe's :meth:`~callscope.calibration.probes.ProbeConfig.to_dict` (``None``
+    for a plain run) and ``events`` its decisions, in order."""
+
+    case_id: str
+    category: str
+    style: str
+    model: str
+    max_steps: int
+    parse_mode: str = "bfcl"
+    turns: list[TurnRecord] = field(default_factory=list)
+    partial_turn: TurnRecord | None = None
+    force_quit: bool = False
+    error: dict[str, Any] | None = None
+    wall_s: float = 0.0
+    probe: dict[str, Any] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def probe_fired(self) -> bool:
+        """Whether the probe fired at least once in this case."""
+        return any(e.get("decision") == "fired" for e in self.events)
+
+    @property
+    def completed(self) -> bool:
+        return not self.force_quit and self.error is None
+
+    def emissions(self) -> Iterator[tuple[int, int, StepRecord]]:
+        """``(turn, step, record)`` for every assistant emission, the partial turn included."""
+        all_turns = list(self.turns) + ([self.partial_turn] if self.partial_turn else [])
+        for turn in all_turns:
+            for j, step in enumerate(turn.steps):
+                yield turn.index, j, step
+
+    def model_emissions(self) -> Iterator[tuple[int, int, StepRecord]]:
+        """:meth:`emissions` without probe placeholders (retracted emissions stay: the model
+        emitted them)."""
+        return ((t, j, s) for t, j, s in self.emissions() if not s.placeholder)
+
+    def accepted_calls(self) -> list[list[list[str]]]:
+        """Per completed turn, per step with at least one accepted call, the rebuilt call
+        strings as recorded (BFCL's decoded-results shape). The grader recomputes them."""
+        return [
+            [calls for step in turn.steps
+             if (calls := [r.call for r in step.results if r.accepted and r.call])]
+            for turn in self.turns
+        ]
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens or 0 for _, _, s in self.emissions())
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens or 0 for _, _, s in self.emissions())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "category": self.category,
+            "style": self.style,
+            "model": self.model,
+            "max_steps": self.max_steps,
+            "parse_mode": self.parse_mode,
+            "turns": [t.to_dict() for t in self.turns],
+            "partial_turn": self.partial_turn.to_dict() if self.partial_turn else None,
+            "force_quit": self.force_quit,
+            "error": self.error,
+            "wall_s": self.wall_s,
+            "probe": self.probe,
+            "events": self.events,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
+        partial = d.get("partial_turn")
+        return cls(
+            case_id=str(d["case_id"]),
+            category=str(d.get("category") or ""),
+            style=str(d.get("style") or "native"),
+            model=str(d.get("model") or ""),
+            max_steps=int(d.get("max_steps") or MAXIMUM_STEP_LIMIT),
+            parse_mode=str(d.get("parse_mode") or "bfcl"),
+            turns=[TurnRecord.from_dict(t) for t in d.get("turns") or []],
+            partial_turn=TurnRecord.from_dict(partial) if partial else None,
+            force_quit=bool(d.get("force_quit")),
+            error=d.get("error"),
+            wall_s=float(d.get("wall_s") or 0.0),
+            probe=d.get("probe"),
+            events=list(d.get("events") or []),
+        )
+
+
+@dataclass
+class CaseRecord:
+    """One multi-turn case as the diagnostics read it (see the module docstring)."""
+
+    id: str
+    category: str
+    gold_class: str
+    turn_emissions: list[list[Any]] = field(default_factory=list)
+    due_turns: list[int] = field(default_factory=list)
+    passed: bool | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Any) -> CaseRecord:
+        """Build a record from a row; ``ValueError`` with the reason when malformed.
+
+        ``gold_class`` may be omitted for a known BFCL category (it is then derived)."""
+        if not isinstance(d, dict):
+            raise ValueError("record is not a JSON object")
+        for key in ("id", "category"):
+            if not isinstance(d.get(key), str) or not d[key]:
+                raise ValueError(f"record needs a non-empty string {key!r}")
+        gold = d.get("gold_class") or category_gold_class(d["category"])
+        if gold not in ACTION_CLASSES or gold == OTHER:
+            raise ValueError(
+                f"gold_class must be one of TOOL_CALL/ASK/REFUSE/CONFIRM, got {gold!r}"
+            )
+        turns = d.get("turn_emissions", [])
+        if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
+            raise ValueError("'turn_emissions' must be a list of lists (per turn, its emissions)")
+        due = d.get("due_turns", [])
+        if not isinstance(due, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in due
+        ):
+            raise ValueError("'due_turns' must be a list of non-negative integers")
+        passed = d.get("passed")
+        if passed is not None and not isinstance(passed, bool):
+            raise ValueError("'passed' must be true, false or null")
+        error = d.get("error")
+        return cls(
+            id=d["id"],
+            category=d["category"],
+            gold_class=gold,
+            turn_emissions=turns,
+            due_turns=sorted(set(due)),
+            passed=passed,
+            error=str(error) if error is not None else None,
+        )

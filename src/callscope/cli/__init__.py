@@ -1,0 +1,5 @@
+"""The ``callscope`` command line (one module per command group)."""
+
+from callscope.cli.app import app
+
+__all__ = ["app"]

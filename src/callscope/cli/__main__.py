@@ -1,0 +1,3 @@
+from callscope.cli import app
+
+app()

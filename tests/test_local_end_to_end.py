@@ -119,9 +119,17 @@ def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_case
     rows, md = compare_with_baseline(store, cached.spec, probe, cases)
     assert sum(r["n"] for r in rows if r["category"] != "all") == 2
     assert "ΔAcc" in md
+    # whatever the model does, the table's fired counts, the stored trajectories' decisions and
+    # events.jsonl tell the same story (the table once read a key the store never had)
+    stored = list(store.conversations(cached.spec, probe))
+    fired_cases = sum(
+        any(e.get("decision") == "fired" for e in c["trajectory"].get("events") or [])
+        for c in stored
+    )
+    assert [r["fired"] for r in rows if r["category"] == "all"] == [fired_cases]
     events_file = tmp_path / "cal" / "events.jsonl"
-    fired = [r["fired"] for r in rows if r["category"] != "all"]
-    if any(fired):
-        events = [json.loads(x) for x in events_file.read_text().splitlines()]
-        assert {e["probe"] for e in events} == {probe}
-        assert all(e["decision"] in ("fired", "suppressed") for e in events)
+    events = [json.loads(x) for x in events_file.read_text().splitlines()] if events_file.exists() else []
+    assert len(events) == sum(len(c["trajectory"].get("events") or []) for c in stored)
+    assert {e["probe"] for e in events} <= {probe}
+    assert all(e["decision"] in ("fired", "suppressed") for e in events)
+    assert sum(e["decision"] == "fired" for e in events) >= fired_cases

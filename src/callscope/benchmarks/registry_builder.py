@@ -76,12 +76,6 @@ def function_text(spec: dict[str, Any]) -> str:
     return " ".join(p.replace("_", " ") for p in parts if p)
 
 
-def rank_similar(gold: dict[str, Any], candidates: Sequence[dict[str, Any]]) -> list[int]:
-    """Indices of ``candidates``, most similar to ``gold`` first (ties: lower index first)."""
-    texts = [utils.default_process(function_text(c)) for c in candidates]
-    return _rank_pool(function_text(gold), texts, None, len(candidates))
-
-
 def _rank_pool(gold_text: str, pool_texts: list[str], excluded: int | None, k: int) -> list[int]:
     """The ``k`` pool indices most similar to ``gold_text`` (ties: lower index), skipping
     ``excluded``. ``pool_texts`` are already passed through ``utils.default_process``."""

@@ -16,7 +16,8 @@ from rapidfuzz import fuzz
 NUMBER_TOKEN = re.compile(r"(?:(?<!\w)-)?(?:\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)")
 _WORD = re.compile(r"\w")
 
-#: partial_ratio below this (0-100) makes a string a *hard* drift (paper: 0.6)
+#: partial_ratio below this (0-100) makes a string a *hard* drift (SAAG paper, section 3.3 after
+#: Eq. 9, and App. A: "the hard-drift boundary for Stage 3 correction is PartialRatio < 0.6")
 HARD_DRIFT_BELOW = 60.0
 
 

@@ -65,10 +65,10 @@ def test_known_results_on_a_fresh_file_system(cases):
 
 def test_each_env_starts_from_the_initial_config(cases):
     case = cases["multi_turn_base_0"]
-    first = SafeEnv(case, run_tag="a")
+    first = SafeEnv(case)
     first.execute([ToolCall("mkdir", {"dir_name": "temp"})], case.available_at(0))
     assert "temp" in first.execute([ToolCall("ls")], case.available_at(0))[0].output
-    second = SafeEnv(case, run_tag="a")  # same tag: still a fresh instance
+    second = SafeEnv(case)  # a second environment of the same case: a fresh instance
     assert second.execute([ToolCall("ls")], case.available_at(0))[0].output == (
         '{"current_directory_content": ["document", "archive"]}'
     )
@@ -252,10 +252,10 @@ def test_repeated_runs_see_the_same_seeded_state(cases):
                 and "VehicleControlAPI" in c.involved_classes)
     call = [ToolCall("get_outside_temperature_from_google")]
     avail = case.available_at(0)
-    first_env = SafeEnv(case, run_tag="run1")
+    first_env = SafeEnv(case)
     first = first_env.execute(call, avail)[0].output
     second_call = first_env.execute(call, avail)[0].output
-    fresh = SafeEnv(case, run_tag="run2").execute(call, avail)[0].output
+    fresh = SafeEnv(case).execute(call, avail)[0].output
     assert first == fresh  # a new env restarts the seeded random stream
     assert second_call != first  # the same env advances it
 

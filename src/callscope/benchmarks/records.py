@@ -14,11 +14,12 @@ from typing import Any
 
 from callscope.benchmarks.bfcl.categories import MAXIMUM_STEP_LIMIT
 from callscope.benchmarks.bfcl.categories import gold_class as category_gold_class
+from callscope.core.serde import Record
 from callscope.types import ACTION_CLASSES, OTHER
 
 
 @dataclass(frozen=True)
-class ExecResult:
+class ExecResult(Record):
     """What happened to one call. ``call`` is the rebuilt call string when accepted."""
 
     name: str
@@ -28,30 +29,9 @@ class ExecResult:
     call: str | None = None
     reason: str | None = None  # unavailable | bad_name | bad_argument_name | not_literal | ...
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "arguments": self.arguments,
-            "accepted": self.accepted,
-            "output": self.output,
-            "call": self.call,
-            "reason": self.reason,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ExecResult:
-        return cls(
-            name=str(d.get("name", "")),
-            arguments=d.get("arguments") if isinstance(d.get("arguments"), dict) else {},
-            accepted=bool(d.get("accepted")),
-            output=str(d.get("output", "")),
-            call=d.get("call"),
-            reason=d.get("reason"),
-        )
-
 
 @dataclass
-class StepRecord:
+class StepRecord(Record):
     """One model query within a turn. ``retracted``: a probe removed this emission before its
     calls executed (it is still the model's emission). ``placeholder``: a probe wrote this
     step (CRI-bypass abstention); it is not a model emission."""
@@ -69,42 +49,9 @@ class StepRecord:
     retracted: bool = False
     placeholder: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "tool_calls": self.tool_calls,
-            "calls": self.calls,
-            "parse_error": self.parse_error,
-            "parse_form": self.parse_form,
-            "results": [r.to_dict() for r in self.results],
-            "available": self.available,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "latency_s": self.latency_s,
-            "retracted": self.retracted,
-            "placeholder": self.placeholder,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StepRecord:
-        return cls(
-            text=str(d.get("text") or ""),
-            tool_calls=d.get("tool_calls"),
-            calls=list(d.get("calls") or []),
-            parse_error=d.get("parse_error"),
-            parse_form=d.get("parse_form"),
-            results=[ExecResult.from_dict(r) for r in d.get("results") or []],
-            available=list(d.get("available") or []),
-            prompt_tokens=d.get("prompt_tokens"),
-            completion_tokens=d.get("completion_tokens"),
-            latency_s=float(d.get("latency_s") or 0.0),
-            retracted=bool(d.get("retracted", False)),
-            placeholder=bool(d.get("placeholder", False)),
-        )
-
 
 @dataclass
-class TurnRecord:
+class TurnRecord(Record):
     """One turn: the user messages sent, the tools available, the steps."""
 
     index: int
@@ -113,28 +60,9 @@ class TurnRecord:
     added_functions: list[str] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "user_messages": self.user_messages,
-            "available": self.available,
-            "added_functions": self.added_functions,
-            "steps": [s.to_dict() for s in self.steps],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TurnRecord:
-        return cls(
-            index=int(d["index"]),
-            user_messages=list(d.get("user_messages") or []),
-            available=list(d.get("available") or []),
-            added_functions=list(d.get("added_functions") or []),
-            steps=[StepRecord.from_dict(s) for s in d.get("steps") or []],
-        )
-
 
 @dataclass
-class Trajectory:
+class Trajectory(Record):
     """A whole conversation. ``turns`` holds the turns BFCL would keep in its result (the
     force-quit turn included); a turn cut by a model error is kept in ``partial_turn``.
     ``probe`` is the probe's :meth:`~callscope.calibration.probes.ProbeConfig.to_dict` (``None``
@@ -142,9 +70,9 @@ class Trajectory:
 
     case_id: str
     category: str
-    style: str
-    model: str
-    max_steps: int
+    style: str = "native"
+    model: str = ""
+    max_steps: int = MAXIMUM_STEP_LIMIT
     parse_mode: str = "bfcl"
     turns: list[TurnRecord] = field(default_factory=list)
     partial_turn: TurnRecord | None = None
@@ -191,42 +119,6 @@ class Trajectory:
     @property
     def completion_tokens(self) -> int:
         return sum(s.completion_tokens or 0 for _, _, s in self.emissions())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "category": self.category,
-            "style": self.style,
-            "model": self.model,
-            "max_steps": self.max_steps,
-            "parse_mode": self.parse_mode,
-            "turns": [t.to_dict() for t in self.turns],
-            "partial_turn": self.partial_turn.to_dict() if self.partial_turn else None,
-            "force_quit": self.force_quit,
-            "error": self.error,
-            "wall_s": self.wall_s,
-            "probe": self.probe,
-            "events": self.events,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Trajectory:
-        partial = d.get("partial_turn")
-        return cls(
-            case_id=str(d["case_id"]),
-            category=str(d.get("category") or ""),
-            style=str(d.get("style") or "native"),
-            model=str(d.get("model") or ""),
-            max_steps=int(d.get("max_steps") or MAXIMUM_STEP_LIMIT),
-            parse_mode=str(d.get("parse_mode") or "bfcl"),
-            turns=[TurnRecord.from_dict(t) for t in d.get("turns") or []],
-            partial_turn=TurnRecord.from_dict(partial) if partial else None,
-            force_quit=bool(d.get("force_quit")),
-            error=d.get("error"),
-            wall_s=float(d.get("wall_s") or 0.0),
-            probe=d.get("probe"),
-            events=list(d.get("events") or []),
-        )
 
 
 @dataclass

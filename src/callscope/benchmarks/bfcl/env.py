@@ -23,7 +23,7 @@ Guarantees a user relies on:
   ``dict``/``list`` of the simulator modules with a pristine copy afterwards and restores, in
   place, any that changed (VehicleControlAPI writes into ``LONG_WEATHER_EXTENSION``); it also
   deletes the instances BFCL's executor left in ``multi_turn_utils`` globals under a given
-  model-name prefix. :func:`leaked_globals` lists what had to be restored so far.
+  model-name prefix.
 
 Results are formatted as BFCL's executor formats them: strings as they are, dicts with
 ``json.dumps`` (``str`` when that fails), anything else with ``str``; an exception becomes
@@ -155,7 +155,6 @@ def format_result(value: Any) -> str:
 
 
 _pristine: dict[tuple[str, str], Any] | None = None
-_leaks: dict[str, int] = {}
 
 
 def _simulator_modules() -> list[Any]:
@@ -192,13 +191,7 @@ def restore_module_globals() -> list[str]:
                 value[:] = fresh
             label = f"{key[0].rsplit('.', 1)[-1]}:{key[1]}"
             restored.append(label)
-            _leaks[label] = _leaks.get(label, 0) + 1
     return restored
-
-
-def leaked_globals() -> dict[str, int]:
-    """``module:NAME`` -> how many times it had to be restored in this process."""
-    return dict(_leaks)
 
 
 def executor_instance_names(prefix: str = "") -> list[str]:
@@ -250,14 +243,10 @@ def _new_instance(class_name: str, config: dict[str, Any], long_context: bool) -
 
 
 class SafeEnv:
-    """Fresh simulator instances for one run of one case.
+    """Fresh simulator instances for one run of one case (never shared between runs)."""
 
-    ``run_tag`` only labels the environment (instances are never shared, whatever the tag).
-    """
-
-    def __init__(self, case: MTCase, run_tag: str = "") -> None:
+    def __init__(self, case: MTCase) -> None:
         self.case = case
-        self.run_tag = run_tag
         self.instances: dict[str, Any] = {}
         self._methods: dict[str, Any] = {}
         with bfcl_sandbox():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.types import ModelError, ModelReply
 
 
@@ -19,7 +19,8 @@ class Scripted(ChatModel):
         self.replies = list(replies)
         self.requests: list[tuple[list[dict[str, Any]], list[dict[str, Any]] | None]] = []
 
-    def chat(self, messages, tools=None, decoding: Decoding | None = None) -> ModelReply:
+    def chat(self, messages, tools=None, decoding: Decoding | None = None,
+             context: RequestContext | None = None) -> ModelReply:
         self.requests.append((json.loads(json.dumps(messages)), tools))
         if not self.replies:
             raise ModelError("script exhausted", kind="replay_missing")

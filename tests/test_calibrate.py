@@ -4,7 +4,6 @@ whose right answers come from BFCL's gold (so the expected GAR and Acc are known
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -51,10 +50,8 @@ class GoldActor(ChatModel):
         self.case_id = ""
         self.asked: dict[str, int] = {}
 
-    def set_context(self, **ctx: Any) -> None:
-        self.case_id = ctx["case_id"]
-
-    def chat(self, messages, tools=None, decoding=None) -> ModelReply:
+    def chat(self, messages, tools=None, decoding=None, context=None) -> ModelReply:
+        self.case_id = context.case_id
         k = self.asked.get(self.case_id, 0)
         self.asked[self.case_id] = k + 1
         script = self.scripts[self.case_id]

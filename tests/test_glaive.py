@@ -29,6 +29,7 @@ from callscope.benchmarks.glaive import (
     standardise_function,
 )
 from callscope.core.jsonl import read_jsonl, write_jsonl
+from callscope.parse import parse_text
 
 HEADER = (
     "SYSTEM: You are a helpful assistant with access to the following functions. "
@@ -441,6 +442,28 @@ def test_parse_chat_roles_and_endoftext() -> None:
 def test_parse_functioncall_quirks(text: str, name: str, arguments: dict) -> None:
     call = parse_functioncall(text)
     assert (call.name, call.arguments) == (name, arguments)
+
+
+@pytest.mark.parametrize(
+    ("text", "arguments"),
+    [
+        # an apostrophe inside a value, as written and escaped as \'
+        ("""{"name": "a", "arguments": '{"t": "it's"}'}""", {"t": "it's"}),
+        ("""{"name": "a", "arguments": '{"t": "it\\'s"}'}""", {"t": "it's"}),
+        # "'}" inside a value, alone and after an apostrophe
+        ("""{"name": "a", "arguments": '{"t": "x'}"}'}""", {"t": "x'}"}),
+        ("""{"name": "a", "arguments": '{"t": "it's", "u": "'}"}'} <|endoftext|>""",
+         {"t": "it's", "u": "'}"}),
+        ("""{"name": "a", "arguments": '{\n"t": "it's\nfine'}"\n}'\n}""", {"t": "it's\nfine'}"}),
+    ],
+)
+def test_loader_and_output_parser_read_functioncall_alike(text: str, arguments: dict) -> None:
+    """One reader (callscope.parse.read_functioncall) for the corpus and for model output."""
+    call = parse_functioncall(text)
+    assert (call.name, call.arguments) == ("a", arguments)
+    parsed = parse_text("<functioncall> " + text)
+    assert parsed.form == "functioncall"
+    assert parsed.calls == (call,)
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ class Scripted(ChatModel):
         self.script = script
         self.calls: list[list[dict[str, Any]]] = []
 
-    def chat(self, messages, tools=None, decoding=None) -> ModelReply:
+    def chat(self, messages, tools=None, decoding=None, context=None) -> ModelReply:
         self.calls.append(json.loads(json.dumps(messages)))
         query = messages[1]["content"]
         cid = query.split("#")[-1] if "#" in query else "c1"

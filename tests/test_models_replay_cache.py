@@ -10,7 +10,7 @@ import threading
 import pytest
 from fakeserver import FakeServer, Step, openai_reply
 
-from callscope.models.base import Decoding
+from callscope.models.base import Decoding, RequestContext
 from callscope.models.cache import CachedModel, request_key
 from callscope.models.registry import load_model
 from callscope.models.replay import ReplayModel
@@ -122,12 +122,44 @@ def test_cache_is_thread_safe(server, tmp_path):
     assert len(server.requests) == 16
 
 
-def test_set_context_is_forwarded(tmp_path):
+def test_context_is_forwarded(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({"case_id": "c1", "attempt": 1, "output": "from replay"}) + "\n")
     model = CachedModel(ReplayModel(path), tmp_path / "c.sqlite")
-    model.set_context(case_id="c1", attempt=1, mode="prompt")
-    assert model.chat(MSGS).text == "from replay"
+    ctx = RequestContext(case_id="c1", attempt=1, mode="prompt")
+    assert model.chat(MSGS, context=ctx).text == "from replay"
+
+
+class _Counting(ReplayModel):
+    """A replay model that records the contexts it is asked with."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.seen: list[RequestContext | None] = []
+
+    def chat(self, messages, tools=None, decoding=None, context=None):
+        self.seen.append(context)
+        return super().chat(messages, tools, decoding, context)
+
+
+def test_context_is_not_part_of_the_cache_key(tmp_path):
+    """The same request under another context is a hit: the key is (spec, messages, tools,
+    decoding) only, so caches written before the context was an argument keep hitting."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"case_id": "c1", "output": "answer"}) + "\n")
+    inner = _Counting(path)
+    model = CachedModel(inner, tmp_path / "c.sqlite")
+    first = model.chat(MSGS, None, Decoding(), RequestContext(case_id="c1", attempt=1))
+    again = model.chat(MSGS, None, Decoding(), RequestContext(case_id="c9", attempt=3, turn=2))
+    assert (first.cached, again.cached, again.text) == (False, True, "answer")
+    assert inner.seen == [RequestContext(case_id="c1", attempt=1)]
+    assert request_key(model.spec, MSGS, None, Decoding()) == hashlib.sha256(
+        ('{"decoding":{"max_tokens":512,"seed":0,"temperature":0.0},'
+         '"messages":[{"content":"Weather in Paris?","role":"user"}],'
+         f'"spec":{json.dumps(model.spec)},"tools":null}}').encode()).hexdigest()
+    with sqlite3.connect(str(tmp_path / "c.sqlite")) as conn:
+        [(key,)] = conn.execute("SELECT key FROM responses").fetchall()
+    assert key == request_key(model.spec, MSGS, None, Decoding())
 
 
 # ----------------------------------------------------------------------------- replay
@@ -152,23 +184,23 @@ def test_replay_case_attempt_rows_and_outputs_fallback(tmp_path):
     assert model.spec == f"replay:{path}"
     assert model.supports_native_tools is False
 
-    model.set_context(case_id="c1", mode="prompt", attempt=1)
-    assert model.chat(MSGS).text == "first try"
-    model.set_context(case_id="c1", mode="prompt", attempt=2)
-    second = model.chat(MSGS)
+    ctx = RequestContext(case_id="c1", mode="prompt", attempt=1)
+    assert model.chat(MSGS, context=ctx).text == "first try"
+    ctx = RequestContext(case_id="c1", mode="prompt", attempt=2)
+    second = model.chat(MSGS, context=ctx)
     assert second.tool_calls == [{"name": "f", "arguments": {"x": 1}}]
     assert second.prompt_tokens == 40
-    model.set_context(case_id="c1", mode="prompt", attempt=3)  # no exact row: outputs[2]
-    assert model.chat(MSGS).text == "list 3"
+    ctx = RequestContext(case_id="c1", mode="prompt", attempt=3)  # no exact row: outputs[2]
+    assert model.chat(MSGS, context=ctx).text == "list 3"
 
-    model.set_context(case_id="c2", mode="native", attempt=1)
-    assert model.chat(MSGS).text == "native answer"
-    model.set_context(case_id="c2", mode="prompt", attempt=1)
-    assert model.chat(MSGS).text == "any-mode answer"
+    ctx = RequestContext(case_id="c2", mode="native", attempt=1)
+    assert model.chat(MSGS, context=ctx).text == "native answer"
+    ctx = RequestContext(case_id="c2", mode="prompt", attempt=1)
+    assert model.chat(MSGS, context=ctx).text == "any-mode answer"
 
-    model.set_context(case_id="c1", mode="prompt", attempt=4)
+    ctx = RequestContext(case_id="c1", mode="prompt", attempt=4)
     with pytest.raises(ModelError) as err:
-        model.chat(MSGS)
+        model.chat(MSGS, context=ctx)
     assert err.value.kind == "replay_missing"
     assert "case 'c1' attempt 4" in str(err.value)
 
@@ -181,9 +213,9 @@ def test_replay_context_is_per_thread(tmp_path):
     barrier = threading.Barrier(8)
 
     def work(i: int) -> None:
-        model.set_context(case_id=f"c{i}", attempt=1)
+        ctx = RequestContext(case_id=f"c{i}", attempt=1)
         barrier.wait()  # every thread has set its context before any answers
-        got[i] = model.chat(MSGS).text
+        got[i] = model.chat(MSGS, context=ctx).text
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
     for t in threads:

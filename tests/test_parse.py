@@ -183,6 +183,57 @@ def test_glaive_invalid_quoted_arguments_fail_with_reason() -> None:
     assert "arguments are not valid JSON" in (r.error or "")
 
 
+# The parser and the Glaive loader read <functioncall> with one reader
+# (callscope.parse.glaive); tests/test_glaive.py checks the loader on the same payloads.
+
+
+@pytest.mark.parametrize(
+    ("payload", "arguments"),
+    [
+        # an apostrophe inside a value, unescaped: it does not close the arguments
+        ("""{"name": "f", "arguments": '{"a": "it's"}'}""", {"a": "it's"}),
+        # the same apostrophe written \' (not a JSON escape; the corpus has it)
+        ("""{"name": "f", "arguments": '{"a": "it\\'s"}'}""", {"a": "it's"}),
+        # "'}" inside a value: the first candidate closing quote is not the real one
+        ("""{"name": "f", "arguments": '{"a": "x'}y"}'}""", {"a": "x'}y"}),
+        ("""{"name": "f", "arguments": '{"a": "it's", "b": "'}"}'}""", {"a": "it's", "b": "'}"}),
+        # a "name" key inside the arguments is not the call's name
+        ("""{"name": "f", "arguments": '{"name": "x's"}'}""", {"name": "x's"}),
+        # raw control characters inside a string (the corpus has multi-line values)
+        ("""{"name": "f", "arguments": '{"a": "two\nlines"}'}""", {"a": "two\nlines"}),
+    ],
+)
+def test_glaive_apostrophes_and_closing_quotes_inside_values(
+    payload: str, arguments: dict
+) -> None:
+    for tail in ("", " <|endoftext|>", '\n\nFUNCTION RESPONSE: {"ok": "it\'s done\'}"}'):
+        r = parse_text("<functioncall> " + payload + tail)
+        assert r.form == "functioncall"
+        assert calls_of(r) == [{"name": "f", "arguments": arguments}]
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ("""{"name": "f", "arguments": '{"a": NaN, "b": "it's"}'}""", "non-finite"),
+        ("""{"name": "f", "arguments": {"a": Infinity}}""", "non-finite"),
+        (
+            """{"name": "f", "arguments": '{"a": "it's", "b": """
+            + "[" * 40 + "1" + "]" * 40 + "}'}",
+            "nested deeper",
+        ),
+        ("""{"name": "f", "arguments": '[1, "it's"]'}""", "not a JSON object"),
+        # an object that does not decode and has no single-quoted arguments is no call
+        # (it used to become f() with no arguments)
+        ("""{"name": "f", "arguments": {"a": bad}}""", "no single-quoted arguments"),
+    ],
+)
+def test_glaive_payload_keeps_the_parser_limits(payload: str, reason: str) -> None:
+    r = parse_text("<functioncall> " + payload)
+    assert not r.ok
+    assert reason in (r.error or "")
+
+
 # --------------------------------------------------------------------------- Python syntax
 
 

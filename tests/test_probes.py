@@ -24,7 +24,6 @@ from callscope.calibration.paired import (  # noqa: E402
     ablation_matrix,
     compare_markdown,
     compare_probe,
-    newcombe_paired,
 )
 from callscope.calibration.probes import (  # noqa: E402
     BYPASS_ABSTENTION,
@@ -42,7 +41,8 @@ from callscope.calibration.probes import (  # noqa: E402
     reconciliation_block,
     state_snapshot,
 )
-from callscope.models.base import ChatModel, Decoding  # noqa: E402
+from callscope.core.stats import newcombe_paired  # noqa: E402
+from callscope.models.base import ChatModel, Decoding, RequestContext  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.runs.conversation import Trajectory, run_conversation  # noqa: E402
 from callscope.types import ModelReply, ToolCall  # noqa: E402
@@ -61,7 +61,8 @@ class Scripted(ChatModel):
         self.replies = list(replies)
         self.requests: list[list[dict[str, Any]]] = []
 
-    def chat(self, messages, tools=None, decoding: Decoding | None = None) -> ModelReply:
+    def chat(self, messages, tools=None, decoding: Decoding | None = None,
+             context: RequestContext | None = None) -> ModelReply:
         self.requests.append(json.loads(json.dumps(messages)))
         return self.replies.pop(0) if self.replies else DONE
 

@@ -75,10 +75,8 @@ class PositionalActor(ChatModel):
         self.scripts = scripts
         self.case_id = ""
 
-    def set_context(self, **ctx: Any) -> None:
-        self.case_id = ctx["case_id"]
-
-    def chat(self, messages, tools=None, decoding=None) -> ModelReply:
+    def chat(self, messages, tools=None, decoding=None, context=None) -> ModelReply:
+        self.case_id = context.case_id
         users = [i for i, m in enumerate(messages) if m["role"] == "user"]
         turn = len(users) - 1
         step = sum(1 for m in messages[users[-1] :] if m["role"] == "assistant")

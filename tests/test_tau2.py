@@ -14,28 +14,25 @@ from typing import Any
 
 import pytest
 
+from callscope.benchmarks.tau2.reader import (
+    Tau2FormatError,
+    find_tau2_runs,
+    read_tasks_file,
+    read_tau2_run,
+    tool_functions,
+)
+from callscope.benchmarks.tau2.tasks import ask_cue_hits, scenario_text, task_gold_class
+from callscope.benchmarks.tau2.write_tools import decide_write_tools
 from callscope.calibration.confirm import (
     affirms,
     agreement_stats,
-    cohen_kappa,
     detect_confirmation,
     parse_judge_answer,
     render_transcript,
 )
-from callscope.calibration.tau2 import (
-    Tau2Config,
-    Tau2FormatError,
-    ask_cue_hits,
-    decide_write_tools,
-    find_tau2_runs,
-    read_tasks_file,
-    read_tau2_run,
-    scenario_text,
-    task_gold_class,
-    tau2_diagnostics,
-    tool_functions,
-)
-from callscope.models.base import ChatModel, Decoding
+from callscope.calibration.tau2 import Tau2Config, tau2_diagnostics
+from callscope.core.stats import cohen_kappa
+from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.types import ModelError, ModelReply
 
 # Wilson 95% bounds worked out by hand (z = 1.96, z^2 = 3.8416):
@@ -465,6 +462,7 @@ class ScriptedJudge(ChatModel):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         decoding: Decoding | None = None,
+        context: RequestContext | None = None,
     ) -> ModelReply:
         prompt = messages[-1]["content"]
         self.prompts.append(prompt)

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# re-exported for code written before callscope.errors existed; import it from there
+from callscope.errors import ModelError as ModelError
+
 #: The correction loop's feedback modes (SAAG paper, section 2.4).
 Mode = Literal["direct", "binary", "structured"]
 MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
@@ -154,15 +157,3 @@ class ModelReply:
             latency_s=float(d.get("latency_s") or 0.0),
             cached=bool(d.get("cached", False)),
         )
-
-
-class ModelError(RuntimeError):
-    """A backend could not produce an answer (unreachable, 5xx after retries, bad reply).
-
-    ``kind`` is a short machine-readable label (``connection``, ``timeout``, ``http_5xx``,
-    ``http_4xx``, ``malformed``, ``rate_limited``) that runs record and summarise.
-    """
-
-    def __init__(self, message: str, kind: str = "error") -> None:
-        super().__init__(message)
-        self.kind = kind

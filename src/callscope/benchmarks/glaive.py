@@ -13,7 +13,8 @@ is parsed as follows:
 * every ``<functioncall>`` in an assistant turn is one call. Its ``arguments`` may be a
   JSON string in single quotes (possibly over several lines, possibly holding an
   unescaped apostrophe such as ``'{"title": "Harry's book"}'``), a raw JSON object, a
-  double-quoted JSON string, or missing (read as ``{}``).
+  double-quoted JSON string, or missing (read as ``{}``). The payload is read by
+  :func:`callscope.parse.read_functioncall`, the reader the model-output parser uses too.
 
 Filtering follows the paper (section 3 and Appendix C): a row becomes a ``Case`` only when
 the whole chat holds exactly one call, every function schema is well formed, the call
@@ -51,6 +52,8 @@ from filelock import FileLock
 
 from callscope.core.jsonl import read_jsonl
 from callscope.core.paths import cache_root
+from callscope.errors import DataFormatError
+from callscope.parse import read_functioncall
 from callscope.types import Case, ToolCall
 
 HUB_PREFIX = "hf:"
@@ -74,20 +77,18 @@ _NO_FUNCTIONS_MARK = "no access to external functions"
 _CALL_TAG = "<functioncall>"
 _END_TAG = "<|endoftext|>"
 _TURN_RE = re.compile(r"(?m)^[ \t]*(USER|ASSISTANT|FUNCTION RESPONSE):[ \t]?")
-_QUOTED_ARGS_RE = re.compile(r"\"arguments\"\s*:\s*'")
-_CLOSING_QUOTE_RE = re.compile(r"'(?=\s*\})")
 _DECODER = json.JSONDecoder(strict=False)
 
 
-class GlaiveSourceError(ValueError):
+class GlaiveSourceError(DataFormatError):
     """The source cannot be read: hub use not allowed, download failed, or not JSON."""
 
 
-class GlaiveSchemaError(ValueError):
+class GlaiveSchemaError(DataFormatError):
     """A system prompt's function specs do not decode or are not well formed."""
 
 
-class GlaiveCallError(ValueError):
+class GlaiveCallError(DataFormatError):
     """A ``<functioncall>`` does not parse to ``{"name": str, "arguments": object}``."""
 
 
@@ -199,75 +200,34 @@ def call_segments(turns: list[Turn]) -> list[tuple[int, str]]:
     return out
 
 
-def _loads_arguments(text: str) -> dict[str, Any]:
-    """Parse an arguments string (the inside of the quotes) into an object."""
-    if not text.strip():
-        return {}
-    try:
-        value = _DECODER.decode(text.strip())
-    except json.JSONDecodeError:
-        # ``\'`` is not a JSON escape but appears inside single-quoted arguments.
-        try:
-            value = _DECODER.decode(text.strip().replace("\\'", "'"))
-        except json.JSONDecodeError as exc:
-            raise GlaiveCallError(f"arguments are not JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise GlaiveCallError("arguments are not a JSON object")
-    return value
-
-
-def _call_from_object(obj: Any, arguments: Any) -> ToolCall:
-    if not isinstance(obj, dict):
-        raise GlaiveCallError("call is not a JSON object")
+def _gold_call(obj: dict[str, Any]) -> ToolCall:
+    """The gold call of a decoded ``<functioncall>`` object: ``name`` kept as written (not
+    stripped, must not be blank), ``arguments`` an object (missing or ``null`` means ``{}``)."""
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
         raise GlaiveCallError("call has no name")
+    arguments = obj.get("arguments")
     if arguments is None:
         return ToolCall(name=name, arguments={})
     if isinstance(arguments, dict):
         return ToolCall(name=name, arguments=arguments)
-    if isinstance(arguments, str):
-        return ToolCall(name=name, arguments=_loads_arguments(arguments))
     raise GlaiveCallError("arguments are neither an object nor a JSON string")
 
 
 def parse_functioncall(text: str) -> ToolCall:
     """Parse the text after a ``<functioncall>`` tag into a ``ToolCall``.
 
-    Text after the call object (a stray ``<|endoftext|>``, prose) is ignored. Single-quoted
-    arguments are cut at the first ``'`` followed by optional whitespace and ``}`` for which
-    both the inside and the rest of the call parse, so an apostrophe inside a value does not
-    end them early. Raises ``GlaiveCallError`` when no reading works.
+    The payload is read by :func:`callscope.parse.read_functioncall` (the reader the
+    model-output parser uses too): text after the call object is ignored, and single-quoted
+    arguments end at the first ``'`` followed by optional whitespace and ``}`` for which both
+    the inside and the rest of the call parse, so an apostrophe inside a value does not end
+    them early. Raises ``GlaiveCallError`` when no reading works.
     """
-    start = text.find("{")
-    if start < 0:
-        raise GlaiveCallError("no JSON object after <functioncall>")
     try:
-        obj, _ = _DECODER.raw_decode(text, start)
-    except json.JSONDecodeError:
-        return _parse_quoted_call(text, start)
-    if not isinstance(obj, dict):
-        raise GlaiveCallError("call is not a JSON object")
-    return _call_from_object(obj, obj.get("arguments"))
-
-
-def _parse_quoted_call(text: str, start: int) -> ToolCall:
-    match = _QUOTED_ARGS_RE.search(text, start)
-    if match is None:
-        raise GlaiveCallError("call is not JSON and has no single-quoted arguments")
-    open_quote = match.end() - 1
-    last_error: Exception = GlaiveCallError("single-quoted arguments are never closed")
-    for close in _CLOSING_QUOTE_RE.finditer(text, open_quote + 1):
-        inner = text[open_quote + 1 : close.start()]
-        rebuilt = text[start:open_quote] + "null" + text[close.start() + 1 :]
-        try:
-            arguments = _loads_arguments(inner)
-            obj, _ = _DECODER.raw_decode(rebuilt)
-        except (GlaiveCallError, json.JSONDecodeError) as exc:
-            last_error = exc
-            continue
-        return _call_from_object(obj, arguments)
-    raise GlaiveCallError(f"single-quoted arguments do not parse: {last_error}")
+        obj = read_functioncall(text)
+    except ValueError as exc:
+        raise GlaiveCallError(str(exc)) from exc
+    return _gold_call(obj)
 
 
 def row_to_case(row: Any, index: int) -> Case | str:

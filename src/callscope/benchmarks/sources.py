@@ -1,16 +1,29 @@
-"""One entry point for building a registry-scale benchmark from a named source."""
+"""One entry point for building a registry-scale benchmark from a named source.
+
+The single-call sources are a registry, :data:`SOURCES` (name -> :class:`Source`): a source
+string is ``<name>`` or ``<name>:<argument>`` (``bfcl``, ``glaive:PATH``);
+:func:`load_source` looks the name up and its error lists the registered forms
+(:func:`source_forms`). Adding a source is one loader
+``(argument, allow_download) -> (cases, dropped counts)`` and one :func:`register_source` line.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from callscope.benchmarks.bfcl.single import load_bfcl_single_detailed
+from callscope.benchmarks.glaive import load_glaive
 from callscope.benchmarks.registry_builder import build_registry_benchmark
 from callscope.types import Case
 
 BFCL_SOURCE = "bfcl"
 GLAIVE_PREFIX = "glaive:"
+
+#: a source loader: the text after ``<name>:`` ("" for a bare name) and whether downloads
+#: are allowed -> the source's single-call cases and the counts of rows it dropped, by reason
+Loader = Callable[[str, bool], tuple[list[Case], Counter[str]]]
 
 
 @dataclass
@@ -20,28 +33,74 @@ class BuiltBenchmark:
     dropped: Counter[str] = field(default_factory=Counter)
 
 
-def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case], Counter[str]]:
-    """Single-call source cases: ``bfcl`` (the installed bfcl-eval data, offline) or
-    ``glaive:PATH`` / ``glaive:hf:glaiveai/glaive-function-calling-v2`` (download only with
+@dataclass(frozen=True)
+class Source:
+    """One benchmark source: its ``name``, the ``form`` shown in help and errors, whether it
+    takes an argument after ``name:`` (``argument``), a one-line ``description`` and its
+    ``loader``."""
+
+    name: str
+    form: str
+    argument: bool
+    description: str
+    loader: Loader
+
+
+#: name -> source, in help order
+SOURCES: dict[str, Source] = {}
+
+
+def register_source(source: Source) -> Source:
+    """Add (or replace) the source called ``source.name``; returns it."""
+    if not source.name or ":" in source.name:
+        raise ValueError(f"a source name is a non-empty name without ':', not {source.name!r}")
+    SOURCES[source.name] = source
+    return source
+
+
+def source_forms() -> list[tuple[str, str]]:
+    """``(form, description)`` of every registered source, in registry order."""
+    return [(s.form, s.description) for s in SOURCES.values()]
+
+
+def _bfcl(_argument: str, _allow_download: bool) -> tuple[list[Case], Counter[str]]:
+    """The installed bfcl-eval single-call data (offline); dropped rows as ``category:why``."""
+    load = load_bfcl_single_detailed()
+    dropped = Counter(
+        {
+            f"{cat}:{why}": k
+            for cat, reasons in load.skipped.items()
+            for why, k in reasons.items()
+        }
+    )
+    return list(load.cases), dropped
+
+
+def _glaive(argument: str, allow_download: bool) -> tuple[list[Case], Counter[str]]:
+    """A Glaive file, or ``hf:glaiveai/glaive-function-calling-v2`` (downloaded only with
     ``allow_download``)."""
-    if source == BFCL_SOURCE:
-        from callscope.benchmarks.bfcl.single import load_bfcl_single_detailed
+    g = load_glaive(argument, allow_hub=allow_download)
+    return g.cases, Counter(g.dropped)
 
-        load = load_bfcl_single_detailed()
-        dropped = Counter(
-            {
-                f"{cat}:{why}": k
-                for cat, reasons in load.skipped.items()
-                for why, k in reasons.items()
-            }
-        )
-        return list(load.cases), dropped
-    if source.startswith(GLAIVE_PREFIX):
-        from callscope.benchmarks.glaive import load_glaive
 
-        g = load_glaive(source[len(GLAIVE_PREFIX) :], allow_hub=allow_download)
-        return g.cases, Counter(g.dropped)
-    raise ValueError(f"unknown benchmark source {source!r}: use 'bfcl' or 'glaive:PATH'")
+register_source(Source(BFCL_SOURCE, "bfcl", False,
+                       "BFCL single-call categories from the installed bfcl-eval (offline)",
+                       _bfcl))
+register_source(Source(GLAIVE_PREFIX.rstrip(":"), "glaive:PATH", True,
+                       "a Glaive function-calling file (or glaive:hf:<dataset>)", _glaive))
+
+
+def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case], Counter[str]]:
+    """Single-call source cases of ``source`` (a registered form: ``bfcl``, the installed
+    bfcl-eval data, offline; ``glaive:PATH`` / ``glaive:hf:glaiveai/glaive-function-calling-v2``,
+    downloaded only with ``allow_download``). ``ValueError`` listing the registered forms for
+    anything else."""
+    name, sep, argument = source.partition(":")
+    entry = SOURCES.get(name)
+    if entry is None or bool(sep) != entry.argument:
+        forms = " or ".join(repr(form) for form, _ in source_forms())
+        raise ValueError(f"unknown benchmark source {source!r}: use {forms}")
+    return entry.loader(argument, allow_download)
 
 
 def build_benchmark(

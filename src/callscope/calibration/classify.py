@@ -16,10 +16,11 @@ Bottleneck", §3.1 and App. E). The rule a user relies on:
   the emission's prose, lower-cased after curly quotes are normalised (``’ ‘ “ ”`` to ``' "``).
   The prose excludes the call syntax itself (a ``?`` inside a call's argument is not a
   question), ``<think>...</think>`` blocks, and greeting formulas such as "How can I help you
-  today?" (a greeting is not an ask). A cue matches where it starts at a word boundary
-  ("cannot" does not fire inside "pecannot"; "no function" fires in "no functions"); a cue
-  written ``re:<regex>`` is a regular expression (the default ASK cues use one for a sentence
-  that starts with "which").
+  today?" (a greeting is not an ask). A cue matches where it starts at a word boundary, as a
+  word prefix (:func:`callscope.core.text.cue_pattern`, ``whole_word=False``: "cannot" does
+  not fire inside "pecannot"; "no function" fires in "no functions"); a cue written
+  ``re:<regex>`` is a regular expression (the default ASK cues use one for a sentence that
+  starts with "which").
 * **One class per emission**: the first class of ``priority`` among those that fire, default
   TOOL_CALL > REFUSE > ASK > CONFIRM > OTHER (REFUSE before ASK because refusals often contain
   a question mark). ``overrides`` lists ``(winner, loser)`` pairs applied before the priority:
@@ -31,7 +32,6 @@ Every result should report :meth:`ClassifierConfig.to_dict` so the rule used is 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Iterable
@@ -40,7 +40,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from callscope.parse import balanced_end, parse_text
+from callscope.core.text import cue_pattern, normalize_text, strip_think
+from callscope.parse import MAX_INPUT_CHARS, balanced_end, parse_text, read_python_calls
 from callscope.types import ACTION_CLASSES, ASK, CONFIRM, OTHER, REFUSE, TOOL_CALL
 
 #: Inability or unavailability of a tool, a permission or an action.
@@ -145,25 +146,12 @@ DEFAULT_GREETING_PATTERNS: tuple[str, ...] = (
     r"\blet\s+me\s+know\s+if\s+(?:you\s+need|there's|there\s+is)[^.?!\n]*[.!?]?",
 )
 
-_CURLY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.S)
 _FUNCTIONCALL_BLOCK = re.compile(r"<functioncall>.*?(?:<\|endoftext\|>|$)", re.S)
 _FENCE_BLOCK = re.compile(r"```.*?(?:```|$)", re.S)
 _PY_CALL_START = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
 _NATIVE_KEYS = frozenset({"name", "function", "arguments", "parameters", "type", "id"})
 _MESSAGE_KEYS = frozenset({"content", "text", "tool_calls", "role"})
-
-
-def _cue_pattern(cue: str) -> re.Pattern[str]:
-    """A cue as a regex: literal text that starts at a word boundary when it starts with one,
-    or, with the prefix ``re:``, a regular expression searched in the normalised text."""
-    if cue.startswith("re:"):
-        return re.compile(cue[3:])
-    body = re.escape(cue.lower())
-    if cue[:1].isalnum() or cue[:1] == "_":
-        return re.compile(r"(?<![a-z0-9_])" + body)
-    return re.compile(body)
 
 
 @dataclass(frozen=True)
@@ -195,7 +183,7 @@ class ClassifierConfig:
         for pattern in self.greeting_patterns:
             re.compile(pattern)  # raises re.error on a bad pattern
         for cue in (*self.refuse_cues, *self.ask_cues, *self.confirm_cues):
-            _cue_pattern(cue)
+            cue_pattern(cue)  # raises re.error on a bad ``re:`` cue
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,10 +214,14 @@ class ClassifierConfig:
 
     @cached_property
     def _compiled(self) -> dict[str, tuple[re.Pattern[str], ...]]:
+        def patterns(cues: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+            # one pattern per cue: a ``re:`` cue keeps its own groups
+            return tuple(p for c in cues if (p := cue_pattern(c)) is not None)
+
         return {
-            REFUSE: tuple(_cue_pattern(c) for c in self.refuse_cues if c),
-            ASK: tuple(_cue_pattern(c) for c in self.ask_cues if c),
-            CONFIRM: tuple(_cue_pattern(c) for c in self.confirm_cues if c),
+            REFUSE: patterns(self.refuse_cues),
+            ASK: patterns(self.ask_cues),
+            CONFIRM: patterns(self.confirm_cues),
         }
 
     @cached_property
@@ -344,45 +336,24 @@ def _prose_without_calls(text: str) -> str:
     return _strip_python_calls(_strip_json_calls(text))
 
 
-def _is_dotted_name(node: ast.AST) -> bool:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
-
-
-def _is_literal(node: ast.AST) -> bool:
+def is_python_call_list(text: str) -> bool:
+    """Whether the whole of ``text`` is ``f(...)`` or ``[f(...), g(...)]`` with literal
+    arguments, positional ones included (``[sort('a.txt')]``: BFCL's gold and its decoder use
+    them; :func:`callscope.parse.parse_text` does not accept them). Read by
+    :func:`callscope.parse.read_python_calls` (:mod:`ast`, never evaluated)."""
+    stripped = text.strip()
+    if not stripped or len(stripped) > MAX_INPUT_CHARS:
+        return False
     try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        read_python_calls(stripped, positional=True)
+    except ValueError:
         return False
     return True
 
 
-def is_python_call_list(text: str) -> bool:
-    """Whether the whole of ``text`` is ``f(...)`` or ``[f(...), g(...)]`` with literal
-    arguments, positional ones included (``[sort('a.txt')]``: BFCL's gold and its decoder use
-    them; :func:`callscope.parse.parse_text` does not accept them). Parsed with :mod:`ast`,
-    never evaluated."""
-    stripped = text.strip()
-    if not stripped or len(stripped) > 200_000:
-        return False
-    try:
-        body = ast.parse(stripped, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    nodes = body.elts if isinstance(body, ast.List | ast.Tuple) else [body]
-    return bool(nodes) and all(
-        isinstance(n, ast.Call)
-        and _is_dotted_name(n.func)
-        and all(_is_literal(a) for a in n.args)
-        and all(kw.arg is not None and _is_literal(kw.value) for kw in n.keywords)
-        for n in nodes
-    )
-
-
 def _view_text(text: str, config: ClassifierConfig) -> EmissionView:
     if config.strip_think:
-        text = _THINK.sub(" ", text)
+        text = strip_think(text)
     if parse_text(text).ok:
         return EmissionView(has_call=True, prose=[_prose_without_calls(text)])
     if is_python_call_list(text):
@@ -437,11 +408,6 @@ def view_emission(emission: Any, config: ClassifierConfig = DEFAULT) -> Emission
 
 
 # --------------------------------------------------------------------------- classification
-
-
-def normalize_text(text: str) -> str:
-    """Lower-case ``text`` with curly quotes replaced by ASCII ones."""
-    return text.translate(_CURLY).lower()
 
 
 def _strip_greetings(text: str, config: ClassifierConfig) -> str:

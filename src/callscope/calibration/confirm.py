@@ -21,7 +21,8 @@ module decides whether that happened, two ways:
      today?" does not count). An unprompted "yes" in the user's opening request is not a
      confirmation of an action the agent had not yet proposed.
 
-  Cues are matched on lower-cased text (curly quotes normalised) at word boundaries;
+  Cues are matched on lower-cased text (curly quotes normalised) as whole words
+  (:func:`callscope.core.text.cue_pattern` with ``whole_word=True``);
   τ²-bench's control tokens (``###STOP###``, ``###TRANSFER###``, ...) are removed first. All
   cue lists live in :class:`ConfirmConfig` and are reported with every result.
 
@@ -44,7 +45,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from callscope.calibration.classify import (
@@ -52,10 +52,11 @@ from callscope.calibration.classify import (
     DEFAULT,
     ClassifierConfig,
     cue_classes,
-    normalize_text,
 )
+from callscope.core.stats import cohen_kappa
+from callscope.core.text import cue_pattern, normalize_text, strip_think
+from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding
-from callscope.types import ModelError
 
 #: Words or phrases that, in the first sentence of the user's message, affirm.
 DEFAULT_AFFIRM_CUES: tuple[str, ...] = (
@@ -134,18 +135,13 @@ DEFAULT_VETO_CUES: tuple[str, ...] = (
 #: τ²-bench's control tokens, removed from user text before matching.
 _CONTROL = re.compile(r"###[A-Z_]+###")
 _FIRST_SENTENCE = re.compile(r"[.!?;\n]")
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
 _YES_NO = re.compile(r"(?<![a-z0-9_])(yes|no)(?![a-z0-9_])")
 
 
-@lru_cache(maxsize=64)
 def cue_regex(cues: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One regex matching any of ``cues`` (lower-case) at word boundaries, longest first;
-    ``None`` for no cues."""
-    parts = [re.escape(c.lower()) for c in sorted({c for c in cues if c}, key=len, reverse=True)]
-    if not parts:
-        return None
-    return re.compile(r"(?<![a-z0-9_'])(?:" + "|".join(parts) + r")(?![a-z0-9_])")
+    """One regex matching any of ``cues`` as whole words, longest first
+    (:func:`callscope.core.text.cue_pattern` with ``whole_word=True``); ``None`` for no cues."""
+    return cue_pattern(cues, whole_word=True)
 
 
 @dataclass(frozen=True)
@@ -332,7 +328,7 @@ def judge_messages(
 def parse_judge_answer(text: str) -> bool | None:
     """The first standalone ``yes``/``no`` (any case) after ``<think>`` blocks are removed;
     ``None`` when the reply has neither."""
-    m = _YES_NO.search(_THINK.sub(" ", text or "").lower())
+    m = _YES_NO.search(strip_think(text or "").lower())
     if not m:
         return None
     return m.group(1) == "yes"
@@ -375,25 +371,10 @@ def judge_confirmation(
 # --------------------------------------------------------------------------- agreement
 
 
-def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
-    """Cohen's kappa of two binary raters over paired decisions; ``None`` when there are no
-    pairs or chance agreement is 1 (both raters constant and equal: kappa is 0/0)."""
-    if len(a) != len(b):
-        raise ValueError("raters must rate the same items")
-    n = len(a)
-    if not n:
-        return None
-    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    pa, pb = sum(a) / n, sum(b) / n
-    pe = pa * pb + (1 - pa) * (1 - pb)
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1 - pe)
-
-
 def agreement_stats(rule: Sequence[bool], judge: Sequence[bool | None]) -> dict[str, Any]:
-    """Raw agreement and Cohen's kappa between the rule and the judge over the calls the
-    judge decided; also the count of each rater's YES and of undecided judge verdicts."""
+    """Raw agreement and Cohen's kappa (:func:`callscope.core.stats.cohen_kappa`) between the
+    rule and the judge over the calls the judge decided; also the count of each rater's YES
+    and of undecided judge verdicts."""
     if len(rule) != len(judge):
         raise ValueError("rule and judge must rate the same calls")
     pairs = [(r, j) for r, j in zip(rule, judge, strict=True) if j is not None]

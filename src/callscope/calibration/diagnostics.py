@@ -41,17 +41,19 @@ read counts as OTHER.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.table import Table as RichTable
+
 from callscope.benchmarks.bfcl.categories import category_key
 from callscope.benchmarks.records import CaseRecord
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, emission_classes, resolve
-from callscope.core.stats import wilson
+from callscope.core.stats import rate_ci
+from callscope.core.table import Table, pct, pct_ci
 from callscope.types import ACTION_CLASSES, OTHER
 
 
@@ -154,23 +156,16 @@ def classify_case(
 # --------------------------------------------------------------------------- per category
 
 
-def _rate(k: int, n: int) -> float | None:
-    return k / n if n else None
-
-
-def _ci(k: int, n: int, z: float) -> tuple[float | None, float | None]:
-    if not n:
-        return None, None
-    lo, hi = wilson(k, n, z)
-    return (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
-
-
-def _category_row(
+def category_row(
     category: str,
     cases: Sequence[CaseClasses],
     settings: DiagnosticsSettings,
-    header: tuple[int, int] | None,
+    header: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
+    """The row of one category (see the module docstring for every key): case- and
+    turn-level GAR, per-turn rate, Acc (from the cases' verdicts, else ``header`` =
+    ``(correct, total)``), Wilson intervals (:func:`callscope.core.stats.rate_ci`), GAR − Acc,
+    the flags and the emission counts. The τ² diagnostic builds its rows with it too."""
     z = settings.z
     n = len(cases)
     golds = sorted({c.gold_class for c in cases})
@@ -192,13 +187,11 @@ def _category_row(
         acc_k, acc_n, acc_source = 0, 0, None
         passed_without_gold = None
 
-    gar = _rate(k_case, n)
-    acc = _rate(acc_k, acc_n)
+    gar, gar_lo, gar_hi = rate_ci(k_case, n, z)
+    gar_turn, turn_lo, turn_hi = rate_ci(k_turn, len(turn_cases), z)
+    acc, acc_lo, acc_hi = rate_ci(acc_k, acc_n, z)
     gap = gar - acc if gar is not None and acc is not None else None
     counts = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
-    gar_lo, gar_hi = _ci(k_case, n, z)
-    turn_lo, turn_hi = _ci(k_turn, len(turn_cases), z)
-    acc_lo, acc_hi = _ci(acc_k, acc_n, z)
     return {
         "category": category,
         "gold_class": "/".join(golds),
@@ -208,12 +201,12 @@ def _category_row(
         "gar_case_k": k_case,
         "gar_case_ci_low": gar_lo,
         "gar_case_ci_high": gar_hi,
-        "gar_turn": _rate(k_turn, len(turn_cases)),
+        "gar_turn": gar_turn,
         "gar_turn_k": k_turn,
         "gar_turn_n": len(turn_cases),
         "gar_turn_ci_low": turn_lo,
         "gar_turn_ci_high": turn_hi,
-        "gar_per_turn": _rate(per_turn_k, per_turn_n),
+        "gar_per_turn": rate_ci(per_turn_k, per_turn_n, z)[0],
         "per_turn_k": per_turn_k,
         "per_turn_n": per_turn_n,
         "acc": acc,
@@ -283,7 +276,7 @@ def compute_diagnostics(
         by_cat.setdefault(case.category, []).append(case)
     header_acc = header_acc or {}
     rows = [
-        _category_row(cat, by_cat[cat], settings, header_acc.get(cat))
+        category_row(cat, by_cat[cat], settings, header_acc.get(cat))
         for cat in sorted(by_cat, key=category_key)
     ]
     totals = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
@@ -301,17 +294,9 @@ def compute_diagnostics(
 # --------------------------------------------------------------------------- rendering
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}"
-
-
-def _pct_ci(x: float | None, lo: float | None, hi: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{100 * x:.1f} [{_pct(lo)}, {_pct(hi)}]"
-
-
-def _flags(row: Mapping[str, Any]) -> str:
+def row_flags(row: Mapping[str, Any]) -> str:
+    """The flags of a diagnostic row as text: bound violation, passed without the gold
+    class, large slack, errors (``""`` when none)."""
     flags = []
     if row.get("bound_violation"):
         flags.append("bound violation (Acc > GAR)")
@@ -324,7 +309,7 @@ def _flags(row: Mapping[str, Any]) -> str:
     return "; ".join(flags)
 
 
-_COLUMNS = (
+COLUMNS: tuple[str, ...] = (
     "Category",
     "Gold",
     "n",
@@ -338,39 +323,41 @@ _COLUMNS = (
 
 
 def _cells(row: Mapping[str, Any]) -> list[str]:
-    gap = row.get("gap")
-    acc = _pct_ci(row.get("acc"), row.get("acc_ci_low"), row.get("acc_ci_high"))
+    acc = pct_ci(row.get("acc"), row.get("acc_ci_low"), row.get("acc_ci_high"))
     if row.get("acc_source") == "header":
         acc += " (header)"
     return [
         str(row["category"]),
         str(row["gold_class"]),
         str(row["n"]),
-        _pct_ci(row.get("gar_case"), row.get("gar_case_ci_low"), row.get("gar_case_ci_high")),
-        _pct_ci(row.get("gar_turn"), row.get("gar_turn_ci_low"), row.get("gar_turn_ci_high")),
-        _pct(row.get("gar_per_turn")),
+        pct_ci(row.get("gar_case"), row.get("gar_case_ci_low"), row.get("gar_case_ci_high")),
+        pct_ci(row.get("gar_turn"), row.get("gar_turn_ci_low"), row.get("gar_turn_ci_high")),
+        pct(row.get("gar_per_turn")),
         acc,
-        "n/a" if gap is None else f"{100 * gap:+.1f}",
-        _flags(row),
+        pct(row.get("gap"), signed=True),
+        row_flags(row),
     ]
+
+
+def diagnostics_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
+    """The per-category rows as a :class:`Table` (percentages, Wilson 95% intervals; rows
+    with a bound violation styled red in the terminal)."""
+    return Table(
+        COLUMNS,
+        [_cells(r) for r in rows],
+        title=title,
+        align="".join("r" if c == "n" else "l" for c in COLUMNS),
+        row_styles=["red" if r.get("bound_violation") else None for r in rows],
+    )
 
 
 def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     """The per-category rows as a Markdown table (percentages, Wilson 95% intervals)."""
-    lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
-    for row in rows:
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in _cells(row)) + " |")
-    return "\n".join(lines) + "\n"
+    return diagnostics_table(rows).to_markdown()
 
 
-def rich_table(rows: Sequence[Mapping[str, Any]], title: str | None = "Action-class diagnostics"):
+def rich_table(
+    rows: Sequence[Mapping[str, Any]], title: str | None = "Action-class diagnostics"
+) -> RichTable:
     """The per-category rows as a :class:`rich.table.Table` (bound violations in red)."""
-    from rich.table import Table
-
-    table = Table(title=title)
-    for col in _COLUMNS:
-        table.add_column(col, justify="right" if col == "n" else "left")
-    for row in rows:
-        style = "red" if row.get("bound_violation") else None
-        table.add_row(*_cells(row), style=style)
-    return table
+    return diagnostics_table(rows, title).to_rich()

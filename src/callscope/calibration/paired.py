@@ -7,11 +7,11 @@ paired by id; a case present in only one run is left out of every number and cou
 miss_func, long_context, then others alphabetically) plus ``all``.
 
 Intervals: ΔAcc = Acc(probe) − Acc(baseline) and ΔGAR likewise, with Newcombe's (1998)
-hybrid score interval for the difference of *paired* proportions ("method 10": the Wilson
-intervals of both marginal proportions, combined with the phi correlation of the 2×2 paired
-table; phi is continuity-corrected as in Newcombe's paper: when ``ad > bc`` its numerator is
-``max(ad − bc − n/2, 0)``). It is closed-form and deterministic, stays inside [−1, 1], and does
-not collapse to a zero-width interval when no case flipped (a paired bootstrap would). The
+hybrid score interval for the difference of *paired* proportions
+(:func:`callscope.core.stats.newcombe_paired`: "method 10", the Wilson intervals of both
+marginal proportions combined with the continuity-corrected phi correlation of the 2×2
+paired table). It is closed-form and deterministic, stays inside [−1, 1], and does not
+collapse to a zero-width interval when no case flipped (a paired bootstrap would). The
 flips are reported as counts: ``pass_to_fail`` (baseline PASS, probe FAIL) and ``fail_to_pass``.
 
 Under CRI-bypass GAR is not a measure of the model (the abstention placeholder is written by
@@ -22,49 +22,20 @@ are what bypass reports.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from callscope.benchmarks.bfcl.categories import category_key, short_category
-from callscope.core.stats import wilson
+from callscope.calibration.probes import PROBES
+from callscope.core.stats import newcombe_paired
+from callscope.core.table import Table, pct, pct_ci
 
 Outcome = tuple[str, str, bool, bool]
 
 CI_METHOD = "newcombe-paired-wilson (method 10, phi continuity-corrected), 95%"
 
 
-def newcombe_paired(
-    both: int, only_first: int, only_second: int, neither: int, z: float = 1.96
-) -> tuple[float, float, float]:
-    """``(theta, lower, upper)`` for ``theta = p1 − p2`` of paired proportions, where
-    ``p1 = (both + only_first)/n`` and ``p2 = (both + only_second)/n`` (Newcombe 1998, method
-    10; see the module doc). ``ValueError`` on an empty or negative table."""
-    cells = (both, only_first, only_second, neither)
-    if min(cells) < 0:
-        raise ValueError(f"negative count in paired table {cells}")
-    n = sum(cells)
-    if n == 0:
-        raise ValueError("empty paired table")
-    a, b, c, d = cells
-    p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = wilson(a + b, n, z)
-    l2, u2 = wilson(a + c, n, z)
-    margins = (a + b) * (c + d) * (a + c) * (b + d)
-    num = float(a * d - b * c)
-    if num > 0:
-        num = max(num - n / 2, 0.0)
-    phi = num / math.sqrt(margins) if margins else 0.0
-    dl1, du1, dl2, du2 = p1 - l1, u1 - p1, p2 - l2, u2 - p2
-    theta = p1 - p2
-    delta = math.sqrt(max(0.0, dl1 * dl1 - 2 * phi * dl1 * du2 + du2 * du2))
-    eps = math.sqrt(max(0.0, du1 * du1 - 2 * phi * du1 * dl2 + dl2 * dl2))
-    return theta, max(-1.0, theta - delta), min(1.0, theta + eps)
-
-
 def _gar_valid_for(probe_name: str) -> bool:
-    from callscope.calibration.probes import PROBES
-
     probe = PROBES.get(probe_name)
     return probe.gar_valid if probe is not None else True
 
@@ -191,61 +162,64 @@ def ablation_matrix(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[
     return out
 
 
-# ------------------------------------------------------------------------------- markdown
+# ------------------------------------------------------------------------------- tables
+
+COMPARE_COLUMNS: tuple[str, ...] = (
+    "Probe", "Category", "n", "Acc base", "Acc probe", "ΔAcc pp [95% CI]", "PASS→FAIL",
+    "FAIL→PASS", "GAR base", "GAR probe", "ΔGAR pp [95% CI]", "fired %",
+)  # fmt: skip
 
 
-def _pp(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
-
-
-def _delta(d: float | None, lo: float | None, hi: float | None) -> str:
-    if d is None:
-        return "n/a"
-    return f"{_pp(d, True)} [{_pp(lo, True)}, {_pp(hi, True)}]"
-
-
-def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A markdown table of :func:`compare_probe` rows (percentages, Δ in pp with 95% CI)."""
-    lines = [
-        "| Probe | Category | n | Acc base | Acc probe | ΔAcc pp [95% CI] | PASS→FAIL | "
-        "FAIL→PASS | GAR base | GAR probe | ΔGAR pp [95% CI] | fired % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def compare_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """:func:`compare_probe` rows as a :class:`Table` (percentages, Δ in pp with 95% CI);
+    categories the two runs never shared are named in the note, not shown as rows."""
     absent = [r for r in rows if r["n"] == 0 and r["category"] != "all"]
+    cells = []
     for r in rows:
         if r in absent:
             continue
         gar_note = "" if r["gar_valid"] else " (bypass)"
-        lines.append(
-            f"| {r['probe']} | {r['category']} | {r['n']} | {_pp(r['acc_base'])} | "
-            f"{_pp(r['acc_probe'])} | {_delta(r['d_acc'], r['d_acc_lo'], r['d_acc_hi'])} | "
-            f"{r['pass_to_fail']} | {r['fail_to_pass']} | {_pp(r['gar_base'])} | "
-            f"{_pp(r['gar_probe'])}{gar_note} | "
-            f"{_delta(r['d_gar'], r['d_gar_lo'], r['d_gar_hi'])}{gar_note} | "
-            f"{_pp(r['fired_rate'])} |"
-        )
+        cells.append([
+            r["probe"], r["category"], r["n"], pct(r["acc_base"]), pct(r["acc_probe"]),
+            pct_ci(r["d_acc"], r["d_acc_lo"], r["d_acc_hi"], signed=True),
+            r["pass_to_fail"], r["fail_to_pass"], pct(r["gar_base"]),
+            f"{pct(r['gar_probe'])}{gar_note}",
+            f"{pct_ci(r['d_gar'], r['d_gar_lo'], r['d_gar_hi'], signed=True)}{gar_note}",
+            pct(r["fired_rate"]),
+        ])  # fmt: skip
     notes = [f"Intervals: {CI_METHOD}; cases paired by id."]
     if absent:
         notes.append("Not paired (in one run only): " + ", ".join(
             f"{r['category']} ({r['unpaired']} cases)" for r in absent) + ".")  # fmt: skip
     if any(not r["gar_valid"] for r in rows):
         notes.append("GAR is n/a under CRI-bypass: its abstention is not a model emission.")
-    return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
+    return Table(COMPARE_COLUMNS, cells, note=" ".join(notes))
+
+
+def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A markdown table of :func:`compare_probe` rows (percentages, Δ in pp with 95% CI)."""
+    return compare_table(rows).to_markdown()
+
+
+def ablation_table(matrix: Sequence[Mapping[str, Any]]) -> Table:
+    """:func:`ablation_matrix` rows as a :class:`Table`: ΔAcc / ΔGAR in pp per category and
+    the fired rate (no columns for an empty matrix)."""
+    if not matrix:
+        return Table([], [])
+    cats = [k[: -len(".d_acc")] for k in matrix[0] if k.endswith(".d_acc")]
+    columns = ["Probe", *(f"{c} ΔAcc / ΔGAR" for c in cats), "fired %"]
+    cells = [
+        [
+            row["probe"],
+            *(f"{pct(row[f'{c}.d_acc'], True)} / {pct(row[f'{c}.d_gar'], True)}" for c in cats),
+            pct(row.get("all.fired_rate")),
+        ]
+        for row in matrix
+    ]
+    return Table(columns, cells)
 
 
 def ablation_markdown(matrix: Sequence[Mapping[str, Any]]) -> str:
-    """A markdown table of :func:`ablation_matrix` rows: ΔAcc / ΔGAR in pp per category."""
-    if not matrix:
-        return ""
-    cats = [k[: -len(".d_acc")] for k in matrix[0] if k.endswith(".d_acc")]
-    head = "| Probe | " + " | ".join(f"{c} ΔAcc / ΔGAR" for c in cats) + " | fired % |"
-    sep = "|---|" + "---|" * len(cats) + "---|"
-    lines = [head, sep]
-    for row in matrix:
-        cells = [f"{_pp(row[f'{c}.d_acc'], True)} / {_pp(row[f'{c}.d_gar'], True)}" for c in cats]
-        lines.append(
-            f"| {row['probe']} | " + " | ".join(cells) + f" | {_pp(row.get('all.fired_rate'))} |"
-        )
-    return "\n".join(lines) + "\n"
+    """A markdown table of :func:`ablation_matrix` rows: ΔAcc / ΔGAR in pp per category
+    (``""`` for an empty matrix)."""
+    return ablation_table(matrix).to_markdown() if matrix else ""

@@ -69,7 +69,9 @@ Gate = Literal["none", "all", "miss_param"]
 Action = Literal["retry", "bypass"]
 DetectorKind = Literal["label-free", "saag"]
 
-#: state injection cap (characters of the whole snapshot block)
+#: state injection cap (characters of the whole snapshot block); this cap, the 4 prior requests
+#: and their 700-character cap are the settings of the calibration paper's public code (SRI,
+#: the halt seam; the paper's text leaves them open)
 STATE_CAP = 2400
 #: reconciliation: earlier requests shown, and their length cap
 MAX_PRIOR_REQUESTS = 4
@@ -146,7 +148,9 @@ def _cri(name: str, action: Action, detector: DetectorKind) -> ProbeConfig:
     return ProbeConfig(name=name, seam="call", action=action, detector=detector)
 
 
-#: every named probe (the names ``callscope calibrate --probe`` accepts)
+#: every named probe, in registry order: THE list of probes; the names ``callscope calibrate
+#: --probe`` accepts (:func:`probe_help`), the order of the report's probe tables and files
+#: (``callscope.runs.calibrate.probe_key``) and :func:`get_probe` all read it
 PROBES: dict[str, ProbeConfig] = {
     p.name: p
     for p in (
@@ -170,6 +174,23 @@ def get_probe(name: str) -> ProbeConfig:
         return PROBES[name]
     except KeyError:
         raise ValueError(f"unknown probe {name!r}; valid: {', '.join(PROBES)}") from None
+
+
+def register_probe(probe: ProbeConfig) -> ProbeConfig:
+    """Add (or replace) ``probe`` under its name, after the built-in probes; returns it."""
+    PROBES[probe.name] = probe
+    return probe
+
+
+def probe_names() -> tuple[str, ...]:
+    """The registered probe names, in registry order."""
+    return tuple(PROBES)
+
+
+def probe_help() -> str:
+    """The probe names as one help line (``sri | sri-no-history | ... | cri-bypass-saag``),
+    for the CLI's ``--probe`` option."""
+    return " | ".join(PROBES)
 
 
 # --------------------------------------------------------------------------- SRI texts

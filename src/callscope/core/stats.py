@@ -1,12 +1,23 @@
-"""Small, deterministic statistics used by the report: Wilson intervals, bootstrap intervals,
-and the two standard deviations the SAAG paper uses.
+"""Every statistic callscope reports, as small deterministic pure functions.
 
-* Per-scale tables (paper Appendix E, Tables 5-7...) give ``mean ± std`` over the rows at one
-  scale; that std is the *population* std of the row values (``ddof=0``): :func:`mean_std`.
-* Aggregate tables (paper Tables 2, 3, 8, 12, 16) give ``mean ± std`` over the three
-  per-scale values; that std is the *sample* std (``ddof=1``): :func:`mean_sample_std`.
+* Proportions: :func:`wilson` (Wilson 1927 score interval), and :func:`rate_ci`, the one
+  wrapper that gives a rate and its Wilson interval as ``None`` (JSON ``null``) instead of
+  ``nan`` when there are no trials (the diagnostics rows, calibration paper section 3).
+* Paired proportions: :func:`newcombe_paired` (Newcombe 1998, method 10), the interval of
+  ΔAcc / ΔGAR between a probe run and its baseline on the same cases.
+* Agreement of two binary raters: :func:`cohen_kappa` (Cohen 1960), the CONFIRM rule against
+  the LLM judge on τ²-bench.
+* Means: the two standard deviations the SAAG paper uses.
 
-Empty input never raises: means and bounds are ``nan``.
+  - Per-scale tables (paper Appendix E, Tables 5-7...) give ``mean ± std`` over the rows at
+    one scale; that std is the *population* std of the row values (``ddof=0``):
+    :func:`mean_std`.
+  - Aggregate tables (paper Tables 2, 3, 8, 12, 16) give ``mean ± std`` over the three
+    per-scale values; that std is the *sample* std (``ddof=1``): :func:`mean_sample_std`.
+
+* Percentile bootstrap intervals of a mean and of a difference of means.
+
+Empty input never raises: means and bounds are ``nan`` (``None`` from :func:`rate_ci`).
 """
 
 from __future__ import annotations
@@ -23,9 +34,15 @@ _BLOCK = 4_000_000
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for ``k`` successes in ``n`` trials (95% for ``z=1.96``).
+    """Wilson score interval for ``k`` successes in ``n`` trials (95% for ``z=1.96``):
+    with ``p = k / n``,
 
-    Returns ``(nan, nan)`` when ``n == 0``. Bounds always lie in [0, 1]."""
+        (p + z²/2n ± z sqrt(p(1 − p)/n + z²/4n²)) / (1 + z²/n)
+
+    Returns ``(nan, nan)`` when ``n == 0``. Bounds always lie in [0, 1].
+
+    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
+    inference. Journal of the American Statistical Association 22(158), 209-212."""
     if n <= 0:
         return NAN, NAN
     if not 0 <= k <= n:
@@ -36,6 +53,80 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     centre = (p + z2 / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_ci(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None, float | None]:
+    """``(k / n, Wilson low, Wilson high)`` for ``k`` successes in ``n`` trials (see
+    :func:`wilson`); all three ``None`` when ``n == 0``, and any ``nan`` bound as ``None``, so
+    the result can go into JSON rows as is."""
+    if not n:
+        return None, None, None
+    lo, hi = wilson(k, n, z)
+    return k / n, (None if math.isnan(lo) else lo), (None if math.isnan(hi) else hi)
+
+
+def newcombe_paired(
+    both: int, only_first: int, only_second: int, neither: int, z: float = 1.96
+) -> tuple[float, float, float]:
+    """``(theta, lower, upper)`` for ``theta = p1 − p2`` of two *paired* proportions.
+
+    The 2×2 paired table is ``a = both``, ``b = only_first``, ``c = only_second``,
+    ``d = neither`` (``n = a + b + c + d``), so ``p1 = (a + b) / n`` and ``p2 = (a + c) / n``.
+    Newcombe's (1998) hybrid score interval, "method 10": with ``(l1, u1)`` and ``(l2, u2)``
+    the Wilson intervals of ``p1`` and ``p2`` and ``phi`` the correlation of the table,
+
+        lower = theta − sqrt((p1 − l1)² − 2 phi (p1 − l1)(u2 − p2) + (u2 − p2)²)
+        upper = theta + sqrt((u1 − p1)² − 2 phi (u1 − p1)(p2 − l2) + (p2 − l2)²)
+
+    ``phi = (ad − bc) / sqrt((a + b)(c + d)(a + c)(b + d))``, continuity-corrected as in the
+    paper (when ``ad > bc`` the numerator is ``max(ad − bc − n/2, 0)``) and 0 when a margin is
+    empty. Closed-form and deterministic, clipped to [−1, 1], and not of zero width when no
+    pair differs (a paired bootstrap would be). ``ValueError`` on an empty or negative table.
+
+    Newcombe, R. G. (1998). Improved confidence intervals for the difference between binomial
+    proportions based on paired data. Statistics in Medicine 17, 2635-2650."""
+    cells = (both, only_first, only_second, neither)
+    if min(cells) < 0:
+        raise ValueError(f"negative count in paired table {cells}")
+    n = sum(cells)
+    if n == 0:
+        raise ValueError("empty paired table")
+    a, b, c, d = cells
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson(a + b, n, z)
+    l2, u2 = wilson(a + c, n, z)
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    num = float(a * d - b * c)
+    if num > 0:
+        num = max(num - n / 2, 0.0)
+    phi = num / math.sqrt(margins) if margins else 0.0
+    dl1, du1, dl2, du2 = p1 - l1, u1 - p1, p2 - l2, u2 - p2
+    theta = p1 - p2
+    delta = math.sqrt(max(0.0, dl1 * dl1 - 2 * phi * dl1 * du2 + du2 * du2))
+    eps = math.sqrt(max(0.0, du1 * du1 - 2 * phi * du1 * dl2 + dl2 * dl2))
+    return theta, max(-1.0, theta - delta), min(1.0, theta + eps)
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
+    """Cohen's (1960) kappa of two binary raters over the same items:
+    ``(p_o − p_e) / (1 − p_e)`` with ``p_o`` the share of items both rate alike and
+    ``p_e = p_a p_b + (1 − p_a)(1 − p_b)`` the agreement expected by chance from each rater's
+    share of YES (``p_a``, ``p_b``). ``None`` when there are no items or ``p_e = 1`` (both
+    raters constant and equal: kappa is 0/0); ``ValueError`` when the lengths differ.
+
+    Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
+    Psychological Measurement 20(1), 37-46."""
+    if len(a) != len(b):
+        raise ValueError("raters must rate the same items")
+    n = len(a)
+    if not n:
+        return None
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    if pe >= 1.0:
+        return None
+    return (po - pe) / (1 - pe)
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:

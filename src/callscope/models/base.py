@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.types import ModelReply
@@ -21,11 +22,54 @@ class Decoding:
         return {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
 
 
+@dataclass(frozen=True)
+class RequestContext:
+    """Who a request is made for: never part of the request itself.
+
+    ``case_id`` is the benchmark case; ``mode`` the feedback mode of the SAAG loop (``first``
+    for the shared attempt 1, then ``binary``/``structured``) or the prompt style of the
+    multi-turn driver (``native``/``prompt``); ``attempt`` the 1-based attempt of the loop or
+    query number of the conversation; ``turn`` and ``step`` (0-based) where in a conversation
+    the query is made (``None`` in the single-call loop).
+
+    Backends that answer from the request alone ignore it; the replay backend looks recorded
+    answers up by it. It is not in the response-cache key
+    (:func:`callscope.models.cache.request_key`): two requests that differ only in their
+    context are the same request.
+    """
+
+    case_id: str | None = None
+    mode: str | None = None
+    attempt: int = 1
+    turn: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """What :func:`callscope.models.registry.load_model` hands every backend factory besides
+    the part of the model string after the prefix.
+
+    ``spec`` is the whole model string; ``timeout`` (seconds per request) and ``retries``
+    (extra attempts after the first) apply to the HTTP backends; ``extra`` holds the
+    backend-specific options (``n_ctx``, ``max_concurrency``, ``source_spec``..., see
+    ``load_model``).
+    """
+
+    spec: str
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 120
+    retries: int = 3
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
 class ChatModel(ABC):
     """A chat model. ``messages`` are OpenAI-style dicts (role/content, plus ``tool_calls``
     on assistant turns and ``tool_call_id``/``name`` on tool turns). ``tools`` are OpenAI-style
     ``[{"type": "function", "function": {name, description, parameters}}]`` or ``None``
-    (prompt mode: the registry is already in the system prompt).
+    (prompt mode: the registry is already in the system prompt). ``context`` says which case,
+    mode and attempt the request answers for (:class:`RequestContext`; ``None``: unknown).
     """
 
     #: the model string the user gave (``local:qwen2.5-coder-0.5b``, ``ollama:llama3.2``...)
@@ -41,6 +85,7 @@ class ChatModel(ABC):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         decoding: Decoding | None = None,
+        context: RequestContext | None = None,
     ) -> ModelReply:
         """Answer once. Raise ``callscope.types.ModelError`` when no answer can be had."""
 

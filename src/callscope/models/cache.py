@@ -1,7 +1,8 @@
 """A persistent response cache in front of any :class:`ChatModel`.
 
 The key is the SHA-256 of the canonical JSON of ``(spec, messages, tools, decoding)``
-(:func:`request_key`), so a rerun with the same model, prompts and decoding answers from
+(:func:`request_key`; the request context is not part of it, so caches written before it was
+an argument keep hitting), so a rerun with the same model, prompts and decoding answers from
 disk, and changing any of them is a miss. Hits come back with ``cached=True`` and the
 latency measured when the answer was first made. Errors are never cached. The store is a
 SQLite file in WAL mode, safe to share between threads and processes.
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.types import ModelReply
 
 
@@ -73,12 +74,6 @@ class CachedModel(ChatModel):
         self.hits = 0
         self.misses = 0
 
-    def set_context(self, **context: Any) -> None:
-        """Forwarded to the inner model when it has ``set_context`` (e.g. replay)."""
-        setter = getattr(self.inner, "set_context", None)
-        if callable(setter):
-            setter(**context)
-
     def lookup(self, key: str) -> ModelReply | None:
         with self._lock:
             row = self._conn.execute("SELECT reply FROM responses WHERE key = ?",
@@ -104,14 +99,17 @@ class CachedModel(ChatModel):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         decoding: Decoding | None = None,
+        context: RequestContext | None = None,
     ) -> ModelReply:
+        """The cached answer of this request, else the inner model's (given ``context``,
+        which is not part of the key), stored."""
         key = request_key(self.spec, messages, tools, decoding)
         hit = self.lookup(key)
         if hit is not None:
             with self._lock:
                 self.hits += 1
             return hit
-        reply = self.inner.chat(messages, tools, decoding)
+        reply = self.inner.chat(messages, tools, decoding, context)
         self.store(key, reply)
         with self._lock:
             self.misses += 1

@@ -1,5 +1,11 @@
 """Shared HTTP plumbing for the Ollama and OpenAI-compatible backends.
 
+:class:`HTTPChatModel` is the one base of the HTTP backends: it owns the client, the retry
+loop (:func:`post_json`), the concurrency setting, the latency measurement and the reply and
+token accounting; a backend supplies only its protocol: the endpoint (``_endpoint``), the
+request body (``_payload``), extra headers (``_headers``), where the message sits in the
+reply (``MESSAGE_PATH``) and how the server reports token usage (``_usage``).
+
 What a user relies on:
 
 * one request is tried at most ``retries + 1`` times; it is retried only on connection
@@ -16,13 +22,16 @@ from __future__ import annotations
 
 import json
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
-from callscope.types import ModelError
+from callscope.errors import ModelError
+from callscope.models.base import ChatModel, Decoding, RequestContext
+from callscope.types import ModelReply
 
 
 @dataclass(frozen=True)
@@ -245,3 +254,106 @@ def evaluated_tokens(prompt_tokens: int | None, cached_tokens: int | None) -> in
     if prompt_tokens is None or cached_tokens is None:
         return None
     return max(0, prompt_tokens - cached_tokens)
+
+
+class HTTPChatModel(ChatModel):
+    """A chat model behind a JSON-over-HTTP endpoint (``<backend>:<model>``). Thread-safe.
+
+    ``chat`` builds the body with :meth:`_payload`, POSTs it to :attr:`url` with the retry
+    ``policy`` (:func:`post_json`), and turns the reply into a :class:`ModelReply` with
+    :meth:`_parse`: the text and tool calls of the object at :attr:`MESSAGE_PATH`, and the
+    token counts of :meth:`_usage` (prompt tokens actually evaluated: :func:`evaluated_tokens`).
+    The request context is not sent (it is not part of the request).
+    """
+
+    #: the prefix of ``spec`` and the backend name every error message starts with
+    BACKEND: ClassVar[str] = "http"
+    #: a model name shown when none is given (``ollama: needs a model name, e.g. ...``)
+    EXAMPLE_MODEL: ClassVar[str] = "<model>"
+    #: dotted path of the reply's message object (see :func:`require`)
+    MESSAGE_PATH: ClassVar[str] = "message"
+
+    supports_native_tools = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base: str,
+        policy: RetryPolicy | None = None,
+        max_concurrency: int = 1,
+    ) -> None:
+        if not model:
+            raise ValueError(
+                f"{self.BACKEND}: needs a model name, e.g. {self.BACKEND}:{self.EXAMPLE_MODEL}")
+        self.model = model
+        self.spec = f"{self.BACKEND}:{model}"
+        self.base = base
+        self.url = self._endpoint(base)
+        self.policy = policy or RetryPolicy()
+        self.max_concurrency = max(1, int(max_concurrency))
+        self._client = httpx.Client()
+
+    @abstractmethod
+    def _endpoint(self, base: str) -> str:
+        """The URL requests are POSTed to, from the server's base address."""
+
+    @abstractmethod
+    def _payload(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        decoding: Decoding,
+    ) -> dict[str, Any]:
+        """The JSON body of one request."""
+
+    def _headers(self) -> dict[str, str]:
+        """Extra request headers (none by default)."""
+        return {}
+
+    @abstractmethod
+    def _usage(self, data: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+        """``(prompt tokens, completion tokens, prompt tokens served from the server's
+        cache)`` as the reply reports them; ``None`` where it does not."""
+
+    def build_request(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        decoding: Decoding,
+    ) -> dict[str, Any]:
+        """The JSON body sent to :attr:`url`."""
+        return self._payload(messages, tools, decoding)
+
+    def _parse(self, data: dict[str, Any], latency: float) -> ModelReply:
+        """The reply object as a :class:`ModelReply` (``malformed`` when the message is
+        missing or its tool calls are not well formed)."""
+        message = require(data, self.MESSAGE_PATH, dict, backend=self.BACKEND, url=self.url)
+        content = message.get("content")
+        prompt_tokens, completion_tokens, cached = self._usage(data)
+        return ModelReply(
+            text=content if isinstance(content, str) else "",
+            tool_calls=parse_tool_calls(message.get("tool_calls"), backend=self.BACKEND,
+                                        url=self.url),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            prompt_tokens_evaluated=evaluated_tokens(prompt_tokens, cached),
+            latency_s=latency,
+        )
+
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        decoding: Decoding | None = None,
+        context: RequestContext | None = None,
+    ) -> ModelReply:
+        body = self.build_request(messages, tools, decoding or Decoding())
+        start = time.perf_counter()
+        data = post_json(self._client, self.url, body, backend=self.BACKEND, policy=self.policy,
+                         headers=self._headers())
+        latency = time.perf_counter() - start
+        return self._parse(data, latency)
+
+    def close(self) -> None:
+        self._client.close()

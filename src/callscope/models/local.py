@@ -20,11 +20,13 @@ import importlib.util
 import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from callscope.models.base import ChatModel, Decoding
-from callscope.types import ModelError, ModelReply
+from callscope.errors import ModelError
+from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
+from callscope.types import ModelReply
 
 _INSTALL_HINT = 'pip install -e ".[local]"'
 
@@ -91,6 +93,12 @@ def get_engine(path: Path, *, n_ctx: int, n_threads: int, seed: int) -> _Engine:
         return engine
 
 
+def local_options(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The :class:`LocalModel` keyword options among ``load_model``'s options (``n_ctx``,
+    ``n_threads``, ``seed``; unset ones are left to the defaults)."""
+    return {k: extra[k] for k in ("n_ctx", "n_threads", "seed") if extra.get(k) is not None}
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) else None
 
@@ -119,6 +127,11 @@ class LocalModel(ChatModel):
         self.n_threads = int(n_threads or os.cpu_count() or 1)
         self.seed = int(seed)
 
+    @classmethod
+    def from_spec(cls, path: str, options: BackendOptions) -> LocalModel:
+        """``gguf:<path>`` (``~`` expanded); options ``n_ctx``, ``n_threads``, ``seed``."""
+        return cls(Path(path).expanduser(), spec=options.spec, **local_options(options.extra))
+
     def engine(self) -> _Engine:
         """Load the weights now (otherwise they load on the first ``chat``)."""
         return get_engine(self.path, n_ctx=self.n_ctx, n_threads=self.n_threads, seed=self.seed)
@@ -128,6 +141,7 @@ class LocalModel(ChatModel):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         decoding: Decoding | None = None,
+        context: RequestContext | None = None,
     ) -> ModelReply:
         decoding = decoding or Decoding()
         engine = self.engine()

@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
-import httpx
-
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import BackendOptions, Decoding
 from callscope.models.http import (
+    HTTPChatModel,
     RetryPolicy,
     ensure_scheme,
-    evaluated_tokens,
     int_or_none,
-    parse_tool_calls,
-    post_json,
-    require,
+    policy_from_opts,
 )
-from callscope.types import ModelReply
 
 DEFAULT_OLLAMA = "http://localhost:11434"
 
@@ -82,11 +76,14 @@ def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class OllamaModel(ChatModel):
+class OllamaModel(HTTPChatModel):
     """An Ollama model by name (``ollama:<model>``). Thread-safe; ``max_concurrency``
-    defaults to 2 (Ollama queues parallel requests per model)."""
+    defaults to 2 (Ollama queues parallel requests per model). Token counts are Ollama's
+    ``prompt_eval_count``, ``eval_count`` and ``prompt_eval_cached_count``."""
 
-    supports_native_tools = True
+    BACKEND = "ollama"
+    EXAMPLE_MODEL = "qwen2.5-coder:1.5b"
+    MESSAGE_PATH = "message"
 
     def __init__(
         self,
@@ -97,18 +94,25 @@ class OllamaModel(ChatModel):
         max_concurrency: int = 2,
         num_ctx: int | None = None,
     ) -> None:
-        if not model:
-            raise ValueError("ollama: needs a model name, e.g. ollama:qwen2.5-coder:1.5b")
-        self.model = model
-        self.spec = f"ollama:{model}"
-        self.base = ollama_base(base_url)
-        self.url = f"{self.base}/api/chat"
-        self.policy = policy or RetryPolicy()
-        self.max_concurrency = max(1, int(max_concurrency))
+        super().__init__(model, base=ollama_base(base_url), policy=policy,
+                         max_concurrency=max_concurrency)
         self.num_ctx = num_ctx
-        self._client = httpx.Client()
 
-    def build_request(
+    @classmethod
+    def from_spec(cls, name: str, options: BackendOptions) -> OllamaModel:
+        """``ollama:<name>``; options ``max_concurrency`` (default 2) and ``num_ctx``."""
+        return cls(
+            name,
+            base_url=options.base_url,
+            policy=policy_from_opts(options.timeout, options.retries, options.extra),
+            max_concurrency=int(options.extra.get("max_concurrency") or 2),
+            num_ctx=options.extra.get("num_ctx"),
+        )
+
+    def _endpoint(self, base: str) -> str:
+        return f"{base}/api/chat"
+
+    def _payload(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
@@ -132,29 +136,6 @@ class OllamaModel(ChatModel):
             body["tools"] = tools
         return body
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-    ) -> ModelReply:
-        body = self.build_request(messages, tools, decoding or Decoding())
-        start = time.perf_counter()
-        data = post_json(self._client, self.url, body, backend="ollama", policy=self.policy)
-        latency = time.perf_counter() - start
-        message = require(data, "message", dict, backend="ollama", url=self.url)
-        content = message.get("content")
-        prompt_tokens = int_or_none(data.get("prompt_eval_count"))
-        cached = int_or_none(data.get("prompt_eval_cached_count"))
-        return ModelReply(
-            text=content if isinstance(content, str) else "",
-            tool_calls=parse_tool_calls(message.get("tool_calls"), backend="ollama",
-                                        url=self.url),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=int_or_none(data.get("eval_count")),
-            prompt_tokens_evaluated=evaluated_tokens(prompt_tokens, cached),
-            latency_s=latency,
-        )
-
-    def close(self) -> None:
-        self._client.close()
+    def _usage(self, data: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+        return (int_or_none(data.get("prompt_eval_count")), int_or_none(data.get("eval_count")),
+                int_or_none(data.get("prompt_eval_cached_count")))

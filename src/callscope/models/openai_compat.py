@@ -12,22 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
-import httpx
-
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import BackendOptions, Decoding
 from callscope.models.http import (
+    HTTPChatModel,
     RetryPolicy,
     ensure_scheme,
-    evaluated_tokens,
     int_or_none,
-    parse_tool_calls,
-    post_json,
-    require,
+    policy_from_opts,
 )
-from callscope.types import ModelReply
 
 DEFAULT_OPENAI = "https://api.openai.com/v1"
 
@@ -65,10 +59,14 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAICompatModel(ChatModel):
-    """A model behind an OpenAI-compatible endpoint (``openai:<model>``). Thread-safe."""
+class OpenAICompatModel(HTTPChatModel):
+    """A model behind an OpenAI-compatible endpoint (``openai:<model>``). Thread-safe.
+    Token counts are ``usage.prompt_tokens``, ``usage.completion_tokens`` and
+    ``usage.prompt_tokens_details.cached_tokens``."""
 
-    supports_native_tools = True
+    BACKEND = "openai"
+    EXAMPLE_MODEL = "gpt-4o-mini"
+    MESSAGE_PATH = "choices.0.message"
 
     def __init__(
         self,
@@ -80,19 +78,28 @@ class OpenAICompatModel(ChatModel):
         max_concurrency: int = 4,
         max_tokens_field: str = "max_tokens",
     ) -> None:
-        if not model:
-            raise ValueError("openai: needs a model name, e.g. openai:gpt-4o-mini")
-        self.model = model
-        self.spec = f"openai:{model}"
-        self.base = openai_base(base_url)
-        self.url = f"{self.base}/chat/completions"
+        super().__init__(model, base=openai_base(base_url), policy=policy,
+                         max_concurrency=max_concurrency)
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        self.policy = policy or RetryPolicy()
-        self.max_concurrency = max(1, int(max_concurrency))
         self.max_tokens_field = max_tokens_field
-        self._client = httpx.Client()
 
-    def build_request(
+    @classmethod
+    def from_spec(cls, name: str, options: BackendOptions) -> OpenAICompatModel:
+        """``openai:<name>``; options ``max_concurrency`` (default 4) and
+        ``max_tokens_field`` (default ``max_tokens``)."""
+        return cls(
+            name,
+            base_url=options.base_url,
+            api_key=options.api_key,
+            policy=policy_from_opts(options.timeout, options.retries, options.extra),
+            max_concurrency=int(options.extra.get("max_concurrency") or 4),
+            max_tokens_field=str(options.extra.get("max_tokens_field") or "max_tokens"),
+        )
+
+    def _endpoint(self, base: str) -> str:
+        return f"{base}/chat/completions"
+
+    def _payload(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None,
@@ -110,35 +117,12 @@ class OpenAICompatModel(ChatModel):
             body["tools"] = tools
         return body
 
-    def headers(self) -> dict[str, str]:
+    def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-    ) -> ModelReply:
-        body = self.build_request(messages, tools, decoding or Decoding())
-        start = time.perf_counter()
-        data = post_json(self._client, self.url, body, backend="openai", policy=self.policy,
-                         headers=self.headers())
-        latency = time.perf_counter() - start
-        message = require(data, "choices.0.message", dict, backend="openai", url=self.url)
-        content = message.get("content")
+    def _usage(self, data: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        prompt_tokens = int_or_none(usage.get("prompt_tokens"))
         details = usage.get("prompt_tokens_details")
         cached = int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
-        return ModelReply(
-            text=content if isinstance(content, str) else "",
-            tool_calls=parse_tool_calls(message.get("tool_calls"), backend="openai",
-                                        url=self.url),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=int_or_none(usage.get("completion_tokens")),
-            prompt_tokens_evaluated=evaluated_tokens(prompt_tokens, cached),
-            latency_s=latency,
-        )
-
-    def close(self) -> None:
-        self._client.close()
+        return (int_or_none(usage.get("prompt_tokens")),
+                int_or_none(usage.get("completion_tokens")), cached)

@@ -13,22 +13,23 @@ The file is JSON lines; three row shapes may be mixed:
   ``source_spec`` option), as written by :meth:`CachedModel.export_replay`.
 
 An ``output`` is either the reply text or an object ``{"text", "tool_calls", ...}``
-(any :class:`ModelReply` field). Case rows need a context: the caller sets it with
-``model.set_context(case_id=..., mode=..., attempt=...)`` before ``chat``; the context is
-per thread, so concurrent workers each set their own. Case rows are tried first, then
-request hashes; with neither, ``chat`` raises ``ModelError(kind="replay_missing")``.
+(any :class:`ModelReply` field). Case rows need a context: the caller passes it with the
+request, ``chat(messages, tools, decoding, context=RequestContext(case_id=..., mode=...,
+attempt=...))`` (:class:`callscope.models.base.RequestContext`), so concurrent workers never
+share one. Case rows are tried first, then request hashes; with neither, ``chat`` raises
+``ModelError(kind="replay_missing")``.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
-from callscope.models.base import ChatModel, Decoding
+from callscope.errors import ModelError
+from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
 from callscope.models.cache import request_key
-from callscope.types import ModelError, ModelReply
+from callscope.types import ModelReply
 
 _OutputKey = tuple[str, int, str | None]
 
@@ -63,8 +64,17 @@ class ReplayModel(ChatModel):
         self._by_list: dict[tuple[str, str | None], list[Any]] = {}
         self._by_hash: dict[str, Any] = {}
         self._hash_specs: list[str] = [source_spec] if source_spec else []
-        self._local = threading.local()
         self._load()
+
+    @classmethod
+    def from_spec(cls, path: str, options: BackendOptions) -> ReplayModel:
+        """``replay:<file.jsonl>``; options ``source_spec`` (the spec request hashes were
+        made with) and ``native_tools``."""
+        return cls(
+            Path(path).expanduser(),
+            source_spec=options.extra.get("source_spec"),
+            native_tools=bool(options.extra.get("native_tools", False)),
+        )
 
     def _load(self) -> None:
         if not self.path.is_file():
@@ -101,14 +111,6 @@ class ReplayModel(ChatModel):
             raise ValueError(
                 f"{where}: row needs 'case_id' with 'output' or 'outputs', or 'request_hash'")
 
-    def set_context(self, **context: Any) -> None:
-        """Say which case, mode and attempt the next ``chat`` in this thread answers for
-        (``case_id``, ``mode``, ``attempt`` 1-based; other keys are kept and ignored)."""
-        self._local.context = dict(context)
-
-    def _context(self) -> dict[str, Any]:
-        return getattr(self._local, "context", {})
-
     def _case_output(self, case_id: str, attempt: int, mode: str | None) -> tuple[bool, Any]:
         for m in (mode, None) if mode is not None else (None,):
             key = (case_id, attempt, m)
@@ -125,11 +127,11 @@ class ReplayModel(ChatModel):
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]] | None = None,
         decoding: Decoding | None = None,
+        context: RequestContext | None = None,
     ) -> ModelReply:
-        ctx = self._context()
-        case_id = ctx.get("case_id")
-        attempt = int(ctx.get("attempt") or 1)
-        mode = ctx.get("mode")
+        case_id = context.case_id if context is not None else None
+        attempt = int(context.attempt or 1) if context is not None else 1
+        mode = context.mode if context is not None else None
         if case_id is not None:
             found, output = self._case_output(str(case_id), attempt, mode)
             if found:

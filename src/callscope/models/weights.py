@@ -22,7 +22,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from callscope.core.paths import cache_root
-from callscope.types import ModelError
+from callscope.errors import ModelError
 
 _CHUNK = 8 * 1024 * 1024
 

@@ -33,11 +33,16 @@ from typing import Any
 import pandas as pd
 
 from callscope.core.stats import bootstrap_ci, mean_sample_std, mean_std, wilson
+from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, METRIC_SPECS, specs
+from callscope.store.run_store import STORE_FILE, RunStore
 
 Outcome = dict[str, Any]
 
-INTRINSIC: tuple[str, ...] = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
-EXTRINSIC: tuple[str, ...] = ("name_acc", "arg_precision", "arg_recall", "arg_f1")
+#: metric keys, from the one spec list :data:`callscope.saag.metrics.METRIC_SPECS`
+INTRINSIC: tuple[str, ...] = INTRINSIC_KEYS
+EXTRINSIC: tuple[str, ...] = EXTRINSIC_KEYS
+#: metric key -> table label (``fnem`` -> ``FNEM``, ``name_acc`` -> ``Name acc``...)
+METRIC_LABELS: dict[str, str] = {m.key: m.label for m in METRIC_SPECS}
 #: failure kinds in cascade order (stage 1: wrong_name/no_name; 2: missing/spurious/drifted;
 #: 3: numeric/hard/soft)
 FAILURE_KINDS: tuple[str, ...] = (
@@ -48,7 +53,9 @@ MODE_ORDER: tuple[str, ...] = ("direct", "binary", "structured")
 ALL = "all"
 NO_SCALE = "-"
 
-_EXTRINSIC_KEY = {"name_acc": "name_match"}
+#: extrinsic metric -> its key in a score row, where the two differ (``name_acc`` ->
+#: ``name_match``)
+_EXTRINSIC_KEY = {m.key: m.row_key for m in specs("extrinsic") if m.row_key not in (None, m.key)}
 
 
 # --------------------------------------------------------------------------- loading
@@ -57,8 +64,6 @@ _EXTRINSIC_KEY = {"name_acc": "name_match"}
 def load_outcomes(run_dir: str | Path) -> list[Outcome]:
     """Every outcome of a run directory, each with ``first_diagnosis`` (attempt 1's cascade
     diagnosis or None) and ``has_gold`` added. Raises FileNotFoundError without a store."""
-    from callscope.store.run_store import STORE_FILE, RunStore
-
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise FileNotFoundError(f"no run store at {run_dir / STORE_FILE}")
@@ -78,8 +83,6 @@ def load_outcomes(run_dir: str | Path) -> list[Outcome]:
 
 def max_attempts_by_model(run_dir: str | Path, outcomes: Sequence[Outcome]) -> dict[str, int]:
     """The configured attempt budget per model (run config), else the most attempts seen."""
-    from callscope.store.run_store import RunStore
-
     seen: dict[str, int] = {}
     for o in outcomes:
         seen[o["model"]] = max(seen.get(o["model"], 1), int(o["n_attempts"] or 1))
@@ -238,7 +241,8 @@ def headline(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> 
     return pd.DataFrame(rows)
 
 
-ACROSS_METRICS: tuple[str, ...] = (*INTRINSIC, *EXTRINSIC, "solve_rate", "attempts_to_solve")
+#: every metric of :func:`across_scales`: intrinsic, extrinsic, then the loop outcomes
+ACROSS_METRICS: tuple[str, ...] = tuple(m.key for m in METRIC_SPECS)
 
 
 def across_scales(per_scale_df: pd.DataFrame) -> pd.DataFrame:

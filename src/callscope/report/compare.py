@@ -21,25 +21,26 @@ from rich.table import Table
 
 from callscope.core.stats import bootstrap_ci, bootstrap_diff_ci, wilson
 from callscope.report import aggregate as agg
+from callscope.saag.metrics import metric
 
-#: (metric, label, kind): kind "rate" gets a Wilson interval, "mean" a bootstrap one
-HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("solve_rate", "solve rate", "rate"),
-    ("name_acc", "name acc", "rate"),
-    ("arg_f1", "arg F1", "mean"),
-    ("vhr", "VHR", "mean"),
-    ("avem", "AVEM", "mean"),
+#: the metrics compared, keys of :data:`callscope.saag.metrics.METRIC_SPECS`
+HEADLINE_KEYS: tuple[str, ...] = ("solve_rate", "name_acc", "arg_f1", "vhr", "avem")
+
+#: (metric, label, kind), derived from the specs: the label is the spec's ``short`` one; kind
+#: "rate" (0/1 values) gets a Wilson interval, "mean" a bootstrap one
+HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = tuple(
+    (k, metric(k).short, "rate" if metric(k).rate else "mean") for k in HEADLINE_KEYS
 )
 
 
-def metric_values(outcomes: Sequence[dict[str, Any]], metric: str) -> list[float]:
+def metric_values(outcomes: Sequence[dict[str, Any]], key: str) -> list[float]:
     """Per-outcome values behind a headline metric (aggregate's conventions: solve rate and
     extrinsic over gold cases with errors as 0; VHR/AVEM only where defined)."""
-    if metric == "solve_rate":
+    if key == "solve_rate":
         return [1.0 if agg.is_solved(o) else 0.0 for o in outcomes if agg.has_gold(o)]
-    if metric in agg.EXTRINSIC:
-        return [v for o in outcomes if (v := agg.extrinsic_value(o, metric)) is not None]
-    return [v for o in outcomes if (v := agg.intrinsic_value(o, metric)) is not None]
+    if key in agg.EXTRINSIC:
+        return [v for o in outcomes if (v := agg.extrinsic_value(o, key)) is not None]
+    return [v for o in outcomes if (v := agg.intrinsic_value(o, key)) is not None]
 
 
 def _interval(values: list[float], kind: str, n_boot: int, seed: int) -> tuple[float, float]:
@@ -86,8 +87,8 @@ def compare_outcomes(
     diff_lo, diff_hi, overlap (bool or None), note."""
     rows = []
     for model, mode, oa, ob in _pairs(a, b):
-        for metric, label, kind in HEADLINE_METRICS:
-            va, vb = metric_values(oa, metric), metric_values(ob, metric)
+        for key, label, kind in HEADLINE_METRICS:
+            va, vb = metric_values(oa, key), metric_values(ob, key)
             ia, ib = _interval(va, kind, n_boot, seed), _interval(vb, kind, n_boot, seed)
             ma, mb = _mean(va), _mean(vb)
             dlo, dhi = bootstrap_diff_ci(va, vb, n_boot=n_boot, seed=seed)

@@ -5,8 +5,8 @@ What a user relies on:
 
 * **Diagnostic rows** per (model, probe) come from
   :func:`callscope.runs.calibrate.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
-  mix) and are formatted by :func:`callscope.calibration.diagnostics.to_markdown` and
-  :func:`callscope.runs.calibrate.stage_mix_markdown`; nothing is recomputed here.
+  mix) and are tabulated by :func:`callscope.calibration.diagnostics.diagnostics_table` and
+  :func:`callscope.runs.calibrate.stage_mix_table`; nothing is recomputed here.
 * **Paired comparison**: for every model with a ``baseline`` run and a probe run,
   :func:`callscope.calibration.paired.compare_probe` on ``(case id, category, passed,
   gold class emitted)`` per case (the last taken from the diagnostics' per-case verdict), with
@@ -27,7 +27,6 @@ What a user relies on:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -40,12 +39,12 @@ from callscope.calibration.classify import (
     ClassifierConfig,
     classify_emission,
 )
-from callscope.calibration.diagnostics import to_markdown
+from callscope.calibration.diagnostics import diagnostics_table
 from callscope.calibration.paired import (
-    ablation_markdown,
     ablation_matrix,
-    compare_markdown,
+    ablation_table,
     compare_probe,
+    compare_table,
     fired_by_case,
 )
 from callscope.runs.calibrate import (
@@ -53,7 +52,7 @@ from callscope.runs.calibrate import (
     diagnose_store,
     paired_outcomes,
     probe_key,
-    stage_mix_markdown,
+    stage_mix_table,
 )
 from callscope.store.run_store import RunStore
 
@@ -61,16 +60,35 @@ from callscope.store.run_store import RunStore
 
 
 def _split_row(line: str) -> list[str]:
+    """The cells of one pipe-table row, undoing :func:`callscope.core.table.markdown_escape`
+    (``\\\\`` -> ``\\``, ``\\|`` -> ``|``; another backslash is kept as written)."""
     body = line.strip()
     body = body[1:] if body.startswith("|") else body
-    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
-    cells = re.split(r"(?<!\\)\|", body)
-    return [c.strip().replace("\\|", "|") for c in cells]
+    cells: list[str] = []
+    cell: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body) and body[i + 1] in "\\|":
+            cell.append(body[i + 1])
+            i += 2
+            continue
+        if ch == "|":
+            cells.append("".join(cell))
+            cell = []
+        else:
+            cell.append(ch)
+        i += 1
+    if cell or not cells or not body.endswith("|"):
+        cells.append("".join(cell))
+    return [c.strip() for c in cells]
 
 
 def markdown_table(md: str) -> dict[str, Any]:
     """The first pipe table of ``md`` as ``{"columns", "rows", "notes"}`` (cells as text,
-    ``\\|`` unescaped); ``notes`` are the non-blank lines outside the table."""
+    escapes undone); ``notes`` are the non-blank lines outside the table. The inverse of
+    :meth:`callscope.core.table.Table.to_markdown` for a table without a title (same result as
+    :meth:`~callscope.core.table.Table.cells`)."""
     columns: list[str] = []
     rows: list[list[str]] = []
     notes: list[str] = []
@@ -276,8 +294,8 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
             rows = result.rows()
             runs.append({
                 "model": model, "probe": probe, "rows": rows,
-                "table": markdown_table(to_markdown(rows)),
-                "stage_table": markdown_table(stage_mix_markdown(rows)),
+                "table": diagnostics_table(rows).cells(),
+                "stage_table": stage_mix_table(rows).cells(),
                 "capability": result.diagnostics.capability,
             })  # fmt: skip
             results[(model, probe)] = result
@@ -291,12 +309,12 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
         rows = compare_probe(paired_outcomes(results[(model, BASELINE)]),
                              paired_outcomes(results[(model, probe)]), fired, probe)  # fmt: skip
         comparisons.append({"model": model, "probe": probe, "rows": rows,
-                            "table": markdown_table(compare_markdown(rows))})  # fmt: skip
+                            "table": compare_table(rows).cells()})  # fmt: skip
     ablations = []
     for model in sorted({str(c["model"]) for c in comparisons}):
         by_probe = {c["probe"]: c["rows"] for c in comparisons if c["model"] == model}
-        md = ablation_markdown(ablation_matrix(by_probe))
-        ablations.append({"model": model, "table": markdown_table(md)})
+        table = ablation_table(ablation_matrix(by_probe))
+        ablations.append({"model": model, "table": table.cells()})
     records = [
         conversation_record(
             c,

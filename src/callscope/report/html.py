@@ -39,7 +39,10 @@ from typing import Any
 
 import pandas as pd
 
+from callscope.calibration.classify import preset
+from callscope.core.table import Table
 from callscope.report import aggregate as agg
+from callscope.report.conversations import conversation_report, markdown_table
 from callscope.report.figures import make_figures
 from callscope.report.tables import (
     ReportTable,
@@ -54,6 +57,8 @@ from callscope.report.tables import (
     per_scale_table,
     write_table,
 )
+from callscope.saag.metrics import METRIC_SPECS
+from callscope.store.run_store import RunStore
 
 REPORT_FILE = "report.html"
 _FIGURE_CAPTIONS = {
@@ -129,8 +134,9 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
 
 def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
     """The JSON the case browser renders: ``cases`` (query, registry, gold, scale by id),
-    ``items`` (one per outcome, with every attempt) and the filter choices."""
-    from callscope.store.run_store import RunStore
+    ``items`` (one per outcome, with every attempt), the filter choices and ``metrics``, the
+    metric specs (:data:`callscope.saag.metrics.METRIC_SPECS`) whose labels and stages the
+    page shows."""
 
     store = RunStore(run_dir)
     try:
@@ -168,6 +174,7 @@ def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, 
         "modes": sorted({i["mode"] for i in items}, key=agg.mode_sort_key),
         "scales": scales,
         "kinds": list(agg.FAILURE_KINDS),
+        "metrics": [m.to_dict() for m in METRIC_SPECS],
     }
 
 
@@ -201,19 +208,7 @@ def _esc(x: Any) -> str:
 
 def table_html(t: ReportTable) -> str:
     """A formatted table as escaped HTML with its caption."""
-    df = t.display
-    head = "".join(f"<th>{_esc(c)}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>"
-        for row in df.itertuples(index=False)
-    )
-    if df.empty:
-        body = f'<tr><td colspan="{max(1, len(df.columns))}">(no rows)</td></tr>'
-    return (
-        f'<div class="table-wrap"><table class="report" id="table-{_esc(t.name)}">'
-        f"<caption><b>{_esc(t.title)}.</b> {_esc(t.caption)}</caption>"
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-    )
+    return t.table().to_html(t.name)
 
 
 def _figure_html(path: Path) -> str:
@@ -238,16 +233,8 @@ def cells_table_html(
     table_id: str, title: str, caption: str, cells: dict[str, Any], cls: str = "report"
 ) -> str:
     """A table given as ``{"columns": [...], "rows": [[...]]}`` of text cells, escaped."""
-    columns, rows = cells.get("columns") or [], cells.get("rows") or []
-    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>" for row in rows)
-    if not rows:
-        body = f'<tr><td colspan="{max(1, len(columns))}">(no rows)</td></tr>'
-    return (
-        f'<div class="table-wrap"><table class="{_esc(cls)}" id="table-{_esc(table_id)}">'
-        f"<caption><b>{_esc(title)}.</b> {_esc(caption)}</caption>"
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-    )
+    table = Table(cells.get("columns") or [], cells.get("rows") or [], title=title, caption=caption)
+    return table.to_html(table_id, cls)
 
 
 _DIAG_CAPTION = (
@@ -425,15 +412,12 @@ def build_report(
     A store with calibration conversations adds the diagnostic and conversation sections; one
     with conversations and no SAAG outcomes writes only ``report.html`` (no SAAG tables or
     figures)."""
-    from callscope.report.conversations import conversation_report
-    from callscope.store.run_store import RunStore
 
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir
     outcomes = agg.load_outcomes(run_dir)
     store = RunStore(run_dir)
     try:
-        from callscope.calibration.classify import preset
 
         # the classifier preset the calibration was run with (recorded by `calibrate`)
         conv: dict[str, Any] | None = conversation_report(
@@ -469,7 +453,6 @@ def build_diagnostic_page(
     """``report.html`` for a diagnostic computed from another tool's results (BFCL's result
     trees, τ²-bench runs): the calibrate report's tables and styling, without conversations.
     ``tables`` are ``(title, caption, markdown table)``; ``notes`` are shown as text."""
-    from callscope.report.conversations import markdown_table
 
     parts = [f'<section id="diagnostic"><h2>{_esc(title)}</h2>']
     for i, (name, caption, md) in enumerate(tables):

@@ -120,16 +120,28 @@ var CALLSCOPE = (function () {
     return true;
   }
 
+  // the intrinsic metrics of each cascade stage, from the metric specs (DATA.metrics)
+  var STAGE_METRICS = [1, 2, 3].map(function (k) {
+    return (DATA.metrics || []).filter(function (m) {
+      return m.kind === "intrinsic" && m.stage === k;
+    });
+  });
+  function stageValues(row, k) {
+    return STAGE_METRICS[k - 1].map(function (m) {
+      return m.short + "=" + fmt(row[m.row_key]);
+    }).join("  ");
+  }
+
   function verdict(row) {
     var ul = el("ul", "verdict");
     var names = ["registry", "structure", "grounding"];
     var details = [
-      "FNEM=" + fmt(row.fnem) + "  NCS=" + fmt(row.ncs) + (row.nearest ? "  nearest=" + row.nearest : ""),
-      "RPR=" + fmt(row.rpr) + "  PDS=" + fmt(row.pds) + "  SPR=" + fmt(row.spr) +
+      stageValues(row, 1) + (row.nearest ? "  nearest=" + row.nearest : ""),
+      stageValues(row, 2) +
         (row.missing && row.missing.length ? "  missing=" + row.missing.join(",") : "") +
         (row.drifted && row.drifted.length ? "  drifted=" + row.drifted.join(",") : "") +
         (row.spurious && row.spurious.length ? "  spurious=" + row.spurious.join(",") : ""),
-      "AVEM=" + fmt(row.avem) + "  QSLO=" + fmt(row.qslo) + "  VHR=" + fmt(row.vhr) +
+      stageValues(row, 3) +
         (row.numeric && row.numeric.length ? "  numeric=" + row.numeric.join(",") : "") +
         (row.hard && row.hard.length ? "  hard=" + row.hard.join(",") : "") +
         (row.soft && row.soft.length ? "  soft=" + row.soft.join(",") : "")

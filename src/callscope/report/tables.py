@@ -2,7 +2,8 @@
 
 A :class:`ReportTable` holds the raw numeric frame (``data``, written to CSV so other tools
 can reuse exact values) and a display frame of formatted strings (``display``: ``mean ± std``
-with the row count, rates with their intervals) used for Markdown, LaTeX and HTML.
+with the row count, rates with their intervals); :meth:`ReportTable.table` turns the display
+frame into a :class:`callscope.core.table.Table`, which renders the Markdown, LaTeX and HTML.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from callscope.core.table import Table
 from callscope.report.aggregate import EXTRINSIC, FAILURE_KINDS, INTRINSIC, STAGE_LABELS
 
 LABELS: dict[str, str] = {
@@ -43,6 +45,16 @@ class ReportTable:
     caption: str
     data: pd.DataFrame
     display: pd.DataFrame
+
+    def table(self) -> Table:
+        """The display frame as a :class:`Table`: cells as text, the first three columns
+        (the row keys) left-aligned and the rest right-aligned, ``_(no rows)_`` in Markdown
+        when the frame is empty."""
+        cols = [str(c) for c in self.display.columns]
+        rows = [] if self.display.empty else list(self.display.itertuples(index=False))
+        align = "l" * min(3, len(cols)) + "r" * max(0, len(cols) - 3)
+        return Table(cols, rows, title=self.title, caption=self.caption, name=self.name,
+                     align=align, empty="_(no rows)_")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- formatting
@@ -248,55 +260,12 @@ def errors_table(df: pd.DataFrame) -> ReportTable:
 
 def to_markdown(table: ReportTable) -> str:
     """GitHub-flavoured Markdown: a bold title, the caption, then the table (``|`` escaped)."""
-
-    def cell(x: Any) -> str:
-        return str(x).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-    df = table.display
-    lines = [f"**{table.title}.** {table.caption}", ""]
-    if df.empty:
-        lines.append("_(no rows)_")
-        return "\n".join(lines) + "\n"
-    cols = [str(c) for c in df.columns]
-    lines.append("| " + " | ".join(cell(c) for c in cols) + " |")
-    lines.append("|" + "|".join("---" for _ in cols) + "|")
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "±": r"$\pm$", "–": "--", "<": r"\textless{}", ">": r"\textgreater{}",
-}  # fmt: skip
-
-
-def latex_escape(text: Any) -> str:
-    """Escape LaTeX special characters (``_`` -> ``\\_``, ``±`` -> ``$\\pm$``, ...)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return table.table().to_markdown()
 
 
 def to_latex(table: ReportTable) -> str:
     """A booktabs ``table`` environment with caption and ``\\label{tab:<name>}``."""
-    df = table.display
-    cols = [str(c) for c in df.columns]
-    spec = "l" * min(3, len(cols)) + "r" * max(0, len(cols) - 3)
-    out = [
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\small",
-        f"\\caption{{{latex_escape(table.caption)}}}",
-        f"\\label{{tab:{table.name}}}",
-        f"\\begin{{tabular}}{{{spec or 'l'}}}",
-        r"\toprule",
-        " & ".join(latex_escape(c) for c in cols) + r" \\",
-        r"\midrule",
-    ]
-    for row in df.itertuples(index=False):
-        out.append(" & ".join(latex_escape(v) for v in row) + r" \\")
-    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(out) + "\n"
+    return table.table().to_latex()
 
 
 def write_table(table: ReportTable, out_dir: str | Path) -> list[Path]:

@@ -4,6 +4,7 @@ grade them with BFCL's checker, and compute GAR beside Acc, resumably, into a ru
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,8 +14,9 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from callscope.benchmarks.bfcl.categories import full_category
+from callscope.benchmarks.bfcl.grade import grade
 from callscope.benchmarks.bfcl.multi_turn import MTCase, load_multi_turn
-from callscope.calibration.classify import DEFAULT, ClassifierConfig
+from callscope.calibration.classify import DEFAULT, ClassifierConfig, preset
 from callscope.calibration.diagnostics import (
     CaseRecord,
     Diagnostics,
@@ -22,7 +24,18 @@ from callscope.calibration.diagnostics import (
     compute_diagnostics,
     to_markdown,
 )
+from callscope.calibration.paired import (
+    ablation_markdown,
+    ablation_matrix,
+    compare_markdown,
+    compare_probe,
+    fired_by_case,
+)
+from callscope.calibration.probes import PROBES, get_probe
+from callscope.core.table import Table, pct
 from callscope.models.base import ChatModel, Decoding
+from callscope.runs.conversation import run_conversation
+from callscope.runs.runner import resolve_style
 from callscope.saag.cascade import diagnose
 from callscope.store.run_store import RunStore
 from callscope.types import ToolCall
@@ -120,13 +133,8 @@ def run_calibration(
     show_progress: bool = True,
 ) -> tuple[int, int]:
     """Run every case without a stored conversation for (model, probe); returns (ran, skipped)."""
-    from callscope.benchmarks.bfcl.grade import grade
-    from callscope.runs.conversation import run_conversation
-
     probe_cfg = None
     if probe and probe != BASELINE:
-        from callscope.calibration.probes import get_probe
-
         probe_cfg = get_probe(probe)
     probe_name = probe or BASELINE
     done = store.conversations_done(model.spec, probe_name)
@@ -198,19 +206,24 @@ def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
     return stem.with_suffix(".md")
 
 
+STAGE_MIX_COLUMNS: tuple[str, ...] = (
+    "Category", "tool calls", "passed SAAG %", "stage 1 (registry) %", "stage 2 (structure) %",
+    "stage 3 (grounding) %",
+)  # fmt: skip
+
+
+def stage_mix_table(rows: Sequence[dict[str, Any]]) -> Table:
+    """Where the model's tool calls fail, per category (SAAG first failing stage: the shares
+    ``calls_stage0..3`` of :meth:`CalibrationResult.rows`), as a :class:`Table`."""
+    return Table(STAGE_MIX_COLUMNS, [
+        [r["category"], r["tool_calls_scored"], *(pct(r.get(f"calls_stage{k}")) for k in range(4))]
+        for r in rows
+    ])  # fmt: skip
+
+
 def stage_mix_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """Where the model's tool calls fail, per category (SAAG first failing stage)."""
-    lines = [
-        "| Category | tool calls | passed SAAG % | stage 1 (registry) % | stage 2 (structure) % | stage 3 (grounding) % |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        cells = [
-            "n/a" if r.get(f"calls_stage{k}") is None else f"{100 * r[f'calls_stage{k}']:.1f}"
-            for k in range(4)
-        ]
-        lines.append(f"| {r['category']} | {r['tool_calls_scored']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return stage_mix_table(rows).to_markdown()
 
 
 def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, bool]]:
@@ -220,8 +233,6 @@ def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, boo
 
 def probe_key(probe: str) -> tuple[int, int, str]:
     """Sort key of run names: the baseline, the named probes in registry order, then others."""
-    from callscope.calibration.probes import PROBES
-
     if probe == BASELINE:
         return 0, 0, probe
     names = list(PROBES)
@@ -240,8 +251,6 @@ def compare_with_baseline(
     rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
     Written to ``probe-<probe>.md`` in the run directory. ``baseline``: the baseline's
     diagnostics when the caller already has them."""
-    from callscope.calibration.paired import compare_markdown, compare_probe, fired_by_case
-
     base = baseline or diagnose_store(store, model, BASELINE, cases)
     probed = diagnose_store(store, model, probe, cases)
     fired = fired_by_case(store.conversations(model, probe))
@@ -258,8 +267,6 @@ def ablation_with_baseline(
     category against the baseline, fired rate), in :func:`probe_key` order; written to
     ``probe-ablation.md``, with each probe's paired table refreshed in ``probe-<probe>.md``.
     Each probe is paired with the baseline on the cases both ran."""
-    from callscope.calibration.paired import ablation_markdown, ablation_matrix
-
     base = diagnose_store(store, model, BASELINE, cases)
     ran = sorted(store.conversation_probes(model) - {BASELINE}, key=probe_key)
     matrix = ablation_matrix(
@@ -268,3 +275,62 @@ def ablation_with_baseline(
     md = ablation_markdown(matrix)
     (store.run_dir / "probe-ablation.md").write_text(md, encoding="utf-8")
     return matrix, md
+
+
+@dataclass
+class ModelCalibration:
+    """Result of :func:`calibrate_model`. ``result``: the diagnostics of this (model, probe)
+    with ``ran`` / ``skipped`` / ``seconds`` set; ``path``: the ``calibration-<probe>.md``
+    written. For a probe run with a complete baseline in the directory, ``paired`` is
+    ``probe-<probe>.md`` and ``ablation`` is ``probe-ablation.md`` (their Markdown);
+    ``baseline_missing`` says a probe run found no complete baseline for its cases."""
+
+    result: CalibrationResult
+    path: Path
+    paired: str | None = None
+    ablation: str | None = None
+    baseline_missing: bool = False
+
+
+def calibrate_model(
+    model: ChatModel,
+    out: str | Path,
+    cases: Sequence[MTCase],
+    *,
+    probe: str | None = None,
+    style: str | None = None,
+    max_steps: int = 20,
+    decoding: Decoding | None = None,
+    preset_name: str = "default",
+    show_progress: bool = True,
+) -> ModelCalibration:
+    """The ``calibrate`` model run, resumable in the run directory ``out``: run the cases not
+    yet stored (:func:`run_calibration`; ``style`` ``None`` = the backend's own), diagnose
+    the stored conversations with the classifier preset ``preset_name`` and write
+    ``calibration-<probe>.{json,md}`` (:func:`write_outputs`). For a probe run whose cases
+    all have a baseline conversation, every probe run so far is then paired with the
+    baseline over every case both hold in the directory (not only ``cases``):
+    :func:`ablation_with_baseline` writes ``probe-<P>.md`` for each and ``probe-ablation.md``.
+    """
+    out = Path(out)
+    config = preset(preset_name)
+    store = RunStore(out)
+    try:
+        store.set_meta("classifier_preset", preset_name)
+        t0 = time.perf_counter()
+        ran, skipped = run_calibration(
+            model, store, cases, style=resolve_style(model, style), max_steps=max_steps,
+            decoding=decoding, probe=probe, show_progress=show_progress,
+        )  # fmt: skip
+        result = diagnose_store(store, model.spec, probe or BASELINE, cases, config=config)
+        result.ran, result.skipped, result.seconds = ran, skipped, time.perf_counter() - t0
+        done = ModelCalibration(result=result, path=write_outputs(out, result))
+        if probe and probe != BASELINE:
+            if store.conversations_done(model.spec, BASELINE) >= {c.id for c in cases}:
+                _, done.ablation = ablation_with_baseline(store, model.spec)
+                done.paired = (out / f"probe-{probe}.md").read_text(encoding="utf-8")
+            else:
+                done.baseline_missing = True
+        return done
+    finally:
+        store.close()

@@ -63,9 +63,10 @@ from callscope.calibration.probes import (
     request_text,
     user_text,
 )
-from callscope.models.base import ChatModel, Decoding
+from callscope.errors import ModelError
+from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.parse import parse_native, parse_output, parse_python_calls
-from callscope.types import ModelError, ModelReply, ParseResult
+from callscope.types import ModelReply, ParseResult
 
 Style = Literal["native", "prompt"]
 ParseMode = Literal["bfcl", "lenient"]
@@ -180,16 +181,15 @@ def run_conversation(
     max_steps: int = MAXIMUM_STEP_LIMIT,
     decoding: Decoding | None = None,
     parse_mode: ParseMode = "bfcl",
-    run_tag: str = "",
     probe: ProbeConfig | None = None,
     env: SafeEnv | None = None,
 ) -> Trajectory:
     """Run ``case`` with ``model``; never raises on a model error (it is recorded).
 
-    A model with a ``set_context`` method (the replay backend) is told
-    ``case_id``, ``mode`` (the style) and ``attempt`` (1-based query number in the case)
-    before every query (probe retries are queries too). ``probe`` runs SRI or CRI (see the
-    module doc). ``env`` is the simulator environment to run in (a fresh
+    Every query carries a :class:`~callscope.models.base.RequestContext`: ``case_id``,
+    ``mode`` (the style), ``attempt`` (1-based query number in the case; probe retries are
+    queries too), ``turn`` and ``step`` (the replay backend looks answers up by it).
+    ``probe`` runs SRI or CRI (see the module doc). ``env`` is the simulator environment to run in (a fresh
     :class:`~callscope.benchmarks.bfcl.env.SafeEnv` of ``case`` by default; pass one to inspect the
     final state).
     """
@@ -197,7 +197,7 @@ def run_conversation(
         raise ValueError(f"style must be 'native' or 'prompt', not {style!r}")
     started = time.perf_counter()
     if env is None:
-        env = SafeEnv(case, run_tag=run_tag)
+        env = SafeEnv(case)
     elif env.case.id != case.id:
         raise ValueError(f"environment of {env.case.id!r} given for case {case.id!r}")
     session = ProbeSession(probe, case) if probe is not None else None
@@ -229,10 +229,10 @@ def run_conversation(
         turn_called = False
         while True:
             query_no += 1
-            if hasattr(model, "set_context"):
-                model.set_context(case_id=case.id, mode=style, attempt=query_no)
+            context = RequestContext(case_id=case.id, mode=style, attempt=query_no, turn=t,
+                                     step=len(turn.steps))
             try:
-                reply = model.chat(list(messages), tools, decoding)
+                reply = model.chat(list(messages), tools, decoding, context=context)
             except ModelError as exc:
                 traj.error = {"kind": exc.kind, "message": str(exc), "turn": t,
                               "step": len(turn.steps)}

@@ -29,8 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from callscope.benchmarks.registry_builder import benchmark_to_jsonl
+from callscope.benchmarks.sources import build_benchmark
 from callscope.core.jsonl import read_jsonl
 from callscope.models.base import ChatModel, Decoding
+from callscope.models.cache import CachedModel
+from callscope.models.registry import load_model
 from callscope.runs.runner import RunSummary, default_cache_path, run_cases
 from callscope.store.run_store import RunStore
 from callscope.types import MODES, Case
@@ -109,9 +113,6 @@ def open_model(
     use_cache: bool = True,
 ) -> ChatModel:
     """Load a backend wrapped in the response cache (never for replay, which is a cache)."""
-    from callscope.models.cache import CachedModel
-    from callscope.models.registry import load_model
-
     model = load_model(spec, base_url=base_url, api_key=api_key, timeout=timeout)
     if not use_cache or spec.startswith("replay:"):
         return model
@@ -121,13 +122,9 @@ def open_model(
 def experiment_cases(exp: Experiment) -> list[Case]:
     """The benchmark of the experiment, built once and kept as ``cases.jsonl`` in the output
     directory so a resumed experiment sees exactly the same cases."""
-    from callscope.benchmarks.registry_builder import benchmark_to_jsonl
-
     saved = exp.output / "cases.jsonl"
     path = exp.cases_file or (saved if saved.exists() else None)
     if path is None:
-        from callscope.benchmarks.sources import build_benchmark
-
         assert exp.source is not None
         built = build_benchmark(
             exp.source, scales=exp.scales, n=exp.n, seed=exp.seed, distractors=exp.distractors,

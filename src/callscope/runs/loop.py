@@ -9,13 +9,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from callscope.models.base import ChatModel, Decoding
+from callscope.errors import ModelError
+from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import Style, assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.saag.messages import BINARY_FEEDBACK
 from callscope.saag.score import score_parsed
 from callscope.store.records import Attempt, Outcome
-from callscope.types import Case, Mode, ModelError, ModelReply
+from callscope.types import Case, Mode, ModelReply
 
 
 def _call(
@@ -23,10 +24,11 @@ def _call(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     decoding: Decoding,
+    context: RequestContext,
 ) -> tuple[ModelReply | None, ModelError | None, float]:
     t0 = time.perf_counter()
     try:
-        reply = model.chat(messages, tools, decoding)
+        reply = model.chat(messages, tools, decoding, context=context)
     except ModelError as exc:
         return None, exc, time.perf_counter() - t0
     return reply, None, time.perf_counter() - t0
@@ -51,10 +53,14 @@ def _scored_attempt(
 def first_attempt(
     model: ChatModel, case: Case, style: Style, decoding: Decoding
 ) -> tuple[Attempt, list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """Attempt 1, identical in every mode: compute it once per (model, case) and share it."""
+    """Attempt 1, identical in every mode: compute it once per (model, case) and share it.
+
+    Every request carries its :class:`RequestContext` (``case_id``, ``mode`` ``"first"``,
+    ``attempt`` 1), as do the later attempts of :func:`run_loop` (their mode, attempt ``n``).
+    """
     messages, tools = initial_messages(case.query, case.functions, style)
-    _set_context(model, case.id, "first", 1)
-    reply, err, latency = _call(model, messages, tools, decoding)
+    context = RequestContext(case_id=case.id, mode="first", attempt=1)
+    reply, err, latency = _call(model, messages, tools, decoding, context)
     if err is not None:
         return _failed(1, messages, err, latency), messages, tools
     return _scored_attempt(1, case, messages, reply, latency), messages, tools
@@ -65,12 +71,6 @@ def _failed(n: int, messages: list[dict[str, Any]], err: ModelError, latency: fl
         attempt=n, messages=[dict(m) for m in messages], reply=None, parsed=[], row=None,
         diagnosis=None, error=str(err), error_kind=err.kind, latency_s=latency,
     )  # fmt: skip
-
-
-def _set_context(model: ChatModel, case_id: str, mode: str, attempt: int) -> None:
-    setter = getattr(model, "set_context", None)
-    if callable(setter):
-        setter(case_id=case_id, mode=mode, attempt=attempt)
 
 
 def run_loop(
@@ -109,8 +109,8 @@ def run_loop(
             {"role": "user", "content": feedback},
         ]
         n = last.attempt + 1
-        _set_context(model, case.id, mode, n)
-        reply, err, latency = _call(model, messages, tools, decoding)
+        context = RequestContext(case_id=case.id, mode=mode, attempt=n)
+        reply, err, latency = _call(model, messages, tools, decoding, context)
         if err is not None:
             out.attempts.append(_failed(n, messages, err, latency))
         else:

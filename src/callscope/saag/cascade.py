@@ -13,16 +13,22 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.saag import grounding as g
 from callscope.types import ToolCall
 
-#: PDS at or above this makes an out-of-schema parameter *drifted* rather than spurious
+#: γ_pds: PDS at or above this makes an out-of-schema parameter *drifted* rather than spurious
+#: (SAAG paper, Eq. 4 and App. A: "the parameter drift threshold is γ_pds = 0.8")
 DRIFT_THRESHOLD = 0.8
+#: NCS = max over candidates of 0.6 WRatio + 0.4 Jaccard (SAAG paper, Eq. 2)
+NCS_WRATIO_WEIGHT = 0.6
+NCS_JACCARD_WEIGHT = 0.4
 
 
-#: the grounding metrics recurse over values; deeper arguments are refused (the parser
-#: already rejects them)
-MAX_DEPTH = 64
+#: the grounding metrics recurse over values; deeper arguments are refused. The parser's
+#: limit (:data:`callscope.parse.MAX_ARGUMENT_DEPTH`), so that a call it accepts is never
+#: refused here
+MAX_DEPTH = MAX_ARGUMENT_DEPTH
 
 
 def _too_deep(value: Any) -> bool:
@@ -110,7 +116,8 @@ def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None
     for cand, cand_grams in _registry_trigrams(tuple(registry)):
         if not grams & cand_grams:
             continue
-        score = 0.6 * fuzz.WRatio(name, cand) / 100.0 + 0.4 * _jaccard(name, cand)
+        score = (NCS_WRATIO_WEIGHT * fuzz.WRatio(name, cand) / 100.0
+                 + NCS_JACCARD_WEIGHT * _jaccard(name, cand))
         if best_name is None or score > best:
             best, best_name = score, cand
     return best, best_name

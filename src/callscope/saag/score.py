@@ -1,4 +1,6 @@
-"""Score rows ``{id, query, functions, output, gold?}`` -> the ``score`` output format."""
+"""Score rows ``{id, query, functions, output, gold?}`` -> the ``score`` output format.
+
+The metric keys and their order come from :mod:`callscope.saag.metrics`."""
 
 from __future__ import annotations
 
@@ -12,13 +14,17 @@ from callscope.parse import parse_output
 from callscope.saag.cascade import Diagnosis, diagnose
 from callscope.saag.extrinsic import extrinsic
 from callscope.saag.messages import correction_message
+from callscope.saag.metrics import GOLD_ROW_KEYS, INTRINSIC_KEYS
 from callscope.types import Case, ParseResult
 
-METRICS = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
+#: the intrinsic metric keys of a score row, in cascade order (:data:`METRIC_SPECS
+#: <callscope.saag.metrics.METRIC_SPECS>`)
+METRICS: tuple[str, ...] = INTRINSIC_KEYS
 OUTPUT_KEYS = (
     "id", "stage", *METRICS, "nearest", "missing", "drifted", "spurious", "fix", "parse_error",
 )  # fmt: skip
-GOLD_KEYS = ("name_match", "arg_precision", "arg_recall", "arg_f1", "solved")
+#: the gold-dependent keys of a score row (present only when the row has a gold call)
+GOLD_KEYS: tuple[str, ...] = GOLD_ROW_KEYS
 
 
 def score_parsed(

@@ -3,6 +3,12 @@
 An outcome and all of its attempts are written in one transaction, so a run killed at any
 moment (SIGINT or SIGKILL) leaves each (model, case, mode) either complete or absent; the
 re-run recomputes only the absent ones (and the response cache makes that cheap).
+
+The file's schema version is SQLite's ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`): a new
+store is stamped with it; a store from before versioning (``user_version`` 0, today's
+tables) is accepted and stamped in place; a store with a higher version, written by a newer
+callscope, is refused with :class:`~callscope.errors.StoreSchemaError` before anything is
+written to it. Every JSON column is written by :func:`encode` and read by :func:`decode`.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from callscope.errors import StoreSchemaError
 from callscope.store.records import Outcome
 from callscope.types import Case
 
@@ -42,9 +49,21 @@ CREATE TABLE IF NOT EXISTS attempts (
 
 STORE_FILE = "store.sqlite"
 
+#: Version of :data:`SCHEMA`, kept in ``PRAGMA user_version``. Raise it (and teach
+#: :meth:`RunStore._open_schema` to upgrade from the old one) whenever the tables change.
+#: 0 is an unversioned store: one written before versioning, with version 1's tables.
+SCHEMA_VERSION = 1
 
-def _dumps(value: Any) -> str:
+
+def encode(value: Any) -> str:
+    """The JSON text a store column holds for ``value`` (a record's dict, a meta value):
+    UTF-8 kept as is, anything JSON cannot represent written as its ``str``."""
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def decode(text: str | None) -> Any:
+    """The value of a JSON column written by :func:`encode`; ``None`` for an empty cell."""
+    return json.loads(text) if text else None
 
 
 class RunStore:
@@ -56,9 +75,30 @@ class RunStore:
         self.path = self.run_dir / STORE_FILE
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._open_schema()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _open_schema(self) -> None:
+        """Check the file's schema version, then create missing tables and stamp it."""
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise StoreSchemaError(
+                f"{self.path} has store schema version {version}, newer than the version "
+                f"{SCHEMA_VERSION} this callscope reads: upgrade callscope to open it"
+            )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        if version < SCHEMA_VERSION:  # a new file, or one from before versioning
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version stamped in the file (0: not stamped yet)."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
@@ -68,12 +108,12 @@ class RunStore:
 
     def get_meta(self, key: str) -> Any:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return decode(row[0]) if row else None
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value))
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, encode(value))
             )
 
     # ---------------------------------------------------------------- cases
@@ -83,13 +123,13 @@ class RunStore:
             self._db.execute("BEGIN")
             self._db.executemany(
                 "INSERT OR IGNORE INTO cases(case_id, scale, data) VALUES (?, ?, ?)",
-                [(c.id, c.scale, _dumps(c.to_dict())) for c in cases],
+                [(c.id, c.scale, encode(c.to_dict())) for c in cases],
             )
             self._db.execute("COMMIT")
 
     def cases(self) -> list[Case]:
         rows = self._db.execute("SELECT data FROM cases ORDER BY rowid").fetchall()
-        return [Case.from_dict(json.loads(r[0])) for r in rows]
+        return [Case.from_dict(decode(r[0])) for r in rows]
 
     # ---------------------------------------------------------------- outcomes
 
@@ -112,15 +152,15 @@ class RunStore:
                 )
                 self._db.executemany(
                     "INSERT INTO attempts(model, case_id, mode, attempt, data) VALUES (?,?,?,?,?)",
-                    [(*key, a.attempt, _dumps(a.to_dict())) for a in outcome.attempts],
+                    [(*key, a.attempt, encode(a.to_dict())) for a in outcome.attempts],
                 )
                 self._db.execute(
                     "INSERT OR REPLACE INTO outcomes(model, case_id, mode, scale, n_attempts,"
                     " solved_at, error, error_kind, final, first) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
                         *key, scale, len(outcome.attempts), outcome.solved_at, outcome.error,
-                        outcome.error_kind, _dumps(outcome.export_row(model, scale)),
-                        _dumps(first),
+                        outcome.error_kind, encode(outcome.export_row(model, scale)),
+                        encode(first),
                     ),
                 )  # fmt: skip
                 self._db.execute("COMMIT")
@@ -143,8 +183,8 @@ class RunStore:
                 "error_kind", "final", "first")  # fmt: skip
         for r in self._db.execute(sql, args).fetchall():
             d = dict(zip(cols, r, strict=True))
-            d["final"] = json.loads(d["final"])
-            d["first"] = json.loads(d["first"]) if d["first"] else None
+            d["final"] = decode(d["final"])
+            d["first"] = decode(d["first"])
             yield d
 
     def attempts(self, model: str, case_id: str, mode: str) -> list[dict[str, Any]]:
@@ -152,7 +192,7 @@ class RunStore:
             "SELECT data FROM attempts WHERE model=? AND case_id=? AND mode=? ORDER BY attempt",
             (model, case_id, mode),
         ).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [decode(r[0]) for r in rows]
 
     # ---------------------------------------------------------------- multi-turn
 
@@ -178,8 +218,8 @@ class RunStore:
                 " error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
                 (
                     model, probe, trajectory["case_id"], category, int(bool(verdict["passed"])),
-                    _dumps(trajectory.get("error")) if trajectory.get("error") else None,
-                    _dumps(trajectory), _dumps(verdict),
+                    encode(trajectory.get("error")) if trajectory.get("error") else None,
+                    encode(trajectory), encode(verdict),
                 ),
             )  # fmt: skip
 
@@ -197,7 +237,7 @@ class RunStore:
         for m, p, cid, cat, passed, traj, verdict in self._db.execute(sql + " ORDER BY rowid", args):
             yield {
                 "model": m, "probe": p, "case_id": cid, "category": cat, "passed": bool(passed),
-                "trajectory": json.loads(traj), "verdict": json.loads(verdict),
+                "trajectory": decode(traj), "verdict": decode(verdict),
             }  # fmt: skip
 
     def export_jsonl(self, path: str | Path | None = None) -> Path:
@@ -206,6 +246,6 @@ class RunStore:
         tmp = path.with_suffix(path.suffix + ".tmp")
         with tmp.open("w", encoding="utf-8") as fh:
             for o in self.outcomes():
-                fh.write(_dumps(o["final"]) + "\n")
+                fh.write(encode(o["final"]) + "\n")
         tmp.replace(path)
         return path

@@ -47,10 +47,12 @@ from typing import Any
 
 from callscope.benchmarks.bfcl.multi_turn import SIMULATOR_MODULES, SIMULATOR_PACKAGE, MTCase
 from callscope.benchmarks.records import ExecResult
+from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.types import ToolCall
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_DEPTH = 32
+#: nesting limit of argument values: the parser's (:data:`callscope.parse.MAX_ARGUMENT_DEPTH`)
+MAX_DEPTH = MAX_ARGUMENT_DEPTH
 MAX_ITEMS = 100_000
 MAX_CALL_CHARS = 1_000_000
 #: names BFCL's executor refuses before eval (kept so results match it)

@@ -20,7 +20,6 @@ What a user relies on:
 
 from __future__ import annotations
 
-import ast
 import importlib
 import inspect
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from callscope.benchmarks.bfcl.package import (
     question_file,
     read_bfcl_jsonl,
 )
-from callscope.parse import parse_python_calls
+from callscope.parse import parse_expression, parse_python_calls, read_call
 from callscope.types import ToolCall
 
 MULTI_TURN_CATEGORIES: tuple[str, ...] = (
@@ -250,11 +249,13 @@ def _method_params(class_name: str) -> dict[str, tuple[str, ...]]:
 def parse_gold_call(text: str, involved_classes: list[str]) -> ToolCall:
     """One BFCL gold call string as a :class:`ToolCall`, never evaluated.
 
-    Read with :func:`callscope.parse.parse_python_calls` when it accepts the string; that
-    parser refuses positional arguments, so those strings are read here with :mod:`ast`.
-    Arguments must be literals (:func:`ast.literal_eval` on each node). Positional arguments
-    are bound, in order, to the parameters of the simulator method (the last involved class
-    that defines it wins, as in BFCL's executor). Raises ``ValueError``.
+    Read with :func:`callscope.parse.parse_python_calls` when it accepts the string (keyword
+    arguments, values as JSON data); that parser refuses positional arguments, so those
+    strings are read with :func:`callscope.parse.read_call` (the same :mod:`ast` reader:
+    literal arguments only, values as :func:`ast.literal_eval` gives them), and must be one
+    call of a plain name. Positional arguments are bound, in order, to the parameters of the
+    simulator method (the last involved class that defines it wins, as in BFCL's executor);
+    keyword arguments follow them. Raises ``ValueError``.
     """
     try:
         calls = parse_python_calls(text)
@@ -263,26 +264,21 @@ def parse_gold_call(text: str, involved_classes: list[str]) -> ToolCall:
     if len(calls) == 1:
         return calls[0]
     try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError as exc:
-        raise ValueError(f"gold call is not Python syntax: {text!r}") from exc
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        call = read_call(parse_expression(text), positional=True)
+    except ValueError as exc:
+        raise ValueError(f"gold call {text!r} is not a literal-only call: {exc}") from None
+    if "." in call.name:
         raise ValueError(f"gold call is not a plain call: {text!r}")
-    name = node.func.id
     args: dict[str, Any] = {}
-    if node.args:
+    if call.args:
         params: tuple[str, ...] | None = None
         for class_name in involved_classes:
-            params = _method_params(class_name).get(name, params)
-        if params is None or len(node.args) > len(params):
+            params = _method_params(class_name).get(call.name, params)
+        if params is None or len(call.args) > len(params):
             raise ValueError(f"cannot bind positional arguments of {text!r}")
-        for pname, arg in zip(params, node.args, strict=False):
-            args[pname] = ast.literal_eval(arg)
-    for kw in node.keywords:
-        if kw.arg is None:
-            raise ValueError(f"**kwargs in gold call {text!r}")
-        args[kw.arg] = ast.literal_eval(kw.value)
-    return ToolCall(name=name, arguments=args)
+        args.update(zip(params, call.args, strict=False))
+    args.update(call.kwargs)
+    return ToolCall(name=call.name, arguments=args)
 
 
 def gold_calls(case: MTCase) -> list[list[ToolCall]]:

@@ -38,6 +38,8 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
+from callscope.errors import CallscopeError
+
 BFCL_DIST = "bfcl-eval"
 BFCL_PINNED_VERSION = "2026.3.23"
 BFCL_INSTALL_COMMAND = f"pip install --no-deps {BFCL_DIST}=={BFCL_PINNED_VERSION} mpmath==1.3.0"
@@ -53,7 +55,7 @@ _MODEL_CONFIG_MODULE = "bfcl_eval.constants.model_config"
 _verified_version: str | None = None  # set once require_bfcl() has succeeded
 
 
-class BfclUnavailableError(ImportError):
+class BfclUnavailableError(CallscopeError, ImportError):
     """``bfcl_eval`` cannot be imported; the message carries the install command."""
 
 

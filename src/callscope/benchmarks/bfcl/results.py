@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.benchmarks.bfcl.categories import CATEGORIES, due_turns, gold_class
+from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
 from callscope.benchmarks.records import CaseRecord
 
 VERSION_PREFIX = "BFCL_v4"
@@ -81,7 +82,6 @@ def bfcl_package_ground_truth(
     """``({id: ground_truth}, {id: question entry})`` of one multi-turn category, read from
     the installed ``bfcl_eval`` data (raises ``ImportError``/``FileNotFoundError``/
     ``ValueError`` when absent or malformed)."""
-    from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
 
     full = f"multi_turn_{category}"
     answers = {r["id"]: r.get("ground_truth", []) for r in read_bfcl_jsonl(answer_file(full))}

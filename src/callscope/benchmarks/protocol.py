@@ -1,0 +1,122 @@
+"""What a multi-turn benchmark provides, and the registry of those callscope knows.
+
+A multi-turn benchmark (:class:`MultiTurnBenchmark`) is anything with: its cases, the tools
+available at a turn of a case, a fresh environment per run of a case (the simulator the
+model's calls execute in), a grader of a finished trajectory, and per case the gold action
+class (the one its category rewards, e.g. ``TOOL_CALL``, ``ASK`` or ``REFUSE`` of
+:mod:`callscope.types`; "Calibration is the Bottleneck" §3.1) and the turns at which that class
+is due (what Gold Action Recall looks at, §3.2). The check is
+structural (``typing.Protocol``): an implementation need not import this module.
+
+:data:`BENCHMARKS` maps a name to a factory of the benchmark; :func:`get_benchmark` builds
+one by name. Adding a benchmark is one module with a class satisfying the protocol plus one
+:func:`register_benchmark` line below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from callscope.benchmarks.bfcl.benchmark import BFCLMultiTurn
+from callscope.benchmarks.records import ExecResult, Trajectory
+from callscope.types import ToolCall
+
+
+@runtime_checkable
+class MultiTurnCase(Protocol):
+    """The least a case offers: an ``id``, a ``category`` and the user messages per turn."""
+
+    id: str
+    category: str
+    turns: list[list[dict[str, Any]]]
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """A fresh environment of one run of one case."""
+
+    def execute(
+        self, calls: list[ToolCall] | tuple[ToolCall, ...], available: set[str] | frozenset[str]
+    ) -> list[ExecResult]:
+        """Run ``calls`` in order (only names in ``available`` may run); one result each."""
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """The environment's observable state (what a state-based grader compares)."""
+        ...
+
+
+@runtime_checkable
+class Graded(Protocol):
+    """A grader's verdict: ``passed`` plus a JSON-ready form for the run store."""
+
+    passed: bool
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+CaseT = TypeVar("CaseT")
+
+
+@runtime_checkable
+class MultiTurnBenchmark(Protocol[CaseT]):
+    """A multi-turn benchmark (see the module doc)."""
+
+    #: the registry name
+    name: str
+    #: every category, in the benchmark's order
+    categories: tuple[str, ...]
+
+    def cases(self, categories: Sequence[str] | None = None) -> list[CaseT]:
+        """The cases of ``categories`` (all by default), in the benchmark's order."""
+        ...
+
+    def tools_at(self, case: CaseT, turn: int) -> list[dict[str, Any]]:
+        """JSON-schema specs of the tools available at ``turn`` (0-based)."""
+        ...
+
+    def environment(self, case: CaseT) -> Environment:
+        """A fresh environment for one run of ``case`` (never shared between runs)."""
+        ...
+
+    def grade(self, case: CaseT, trajectory: Trajectory) -> Graded:
+        """The verdict on a finished run of ``case``; never raises on model behaviour."""
+        ...
+
+    def gold_class(self, case: CaseT) -> str:
+        """The action class ``case``'s category rewards."""
+        ...
+
+    def due_turns(self, case: CaseT) -> list[int]:
+        """The turns of ``case`` at which its gold class is due."""
+        ...
+
+
+#: name -> factory of the benchmark, in registration order
+BENCHMARKS: dict[str, Callable[[], MultiTurnBenchmark[Any]]] = {}
+
+
+def register_benchmark(name: str, factory: Callable[[], MultiTurnBenchmark[Any]]) -> None:
+    """Add (or replace) the benchmark called ``name``."""
+    if not name:
+        raise ValueError("a benchmark needs a name")
+    BENCHMARKS[name] = factory
+
+
+def benchmark_names() -> tuple[str, ...]:
+    """The registered names, in registration order."""
+    return tuple(BENCHMARKS)
+
+
+def get_benchmark(name: str) -> MultiTurnBenchmark[Any]:
+    """A new instance of the benchmark called ``name``; ``ValueError`` listing the
+    registered names otherwise."""
+    factory = BENCHMARKS.get(name)
+    if factory is None:
+        raise ValueError(f"unknown multi-turn benchmark {name!r}; registered: "
+                         f"{', '.join(BENCHMARKS) or '(none)'}")
+    return factory()
+
+
+register_benchmark("bfcl", BFCLMultiTurn)

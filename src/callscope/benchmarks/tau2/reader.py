@@ -1,0 +1,290 @@
+"""Reading τ²-bench (sierra-research/tau2-bench) run files: what ``tau2 run`` writes.
+
+A path given to :func:`find_tau2_runs` may be
+
+* a results file (``results.json`` or any ``<name>.json`` written by ``tau2 run``): one JSON
+  object ``{timestamp, info, tasks, simulations[]}`` (the single-file layout);
+* a run directory holding ``results.json`` and ``simulations/<simulation id>.json`` (the
+  directory layout of newer τ² versions; ``results.json`` then holds the metadata and a
+  ``simulation_index`` that is checked against the files);
+* a folder of runs (e.g. τ²'s ``data/simulations/``): every ``*.json`` results file and every
+  sub-folder with a ``results.json`` in it, one level deep. Files there that are not τ²
+  results are reported as problems and skipped; an explicitly named file or run directory
+  that is not τ² results raises :class:`Tau2FormatError` with the reason.
+
+Tasks come from the results' own ``tasks`` list; a separate tasks file
+(:func:`read_tasks_file`: a JSON list of tasks as in τ²'s
+``data/tau2/domains/<domain>/tasks.json``, or ``{"tasks": [...]}``) can override them by id.
+Optional fields may be missing anywhere; a simulation without usable messages is skipped and
+reported in the run's ``problems``.
+
+The agent's tools come from ``info.environment_info.tool_defs`` (:func:`tool_functions`:
+τ²'s ``{name: {name, doc, params}}``; OpenAI-style ``{"type": "function", "function": ...}``
+entries and lists are read too). τ² writes ``tool_defs`` only on request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callscope.errors import DataFormatError
+
+
+class Tau2FormatError(DataFormatError):
+    """A file or folder is not τ²-bench results (the message says which and why)."""
+
+
+@dataclass
+class Tau2Run:
+    """One τ² run as read: where from (``source``, ``layout`` ``"file"`` or ``"dir"``), its
+    ``domain``, ``info``, embedded ``tasks``, ``simulations`` (raw dicts that passed the
+    shape check), the tool schemas it exposes (``functions``, ``None`` when absent) and the
+    ``problems`` met while reading."""
+
+    source: str
+    layout: str
+    domain: str
+    info: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    simulations: list[dict[str, Any]]
+    functions: list[dict[str, Any]] | None
+    problems: list[str] = field(default_factory=list)
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise Tau2FormatError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise Tau2FormatError(f"{path}: not UTF-8 text, not a τ²-bench results file") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Tau2FormatError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from exc
+
+
+def _check_results_object(data: Any, path: Path, dir_layout: bool) -> dict[str, Any]:
+    """``data`` as a τ² results object, or :class:`Tau2FormatError` saying why not."""
+    if isinstance(data, list):
+        raise Tau2FormatError(
+            f"{path}: a JSON list, not a τ²-bench results object "
+            "(a tasks file? pass it as the tasks file instead)"
+        )
+    if not isinstance(data, dict):
+        raise Tau2FormatError(
+            f"{path}: a JSON {type(data).__name__}, not a τ²-bench results object"
+        )
+    if "messages" in data and "task_id" in data:
+        raise Tau2FormatError(
+            f"{path}: one τ²-bench simulation, not a results file; point at the run "
+            "(results.json or its directory)"
+        )
+    sims = data.get("simulations")
+    if sims is not None and not isinstance(sims, list):
+        raise Tau2FormatError(f"{path}: 'simulations' is not a list")
+    markers = {"info", "tasks", "simulation_index"} & set(data)
+    if (sims is None and not dir_layout) or (sims is None and not markers):
+        found = ", ".join(sorted(map(str, data))[:12]) or "none"
+        raise Tau2FormatError(
+            f"{path}: not a τ²-bench results file: expected an object with 'simulations' "
+            "(or a 'simulations/' folder beside it) and 'info'/'tasks'; found keys: " + found
+        )
+    if "tasks" in data and not isinstance(data["tasks"], list | type(None)):
+        raise Tau2FormatError(f"{path}: 'tasks' is not a list")
+    return data
+
+
+def _simulation_problem(sim: Any) -> str | None:
+    if not isinstance(sim, dict):
+        return "not a JSON object"
+    if sim.get("task_id") is None:
+        return "no 'task_id'"
+    messages = sim.get("messages")
+    if messages is None:
+        if sim.get("ticks") is not None:
+            return "no 'messages' (full-duplex runs that store only ticks are not supported)"
+        return "no 'messages'"
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return "'messages' is not a list of objects"
+    return None
+
+
+def as_dict(x: Any) -> dict[str, Any]:
+    """``x`` when it is a dict, else ``{}`` (optional τ² fields may hold anything)."""
+    return x if isinstance(x, dict) else {}
+
+
+def _norm_function(key: str | None, spec: Any) -> dict[str, Any] | None:
+    """One tool definition as ``{name, description, parameters}``, or ``None``."""
+    if not isinstance(spec, dict):
+        return None
+    if isinstance(spec.get("function"), dict):
+        spec = spec["function"]
+    name = spec.get("name") or key
+    if not isinstance(name, str) or not name:
+        return None
+    description = spec.get("description")
+    if not isinstance(description, str):
+        description = spec.get("doc") if isinstance(spec.get("doc"), str) else ""
+    params = spec.get("parameters", spec.get("params"))
+    return {"name": name, "description": description, "parameters": as_dict(params)}
+
+
+def tool_functions(info: Any) -> list[dict[str, Any]] | None:
+    """The agent tools a run exposes, from ``info.environment_info.tool_defs`` (τ²'s
+    ``{name: {name, doc, params, returns}}``, OpenAI-style entries, or a list), as
+    ``[{name, description, parameters}]``; ``None`` when the run has no tool definitions."""
+    env = as_dict(as_dict(info).get("environment_info"))
+    defs = env.get("tool_defs")
+    if defs is None:
+        defs = env.get("tools")
+    items: Iterable[tuple[str | None, Any]]
+    if isinstance(defs, dict):
+        items = defs.items()
+    elif isinstance(defs, list):
+        items = ((None, d) for d in defs)
+    else:
+        return None
+    funcs = [f for k, v in items if (f := _norm_function(k, v)) is not None]
+    return funcs or None
+
+
+def _domain_of(info: dict[str, Any], tasks: Sequence[Any], fallback: str) -> str:
+    name = as_dict(info.get("environment_info")).get("domain_name")
+    if isinstance(name, str) and name:
+        return name
+    for task in tasks:
+        instr = as_dict(as_dict(as_dict(task).get("user_scenario")).get("instructions"))
+        if isinstance(instr.get("domain"), str) and instr["domain"]:
+            return instr["domain"]
+    return fallback
+
+
+def _read_dir_simulations(sims_dir: Path, index: Any, problems: list[str]) -> list[dict[str, Any]]:
+    sims: list[dict[str, Any]] = []
+    stems: set[str] = set()
+    for sim_file in sorted(sims_dir.glob("*.json")):
+        stems.add(sim_file.stem)
+        try:
+            sims.append(_load_json(sim_file))
+        except Tau2FormatError as exc:
+            problems.append(f"{exc}; simulation skipped")
+    if isinstance(index, list):
+        indexed = {str(e.get("id")) for e in index if isinstance(e, dict) and "id" in e}
+        for missing in sorted(indexed - stems):
+            problems.append(f"{sims_dir}: simulation {missing} is in the index but has no file")
+        for extra in sorted(stems - indexed):
+            problems.append(f"{sims_dir}: {extra}.json is not in results.json's index")
+    return sims
+
+
+def read_tau2_run(path: str | Path) -> Tau2Run:
+    """Read one τ² run: a results file, or a run directory with ``results.json`` (and
+    ``simulations/``). Raises :class:`Tau2FormatError` when it is not τ² results."""
+    p = Path(path)
+    if p.is_dir():
+        meta_path = p / "results.json"
+        if not meta_path.is_file():
+            raise Tau2FormatError(f"{p}: no results.json, not a τ²-bench run directory")
+    else:
+        meta_path = p
+    sims_dir = meta_path.parent / "simulations"
+    raw = _load_json(meta_path)
+    embedded = isinstance(raw, dict) and isinstance(raw.get("simulations"), list)
+    dir_layout = sims_dir.is_dir() and not (embedded and raw["simulations"])
+    data = _check_results_object(raw, meta_path, dir_layout)
+    problems: list[str] = []
+    if dir_layout:
+        raw_sims: list[Any] = _read_dir_simulations(
+            sims_dir, data.get("simulation_index"), problems
+        )
+    else:
+        raw_sims = list(data.get("simulations") or [])
+    info = as_dict(data.get("info"))
+    tasks = [t for t in data.get("tasks") or [] if isinstance(t, dict)]
+    sims: list[dict[str, Any]] = []
+    for i, sim in enumerate(raw_sims):
+        why = _simulation_problem(sim)
+        if why:
+            sid = sim.get("id", f"#{i}") if isinstance(sim, dict) else f"#{i}"
+            problems.append(f"{meta_path}: simulation {sid}: {why}; skipped")
+        else:
+            sims.append(sim)
+    source = str(p if p.is_dir() else meta_path)
+    fallback = (p if p.is_dir() else meta_path.parent if p.name == "results.json" else p).stem
+    return Tau2Run(
+        source=source,
+        layout="dir" if dir_layout else "file",
+        domain=_domain_of(info, tasks, fallback or "unknown"),
+        info=info,
+        tasks=tasks,
+        simulations=sims,
+        functions=tool_functions(info),
+        problems=problems,
+    )
+
+
+def find_tau2_runs(path: str | Path) -> tuple[list[Tau2Run], list[str]]:
+    """The τ² runs at ``path`` (a run, or a folder of runs; see the module docstring) and the
+    problems met with files that are not τ² results. Raises ``FileNotFoundError`` for a
+    missing path and :class:`Tau2FormatError` when nothing there is τ² results."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    if p.is_file() or (p / "results.json").is_file():
+        return [read_tau2_run(p)], []
+    runs: list[Tau2Run] = []
+    problems: list[str] = []
+    for child in sorted(p.iterdir()):
+        if not (child.is_file() and child.suffix == ".json") and not (
+            child.is_dir() and (child / "results.json").is_file()
+        ):
+            continue
+        try:
+            runs.append(read_tau2_run(child))
+        except Tau2FormatError as exc:
+            problems.append(f"{exc}; skipped")
+    if not runs:
+        detail = ("; " + "; ".join(problems)) if problems else ""
+        raise Tau2FormatError(
+            f"{p}: no τ²-bench results found (looked for a results file, results.json with "
+            f"simulations/, and run folders one level down){detail}"
+        )
+    return runs, problems
+
+
+def read_tasks_file(path: str | Path) -> list[dict[str, Any]]:
+    """A τ² tasks file: a JSON list of task objects (each with an ``id``), or an object
+    with a ``tasks`` list. Raises :class:`Tau2FormatError` otherwise."""
+    p = Path(path)
+    data = _load_json(p)
+    if isinstance(data, dict) and isinstance(data.get("tasks"), list):
+        data = data["tasks"]
+    if not isinstance(data, list):
+        raise Tau2FormatError(f"{p}: not a τ²-bench tasks file (expected a JSON list of tasks)")
+    for i, task in enumerate(data):
+        if not isinstance(task, dict) or task.get("id") is None:
+            raise Tau2FormatError(f"{p}: task #{i} is not an object with an 'id'")
+    return data
+
+
+def load_tasks(tasks: str | Path | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Tasks given as a tasks file path (:func:`read_tasks_file`) or as task objects (each
+    with an ``id``); ``[]`` for ``None``. Raises :class:`Tau2FormatError` on a bad task."""
+    if tasks is None:
+        return []
+    if isinstance(tasks, str | Path):
+        return read_tasks_file(tasks)
+    out = []
+    for i, task in enumerate(tasks):
+        if not isinstance(task, Mapping) or task.get("id") is None:
+            raise Tau2FormatError(f"task #{i} is not an object with an 'id'")
+        out.append(dict(task))
+    return out

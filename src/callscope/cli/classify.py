@@ -1,0 +1,29 @@
+"""`callscope classify`: the action class of each emission in a JSONL file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from callscope.calibration.classify import classify_jsonl, preset
+from callscope.cli.common import console
+
+
+def classify(
+    input: Annotated[Path, typer.Argument(help="JSONL rows {id, emission}")],
+    output: Annotated[Path, typer.Option("-o", "--output")] = Path("classes.jsonl"),
+    preset_name: Annotated[str, typer.Option("--preset", help="default | ask_over_tool_call")] = "default",
+) -> None:
+    """Classify emissions as TOOL_CALL / ASK / REFUSE / CONFIRM / OTHER."""
+    summary = classify_jsonl(input, output, preset(preset_name))
+    t = Table(title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {preset_name}")
+    t.add_column("class")
+    t.add_column("count", justify="right")
+    for cls, k in summary["counts"].items():
+        t.add_row(cls, str(k))
+    console.print(t)
+    console.print(f"wrote {output}")
+    raise typer.Exit(1 if summary["errors"] else 0)

@@ -1,0 +1,90 @@
+"""`callscope run`: the SAAG correction loop for one model over a cases file (resumable)."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from callscope.cli.common import (
+    DEFAULT_MODEL,
+    ApiKeyOpt,
+    BaseUrlOpt,
+    CacheOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    NoCacheOpt,
+    StyleOpt,
+    TimeoutOpt,
+    comma_list,
+    console,
+    interruptible,
+    open_model,
+    print_run_summary,
+    read_rows,
+    style_arg,
+)
+from callscope.models.base import Decoding
+from callscope.runs.runner import run_cases
+from callscope.store.run_store import RunStore
+from callscope.types import Case
+
+
+def load_cases(path: Path) -> tuple[list[Case], list[str]]:
+    """Cases from a JSONL file, and a message for each malformed row (which is skipped)."""
+    cases: list[Case] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for n, row in enumerate(read_rows(path), 1):
+        if "_error" in row:
+            problems.append(row["_error"])
+            continue
+        try:
+            case = Case.from_dict(row)
+        except ValueError as exc:
+            problems.append(f"row {n}: {exc}")
+            continue
+        if case.id in seen:
+            problems.append(f"row {n}: duplicate id {case.id!r}")
+            continue
+        seen.add(case.id)
+        cases.append(case)
+    return cases, problems
+
+
+def run(
+    cases_file: Annotated[Path, typer.Argument(help="JSONL cases {id, query, functions, gold?}")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")] = Path("runs/run"),
+    model: ModelOpt = DEFAULT_MODEL,
+    modes: Annotated[str, typer.Option("--modes", help="comma list of direct,binary,structured")] = "direct,binary,structured",
+    max_attempts: Annotated[int, typer.Option("--max-attempts", min=1)] = 15,
+    style: StyleOpt = "auto",
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="parallel requests (HTTP backends)")] = 1,
+    max_tokens: MaxTokensOpt = 512,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+) -> None:
+    """Run the SAAG correction loop for one model over a cases file (resumable)."""
+    cases, problems = load_cases(cases_file)
+    for p in problems:
+        console.print(f"[yellow]skipped malformed case: {p}[/yellow]")
+    m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache)
+    store = RunStore(out)
+    store.set_meta("malformed_cases", problems)
+    with interruptible(), closing(m):
+        summary = run_cases(
+            m, cases, store, modes=comma_list(modes), max_attempts=max_attempts,
+            style=style_arg(style), concurrency=concurrency,
+            decoding=Decoding(temperature=0.0, seed=seed, max_tokens=max_tokens),
+            show_progress=not quiet,
+        )
+    print_run_summary(summary)
+    console.print(f"run directory: {out} (final rows: {out / 'final.jsonl'})")
+    raise typer.Exit(code=2 if summary.aborted else 0)

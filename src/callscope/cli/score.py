@@ -1,0 +1,55 @@
+"""`callscope score`: the SAAG cascade (and extrinsic metrics) over a file of model outputs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from callscope.cli.common import console, read_rows
+from callscope.saag.score import METRICS, ScoreSummary, score_row, summarize
+
+
+def print_score_summary(s: ScoreSummary) -> None:
+    """Rows per first failing stage, then each metric's mean over the rows defining it."""
+    t = Table(title=f"callscope score: {s.rows} rows, {s.errors} malformed")
+    t.add_column("first failing stage")
+    t.add_column("rows", justify="right")
+    labels = {0: "passed all", 1: "1 registry", 2: "2 structure", 3: "3 grounding"}
+    for stage in (0, 1, 2, 3):
+        t.add_row(labels[stage], str(s.stages.get(stage, 0)))
+    console.print(t)
+    m = Table(title="metric means (over rows where each is defined)")
+    m.add_column("metric")
+    m.add_column("mean", justify="right")
+    m.add_column("n", justify="right")
+    for key in (*METRICS, "name_match", "arg_precision", "arg_recall", "arg_f1", "solved"):
+        if s.counts.get(key):
+            m.add_row(key.upper() if key in METRICS else key, f"{s.means[key]:.3f}", str(s.counts[key]))
+    console.print(m)
+
+
+def score(
+    input: Annotated[Path, typer.Argument(help="JSONL rows {id, query, functions, output, gold?}")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="write scored rows here (default: stdout)")] = None,
+) -> None:
+    """Score model outputs with the SAAG cascade (and extrinsic metrics when gold is given)."""
+    rows = read_rows(input)
+    out_rows = [
+        {"id": r.get("_line"), "error": r["_error"]} if "_error" in r else score_row(r) for r in rows
+    ]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out_rows)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+    summary = summarize(out_rows)
+    print_score_summary(summary)
+    for r in out_rows:
+        if "error" in r:
+            console.print(f"[red]row {r['id']}: {r['error']}[/red]")
+    raise typer.Exit(code=1 if summary.errors else 0)

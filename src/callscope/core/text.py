@@ -1,0 +1,84 @@
+"""Text normalisation and cue matching shared by the action classifier, the τ²-bench CONFIRM
+detector and the τ²-bench scenario reader (:mod:`callscope.calibration`).
+
+* :func:`normalize_quotes` maps curly quotes to ASCII (``’ ‘`` to ``'``, ``“ ”`` to ``"``),
+  one character for one; :func:`normalize_text` also lower-cases.
+* :func:`strip_think` removes ``<think>...</think>`` reasoning blocks (any case; an unclosed
+  block runs to the end of the text).
+* :func:`cue_pattern` compiles cues (phrases) into one regular expression, searched in
+  normalised text. **The word-boundary rule** (word characters: ``a-z``, ``0-9``, ``_``): a
+  cue that starts with a letter, digit or ``_`` must not start inside a word, i.e. must not
+  follow a word character, nor an apostrophe that follows one (an in-word apostrophe, as in
+  ``don't`` or ``y'all``, is part of the word: "all right" does not match in "y'all right";
+  a quoting apostrophe is not: "yes" matches in "'yes'"). With ``whole_word=True`` a cue
+  that ends with a letter, digit or ``_`` must also not be followed by a word character
+  ("yes" does not match in "yesterday"); without it a cue matches as a word prefix ("no
+  function" matches in "no functions"). A cue that starts or ends with another character
+  (``?``) has no boundary on that side. A cue written ``re:<regex>`` is a regular
+  expression, used as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+#: curly quotes to their ASCII forms
+CURLY_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+#: a cue with this prefix is a regular expression
+REGEX_CUE_PREFIX = "re:"
+
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
+_WORD = "a-z0-9_"
+_STARTS_WORD = rf"(?<![{_WORD}])(?<![{_WORD}]')"
+_ENDS_WORD = rf"(?![{_WORD}])"
+
+
+def normalize_quotes(text: str) -> str:
+    """``text`` with curly quotes replaced by ASCII ones (:data:`CURLY_QUOTES`)."""
+    return text.translate(CURLY_QUOTES)
+
+
+def normalize_text(text: str) -> str:
+    """Lower-case ``text`` with curly quotes replaced by ASCII ones."""
+    return normalize_quotes(text).lower()
+
+
+def strip_think(text: str, replacement: str = " ") -> str:
+    """``text`` with every ``<think>...</think>`` block replaced by ``replacement``."""
+    return _THINK.sub(replacement, text)
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _cue_regex(cue: str, whole_word: bool) -> str:
+    if cue.startswith(REGEX_CUE_PREFIX):
+        return cue[len(REGEX_CUE_PREFIX) :]
+    body = re.escape(cue.lower())
+    if _is_word_char(cue[:1]):
+        body = _STARTS_WORD + body
+    if whole_word and _is_word_char(cue[-1:]):
+        body += _ENDS_WORD
+    return body
+
+
+@lru_cache(maxsize=1024)
+def _compile(cues: tuple[str, ...], whole_word: bool) -> re.Pattern[str] | None:
+    unique = sorted({c for c in cues if c}, key=lambda c: (-len(c), c))
+    if not unique:
+        return None
+    if len(unique) == 1:
+        return re.compile(_cue_regex(unique[0], whole_word))
+    return re.compile("|".join(f"(?:{_cue_regex(c, whole_word)})" for c in unique))
+
+
+def cue_pattern(cues: str | Iterable[str], *, whole_word: bool = False) -> re.Pattern[str] | None:
+    """One regex that matches any of ``cues`` (a cue, or several) under the module's
+    word-boundary rule; at one position longer cues are tried first, so ``match.group(0)`` is
+    the longest cue found there. ``None`` when no cue is non-empty. Raises ``re.error`` for a
+    bad ``re:`` cue."""
+    key = (cues,) if isinstance(cues, str) else tuple(cues)
+    return _compile(key, whole_word)

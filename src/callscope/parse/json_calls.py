@@ -1,0 +1,119 @@
+"""JSON call objects: one call object, native ``tool_calls`` lists, and JSON calls in text.
+
+A call object is ``{"name": str, "arguments"|"parameters": object | JSON string}``, optionally
+wrapped as ``{"type": "function", "function": {...}}`` (OpenAI); Ollama gives ``arguments``
+as an object, OpenAI as a JSON string. The name is stripped and must not be empty; the
+arguments must be a JSON object (``None`` or an empty string mean ``{}``), nested at most
+:data:`~callscope.parse.literals.MAX_ARGUMENT_DEPTH` deep, with finite numbers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from callscope.parse.literals import (
+    MAX_CANDIDATES,
+    Rejected,
+    check_depth,
+    json_loads,
+    json_raw_decode,
+)
+from callscope.types import ParseResult, ToolCall
+
+
+def coerce_arguments(raw: Any) -> dict[str, Any]:
+    """A call's arguments (an object, a JSON string of one, or ``None``) as a checked dict."""
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        stripped = raw.strip()
+        if not stripped:
+            return {}
+        try:
+            raw = json_loads(stripped)
+        except (ValueError, RecursionError) as exc:
+            raise Rejected(f"arguments are not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise Rejected(f"arguments must be an object, got {type(raw).__name__}")
+    check_depth(raw)
+    return raw
+
+
+def call_from_object(obj: Any) -> ToolCall:
+    """Read one call object (bare, OpenAI- or Ollama-style). Raises ``ValueError``."""
+    if not isinstance(obj, dict):
+        raise Rejected("call is not an object")
+    if isinstance(obj.get("function"), dict):  # {"type": "function", "function": {...}}
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise Rejected("call has no string 'name'")
+    raw_args = obj["arguments"] if "arguments" in obj else obj.get("parameters")
+    return ToolCall(name=name.strip(), arguments=coerce_arguments(raw_args))
+
+
+def _looks_like_call(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    if isinstance(obj.get("function"), dict):
+        obj = obj["function"]
+    return isinstance(obj.get("name"), str) and (
+        "arguments" in obj or "parameters" in obj or set(obj) <= {"name", "type", "id"}
+    )
+
+
+def _calls_from_json_value(value: Any) -> list[ToolCall]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(_looks_like_call(it) for it in items):
+        return []
+    return [call_from_object(it) for it in items]
+
+
+def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
+    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions)."""
+    if not isinstance(tool_calls, list | tuple):
+        return ParseResult(error="native tool_calls is not a list", form="native")
+    calls: list[ToolCall] = []
+    try:
+        for tc in tool_calls:
+            calls.append(call_from_object(tc))
+    except Rejected as exc:
+        return ParseResult(error=f"native tool call rejected: {exc}", form="native")
+    if not calls:
+        return ParseResult(error="empty native tool_calls list", form="native")
+    return ParseResult(calls=tuple(calls), form="native")
+
+
+def scan_json(text: str) -> tuple[list[ToolCall], str | None]:
+    """Every JSON object/list in ``text`` that is a call (or a list of calls), in order, and
+    the last rejection reason met. At most ``MAX_CANDIDATES`` start positions are decoded."""
+    calls: list[ToolCall] = []
+    error: str | None = None
+    i, n = 0, len(text)
+    tries = 0
+    while i < n and tries < MAX_CANDIDATES:
+        j = min((k for k in (text.find("{", i), text.find("[", i)) if k >= 0), default=-1)
+        if j < 0:
+            break
+        tries += 1
+        try:
+            value, end = json_raw_decode(text, j)
+        except Rejected as exc:
+            error = str(exc)
+            i = j + 1
+            continue
+        except (ValueError, RecursionError):
+            i = j + 1
+            continue
+        try:
+            found = _calls_from_json_value(value)
+        except Rejected as exc:
+            error = str(exc)
+            found = []
+        if found:
+            calls.extend(found)
+            i = end
+        else:
+            i = j + 1 if isinstance(value, list) else end
+    return calls, error

@@ -1,0 +1,120 @@
+"""The parser's limits and value checks, shared by every reader in :mod:`callscope.parse`.
+
+* Input caps: :data:`MAX_INPUT_CHARS` (text beyond it is ignored), :data:`MAX_CALL_CHARS` (a
+  call written in prose is at most this long), :data:`MAX_CANDIDATES` (positions tried per
+  scan, so that garbage costs linear time).
+* :data:`MAX_ARGUMENT_DEPTH`: arguments nested deeper than this are rejected. It is the one
+  nesting limit of callscope: the SAAG cascade (:mod:`callscope.saag.cascade`) and the BFCL
+  executor (:mod:`callscope.benchmarks.bfcl.env`) use it too, so a call the parser accepts is
+  never refused for depth further on.
+* JSON data: arguments are JSON data, i.e. ``None``, ``bool``, ``int``, finite ``float``,
+  ``str``, lists and objects with string keys. :func:`check_depth` checks decoded JSON,
+  :func:`json_like` converts a Python literal (tuples become lists, anything else non-JSON is
+  rejected).
+* :func:`balanced_end`: the end of a bracket group, quotes respected.
+
+Every rejection is a :class:`Rejected` (a ``ValueError``); it never leaves the package's
+public functions except as ``ValueError`` from :func:`callscope.parse.parse_python_calls`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MAX_INPUT_CHARS = 200_000
+#: arguments nested deeper than this are rejected (no real tool takes them, and metrics
+#: recurse over values); a value directly under ``arguments`` is at depth 1
+MAX_ARGUMENT_DEPTH = 32
+#: at most this many candidate positions are tried per scan, so garbage (long repetition
+#: loops are common in small models) costs linear time
+MAX_CANDIDATES = 64
+#: a call written in prose is at most this long (bounds the bracket matching)
+MAX_CALL_CHARS = 20_000
+
+
+class Rejected(ValueError):
+    """A candidate looked like a call but is not acceptable (reason in the message).
+
+    Internal to :mod:`callscope.parse` and its direct users; catch ``ValueError``."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise Rejected(f"non-finite number {name} in JSON")
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` that rejects ``NaN``/``Infinity`` (not JSON, and not finite)."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def json_raw_decode(text: str, start: int) -> tuple[Any, int]:
+    """``JSONDecoder.raw_decode`` from ``start`` (trailing text allowed), rejecting
+    ``NaN``/``Infinity``."""
+    decoder = json.JSONDecoder(parse_constant=_reject_constant)
+    return decoder.raw_decode(text, start)
+
+
+def check_depth(value: Any) -> None:
+    """Reject containers nested deeper than ``MAX_ARGUMENT_DEPTH`` and non-finite numbers
+    (iteratively: no recursion, so any input is safe)."""
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise Rejected(f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise Rejected("non-finite number in arguments")
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v)
+
+
+def json_like(value: Any, depth: int = 0) -> Any:
+    """A Python literal as JSON data: tuples become lists; sets, bytes, complex numbers,
+    ``...`` and non-string keys are rejected."""
+    if depth > MAX_ARGUMENT_DEPTH:
+        raise Rejected(f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise Rejected("non-finite number in arguments")
+        return value
+    if isinstance(value, list | tuple):
+        return [json_like(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise Rejected("argument object keys must be strings")
+        return {k: json_like(v, depth + 1) for k, v in value.items()}
+    raise Rejected(f"argument of type {type(value).__name__} is not JSON data")
+
+
+def balanced_end(text: str, start: int) -> int:
+    """Index after the bracket group that starts at ``text[start]`` (quotes respected), or
+    -1 when it does not close within ``MAX_CALL_CHARS``."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    quote: str | None = None
+    i = start
+    stop = min(len(text), start + MAX_CALL_CHARS)
+    while i < stop:
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c in pairs:
+            stack.append(pairs[c])
+        elif c in ")]}":
+            if not stack or stack.pop() != c:
+                return -1
+            if not stack:
+                return i + 1
+        i += 1
+    return -1

@@ -1,0 +1,151 @@
+"""Python call syntax, read with :mod:`ast` and never evaluated: the one reader of
+``f(a=1)`` / ``[f(a=1), g()]`` in callscope.
+
+The rule every caller shares (:func:`read_call`): a call is an ``ast.Call`` whose callee is a
+plain or dotted name (``f``, ``math.sqrt``) and whose arguments are all literals
+(``ast.literal_eval`` on each argument node, so ``*args`` are refused); ``**kwargs`` are
+refused. Callers differ only in what they do on top:
+
+* :func:`parse_python_calls` (model output) refuses positional arguments and converts every
+  value to JSON data (:func:`~callscope.parse.literals.json_like`: tuples become lists,
+  depth-capped, finite numbers only);
+* :func:`read_python_calls` with ``positional=True`` accepts positional literals and keeps
+  the values as ``ast.literal_eval`` returns them (the action classifier's
+  ``is_python_call_list``, BFCL's gold calls, which bind positional arguments by signature);
+* :func:`scan_python` finds calls embedded in prose.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from callscope.parse.literals import MAX_CANDIDATES, Rejected, balanced_end, json_like
+from callscope.types import ToolCall
+
+#: where a call may start in prose: ``name(`` or ``[name(``, not inside a longer name
+CALL_START = re.compile(r"(?<![\w.])\[?\s*[A-Za-z_][\w.]*\s*\(")
+
+
+@dataclass(frozen=True)
+class CallSyntax:
+    """One call as written: its (dotted) ``name``, positional ``args`` and keyword ``kwargs``
+    (values already read as literals)."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_expression(text: str) -> ast.expr:
+    """The whole of ``text`` (stripped) as one Python expression node; raises
+    :class:`~callscope.parse.literals.Rejected` when it is not one."""
+    try:
+        with warnings.catch_warnings():  # model text: its invalid escapes are not our warnings
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise Rejected(f"not Python call syntax: {type(exc).__name__}") from None
+    return tree.body
+
+
+def call_nodes(text: str) -> list[ast.expr]:
+    """The elements of ``text`` read as ``x`` or ``[x, y]`` / ``(x, y)`` (not yet checked to
+    be calls); raises ``Rejected`` for an empty list."""
+    body = parse_expression(text)
+    nodes = list(body.elts) if isinstance(body, ast.List | ast.Tuple) else [body]
+    if not nodes:
+        raise Rejected("empty call list")
+    return nodes
+
+
+def literal(node: ast.AST) -> Any:
+    """``ast.literal_eval`` of one argument node; ``Rejected`` when it is not a literal."""
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError) as exc:
+        raise Rejected(f"argument is not a literal: {type(exc).__name__}") from None
+
+
+def dotted_name(node: ast.AST) -> str:
+    """``f`` or ``a.b.f`` for a ``Name`` / chain of ``Attribute`` nodes; ``Rejected`` else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{dotted_name(node.value)}.{node.attr}"
+    raise Rejected("called object is not a plain (dotted) name")
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def read_call(
+    node: ast.AST, *, positional: bool, convert: Callable[[Any], Any] = _same
+) -> CallSyntax:
+    """One call node as :class:`CallSyntax` (the module's rule); ``convert`` is applied to
+    each literal value. Checks, in order: a call; positional arguments allowed; each
+    positional argument, then each keyword (no ``**``), a literal; the callee a dotted name."""
+    if not isinstance(node, ast.Call):
+        raise Rejected("not a call")
+    if node.args and not positional:
+        raise Rejected("positional arguments are not accepted; use name=value")
+    args: list[Any] = []
+    for arg in node.args:  # a ``*x`` argument is not a literal
+        args.append(convert(literal(arg)))
+    kwargs: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise Rejected("**kwargs are not accepted")
+        kwargs[kw.arg] = convert(literal(kw.value))
+    return CallSyntax(name=dotted_name(node.func), args=tuple(args), kwargs=kwargs)
+
+
+def read_python_calls(text: str, *, positional: bool = True) -> list[CallSyntax]:
+    """Every call of ``f(...)`` or ``[f(...), g(...)]`` as the whole of ``text``, values as
+    ``ast.literal_eval`` gives them. Raises ``ValueError``."""
+    return [read_call(n, positional=positional) for n in call_nodes(text)]
+
+
+def parse_python_calls(text: str) -> list[ToolCall]:
+    """``f(a=1)`` or ``[f(a=1), g()]`` as the whole of ``text``; keyword literals only, as
+    JSON data. Never evaluates. Raises ``ValueError``."""
+    return [
+        ToolCall(name=c.name, arguments=c.kwargs)
+        for c in (read_call(n, positional=False, convert=json_like) for n in call_nodes(text))
+    ]
+
+
+def scan_python(text: str) -> tuple[list[ToolCall], str | None]:
+    """Python call syntax embedded in prose: ``[f(a=1)]`` lists, or ``f(k=v)`` with keywords
+    (a bare ``f()`` in prose is not taken for a call). Returns the calls in order and the last
+    rejection reason; at most ``MAX_CANDIDATES`` starts are tried."""
+    calls: list[ToolCall] = []
+    error: str | None = None
+    pos = 0
+    for _ in range(MAX_CANDIDATES):
+        m = CALL_START.search(text, pos)
+        if not m:
+            break
+        start = m.start()
+        first_open = text.find("(", start) if text[start] != "[" else start
+        end = balanced_end(text, first_open)
+        if end < 0:
+            pos = m.end()
+            continue
+        segment = text[start:end]
+        try:
+            found = parse_python_calls(segment)
+        except Rejected as exc:
+            error = str(exc)
+            pos = m.end()
+            continue
+        is_list = segment.lstrip().startswith("[")
+        if is_list or any(c.arguments for c in found):
+            calls.extend(found)
+        pos = end
+    return calls, error

@@ -1,0 +1,135 @@
+"""Turn what a model emitted into tool calls, without ever evaluating it.
+
+Accepted forms (tried in this order; the first form that yields calls wins and all of
+its calls are kept, in order of appearance):
+
+* native tool calls: an OpenAI message/``tool_calls`` list (arguments a JSON string) or an
+  Ollama one (arguments an object), or a ``{"name", "arguments"}`` object
+  (:mod:`callscope.parse.json_calls`);
+* ``<tool_call>...</tool_call>`` blocks;
+* Glaive's ``<functioncall> {"name": .., "arguments": '{...}'}`` (JSON inside single quotes;
+  :mod:`callscope.parse.glaive`);
+* fenced code blocks (```json / ```python / ```), holding JSON or Python call syntax;
+* bare JSON objects or lists of objects anywhere in the text (prose around them is fine);
+* Python call syntax ``f(a=1)`` or ``[f(a=1), g()]``, read with :mod:`ast` and accepted only
+  when every argument is a literal (:mod:`callscope.parse.python_calls`).
+
+A call object is ``{"name": str, "arguments"|"parameters": object | JSON string}``, optionally
+wrapped as ``{"type": "function", "function": {...}}``. Text longer than
+:data:`~callscope.parse.literals.MAX_INPUT_CHARS` is cut to it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from callscope.parse.glaive import read_functioncall
+from callscope.parse.json_calls import call_from_object, parse_native, scan_json
+from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
+from callscope.parse.python_calls import CALL_START, parse_python_calls, scan_python
+from callscope.types import ParseResult, ToolCall
+
+_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+_FUNCTIONCALL = re.compile(r"<functioncall>\s*", re.S)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
+
+
+def _json_or_python(body: str) -> tuple[list[ToolCall], str | None]:
+    """The calls in a ``<tool_call>`` block or a fence: JSON ones, else the whole body as
+    Python call syntax."""
+    found, err = scan_json(body)
+    if not found:
+        try:
+            found = parse_python_calls(body)
+        except Rejected as exc:
+            err = err or str(exc)
+    return found, err
+
+
+def parse_text(text: str) -> ParseResult:
+    """Parse raw model text. Returns the calls of the first form that matches."""
+    if not isinstance(text, str):
+        return ParseResult(error=f"output is {type(text).__name__}, not text")
+    if len(text) > MAX_INPUT_CHARS:
+        text = text[:MAX_INPUT_CHARS]
+    stripped = text.strip()
+    if not stripped:
+        return ParseResult(error="empty output")
+    last_error: str | None = None
+
+    tag_calls: list[ToolCall] = []
+    for m in _TOOL_CALL_TAG.finditer(stripped):
+        found, err = _json_or_python(m.group(1))
+        tag_calls.extend(found)
+        last_error = err or last_error
+    if tag_calls:
+        return ParseResult(calls=tuple(tag_calls), form="tool_call_tag")
+
+    fc_calls: list[ToolCall] = []
+    parts = _FUNCTIONCALL.split(stripped)
+    for seg in parts[1:]:
+        seg = seg.split("<|endoftext|>")[0].split("<functioncall>")[0]
+        try:
+            fc_calls.append(
+                call_from_object(read_functioncall(seg, max_candidates=MAX_CANDIDATES))
+            )
+        except (ValueError, RecursionError) as exc:
+            last_error = f"functioncall: {exc}"
+    if fc_calls:
+        return ParseResult(calls=tuple(fc_calls), form="functioncall")
+
+    fenced: list[ToolCall] = []
+    for m in _FENCE.finditer(stripped):
+        found, err = _json_or_python(m.group(2))
+        fenced.extend(found)
+        last_error = err or last_error
+    if fenced:
+        return ParseResult(calls=tuple(fenced), form="fenced")
+
+    found, err = scan_json(stripped)
+    if found:
+        return ParseResult(calls=tuple(found), form="json")
+    last_error = err or last_error
+
+    try:
+        return ParseResult(calls=tuple(parse_python_calls(stripped)), form="python")
+    except Rejected as exc:
+        whole_error = str(exc)
+    found, err = scan_python(stripped)
+    if found:
+        return ParseResult(calls=tuple(found), form="python")
+    if CALL_START.match(stripped):
+        last_error = whole_error  # the text is one call: its own reason is the useful one
+    last_error = last_error or err
+    return ParseResult(error=last_error or "no tool call found in output")
+
+
+def parse_output(output: Any) -> ParseResult:
+    """Parse any emission: raw text, a ``{"name","arguments"}`` object, a list of call objects,
+    an OpenAI/Ollama assistant message (``{"content", "tool_calls"}``), or a
+    :class:`~callscope.types.ModelReply`. Native tool calls take precedence over text.
+    """
+    try:
+        if output is None:
+            return ParseResult(error="no output")
+        if hasattr(output, "tool_calls") and hasattr(output, "text"):  # ModelReply
+            if output.tool_calls:
+                return parse_native(output.tool_calls)
+            return parse_text(output.text)
+        if isinstance(output, str):
+            return parse_text(output)
+        if isinstance(output, list):
+            return parse_native(output)
+        if isinstance(output, dict):
+            if output.get("tool_calls"):
+                return parse_native(output["tool_calls"])
+            if "name" in output or isinstance(output.get("function"), dict):
+                return parse_native([output])
+            content = output.get("content", output.get("text"))
+            if isinstance(content, str):
+                return parse_text(content)
+            return ParseResult(error="object output has neither a call nor text content")
+        return ParseResult(error=f"unsupported output type {type(output).__name__}")
+    except (Rejected, RecursionError, MemoryError) as exc:  # defensive: never escape
+        return ParseResult(error=f"unparseable output: {type(exc).__name__}: {exc}")

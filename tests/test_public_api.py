@@ -1,0 +1,90 @@
+"""The public API of ``import callscope``: a curated ``__all__`` whose names load lazily
+(PEP 562), a cheap import, and the README's "As a library" example running as written."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import callscope
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("pandas", "matplotlib", "llama_cpp", "numpy", "bfcl_eval")
+
+
+def _modules_after(code: str) -> list[str]:
+    """``sys.modules`` of a fresh interpreter after running ``code``."""
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
+    )  # fmt: skip
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_every_public_name_resolves() -> None:
+    assert len(callscope.__all__) == len(set(callscope.__all__)) >= 20
+    for name in callscope.__all__:
+        obj = getattr(callscope, name)
+        assert obj is getattr(importlib.import_module(callscope._EXPORTS[name]), name)
+
+
+def test_all_the_export_map_and_the_type_checking_imports_agree() -> None:
+    assert list(callscope._EXPORTS) == callscope.__all__
+    tree = ast.parse(Path(callscope.__file__).read_text(encoding="utf-8"))
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    typed = {a.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert typed == callscope._EXPORTS
+
+
+def test_version_dir_and_unknown_names() -> None:
+    try:
+        expected = importlib.metadata.version("callscope")
+    except importlib.metadata.PackageNotFoundError:
+        expected = "0+unknown"
+    assert callscope.__version__ == expected
+    assert set(callscope.__all__) <= set(dir(callscope)) and "__version__" in dir(callscope)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        callscope.nope  # noqa: B018
+
+
+def test_import_callscope_is_cheap() -> None:
+    """``import callscope`` loads no submodule and nothing heavy."""
+    mods = _modules_after("import callscope")
+    assert [m for m in mods if m.startswith("callscope")] == ["callscope"]
+    assert [m for m in mods if m.split(".")[0] in HEAVY] == []
+
+
+def test_light_names_do_not_pull_heavy_dependencies() -> None:
+    mods = _modules_after("import callscope\ncallscope.parse_output\ncallscope.diagnose\ncallscope.RunStore")
+    assert [m for m in mods if m.split(".")[0] in ("pandas", "matplotlib", "llama_cpp")] == []
+
+
+def test_the_command_line_loads_no_pandas_matplotlib_or_llama_cpp() -> None:
+    """Every command module is imported to build the app; heavy modules are lazy."""
+    mods = _modules_after("import callscope.cli")
+    assert [m for m in mods if m.split(".")[0] in ("pandas", "matplotlib", "llama_cpp")] == []
+
+
+def readme_library_example() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("As a library:")
+    match = re.search(r"```python\n(.*?)```", text[start:], re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_readme_library_example_runs() -> None:
+    code = readme_library_example()
+    assert "import callscope\n" in code and "from callscope" not in code
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    first, fix = res.stdout.splitlines()[:2]
+    assert first == "2 0.5"  # stage 2 (structure): tip_percentage is missing
+    assert "missing" in fix

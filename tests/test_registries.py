@@ -1,0 +1,151 @@
+"""The registries that replaced if-chains: model backends, benchmark sources, metric specs,
+probes and multi-turn benchmarks."""
+
+from __future__ import annotations
+
+import pytest
+
+from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
+from callscope.models.registry import (
+    BACKENDS,
+    Backend,
+    backend_forms,
+    backend_help,
+    load_model,
+    register_backend,
+)
+from callscope.types import ModelReply
+
+# ----------------------------------------------------------------------------- backends
+
+
+class Echo(ChatModel):
+    """A backend defined outside callscope: answers with its own spec and the context."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.supports_native_tools = False
+
+    def chat(self, messages, tools=None, decoding: Decoding | None = None,
+             context: RequestContext | None = None) -> ModelReply:
+        return ModelReply(text=f"{self.spec} {context.case_id if context else '-'}")
+
+
+def test_builtin_backends_in_help_order():
+    assert list(BACKENDS) == ["local", "gguf", "ollama", "openai", "replay"]
+    assert backend_help() == (
+        "local:qwen2.5-coder-0.5b | local:qwen2.5-coder-1.5b | gguf:/path/to/model.gguf | "
+        "ollama:<model> | openai:<model> | replay:<file.jsonl>"
+    )
+    assert backend_forms()[0][0] == "local:qwen2.5-coder-0.5b (default)"
+
+
+def test_a_registered_backend_is_loadable_and_listed():
+    seen: list[tuple[str, BackendOptions]] = []
+
+    def factory(rest: str, options: BackendOptions) -> ChatModel:
+        seen.append((rest, options))
+        return Echo(options.spec)
+
+    register_backend(Backend("echo", ("echo:<name>",), "test backend", factory))
+    try:
+        model = load_model("echo:abc", timeout=7, flavour="x")
+        assert model.chat([], context=RequestContext(case_id="c1")).text == "echo:abc c1"
+        rest, options = seen[0]
+        assert (rest, options.timeout, dict(options.extra)) == ("abc", 7, {"flavour": "x"})
+        assert "echo:<name>" in backend_help()
+        with pytest.raises(ValueError, match="echo:<name>"):
+            load_model("nope:x")
+    finally:
+        del BACKENDS["echo"]
+
+
+def test_backend_prefix_is_checked():
+    with pytest.raises(ValueError, match="without ':'"):
+        register_backend(Backend("a:b", (), "", lambda r, o: Echo(r)))
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+def test_sources_registry_and_error():
+    from callscope.benchmarks.sources import SOURCES, load_source, source_forms
+
+    assert list(SOURCES) == ["bfcl", "glaive"]
+    assert [f for f, _ in source_forms()] == ["bfcl", "glaive:PATH"]
+    for bad in ("x", "bfcl:extra", "glaive"):
+        with pytest.raises(ValueError, match="use 'bfcl' or 'glaive:PATH'"):
+            load_source(bad)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def test_metric_specs_feed_every_list():
+    from callscope.report import aggregate as agg
+    from callscope.report.compare import HEADLINE_METRICS
+    from callscope.saag import score
+    from callscope.saag.metrics import METRIC_SPECS
+
+    intrinsic = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
+    assert score.METRICS == agg.INTRINSIC == intrinsic
+    assert agg.EXTRINSIC == ("name_acc", "arg_precision", "arg_recall", "arg_f1")
+    assert score.GOLD_KEYS == ("name_match", "arg_precision", "arg_recall", "arg_f1", "solved")
+    assert agg._EXTRINSIC_KEY == {"name_acc": "name_match"}
+    outcomes = ("solve_rate", "attempts_to_solve")
+    expected = intrinsic + agg.EXTRINSIC + outcomes
+    assert expected == agg.ACROSS_METRICS
+    assert HEADLINE_METRICS == (
+        ("solve_rate", "solve rate", "rate"), ("name_acc", "name acc", "rate"),
+        ("arg_f1", "arg F1", "mean"), ("vhr", "VHR", "mean"), ("avem", "AVEM", "mean"),
+    )
+    assert [m.stage for m in METRIC_SPECS if m.kind == "intrinsic"] == [1, 1, 2, 2, 2, 3, 3, 3]
+    assert all("SAAG section" in m.description for m in METRIC_SPECS)
+
+
+def test_metric_labels_match_the_report_tables():
+    from callscope.report.aggregate import METRIC_LABELS
+    from callscope.report.tables import LABELS
+
+    assert {k: METRIC_LABELS[k] for k in LABELS} == LABELS
+
+
+# ----------------------------------------------------------------------------- probes
+
+
+def test_probe_help_lists_the_registry():
+    from callscope.calibration.probes import PROBES, probe_help, probe_names
+
+    assert probe_names() == tuple(PROBES)
+    assert probe_help() == " | ".join(PROBES)
+    assert probe_help().startswith("sri | sri-no-history")
+
+
+# ----------------------------------------------------------------------------- multi-turn
+
+
+def test_bfcl_implements_the_multi_turn_protocol():
+    pytest.importorskip("bfcl_eval")
+    from callscope.benchmarks.bfcl.multi_turn import load_multi_turn
+    from callscope.benchmarks.protocol import (
+        Environment,
+        MultiTurnBenchmark,
+        MultiTurnCase,
+        benchmark_names,
+        get_benchmark,
+    )
+    from callscope.types import ASK
+
+    assert "bfcl" in benchmark_names()
+    bench = get_benchmark("bfcl")
+    assert isinstance(bench, MultiTurnBenchmark)
+    [case] = bench.cases(["miss_param"])[:1]
+    direct = load_multi_turn(("multi_turn_miss_param",))[0]
+    assert isinstance(case, MultiTurnCase)
+    assert case.to_dict() == direct.to_dict()
+    assert bench.gold_class(case) == ASK
+    assert bench.due_turns(case) == direct.due_turns()
+    assert bench.tools_at(case, 0) == direct.functions_at(0)
+    assert isinstance(bench.environment(case), Environment)
+    with pytest.raises(ValueError, match="registered: bfcl"):
+        get_benchmark("nope")

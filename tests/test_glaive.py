@@ -20,7 +20,6 @@ from callscope.benchmarks.glaive import (
     GlaiveCallError,
     GlaiveSchemaError,
     GlaiveSourceError,
-    cache_dir,
     hub_url,
     load_glaive,
     parse_chat,
@@ -29,6 +28,7 @@ from callscope.benchmarks.glaive import (
     standardise_function,
 )
 from callscope.core.jsonl import read_jsonl, write_jsonl
+from callscope.core.paths import datasets_dir
 from callscope.parse import parse_text
 
 HEADER = (
@@ -578,10 +578,10 @@ def test_hub_url_and_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     monkeypatch.setenv("HF_ENDPOINT", "http://mirror.example/")
     assert hub_url("a/b", "c.json") == "http://mirror.example/datasets/a/b/resolve/main/c.json"
     monkeypatch.setenv("CALLSCOPE_CACHE", str(tmp_path))
-    assert cache_dir() == tmp_path / "datasets"
+    assert datasets_dir() == tmp_path / "datasets"
     monkeypatch.delenv("CALLSCOPE_CACHE")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert cache_dir() == tmp_path / "home" / ".cache" / "callscope" / "datasets"
+    assert datasets_dir() == tmp_path / "home" / ".cache" / "callscope" / "datasets"
 
 
 def test_hub_source_needs_a_file_for_other_repos() -> None:

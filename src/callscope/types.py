@@ -15,6 +15,9 @@ from callscope.errors import ModelError as ModelError
 #: The correction loop's feedback modes (SAAG paper, section 2.4).
 Mode = Literal["direct", "binary", "structured"]
 MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
+#: How the registry reaches a model: the backend's native ``tools`` field, or rendered into the
+#: system prompt (SAAG paper, Fig. 5).
+Style = Literal["native", "prompt"]
 
 #: The action classes of one emission (calibration paper, section 3.1).
 TOOL_CALL = "TOOL_CALL"

@@ -51,7 +51,7 @@ import httpx
 from filelock import FileLock
 
 from callscope.core.jsonl import read_jsonl
-from callscope.core.paths import cache_root
+from callscope.core.paths import datasets_dir
 from callscope.errors import DataFormatError
 from callscope.parse import read_functioncall
 from callscope.types import Case, ToolCall
@@ -326,12 +326,6 @@ def iter_glaive_rows(path: str | Path) -> Iterator[Any]:
         yield row
 
 
-def cache_dir() -> Path:
-    """Folder for downloaded datasets: ``$CALLSCOPE_CACHE/datasets``, else
-    ``~/.cache/callscope/datasets``."""
-    return cache_root() / "datasets"
-
-
 def hub_url(
     repo: str, filename: str, *, base_url: str | None = None, revision: str = "main"
 ) -> str:
@@ -358,7 +352,7 @@ def download_hub_file(
     rename) under a file lock, so concurrent callers download it once. Raises
     ``GlaiveSourceError`` on an HTTP error status or when the hub cannot be reached.
     """
-    dest = (cache or cache_dir()) / repo / filename
+    dest = (cache or datasets_dir()) / repo / filename
     if dest.is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -436,7 +430,7 @@ def load_glaive(
     """Load and filter a Glaive function-calling file into single-call ``Case``s.
 
     ``source`` is a local JSON list or JSON Lines file, or ``hf:glaiveai/glaive-function-
-    calling-v2``, which is downloaded (once, into ``cache`` or ``cache_dir()``) only when
+    calling-v2``, which is downloaded (once, into ``cache`` or ``core.paths.datasets_dir()``) only when
     ``allow_hub`` is true; otherwise ``GlaiveSourceError`` says to pass ``--allow-download``
     or a local path. Case ids are ``glaive-<row index>`` (0-based position in the file).
     """

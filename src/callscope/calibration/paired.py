@@ -30,7 +30,7 @@ from callscope.calibration.probes import PROBES
 from callscope.core.stats import newcombe_paired
 from callscope.core.table import Table, pct, pct_ci
 
-Outcome = tuple[str, str, bool, bool]
+CaseResult = tuple[str, str, bool, bool]
 
 CI_METHOD = "newcombe-paired-wilson (method 10, phi continuity-corrected), 95%"
 
@@ -55,7 +55,7 @@ def _paired_delta(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
             "lo": lo, "hi": hi, "lost": lost, "gained": gained}  # fmt: skip
 
 
-def _row(probe: str, category: str, pairs: list[tuple[Outcome, Outcome]],
+def _row(probe: str, category: str, pairs: list[tuple[CaseResult, CaseResult]],
          fired: Mapping[str, bool], gar_valid: bool, unpaired: int) -> dict[str, Any]:  # fmt: skip
     acc = _paired_delta([(b[2], p[2]) for b, p in pairs])
     gar = _paired_delta([(b[3], p[3]) for b, p in pairs])
@@ -88,8 +88,8 @@ def _row(probe: str, category: str, pairs: list[tuple[Outcome, Outcome]],
 
 
 def compare_probe(
-    baseline: Sequence[Outcome],
-    probed: Sequence[Outcome],
+    baseline: Sequence[CaseResult],
+    probed: Sequence[CaseResult],
     fired: Mapping[str, bool],
     probe_name: str,
     *,
@@ -105,7 +105,7 @@ def compare_probe(
         gar_valid = _gar_valid_for(probe_name)
     base_by_id = {o[0]: o for o in baseline}
     probe_by_id = {o[0]: o for o in probed}
-    pairs: dict[str, list[tuple[Outcome, Outcome]]] = {}
+    pairs: dict[str, list[tuple[CaseResult, CaseResult]]] = {}
     unpaired: dict[str, int] = {}
     for cid, b in base_by_id.items():
         cat = short_category(b[1])

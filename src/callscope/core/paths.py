@@ -12,3 +12,18 @@ def cache_root() -> Path:
     cache)."""
     env = os.environ.get("CALLSCOPE_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "callscope"
+
+
+def models_dir() -> Path:
+    """Joined model weight files (:mod:`callscope.models.weights`)."""
+    return cache_root() / "models"
+
+
+def datasets_dir() -> Path:
+    """Dataset downloads the user asked for (:mod:`callscope.benchmarks.glaive`)."""
+    return cache_root() / "datasets"
+
+
+def responses_path() -> Path:
+    """The response cache (:mod:`callscope.models.cache`)."""
+    return cache_root() / "responses.sqlite"

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
-from callscope.types import ParseResult
-
-Style = Literal["native", "prompt"]
+from callscope.types import ParseResult, Style
 
 #: the SAAG paper's system prompt head (Appendix C, Figure 5)
 PROMPT_HEAD = (

@@ -3,7 +3,7 @@
 Each chunk package ``<prefix>N`` holds one file ``<prefix>N/data/partNN.bin``; joining them
 in order gives the official GGUF, whose SHA-256 is checked. The package files are located
 with :func:`importlib.util.find_spec` and never imported (installing or locating them runs
-no code). The joined file lives in :func:`cache_dir` (``$CALLSCOPE_CACHE`` if set, else
+no code). The joined file lives in :func:`callscope.core.paths.models_dir` (``$CALLSCOPE_CACHE`` if set, else
 ``~/.cache/callscope/models``); it is built once through a temporary file and an atomic
 rename, its digest recorded in ``<file>.sha256``, and reused while its size and marker
 match. A file lock keeps two processes from building it at the same time.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from callscope.core.paths import cache_root
+from callscope.core.paths import models_dir
 from callscope.errors import ModelError
 
 _CHUNK = 8 * 1024 * 1024
@@ -67,11 +67,6 @@ MODELS: dict[str, WeightSpec] = {
         extra="local-1p5b",
     ),
 }
-
-
-def cache_dir() -> Path:
-    """Where joined model files are kept."""
-    return cache_root() / "models"
 
 
 def locate_part(module: str, index: int) -> Path | None:
@@ -175,7 +170,7 @@ def ensure_weights(
     already there with the right size but no marker is hashed once and kept if it matches.
     A digest or size mismatch deletes the bad file and raises :class:`WeightsError`.
     """
-    directory = directory or cache_dir()
+    directory = directory or models_dir()
     target = directory / spec.filename
     if is_ready(spec, target):
         return target

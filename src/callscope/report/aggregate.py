@@ -36,7 +36,7 @@ from callscope.core.stats import bootstrap_ci, mean_sample_std, mean_std, wilson
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, METRIC_SPECS, specs
 from callscope.store.run_store import STORE_FILE, RunStore
 
-Outcome = dict[str, Any]
+OutcomeRow = dict[str, Any]
 
 #: metric keys, from the one spec list :data:`callscope.saag.metrics.METRIC_SPECS`
 INTRINSIC: tuple[str, ...] = INTRINSIC_KEYS
@@ -61,7 +61,7 @@ _EXTRINSIC_KEY = {m.key: m.row_key for m in specs("extrinsic") if m.row_key not 
 # --------------------------------------------------------------------------- loading
 
 
-def load_outcomes(run_dir: str | Path) -> list[Outcome]:
+def load_outcomes(run_dir: str | Path) -> list[OutcomeRow]:
     """Every outcome of a run directory, each with ``first_diagnosis`` (attempt 1's cascade
     diagnosis or None) and ``has_gold`` added. Raises FileNotFoundError without a store."""
     run_dir = Path(run_dir)
@@ -70,7 +70,7 @@ def load_outcomes(run_dir: str | Path) -> list[Outcome]:
     store = RunStore(run_dir)
     try:
         gold = {c.id: c.gold is not None for c in store.cases()}
-        out: list[Outcome] = []
+        out: list[OutcomeRow] = []
         for o in store.outcomes():
             attempts = store.attempts(o["model"], o["case_id"], o["mode"])
             o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
@@ -81,7 +81,7 @@ def load_outcomes(run_dir: str | Path) -> list[Outcome]:
         store.close()
 
 
-def max_attempts_by_model(run_dir: str | Path, outcomes: Sequence[Outcome]) -> dict[str, int]:
+def max_attempts_by_model(run_dir: str | Path, outcomes: Sequence[OutcomeRow]) -> dict[str, int]:
     """The configured attempt budget per model (run config), else the most attempts seen."""
     seen: dict[str, int] = {}
     for o in outcomes:
@@ -119,23 +119,23 @@ def mode_sort_key(mode: str) -> tuple[int, str]:
     return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
 
 
-def is_error(o: Outcome) -> bool:
+def is_error(o: OutcomeRow) -> bool:
     """The outcome ended in a model error (no final prediction)."""
     return bool(o.get("error"))
 
 
-def has_gold(o: Outcome) -> bool:
+def has_gold(o: OutcomeRow) -> bool:
     if "has_gold" in o:
         return bool(o["has_gold"])
     final = o.get("final") or {}
     return is_error(o) or "name_match" in final or "name_match" in (o.get("first") or {})
 
 
-def is_solved(o: Outcome) -> bool:
+def is_solved(o: OutcomeRow) -> bool:
     return not is_error(o) and o.get("solved_at") is not None
 
 
-def intrinsic_value(o: Outcome, metric: str) -> float | None:
+def intrinsic_value(o: OutcomeRow, metric: str) -> float | None:
     """The final attempt's value of ``metric`` or None where undefined (or a model error)."""
     if is_error(o):
         return None
@@ -147,7 +147,7 @@ def intrinsic_value(o: Outcome, metric: str) -> float | None:
     return float(v)
 
 
-def extrinsic_value(o: Outcome, metric: str) -> float | None:
+def extrinsic_value(o: OutcomeRow, metric: str) -> float | None:
     """The final attempt's extrinsic metric; 0.0 for a model error; None without gold."""
     if not has_gold(o):
         return None
@@ -158,9 +158,9 @@ def extrinsic_value(o: Outcome, metric: str) -> float | None:
 
 
 def _group(
-    outcomes: Iterable[Outcome], keys: Sequence[str]
-) -> dict[tuple[str, ...], list[Outcome]]:
-    groups: dict[tuple[str, ...], list[Outcome]] = {}
+    outcomes: Iterable[OutcomeRow], keys: Sequence[str]
+) -> dict[tuple[str, ...], list[OutcomeRow]]:
+    groups: dict[tuple[str, ...], list[OutcomeRow]] = {}
     for o in outcomes:
         key = tuple(scale_label(o.get("scale")) if k == "scale" else str(o[k]) for k in keys)
         groups.setdefault(key, []).append(o)
@@ -192,7 +192,7 @@ def _summary(values: list[float], prefix: str, n_boot: int, seed: int) -> dict[s
 # --------------------------------------------------------------------------- per-scale
 
 
-def group_metrics(rows: Sequence[Outcome], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+def group_metrics(rows: Sequence[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """All metrics of one group of outcomes (see the module docstring for the conventions).
 
     Keys: ``n``, ``n_errors``, per metric ``m, m_std, m_n, m_lo, m_hi`` (mean, population std,
@@ -219,7 +219,7 @@ def group_metrics(rows: Sequence[Outcome], n_boot: int = 2000, seed: int = 0) ->
     return out
 
 
-def per_scale(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def per_scale(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """One row per (model, scale, mode): the paper's per-scale tables (Appendix E)."""
     groups = _group(outcomes, ("model", "scale", "mode"))
     names = ("model", "scale", "mode")
@@ -230,7 +230,7 @@ def per_scale(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) ->
     return pd.DataFrame(rows)
 
 
-def headline(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def headline(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """One row per (model, mode) pooled over all scales (same columns as :func:`per_scale`,
     with ``scale == "all"``): the report's summary table."""
     groups = _group(outcomes, ("model", "mode"))
@@ -273,7 +273,7 @@ def across_scales(per_scale_df: pd.DataFrame) -> pd.DataFrame:
 
 
 def cumulative_solve(
-    outcomes: Iterable[Outcome], max_attempts: dict[str, int] | int | None = None
+    outcomes: Iterable[OutcomeRow], max_attempts: dict[str, int] | int | None = None
 ) -> pd.DataFrame:
     """Long table (model, mode, scale, attempt, solved, n, rate): the share of outcomes (of
     gold cases) solved at or before each attempt 1..max (paper Fig. 3). ``max_attempts`` per
@@ -303,7 +303,7 @@ def cumulative_solve(
 # --------------------------------------------------------------------------- first failures
 
 
-def first_stage(o: Outcome) -> str:
+def first_stage(o: OutcomeRow) -> str:
     """Attempt 1's verdict: ``passed``, ``stage1``..``stage3`` or ``error`` (no reply)."""
     first = o.get("first")
     if not first or first.get("stage") is None:
@@ -312,7 +312,7 @@ def first_stage(o: Outcome) -> str:
     return "passed" if stage == 0 else f"stage{stage}"
 
 
-def first_kinds(o: Outcome) -> list[str]:
+def first_kinds(o: OutcomeRow) -> list[str]:
     """Failure kinds of attempt 1 (several may apply): from its diagnosis when loaded, else
     from the attempt-1 score row (which lacks the stage-3 lists numeric/hard/soft)."""
     first = o.get("first")
@@ -324,10 +324,10 @@ def first_kinds(o: Outcome) -> list[str]:
     return [k for k in FAILURE_KINDS[2:] if diag.get(k)]
 
 
-def _one_per_case(outcomes: Iterable[Outcome]) -> list[Outcome]:
+def _one_per_case(outcomes: Iterable[OutcomeRow]) -> list[OutcomeRow]:
     """Attempt 1 is shared by all modes: keep one outcome per (model, case), preferring one
     whose first attempt exists."""
-    best: dict[tuple[str, str], Outcome] = {}
+    best: dict[tuple[str, str], OutcomeRow] = {}
     for o in outcomes:
         key = (o["model"], o["case_id"])
         if key not in best or (best[key].get("first") is None and o.get("first") is not None):
@@ -335,7 +335,7 @@ def _one_per_case(outcomes: Iterable[Outcome]) -> list[Outcome]:
     return list(best.values())
 
 
-def failure_breakdown(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+def failure_breakdown(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
     """Per (model, scale) plus a pooled ``scale == "all"`` row per model: how each case's
     first attempt ended (shares of ``passed``, ``stage1``..``stage3``, ``error``; they sum to 1)
     and the share of cases showing each failure kind (a case may show several, so kind shares
@@ -370,7 +370,7 @@ def _gold_args(row: dict[str, Any]) -> bool:
     return row.get("arg_precision") == 1.0 and row.get("arg_recall") == 1.0
 
 
-def overcorrection(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def overcorrection(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per (model, mode): how often the loop moved a correct first attempt away.
 
     * ``name_lost / name_base``: among outcomes whose attempt 1 had the gold name, those whose
@@ -411,7 +411,7 @@ def overcorrection(outcomes: Iterable[Outcome], n_boot: int = 2000, seed: int = 
 # --------------------------------------------------------------------------- errors
 
 
-def errors_by_kind(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+def errors_by_kind(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
     """Counts of outcomes that ended in a model error, per (model, mode, error_kind)."""
     counts = Counter(
         (o["model"], o["mode"], o.get("error_kind") or "error") for o in outcomes if is_error(o)

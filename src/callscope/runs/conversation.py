@@ -66,9 +66,8 @@ from callscope.calibration.probes import (
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.parse import parse_native, parse_output, parse_python_calls
-from callscope.types import ModelReply, ParseResult
+from callscope.types import ModelReply, ParseResult, Style
 
-Style = Literal["native", "prompt"]
 ParseMode = Literal["bfcl", "lenient"]
 
 #: ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``

@@ -32,10 +32,11 @@ from typing import Any
 from callscope.benchmarks.registry_builder import benchmark_to_jsonl
 from callscope.benchmarks.sources import build_benchmark
 from callscope.core.jsonl import read_jsonl
+from callscope.core.paths import responses_path
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.cache import CachedModel
 from callscope.models.registry import load_model
-from callscope.runs.runner import RunSummary, default_cache_path, run_cases
+from callscope.runs.runner import RunSummary, run_cases
 from callscope.store.run_store import RunStore
 from callscope.types import MODES, Case
 
@@ -116,7 +117,7 @@ def open_model(
     model = load_model(spec, base_url=base_url, api_key=api_key, timeout=timeout)
     if not use_cache or spec.startswith("replay:"):
         return model
-    return CachedModel(model, cache or default_cache_path())
+    return CachedModel(model, cache or responses_path())
 
 
 def experiment_cases(exp: Experiment) -> list[Case]:

@@ -11,12 +11,12 @@ from typing import Any
 
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
-from callscope.models.prompting import Style, assistant_turn, initial_messages
+from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.saag.messages import BINARY_FEEDBACK
 from callscope.saag.score import score_parsed
 from callscope.store.records import Attempt, Outcome
-from callscope.types import Case, Mode, ModelReply
+from callscope.types import Case, Mode, ModelReply, Style
 
 
 def _call(

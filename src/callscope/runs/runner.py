@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from statistics import fmean
 from typing import Any
 
@@ -21,20 +20,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from callscope.core.paths import cache_root
 from callscope.models.base import ChatModel, Decoding
-from callscope.models.prompting import Style
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.store.run_store import RunStore
-from callscope.types import MODES, Case, Mode
+from callscope.types import MODES, Case, Mode, Style
 
 #: after this many consecutive unreachable-backend errors the run stops (resume later)
 MAX_CONSECUTIVE_CONNECTION_ERRORS = 5
 _UNREACHABLE = {"connection", "timeout"}
-
-
-def default_cache_path() -> Path:
-    return cache_root() / "responses.sqlite"
 
 
 @dataclass

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
+from scripted import Scripted  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
-from callscope.models.base import ChatModel  # noqa: E402
 from callscope.runs.calibrate import (  # noqa: E402
     diagnose_store,
     run_calibration,
@@ -26,36 +26,24 @@ ASK = "Which file do you mean? Please provide the name."
 REFUSE = "I cannot do that: no such function is available to me."
 
 
-class GoldActor(ChatModel):
+def gold_actor(cases, silent: bool = False) -> Scripted:
     """Per case: the gold calls of each turn (native), then a closing text; at an empty-gold
     turn it asks (miss_param) or refuses (miss_func). ``silent`` makes it never call."""
-
-    spec = "scripted:gold-actor"
-
-    def __init__(self, cases, silent: bool = False) -> None:
-        self.scripts: dict[str, list[ModelReply]] = {}
-        for case in cases:
-            out: list[ModelReply] = []
-            for calls in gold_calls(case):
-                if calls and not silent:
-                    out.append(ModelReply(tool_calls=[c.to_dict() for c in calls]))
-                    out.append(ModelReply(text="Done."))
-                elif "miss_param" in case.category:
-                    out.append(ModelReply(text=ASK))
-                elif "miss_func" in case.category:
-                    out.append(ModelReply(text=REFUSE))
-                else:
-                    out.append(ModelReply(text="Done."))
-            self.scripts[case.id] = out
-        self.case_id = ""
-        self.asked: dict[str, int] = {}
-
-    def chat(self, messages, tools=None, decoding=None, context=None) -> ModelReply:
-        self.case_id = context.case_id
-        k = self.asked.get(self.case_id, 0)
-        self.asked[self.case_id] = k + 1
-        script = self.scripts[self.case_id]
-        return script[k] if k < len(script) else ModelReply(text="Done.")
+    scripts: dict[str, list[ModelReply]] = {}
+    for case in cases:
+        out: list[ModelReply] = []
+        for calls in gold_calls(case):
+            if calls and not silent:
+                out.append(ModelReply(tool_calls=[c.to_dict() for c in calls]))
+                out.append(ModelReply(text="Done."))
+            elif "miss_param" in case.category:
+                out.append(ModelReply(text=ASK))
+            elif "miss_func" in case.category:
+                out.append(ModelReply(text=REFUSE))
+            else:
+                out.append(ModelReply(text="Done."))
+        scripts[case.id] = out
+    return Scripted(scripts, then=ModelReply(text="Done."), spec="scripted:gold-actor")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +54,7 @@ def cases():
 
 def test_gold_actor_passes_everything_with_gar_at_ceiling(tmp_path, cases) -> None:
     store = RunStore(tmp_path / "cal")
-    ran, skipped = run_calibration(GoldActor(cases), store, cases, show_progress=False)
+    ran, skipped = run_calibration(gold_actor(cases), store, cases, show_progress=False)
     assert (ran, skipped) == (8, 0)
     result = diagnose_store(store, "scripted:gold-actor", cases=cases)
     rows = {r["category"]: r for r in result.rows()}
@@ -77,7 +65,7 @@ def test_gold_actor_passes_everything_with_gar_at_ceiling(tmp_path, cases) -> No
     # every gold call passes the SAAG cascade's stages 1 and 2 (names and schemas are right)
     assert all(r["calls_stage1"] == 0.0 and r["calls_stage2"] == 0.0 for r in rows.values())
     # resuming runs nothing
-    again = run_calibration(GoldActor(cases), store, cases, show_progress=False)
+    again = run_calibration(gold_actor(cases), store, cases, show_progress=False)
     assert again == (0, 8)
     md = write_outputs(tmp_path / "cal", result).read_text()
     assert "multi_turn_miss_param" in md and "stage 3 (grounding)" in md
@@ -85,7 +73,7 @@ def test_gold_actor_passes_everything_with_gar_at_ceiling(tmp_path, cases) -> No
 
 def test_silent_model_shows_gar_zero_on_tool_call_categories(tmp_path, cases) -> None:
     store = RunStore(tmp_path / "cal")
-    run_calibration(GoldActor(cases, silent=True), store, cases, show_progress=False)
+    run_calibration(gold_actor(cases, silent=True), store, cases, show_progress=False)
     rows = {r["category"]: r for r in diagnose_store(store, "scripted:gold-actor", cases=cases).rows()}
     assert rows["multi_turn_base"]["gar_case"] == 0.0 and rows["multi_turn_base"]["acc"] == 0.0
     # it still asks / refuses at the empty-gold turns: the gold class fires, but the case fails
@@ -123,8 +111,8 @@ def test_probe_run_is_paired_with_its_baseline(tmp_path) -> None:
 
     base_cases = select_cases(["base"], 2)
     store = RunStore(tmp_path / "cal")
-    run_calibration(GoldActor(base_cases), store, base_cases, show_progress=False)
-    run_calibration(GoldActor(base_cases), store, base_cases, probe="sri", show_progress=False)
+    run_calibration(gold_actor(base_cases), store, base_cases, show_progress=False)
+    run_calibration(gold_actor(base_cases), store, base_cases, probe="sri", show_progress=False)
     rows, md = compare_with_baseline(store, "scripted:gold-actor", "sri", base_cases)
     row = next(r for r in rows if r["category"] in ("base", "multi_turn_base"))
     assert row["n"] == 2 and row["acc_base"] == row["acc_probe"] == 1.0
@@ -142,8 +130,8 @@ def test_fired_rate_counts_cases_where_the_probe_fired(tmp_path) -> None:
 
     base_cases = select_cases(["base"], 2)
     store = RunStore(tmp_path / "cal")
-    run_calibration(GoldActor(base_cases, silent=True), store, base_cases, show_progress=False)
-    run_calibration(GoldActor(base_cases, silent=True), store, base_cases, probe="sri", show_progress=False)
+    run_calibration(gold_actor(base_cases, silent=True), store, base_cases, show_progress=False)
+    run_calibration(gold_actor(base_cases, silent=True), store, base_cases, probe="sri", show_progress=False)
     rows, md = compare_with_baseline(store, "scripted:gold-actor", "sri", base_cases)
     row = next(r for r in rows if r["category"] in ("base", "multi_turn_base"))
     assert row["n"] == 2 and row["fired"] == 2 and row["fired_rate"] == 1.0
@@ -165,11 +153,11 @@ def test_probe_cli_writes_the_paired_table_and_the_ablation_matrix(tmp_path, mon
     cases = select_cases(["base", "miss_param"], 2)
     base, mp = cases[:2], cases[2:]
     store = RunStore(tmp_path / "cal")
-    run_calibration(GoldActor(cases, silent=True), store, cases, show_progress=False)
-    run_calibration(GoldActor(mp, silent=True), store, mp, probe="cri-retry", show_progress=False)
-    run_calibration(GoldActor(base, silent=True), store, base, probe="sri", show_progress=False)
+    run_calibration(gold_actor(cases, silent=True), store, cases, show_progress=False)
+    run_calibration(gold_actor(mp, silent=True), store, mp, probe="cri-retry", show_progress=False)
+    run_calibration(gold_actor(base, silent=True), store, base, probe="sri", show_progress=False)
     store.close()
-    actor = GoldActor(mp, silent=True)
+    actor = gold_actor(mp, silent=True)
     monkeypatch.setattr("callscope.runs.experiment.open_model", lambda *a, **k: actor)
     res = CliRunner().invoke(app, ["calibrate", "-m", "scripted:gold-actor", "--categories",
                                    "miss_param", "--n", "2", "--probe", "sri",

@@ -6,13 +6,14 @@ import json
 from typing import Any
 
 import pytest
+from scripted import Scripted
 
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import Decoding
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.runner import run_cases
 from callscope.saag.messages import BINARY_FEEDBACK, MISSING, NO_NAME
 from callscope.store.run_store import RunStore
-from callscope.types import Case, ModelError, ModelReply
+from callscope.types import Case, ModelError
 
 TIP = {
     "name": "calculate_tip",
@@ -37,27 +38,9 @@ def case(cid: str = "c1", gold: dict[str, Any] | None = None) -> Case:
     )
 
 
-class Scripted(ChatModel):
-    """Answers attempt k (counted from the number of user turns) from a per-case script."""
-
-    supports_native_tools = False
-    max_concurrency = 4
-
-    def __init__(self, script: dict[str, list[str | Exception]]) -> None:
-        self.spec = "scripted:test"
-        self.script = script
-        self.calls: list[list[dict[str, Any]]] = []
-
-    def chat(self, messages, tools=None, decoding=None, context=None) -> ModelReply:
-        self.calls.append(json.loads(json.dumps(messages)))
-        query = messages[1]["content"]
-        cid = query.split("#")[-1] if "#" in query else "c1"
-        k = sum(1 for m in messages if m["role"] == "user") - 1
-        answers = self.script[cid]
-        out = answers[min(k, len(answers) - 1)]
-        if isinstance(out, Exception):
-            raise out
-        return ModelReply(text=out, prompt_tokens=10, completion_tokens=5)
+def scripted(script: dict[str, list[Any]]) -> Scripted:
+    """Per case, the reply to attempt k (the last one again past the end); prompt mode."""
+    return Scripted(script, repeat_last=True, native=False, max_concurrency=4)
 
 
 def run(model: Scripted, mode: str, max_attempts: int = 15, c: Case | None = None):
@@ -67,7 +50,7 @@ def run(model: Scripted, mode: str, max_attempts: int = 15, c: Case | None = Non
 
 
 def test_direct_makes_exactly_one_attempt_even_when_it_fails() -> None:
-    model = Scripted({"c1": ["no idea", GOOD]})
+    model = scripted({"c1": ["no idea", GOOD]})
     out = run(model, "direct")
     assert len(out.attempts) == 1
     assert out.attempts[0].row["stage"] == 1
@@ -76,7 +59,7 @@ def test_direct_makes_exactly_one_attempt_even_when_it_fails() -> None:
 
 
 def test_binary_appends_reply_and_a_plain_no() -> None:
-    model = Scripted({"c1": ["no idea", MISSING_ARG, GOOD]})
+    model = scripted({"c1": ["no idea", MISSING_ARG, GOOD]})
     out = run(model, "binary")
     assert [a.row["stage"] for a in out.attempts] == [1, 2, 0]
     assert out.solved_at == 3
@@ -89,7 +72,7 @@ def test_binary_appends_reply_and_a_plain_no() -> None:
 
 
 def test_structured_sends_the_cascade_correction_and_stops_at_first_pass() -> None:
-    model = Scripted({"c1": ["no idea", MISSING_ARG, GOOD, GOOD]})
+    model = scripted({"c1": ["no idea", MISSING_ARG, GOOD, GOOD]})
     out = run(model, "structured")
     assert [a.feedback for a in out.attempts] == [NO_NAME, MISSING, None]
     assert out.attempts[2].messages[-1]["content"] == MISSING
@@ -97,7 +80,7 @@ def test_structured_sends_the_cascade_correction_and_stops_at_first_pass() -> No
 
 
 def test_budget_is_respected() -> None:
-    model = Scripted({"c1": ["no idea"]})
+    model = scripted({"c1": ["no idea"]})
     out = run(model, "structured", max_attempts=4)
     assert len(out.attempts) == 4
     assert out.solved_at is None
@@ -107,8 +90,8 @@ def test_budget_is_respected() -> None:
 def test_gold_is_never_used_inside_the_loop() -> None:
     """Two different golds: identical requests and feedback, only extrinsic metrics differ."""
     script = {"c1": ['{"name": "calculate_tip", "arguments": {"bill_amount": 84.5, "tip_percentage": 20}}', GOOD]}
-    a = run(Scripted(script), "structured", c=case(gold={"name": "calculate_tip", "arguments": {"bill_amount": 1, "tip_percentage": 2}}))
-    b = run(Scripted(script), "structured", c=case(gold={"name": "other", "arguments": {}}))
+    a = run(scripted(script), "structured", c=case(gold={"name": "calculate_tip", "arguments": {"bill_amount": 1, "tip_percentage": 2}}))
+    b = run(scripted(script), "structured", c=case(gold={"name": "other", "arguments": {}}))
     assert [x.messages for x in a.attempts] == [x.messages for x in b.attempts]
     assert [x.feedback for x in a.attempts] == [x.feedback for x in b.attempts]
     assert "20" not in a.attempts[0].feedback.replace("tip_percentage", "")
@@ -116,7 +99,7 @@ def test_gold_is_never_used_inside_the_loop() -> None:
 
 
 def test_model_error_is_recorded_not_raised() -> None:
-    model = Scripted({"c1": [MISSING_ARG, ModelError("server said 500", kind="http_5xx")]})
+    model = scripted({"c1": [MISSING_ARG, ModelError("server said 500", kind="http_5xx")]})
     out = run(model, "structured")
     assert out.error == "server said 500" and out.error_kind == "http_5xx"
     assert len(out.attempts) == 2 and out.attempts[1].row is None
@@ -127,16 +110,16 @@ def test_model_error_is_recorded_not_raised() -> None:
 def test_runner_shares_first_attempt_across_modes_and_resumes(tmp_path) -> None:
     cases = [Case(id=f"c{i}", query=f"{QUERY} #c{i}", functions=[TIP]) for i in range(3)]
     script = {f"c{i}": ["no idea", GOOD] for i in range(3)}
-    model = Scripted(script)
+    model = scripted(script)
     store = RunStore(tmp_path / "run")
     summary = run_cases(model, cases, store, max_attempts=3, show_progress=False)
     # per case: 1 shared first attempt + 1 binary retry + 1 structured retry
-    assert len(model.calls) == 3 * 3
+    assert len(model.requests) == 3 * 3
     assert summary.ran == 9 and summary.skipped == 0
     assert summary.solve_rate == {"direct": 0.0, "binary": 0.0, "structured": 0.0}  # no gold
     assert summary.mean_attempts == {"direct": 1.0, "binary": 2.0, "structured": 2.0}
     again = run_cases(model, cases, store, max_attempts=3, show_progress=False)
-    assert again.ran == 0 and again.skipped == 9 and len(model.calls) == 9
+    assert again.ran == 0 and again.skipped == 9 and len(model.requests) == 9
     rows = [json.loads(line) for line in (tmp_path / "run" / "final.jsonl").read_text().splitlines()]
     assert sorted((r["id"], r["mode"]) for r in rows) == sorted(
         (f"c{i}", m) for i in range(3) for m in ("direct", "binary", "structured")
@@ -146,7 +129,7 @@ def test_runner_shares_first_attempt_across_modes_and_resumes(tmp_path) -> None:
 
 def test_runner_refuses_to_mix_configurations(tmp_path) -> None:
     store = RunStore(tmp_path / "run")
-    model = Scripted({"c1": [GOOD]})
+    model = scripted({"c1": [GOOD]})
     run_cases(model, [case()], store, max_attempts=3, show_progress=False)
     with pytest.raises(ValueError, match="max_attempts"):
         run_cases(model, [case()], store, max_attempts=5, show_progress=False)
@@ -155,7 +138,7 @@ def test_runner_refuses_to_mix_configurations(tmp_path) -> None:
 def test_runner_stops_when_backend_is_unreachable(tmp_path) -> None:
     cases = [Case(id=f"c{i}", query=f"{QUERY} #c{i}", functions=[TIP]) for i in range(8)]
     down = ModelError("openai backend cannot reach http://127.0.0.1:9", kind="connection")
-    model = Scripted({f"c{i}": [down] for i in range(8)})
+    model = scripted({f"c{i}": [down] for i in range(8)})
     model.max_concurrency = 1
     store = RunStore(tmp_path / "run")
     summary = run_cases(model, cases, store, modes=["direct"], show_progress=False)

@@ -20,13 +20,7 @@ from callscope.benchmarks.bfcl.env import (  # noqa: E402
     validate_call,
 )
 from callscope.benchmarks.bfcl.grade import bfcl_check  # noqa: E402
-from callscope.benchmarks.bfcl.multi_turn import load_multi_turn  # noqa: E402
 from callscope.types import ToolCall  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def cases() -> dict[str, object]:
-    return {c.id: c for c in load_multi_turn()}
 
 
 @pytest.fixture
@@ -45,8 +39,8 @@ def _payloads(marker: Path) -> list[str]:
     ]
 
 
-def test_known_results_on_a_fresh_file_system(cases):
-    case = cases["multi_turn_base_0"]
+def test_known_results_on_a_fresh_file_system(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     env = SafeEnv(case)
     avail = case.available_at(0)
     out = env.execute(
@@ -63,8 +57,8 @@ def test_known_results_on_a_fresh_file_system(cases):
     assert all(r.accepted and r.reason is None for r in out)
 
 
-def test_each_env_starts_from_the_initial_config(cases):
-    case = cases["multi_turn_base_0"]
+def test_each_env_starts_from_the_initial_config(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     first = SafeEnv(case)
     first.execute([ToolCall("mkdir", {"dir_name": "temp"})], case.available_at(0))
     assert "temp" in first.execute([ToolCall("ls")], case.available_at(0))[0].output
@@ -76,8 +70,8 @@ def test_each_env_starts_from_the_initial_config(cases):
     assert "temp" not in str(case.initial_config)
 
 
-def test_simulator_exception_is_a_result(cases):
-    case = cases["multi_turn_base_0"]
+def test_simulator_exception_is_a_result(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     env = SafeEnv(case)
     (res,) = env.execute([ToolCall("cd", {"nonsense": 1})], case.available_at(0))
     assert res.accepted
@@ -102,8 +96,8 @@ def test_simulator_exception_is_a_result(cases):
         ("post_tweet_x", "unavailable"),
     ],
 )
-def test_bad_names_never_run(cases, marker, name, reason):
-    case = cases["multi_turn_base_0"]
+def test_bad_names_never_run(mt_by_id, marker, name, reason):
+    case = mt_by_id["multi_turn_base_0"]
     env = SafeEnv(case)
     before = env.state()
     (res,) = env.execute([ToolCall(name, {"command": f"touch {marker}"})], case.available_at(0))
@@ -115,14 +109,14 @@ def test_bad_names_never_run(cases, marker, name, reason):
     assert not marker.exists()
 
 
-def test_unavailable_message_is_readable(cases):
-    case = cases["multi_turn_base_0"]
+def test_unavailable_message_is_readable(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     (res,) = SafeEnv(case).execute([ToolCall("book_flight", {})], case.available_at(0))
     assert res.output == "Error: function 'book_flight' is not available"
 
 
-def test_tool_of_another_turn_set_is_rejected(cases):
-    case = cases["multi_turn_miss_func_0"]  # sort is held out until turn 3
+def test_tool_of_another_turn_set_is_rejected(mt_by_id):
+    case = mt_by_id["multi_turn_miss_func_0"]  # sort is held out until turn 3
     env = SafeEnv(case)
     call = ToolCall("sort", {"file_name": "final_report.pdf"})
     assert "sort" not in case.available_at(2)
@@ -137,8 +131,8 @@ def test_tool_of_another_turn_set_is_rejected(cases):
     "key",
     ["a=__import__('os')", "folder)", "class", "lambda", "1x", "a b", "folder=1,x", ""],
 )
-def test_argument_name_smuggling_is_rejected(cases, key):
-    case = cases["multi_turn_base_0"]
+def test_argument_name_smuggling_is_rejected(mt_by_id, key):
+    case = mt_by_id["multi_turn_base_0"]
     (res,) = SafeEnv(case).execute([ToolCall("cd", {key: "x"})], case.available_at(0))
     assert (res.accepted, res.reason) == (False, "bad_argument_name")
 
@@ -172,15 +166,15 @@ def _deep(depth: int) -> list:
         (_deep(100_000), "too_deep"),
     ],
 )
-def test_non_literal_values_are_rejected(cases, value, reason):
-    case = cases["multi_turn_base_0"]
+def test_non_literal_values_are_rejected(mt_by_id, value, reason):
+    case = mt_by_id["multi_turn_base_0"]
     (res,) = SafeEnv(case).execute([ToolCall("cd", {"folder": value})], case.available_at(0))
     assert (res.accepted, res.reason) == (False, reason)
     assert res.output.startswith("Error: argument 'folder' is not a literal")
 
 
-def test_code_strings_stay_strings_in_env_and_in_bfcl_checker(cases, marker):
-    case = cases["multi_turn_base_0"]
+def test_code_strings_stay_strings_in_env_and_in_bfcl_checker(mt_by_id, marker):
+    case = mt_by_id["multi_turn_base_0"]
     env = SafeEnv(case)
     avail = case.available_at(0)
     env.execute([ToolCall("touch", {"file_name": "notes.txt"})], avail)
@@ -206,12 +200,12 @@ def test_rebuilt_string_is_repr_of_values():
     assert text == "echo(content='a\\'b\"c\\n',n=1,x=[1.5, None, True, {'k': 'v'}])"
 
 
-def test_module_globals_are_restored_after_long_context_weather(cases):
+def test_module_globals_are_restored_after_long_context_weather(mt_by_id):
     vc = importlib.import_module(
         "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.vehicle_control"
     )
     before = dict(vc.LONG_WEATHER_EXTENSION)
-    case = next(c for c in cases.values() if c.category == "multi_turn_long_context"
+    case = next(c for c in mt_by_id.values() if c.category == "multi_turn_long_context"
                 and "VehicleControlAPI" in c.involved_classes)
     env = SafeEnv(case)
     (res,) = env.execute([ToolCall("get_outside_temperature_from_google")],
@@ -221,11 +215,11 @@ def test_module_globals_are_restored_after_long_context_weather(cases):
     assert restore_module_globals() == []
 
 
-def test_long_context_travel_instance_shares_nothing_with_module(cases):
+def test_long_context_travel_instance_shares_nothing_with_module(mt_by_id):
     tb = importlib.import_module(
         "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.travel_booking"
     )
-    case = next(c for c in cases.values() if c.category == "multi_turn_long_context"
+    case = next(c for c in mt_by_id.values() if c.category == "multi_turn_long_context"
                 and "TravelAPI" in c.involved_classes)
     env = SafeEnv(case)
     cards = env.instances["TravelAPI"].credit_card_list
@@ -234,12 +228,12 @@ def test_long_context_travel_instance_shares_nothing_with_module(cases):
     assert all(cards[k] is not tb.CREDIT_CARD_EXTENSION[k] for k in shared)
 
 
-def test_sandbox_deletes_executor_instances(cases):
+def test_sandbox_deletes_executor_instances(mt_by_id):
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (
         execute_multi_turn_func_call,
     )
 
-    case = cases["multi_turn_base_0"]
+    case = mt_by_id["multi_turn_base_0"]
     with bfcl_sandbox(executor_prefix="callscope_leaktest"):
         execute_multi_turn_func_call([], case.initial_config, case.involved_classes,
                                      "callscope_leaktest", case.id)
@@ -247,8 +241,8 @@ def test_sandbox_deletes_executor_instances(cases):
     assert executor_instance_names("callscope_leaktest") == []
 
 
-def test_repeated_runs_see_the_same_seeded_state(cases):
-    case = next(c for c in cases.values() if c.category == "multi_turn_base"
+def test_repeated_runs_see_the_same_seeded_state(mt_by_id):
+    case = next(c for c in mt_by_id.values() if c.category == "multi_turn_base"
                 and "VehicleControlAPI" in c.involved_classes)
     call = [ToolCall("get_outside_temperature_from_google")]
     avail = case.available_at(0)
@@ -260,7 +254,7 @@ def test_repeated_runs_see_the_same_seeded_state(cases):
     assert second_call != first  # the same env advances it
 
 
-def test_no_module_or_executor_state_survives_grading(cases):
+def test_no_module_or_executor_state_survives_grading(mt_by_id):
     from callscope.benchmarks.bfcl.env import _tracked_globals
     from callscope.benchmarks.bfcl.grade import grade
     from callscope.runs.conversation import Trajectory, TurnRecord
@@ -269,7 +263,7 @@ def test_no_module_or_executor_state_survives_grading(cases):
         return {key: repr(value) for key, value in _tracked_globals()}
 
     before = fingerprint()
-    for case in [c for c in cases.values() if c.category == "multi_turn_long_context"][:40]:
+    for case in [c for c in mt_by_id.values() if c.category == "multi_turn_long_context"][:40]:
         traj = Trajectory(case.id, case.category, "native", "none", 20)
         traj.turns = [TurnRecord(i, t, []) for i, t in enumerate(case.turns)]
         grade(case, traj)  # runs BFCL's gold executions on its own instances

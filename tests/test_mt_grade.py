@@ -17,7 +17,7 @@ from callscope.benchmarks.bfcl.env import (  # noqa: E402
     unique_model_name,
 )
 from callscope.benchmarks.bfcl.grade import bfcl_check, grade, sanitized_calls  # noqa: E402
-from callscope.benchmarks.bfcl.multi_turn import gold_calls, load_multi_turn  # noqa: E402
+from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
 from callscope.runs.conversation import (  # noqa: E402
     StepRecord,
     Trajectory,
@@ -54,15 +54,10 @@ def bfcl_direct(case, decoded: list[list[list[str]]]) -> bool:
                                        name)["valid"])
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return {c.id: c for c in load_multi_turn()}
-
-
 @pytest.mark.slow
-def test_gold_replay_all_800_through_the_pipeline(cases):
+def test_gold_replay_all_800_through_the_pipeline(mt_by_id):
     failures = {}
-    for case in cases.values():
+    for case in mt_by_id.values():
         traj = run_conversation(Scripted(script(gold_calls(case))), case)
         verdict = grade(case, traj)
         if not verdict.passed:
@@ -74,8 +69,8 @@ def test_gold_replay_all_800_through_the_pipeline(cases):
     assert executor_instance_names("callscope_") == []
 
 
-def test_the_gold_exception_is_the_held_out_tail(cases):
-    case = cases["multi_turn_miss_func_49"]
+def test_the_gold_exception_is_the_held_out_tail(mt_by_id):
+    case = mt_by_id["multi_turn_miss_func_49"]
     assert case.missed_function == {3: ["wc", "tail", "cat"]}
     assert "tail(file_name='file3.txt')" in case.ground_truth[1]
     traj = run_conversation(Scripted(script(gold_calls(case))), case)
@@ -90,8 +85,8 @@ def test_the_gold_exception_is_the_held_out_tail(cases):
     "multi_turn_base_0", "multi_turn_long_context_50", "multi_turn_miss_param_7",
     "multi_turn_miss_func_0", "multi_turn_base_199",
 ])
-def test_gold_replay_sample_both_styles(cases, case_id, style):
-    case = cases[case_id]
+def test_gold_replay_sample_both_styles(mt_by_id, case_id, style):
+    case = mt_by_id[case_id]
     traj = run_conversation(Scripted(script(gold_calls(case), style)), case, style=style)
     verdict = grade(case, traj)
     assert verdict.passed, verdict.reason
@@ -102,8 +97,8 @@ def test_gold_replay_sample_both_styles(cases, case_id, style):
     "multi_turn_base_0", "multi_turn_base_10", "multi_turn_long_context_3",
     "multi_turn_miss_param_20", "multi_turn_miss_func_30",
 ])
-def test_perturbed_gold_fails(cases, case_id):
-    case = cases[case_id]
+def test_perturbed_gold_fails(mt_by_id, case_id):
+    case = mt_by_id[case_id]
     turns = gold_calls(case)
     k = next(i for i, t in enumerate(turns) if t)
     turns[k] = turns[k][:-1]
@@ -137,8 +132,8 @@ def gold_calls_one(case, text: str) -> ToolCall:
     return parse_gold_call(text, case.involved_classes)
 
 
-def test_agreement_with_bfcl_on_hand_built_trajectories(cases):
-    case = cases["multi_turn_base_0"]
+def test_agreement_with_bfcl_on_hand_built_trajectories(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     gold = [list(t) for t in case.ground_truth]
     wrong_arg = [list(t) for t in gold]
     wrong_arg[0][1] = "mkdir(dir_name='tmp')"
@@ -164,8 +159,8 @@ def test_agreement_with_bfcl_on_hand_built_trajectories(cases):
     assert not verdict.passed and verdict.error_type == "multi_turn:force_terminated"
 
 
-def test_empty_turn_and_state_mismatch_reasons(cases):
-    case = cases["multi_turn_base_0"]
+def test_empty_turn_and_state_mismatch_reasons(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     gold = [list(t) for t in case.ground_truth]
     no_calls = grade(case, _traj(case, [gold[0], [], gold[2], gold[3]]))
     assert no_calls.error_type == "multi_turn:empty_turn_model_response"
@@ -177,8 +172,8 @@ def test_empty_turn_and_state_mismatch_reasons(cases):
     json.dumps(state.to_dict())
 
 
-def test_tampered_stored_calls_never_reach_bfcl(cases, tmp_path):
-    case = cases["multi_turn_base_0"]
+def test_tampered_stored_calls_never_reach_bfcl(mt_by_id, tmp_path):
+    case = mt_by_id["multi_turn_base_0"]
     marker = tmp_path / "PWNED"
     traj = _traj(case, [list(t) for t in case.ground_truth])
     evil = ExecResult(f"__import__('os').system('touch {marker}')", {}, True, "",
@@ -192,8 +187,8 @@ def test_tampered_stored_calls_never_reach_bfcl(cases, tmp_path):
     assert not marker.exists()
 
 
-def test_model_error_and_step_limit_verdicts(cases):
-    case = cases["multi_turn_base_0"]
+def test_model_error_and_step_limit_verdicts(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     err = run_conversation(Scripted([ModelError("down", kind="connection")]), case)
     v = grade(case, err)
     assert (v.passed, v.error_type) == (False, "multi_turn:inference_error")
@@ -203,6 +198,6 @@ def test_model_error_and_step_limit_verdicts(cases):
     assert (v.passed, v.error_type) == (False, "multi_turn:force_terminated")
 
 
-def test_bfcl_check_needs_every_turn(cases):
+def test_bfcl_check_needs_every_turn(mt_by_id):
     with pytest.raises(ValueError):
-        bfcl_check(cases["multi_turn_base_0"], [[]])
+        bfcl_check(mt_by_id["multi_turn_base_0"], [[]])

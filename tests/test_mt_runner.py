@@ -13,9 +13,6 @@ pytest.importorskip("bfcl_eval")
 from scripted import Scripted  # noqa: E402
 
 from callscope.benchmarks.bfcl.categories import gold_class  # noqa: E402
-from callscope.benchmarks.bfcl.multi_turn import (  # noqa: E402
-    load_multi_turn,
-)
 from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.runs.conversation import (  # noqa: E402
     REINJECT_MESSAGE,
@@ -33,14 +30,9 @@ def native(*calls: tuple[str, dict[str, Any]], text: str = "") -> ModelReply:
 DONE = ModelReply(text="Done.")
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return {c.id: c for c in load_multi_turn()}
-
-
-def test_dataset_shape(cases):
-    assert len(cases) == 800
-    base0 = cases["multi_turn_base_0"]
+def test_dataset_shape(mt_by_id):
+    assert len(mt_by_id) == 800
+    base0 = mt_by_id["multi_turn_base_0"]
     assert base0.involved_classes == ["TwitterAPI", "GorillaFileSystem"]
     assert len(base0.turns) == 4 and len(base0.ground_truth) == 4
     assert base0.ground_truth[0] == [
@@ -49,28 +41,28 @@ def test_dataset_shape(cases):
     ]
     assert base0.functions[0]["description"].endswith(
         " Note that the provided function is in Python 3 syntax.")
-    mf = cases["multi_turn_miss_func_0"]
+    mf = mt_by_id["multi_turn_miss_func_0"]
     assert mf.missed_function == {3: ["sort"]}
     assert mf.turns[3] == []
     assert "sort" not in mf.available_at(2) and "sort" in mf.available_at(3)
     assert [f["name"] for f in mf.functions_at(3)][-1] == "sort"  # appended, as BFCL does
 
 
-def test_gold_class_and_due_turns(cases):
+def test_gold_class_and_due_turns(mt_by_id):
     assert [gold_class(c) for c in ("multi_turn_base", "multi_turn_long_context",
                                     "multi_turn_miss_param", "multi_turn_miss_func")] == [
         "TOOL_CALL", "TOOL_CALL", "ASK", "REFUSE"]
-    assert cases["multi_turn_base_0"].due_turns() == [0, 1, 2, 3]
-    assert cases["multi_turn_miss_func_0"].due_turns() == [2]
-    mp = cases["multi_turn_miss_param_0"]
+    assert mt_by_id["multi_turn_base_0"].due_turns() == [0, 1, 2, 3]
+    assert mt_by_id["multi_turn_miss_func_0"].due_turns() == [2]
+    mp = mt_by_id["multi_turn_miss_param_0"]
     assert mp.due_turns() == [i for i, g in enumerate(mp.ground_truth) if g == []]
     assert len(mp.due_turns()) == 1
     with pytest.raises(ValueError):
         gold_class("simple_python")
 
 
-def test_native_conversation_structure(cases):
-    case = cases["multi_turn_base_0"]
+def test_native_conversation_structure(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     model = Scripted([
         native(("cd", {"folder": "document"}), ("mkdir", {"dir_name": "temp"})),
         native(("nope", {})),
@@ -80,7 +72,7 @@ def test_native_conversation_structure(cases):
     traj = run_conversation(model, case, style="native")
     assert traj.completed and len(traj.turns) == 4
     assert [len(t.steps) for t in traj.turns] == [3, 1, 1, 1]
-    msgs, tools = model.requests[1]
+    msgs, tools, _ = model.requests[1]
     assert msgs[0] == case.turns[0][0]
     assert msgs[1]["role"] == "assistant"
     assert [tc["function"]["name"] for tc in msgs[1]["tool_calls"]] == ["cd", "mkdir"]
@@ -94,23 +86,23 @@ def test_native_conversation_structure(cases):
     assert step.results[0].reason == "unavailable"
     assert model.requests[2][0][-1]["content"] == "Error: function 'nope' is not available"
     # turn 2 starts with the next user message after the closing assistant text
-    msgs, _ = model.requests[3]
+    msgs, _, _ = model.requests[3]
     assert msgs[-2] == {"role": "assistant", "content": "Done."}
     assert msgs[-1] == case.turns[1][0]
     assert not any(m["role"] == "system" for m in msgs)
 
 
-def test_prompt_mode_renders_functions_and_results(cases):
-    case = cases["multi_turn_base_0"]
+def test_prompt_mode_renders_functions_and_results(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     model = Scripted([ModelReply(text="[cd(folder='document'), pwd()]"), DONE, DONE, DONE, DONE])
     traj = run_conversation(model, case, style="prompt")
-    msgs, tools = model.requests[0]
+    msgs, tools, _ = model.requests[0]
     assert tools is None
     system = msgs[0]["content"]
     assert msgs[0]["role"] == "system"
     assert "[func_name1(params_name1=params_value1" in system
     assert json.dumps(case.functions, indent=4) in system
-    msgs, _ = model.requests[1]
+    msgs, _, _ = model.requests[1]
     assert msgs[-1]["role"] == "user"
     assert msgs[-1]["content"] == repr([
         {"role": "tool", "name": "cd(folder='document')",
@@ -121,8 +113,8 @@ def test_prompt_mode_renders_functions_and_results(cases):
     assert traj.turns[0].steps[0].parse_form == "python"
 
 
-def test_miss_func_reinjection_native_and_prompt(cases):
-    case = cases["multi_turn_miss_func_0"]
+def test_miss_func_reinjection_native_and_prompt(mt_by_id):
+    case = mt_by_id["multi_turn_miss_func_0"]
     model = Scripted([DONE] * 5)
     traj = run_conversation(model, case, style="native")
     for turn in range(5):
@@ -142,8 +134,8 @@ def test_miss_func_reinjection_native_and_prompt(cases):
     assert model.requests[4][0][0]["content"] == system  # system prompt unchanged
 
 
-def test_step_limit_force_quits(cases):
-    case = cases["multi_turn_base_0"]
+def test_step_limit_force_quits(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     model = Scripted([native(("pwd", {}))] * 10)
     traj = run_conversation(model, case, max_steps=2)
     assert traj.force_quit and traj.error is None
@@ -151,8 +143,8 @@ def test_step_limit_force_quits(cases):
     assert len(model.requests) == 3
 
 
-def test_model_error_is_recorded_not_raised(cases):
-    case = cases["multi_turn_base_0"]
+def test_model_error_is_recorded_not_raised(mt_by_id):
+    case = mt_by_id["multi_turn_base_0"]
     model = Scripted([native(("pwd", {})), DONE, ModelError("boom", kind="http_5xx")])
     traj = run_conversation(model, case)
     assert traj.error == {"kind": "http_5xx", "message": "boom", "turn": 1, "step": 0}
@@ -160,8 +152,8 @@ def test_model_error_is_recorded_not_raised(cases):
     assert traj.partial_turn is not None and traj.partial_turn.index == 1
 
 
-def test_emissions_and_json_round_trip(cases):
-    case = cases["multi_turn_miss_func_0"]
+def test_emissions_and_json_round_trip(mt_by_id):
+    case = mt_by_id["multi_turn_miss_func_0"]
     model = Scripted([
         ModelReply(text="", tool_calls=[{"id": "x1", "name": "ls", "arguments": "{}"}],
                    prompt_tokens=10, completion_tokens=3, latency_s=0.5),
@@ -180,13 +172,13 @@ def test_emissions_and_json_round_trip(cases):
     assert again.accepted_calls() == [[["ls()"]], [], [], [], []]
 
 
-def test_bfcl_prompt_parsing_is_strict_and_lenient_is_optional(cases):
+def test_bfcl_prompt_parsing_is_strict_and_lenient_is_optional(mt_by_id):
     assert [c.name for c in parse_bfcl_prompt("```\n[cd(folder='a'), ls()]\n```").calls] == [
         "cd", "ls"]
     assert parse_bfcl_prompt("cd(folder='a')").calls[0].arguments == {"folder": "a"}
     assert not parse_bfcl_prompt("I will run cd(folder='a') now").ok
     assert not parse_bfcl_prompt("[cd(folder=__import__('os'))]").ok
-    case = cases["multi_turn_base_0"]
+    case = mt_by_id["multi_turn_base_0"]
     text = ModelReply(text="I will run cd(folder='document') now")
     strict = run_conversation(Scripted([text, DONE, DONE, DONE]), case, style="prompt")
     assert strict.turns[0].steps[0].calls == []
@@ -195,8 +187,8 @@ def test_bfcl_prompt_parsing_is_strict_and_lenient_is_optional(cases):
     assert lenient.turns[0].steps[0].calls == [{"name": "cd", "arguments": {"folder": "document"}}]
 
 
-def test_replay_backend_drives_a_case(cases, tmp_path: Path):
-    case = cases["multi_turn_base_0"]
+def test_replay_backend_drives_a_case(mt_by_id, tmp_path: Path):
+    case = mt_by_id["multi_turn_base_0"]
     outputs: list[Any] = [{"text": "", "tool_calls": [
         {"name": "cd", "arguments": {"folder": "document"}}]}, "ok", "ok", "ok", "ok"]
     path = tmp_path / "replay.jsonl"

@@ -16,9 +16,12 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from callscope.benchmarks.bfcl.env import ExecResult, SafeEnv  # noqa: E402
+from scripted import Scripted  # noqa: E402
+
+from callscope.benchmarks.bfcl.env import SafeEnv  # noqa: E402
 from callscope.benchmarks.bfcl.grade import sanitized_calls  # noqa: E402
 from callscope.benchmarks.bfcl.multi_turn import load_multi_turn  # noqa: E402
+from callscope.benchmarks.records import ExecResult  # noqa: E402
 from callscope.calibration.paired import (  # noqa: E402
     ablation_markdown,
     ablation_matrix,
@@ -42,7 +45,6 @@ from callscope.calibration.probes import (  # noqa: E402
     state_snapshot,
 )
 from callscope.core.stats import newcombe_paired  # noqa: E402
-from callscope.models.base import ChatModel, Decoding, RequestContext  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.runs.conversation import Trajectory, run_conversation  # noqa: E402
 from callscope.types import ModelReply, ToolCall  # noqa: E402
@@ -52,19 +54,9 @@ HALT = ModelReply(text="I will take care of that.")
 ASKING = ModelReply(text="Which file do you mean?")
 
 
-class Scripted(ChatModel):
-    """Answers from a list, then ``DONE`` forever; records every request."""
-
-    spec = "scripted:probe"
-
-    def __init__(self, replies: list[ModelReply]) -> None:
-        self.replies = list(replies)
-        self.requests: list[list[dict[str, Any]]] = []
-
-    def chat(self, messages, tools=None, decoding: Decoding | None = None,
-             context: RequestContext | None = None) -> ModelReply:
-        self.requests.append(json.loads(json.dumps(messages)))
-        return self.replies.pop(0) if self.replies else DONE
+def scripted(replies: list[ModelReply]) -> Scripted:
+    """The replies in order, then ``DONE`` forever."""
+    return Scripted(replies, then=DONE, spec="scripted:probe")
 
 
 def call(name: str, **arguments: Any) -> ModelReply:
@@ -157,7 +149,7 @@ def test_reconciliation_block_orders_and_caps_requests():
 
 def test_sri_fires_on_a_no_call_turn_not_after_a_call(cases):
     case = cases["multi_turn_base_0"]
-    model = Scripted(
+    model = scripted(
         [
             call("cd", folder="document"),
             DONE,  # turn 0: a call, then prose: no trigger
@@ -176,7 +168,7 @@ def test_sri_fires_on_a_no_call_turn_not_after_a_call(cases):
     assert ev["components"] == ["history", "state", "reconciliation"]
     assert ev["halting_class"] == "OTHER"
     # the retry request: history edited (no halting reply), text appended to the user message
-    retry = model.requests[3]
+    retry = model.messages[3]
     assert retry[-2]["role"] == "assistant" and retry[-2]["content"] == "Done."  # turn 0's end
     user = retry[-1]
     assert user["role"] == "user"
@@ -202,7 +194,7 @@ def test_sri_fires_on_a_no_call_turn_not_after_a_call(cases):
 
 def test_sri_at_most_once_per_turn(cases):
     case = cases["multi_turn_base_0"]
-    model = Scripted([HALT, HALT, call("pwd")])
+    model = scripted([HALT, HALT, call("pwd")])
     traj = run_conversation(model, case, probe=get_probe("sri"))
     assert events_of(traj)[:2] == [
         (0, "halt", "fired", "halt"),
@@ -217,9 +209,9 @@ def test_sri_at_most_once_per_turn(cases):
 @pytest.mark.parametrize("name", ["sri", "sri-no-history", "sri-no-state", "sri-no-reconciliation"])
 def test_sri_ablations_build_the_retry_context(cases, name):
     case = cases["multi_turn_base_0"]
-    model = Scripted([call("cd", folder="document"), DONE, HALT])
+    model = scripted([call("cd", folder="document"), DONE, HALT])
     run_conversation(model, case, probe=get_probe(name))
-    retry = model.requests[3]
+    retry = model.messages[3]
     probe = get_probe(name)
     turn1 = case.turns[1][0]["content"]
     if probe.history_edit:
@@ -239,19 +231,19 @@ def test_sri_ablations_build_the_retry_context(cases, name):
 
 def test_sri_gate_skips_asks(cases):
     base, mp = cases["multi_turn_base_0"], cases["multi_turn_miss_param_0"]
-    traj = run_conversation(Scripted([ASKING]), base, probe=get_probe("sri-gate"))
+    traj = run_conversation(scripted([ASKING]), base, probe=get_probe("sri-gate"))
     assert events_of(traj)[0] == (0, "halt", "suppressed", "gate_ask")
     assert traj.events[0]["halting_class"] == "ASK"
     # a non-ask halt still fires under the gate
-    traj = run_conversation(Scripted([HALT]), base, probe=get_probe("sri-gate"))
+    traj = run_conversation(scripted([HALT]), base, probe=get_probe("sri-gate"))
     assert events_of(traj)[0] == (0, "halt", "fired", "halt")
     # miss_param-only gate: fires on an ask of a base case, skips it on a miss_param case
-    traj = run_conversation(Scripted([ASKING]), base, probe=get_probe("sri-gate-miss-param"))
+    traj = run_conversation(scripted([ASKING]), base, probe=get_probe("sri-gate-miss-param"))
     assert events_of(traj)[0] == (0, "halt", "fired", "halt")
-    traj = run_conversation(Scripted([ASKING]), mp, probe=get_probe("sri-gate-miss-param"))
+    traj = run_conversation(scripted([ASKING]), mp, probe=get_probe("sri-gate-miss-param"))
     assert events_of(traj)[0] == (0, "halt", "suppressed", "gate_ask")
     # the plain SRI retries an ask too
-    traj = run_conversation(Scripted([ASKING]), mp, probe=get_probe("sri"))
+    traj = run_conversation(scripted([ASKING]), mp, probe=get_probe("sri"))
     assert events_of(traj)[0] == (0, "halt", "fired", "halt")
 
 
@@ -358,7 +350,7 @@ def test_cri_retry_retracts_and_never_executes(cases):
     case = cases["multi_turn_base_0"]
     script = [call("mkdir", dir_name="zq_archive_77"), ModelReply(text="I cannot proceed yet.")]
     env = SafeEnv(case)
-    model = Scripted(list(script))
+    model = scripted(list(script))
     traj = run_conversation(model, case, probe=get_probe("cri-retry"), env=env)
     assert events_of(traj) == [(0, "call", "fired", "detected")]
     ev = traj.events[0]
@@ -372,7 +364,7 @@ def test_cri_retry_retracts_and_never_executes(cases):
     step = traj.turns[0].steps[0]
     assert step.retracted and step.results == [] and step.calls[0]["name"] == "mkdir"
     assert env.log == [] and "zq_archive_77" not in ls_output(env)
-    retry = model.requests[1]
+    retry = model.messages[1]
     assert retry[-1] == {
         "role": "user",
         "content": case.turns[0][0]["content"] + "\n\n" + CRI_RETRY_INSTRUCTION,
@@ -384,7 +376,7 @@ def test_cri_retry_retracts_and_never_executes(cases):
     assert [s.text for _, _, s in traj.model_emissions()][0] == ""
     # control: without the probe the same call changes the file system
     env = SafeEnv(case)
-    run_conversation(Scripted(list(script)), case, env=env)
+    run_conversation(scripted(list(script)), case, env=env)
     assert "zq_archive_77" in ls_output(env)
 
 
@@ -392,7 +384,7 @@ def test_cri_once_per_case(cases):
     case = cases["multi_turn_base_0"]
     suspect = call("mkdir", dir_name="zq_archive_77")
     env = SafeEnv(case)
-    model = Scripted([suspect, suspect, DONE, call("cd", folder="zz_nowhere")])
+    model = scripted([suspect, suspect, DONE, call("cd", folder="zz_nowhere")])
     traj = run_conversation(model, case, probe=get_probe("cri-retry"), env=env)
     assert events_of(traj) == [
         (0, "call", "fired", "detected"),
@@ -404,7 +396,7 @@ def test_cri_once_per_case(cases):
     assert "zq_archive_77" in ls_output(env)
     # a call that passes the detector logs nothing
     traj = run_conversation(
-        Scripted([call("cd", folder="document")]), case, probe=get_probe("cri-retry")
+        scripted([call("cd", folder="document")]), case, probe=get_probe("cri-retry")
     )
     assert traj.events == [] and not traj.probe_fired
 
@@ -412,14 +404,14 @@ def test_cri_once_per_case(cases):
 def test_cri_mc_and_suppression_after_reinjection(cases):
     case = cases["multi_turn_miss_func_0"]
     sort = call("sort", file_name="final_report.pdf")
-    model = Scripted([DONE, DONE, sort, ModelReply(text="I cannot sort files."), sort])
+    model = scripted([DONE, DONE, sort, ModelReply(text="I cannot sort files."), sort])
     traj = run_conversation(model, case, probe=get_probe("cri-retry"))
     assert events_of(traj) == [(2, "call", "fired", "detected")]
     assert traj.events[0]["detector"] == "MC"
     assert traj.turns[2].steps[0].retracted
     assert traj.turns[3].steps[0].results[0].accepted  # sort is back at turn 3
     # a suspect call at the re-injection turn is suppressed (the gate, not the detector)
-    model = Scripted([DONE, DONE, DONE, call("mkdir", dir_name="zq_archive_77")])
+    model = scripted([DONE, DONE, DONE, call("mkdir", dir_name="zq_archive_77")])
     traj = run_conversation(model, case, probe=get_probe("cri-retry"))
     assert events_of(traj) == [(3, "call", "suppressed", "after_reinjection")]
     assert traj.events[0]["reinjection_turn"] == 3 and traj.turns[3].steps[0].results
@@ -427,7 +419,7 @@ def test_cri_mc_and_suppression_after_reinjection(cases):
 
 def test_cri_bypass_only_at_the_empty_gold_turn(cases):
     case = cases["multi_turn_miss_func_0"]
-    model = Scripted(
+    model = scripted(
         [
             call("mkdir", dir_name="zq_archive_77"),
             DONE,
@@ -450,20 +442,20 @@ def test_cri_bypass_only_at_the_empty_gold_turn(cases):
     assert traj.events[1]["placeholder_step"] == 1
     # no re-query: turn 3 came next and saw the abstention
     assert len(model.requests) == 2 + 1 + 1 + 2
-    assert model.requests[4][-2] == {"role": "assistant", "content": BYPASS_ABSTENTION}
+    assert model.messages[4][-2] == {"role": "assistant", "content": BYPASS_ABSTENTION}
     assert [(t, j) for t, j, _ in traj.model_emissions() if t == 2] == [(2, 0)]
     assert len(list(traj.emissions())) == len(list(traj.model_emissions())) + 1
     # miss_param: the empty-gold turn is turn 3
     mp = cases["multi_turn_miss_param_0"]
     traj = run_conversation(
-        Scripted([DONE, DONE, DONE, call("mkdir", dir_name="zq_9")]),
+        scripted([DONE, DONE, DONE, call("mkdir", dir_name="zq_9")]),
         mp,
         probe=get_probe("cri-bypass"),
     )
     assert events_of(traj) == [(3, "call", "fired", "detected")]
     # base cases have no empty-gold turn: bypass never fires
     traj = run_conversation(
-        Scripted([call("mkdir", dir_name="zq_archive_77")]),
+        scripted([call("mkdir", dir_name="zq_archive_77")]),
         cases["multi_turn_base_0"],
         probe=get_probe("cri-bypass"),
     )
@@ -472,7 +464,7 @@ def test_cri_bypass_only_at_the_empty_gold_turn(cases):
 
 def test_cri_saag_probe_end_to_end(cases):
     case = cases["multi_turn_miss_func_0"]
-    model = Scripted([DONE, DONE, call("sort", file_name="final_report.pdf")])
+    model = scripted([DONE, DONE, call("sort", file_name="final_report.pdf")])
     traj = run_conversation(model, case, probe=get_probe("cri-bypass-saag"))
     assert events_of(traj) == [(2, "call", "fired", "detected")]
     assert (traj.events[0]["detector"], traj.events[0]["method"]) == ("MC", "saag")
@@ -480,7 +472,7 @@ def test_cri_saag_probe_end_to_end(cases):
 
 def test_trajectory_round_trip_and_old_dicts(cases):
     case = cases["multi_turn_miss_func_0"]
-    model = Scripted([DONE, DONE, call("sort", file_name="final_report.pdf")])
+    model = scripted([DONE, DONE, call("sort", file_name="final_report.pdf")])
     traj = run_conversation(model, case, probe=get_probe("cri-bypass"))
     again = Trajectory.from_dict(json.loads(json.dumps(traj.to_dict())))
     assert again.to_dict() == traj.to_dict() and again.events == traj.events

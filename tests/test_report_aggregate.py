@@ -1,4 +1,5 @@
-"""Aggregation of a hand-made replay run; every expected number is worked out by hand below.
+"""Aggregation of a hand-made replay run (``replayed_run`` in conftest.py); every expected
+number is worked out by hand below.
 
 The run: 4 queries x 2 registry scales (5, 10) x 3 modes, max 3 attempts.
 
@@ -17,9 +18,7 @@ q4 weather Rome/3  attempt 1 {city, dayss} (drifted, PDS = 8/9, F1 0.5); binary 
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -31,115 +30,12 @@ from callscope.core.stats import (
     sample_std,
     wilson,
 )
-from callscope.models.replay import ReplayModel
 from callscope.report import aggregate as agg
-from callscope.runs.runner import run_cases
-from callscope.store.run_store import RunStore
-from callscope.types import Case
-
-WEATHER = {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-                   "days": {"type": "integer"}}, "required": ["city"]},
-}  # fmt: skip
-BOOK = {
-    "name": "book_table", "description": "Book a restaurant table",
-    "parameters": {"type": "object", "properties": {"restaurant": {"type": "string"},
-                   "people": {"type": "integer"}}, "required": ["restaurant", "people"]},
-}  # fmt: skip
-DISTRACTOR = {
-    "name": "convert_currency", "description": "Convert money",
-    "parameters": {"type": "object", "properties": {"amount": {"type": "number"},
-                   "to": {"type": "string"}}, "required": ["amount", "to"]},
-}  # fmt: skip
-
-PAYLOAD = (
-    "<script>document.title='pwned'</script><script>alert(1)</script></script>"
-    "<img src=x onerror=\"document.title='pwned'\">"
-)
-
-
-def call(name: str, **arguments: object) -> str:
-    return json.dumps({"name": name, "arguments": arguments})
-
-
-QUERIES = {
-    "q1": ("What is the weather in Paris?", {"name": "get_weather", "arguments": {"city": "Paris"}}),
-    "q2": ("Book a table at Luigi for 4 people.",
-           {"name": "book_table", "arguments": {"restaurant": "Luigi", "people": 4}}),
-    "q3": ("Book a table at Nobu for two people at 8pm.",
-           {"name": "book_table", "arguments": {"restaurant": "Nobu", "people": 2}}),
-    "q4": ("What is the weather in Rome for 3 days?",
-           {"name": "get_weather", "arguments": {"city": "Rome", "days": 3}}),
-}  # fmt: skip
-
-
-def outputs_for(q: str, scale: int) -> dict[str | None, list[str]]:
-    """Replay outputs per mode (None = the shared first attempt)."""
-    if q == "q1":
-        good = call("get_weather", city="Paris")
-        first = good if scale == 5 else "I cannot help with that."
-        return {None: [first], "binary": [first, good], "structured": [first, good]}
-    if q == "q2":
-        bad, good = (
-            call("book_tbl", restaurant="Luigi", people=4),
-            call("book_table", restaurant="Luigi", people=4),
-        )
-        return {None: [bad], "binary": [bad, bad, good], "structured": [bad, good]}
-    if q == "q3":
-        first = call("book_table", restaurant="Nobu", people=2)
-        eight = call("book_table", restaurant="Nobu", people=8)
-        return {
-            None: [first],
-            "binary": [first, eight],
-            "structured": [first, call("book_table", restaurant="Nobu"), eight],
-        }
-    first = call("get_weather", city="Rome", dayss=3)
-    forecast = call("get_forecast", city="Rome", days=3)
-    return {None: [first], "binary": [first, call("get_weather", city="Rome", days=3)],
-            "structured": [first, forecast, forecast]}  # fmt: skip
-
-
-def build_run(tmp: Path, payload: bool = False) -> Path:
-    """Write the replay file and cases, run them, return the run directory."""
-    cases: list[Case] = []
-    rows: list[dict[str, object]] = []
-    for scale in (5, 10):
-        functions = [WEATHER, BOOK] + ([DISTRACTOR] if scale == 10 else [])
-        for q, (query, gold) in QUERIES.items():
-            cid = f"{q}@S{scale}"
-            cases.append(Case(id=cid, query=query, functions=functions, gold=gold, scale=scale))
-            for mode, outs in outputs_for(q, scale).items():
-                row: dict[str, object] = {"case_id": cid, "outputs": outs}
-                if mode:
-                    row["mode"] = mode
-                rows.append(row)
-    if payload:
-        cid = "x1@S5"
-        cases.append(
-            Case(
-                id=cid,
-                query="Weather in Oslo?",
-                functions=[WEATHER, BOOK],
-                gold={"name": "get_weather", "arguments": {"city": "Oslo"}},
-                scale=5,
-            )
-        )
-        rows.append({"case_id": cid, "outputs": [PAYLOAD] * 3})
-    replay = tmp / "replay_outputs.jsonl"
-    replay.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    run_dir = tmp / "run"
-    store = RunStore(run_dir)
-    try:
-        run_cases(ReplayModel(replay), cases, store, max_attempts=3, show_progress=False)
-    finally:
-        store.close()
-    return run_dir
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    return agg.load_outcomes(build_run(tmp_path_factory.mktemp("agg")))
+def outcomes(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> list[dict]:
+    return agg.load_outcomes(replayed_run(tmp_path_factory.mktemp("agg")))
 
 
 def _row(df, **keys):
@@ -371,10 +267,10 @@ def test_compare_outcomes() -> None:
     assert comparison_table(df).row_count == len(df) == 5
 
 
-def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory) -> None:
+def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory, replayed_run) -> None:
     from callscope.report.compare import compare_runs
 
-    run_dir = build_run(tmp_path_factory.mktemp("cmp"))
+    run_dir = replayed_run(tmp_path_factory.mktemp("cmp"))
     df = compare_runs(run_dir, run_dir, n_boot=200)
     assert len(df) == 3 * 5  # three modes x five headline metrics, matched on (model, mode)
     row = df[(df["mode"] == "direct") & (df["metric"] == "solve rate")].iloc[0]

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from chromium import CHROMIUM, dump_dom
-from test_report_aggregate import build_run
 
 from callscope.report.figures import FIGURE_FILES
 from callscope.report.html import build_report
@@ -31,8 +30,8 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = build_run(tmp_path_factory.mktemp("browser"), payload=True)
+def report(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Path:
+    run_dir = replayed_run(tmp_path_factory.mktemp("browser"), payload=True)
     return build_report(run_dir, n_boot=200)
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_report_aggregate import PAYLOAD, build_run
 
 from callscope.report.figures import FIGURE_FILES
 from callscope.report.html import build_report, json_for_script
@@ -23,8 +22,8 @@ DATA_BLOCK = re.compile(r'<script type="application/json" id="data">(.*?)</scrip
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = build_run(tmp_path_factory.mktemp("html"), payload=True)
+def report(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Path:
+    run_dir = replayed_run(tmp_path_factory.mktemp("html"), payload=True)
     return build_report(run_dir, n_boot=200)
 
 
@@ -75,7 +74,7 @@ def test_latex_table(report: Path) -> None:
     assert r"Attempts to solve" in agg_tex and "sample standard deviation" in agg_tex
 
 
-def test_model_text_is_escaped(report: Path) -> None:
+def test_model_text_is_escaped(report: Path, report_payload: str) -> None:
     page = report.read_text(encoding="utf-8")
     blocks = DATA_BLOCK.findall(page)
     assert len(blocks) == 1
@@ -87,7 +86,7 @@ def test_model_text_is_escaped(report: Path) -> None:
     assert "</script>" not in blocks[0] and "<" not in blocks[0]
     data = json.loads(blocks[0])
     texts = [a["text"] for it in data["items"] if it["case_id"] == "x1@S5" for a in it["attempts"]]
-    assert texts and all(t == PAYLOAD for t in texts)
+    assert texts and all(t == report_payload for t in texts)
     assert len(data["items"]) == 27
 
 

@@ -27,7 +27,9 @@ from callscope.store.run_store import RunStore
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--scale", type=int, default=5)
     ap.add_argument("--max-attempts", type=int, default=15)
@@ -40,14 +42,20 @@ def main() -> None:
         store = RunStore(Path(tmp))
         t0 = time.perf_counter()
         run_cases(
-            model, cases, store, modes=["structured"], max_attempts=args.max_attempts,
-            decoding=Decoding(max_tokens=256), show_progress=True,
-        )  # fmt: skip
+            model,
+            cases,
+            store,
+            modes=["structured"],
+            max_attempts=args.max_attempts,
+            decoding=Decoding(max_tokens=256),
+            show_progress=True,
+        )
         wall = time.perf_counter() - t0
         attempts = [
-            a for o in store.outcomes(model.spec)
+            a
+            for o in store.outcomes(model.spec)
             for a in store.attempts(model.spec, o["case_id"], o["mode"])
-        ]  # fmt: skip
+        ]
         store.close()
     replies = [a["reply"] for a in attempts if a.get("reply")]
     sent = sum(r.get("prompt_tokens") or 0 for r in replies)
@@ -58,10 +66,14 @@ def main() -> None:
     first_latency = sum(a["latency_s"] for a in attempts if a["attempt"] == 1)
     print(f"model {args.model}; {len(cases)} cases at S={args.scale}; structured mode")
     print(f"wall time                      {wall:8.1f} s")
-    print(f"attempts                       {len(attempts):8d} ({len(attempts) / len(cases):.2f} per case)")
+    print(
+        f"attempts                       {len(attempts):8d} ({len(attempts) / len(cases):.2f} per case)"
+    )
     print(f"prompt tokens sent             {sent:8d}")
     print(f"prompt tokens evaluated        {evaluated:8d} ({evaluated / max(sent, 1):.1%} of sent)")
-    print(f"  attempts >= 2: sent {later_sent}, evaluated {later_eval} ({later_eval / max(later_sent, 1):.1%})")
+    print(
+        f"  attempts >= 2: sent {later_sent}, evaluated {later_eval} ({later_eval / max(later_sent, 1):.1%})"
+    )
     print(f"first attempts' total latency  {first_latency:8.1f} s")
     print(f"saved by sharing attempt 1 across 3 modes: {2 * first_latency:.1f} s")
 

@@ -12,11 +12,24 @@ def dump_dom(report: Path, profile: Path, hash_: str = "") -> str:
     """The DOM of ``report`` (with ``#hash_``) after its scripts ran, as Chromium serialises it."""
     url = report.resolve().as_uri() + (f"#{hash_}" if hash_ else "")
     proc = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", f"--user-data-dir={profile}", "--virtual-time-budget=5000",
-         "--dump-dom", url],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout

@@ -33,20 +33,32 @@ def mt_by_id() -> dict:
 # the numbers it must produce are worked out in tests/test_report_aggregate.py's docstring.
 
 WEATHER = {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-                   "days": {"type": "integer"}}, "required": ["city"]},
-}  # fmt: skip
+    "name": "get_weather",
+    "description": "Current weather for a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"],
+    },
+}
 BOOK = {
-    "name": "book_table", "description": "Book a restaurant table",
-    "parameters": {"type": "object", "properties": {"restaurant": {"type": "string"},
-                   "people": {"type": "integer"}}, "required": ["restaurant", "people"]},
-}  # fmt: skip
+    "name": "book_table",
+    "description": "Book a restaurant table",
+    "parameters": {
+        "type": "object",
+        "properties": {"restaurant": {"type": "string"}, "people": {"type": "integer"}},
+        "required": ["restaurant", "people"],
+    },
+}
 DISTRACTOR = {
-    "name": "convert_currency", "description": "Convert money",
-    "parameters": {"type": "object", "properties": {"amount": {"type": "number"},
-                   "to": {"type": "string"}}, "required": ["amount", "to"]},
-}  # fmt: skip
+    "name": "convert_currency",
+    "description": "Convert money",
+    "parameters": {
+        "type": "object",
+        "properties": {"amount": {"type": "number"}, "to": {"type": "string"}},
+        "required": ["amount", "to"],
+    },
+}
 
 PAYLOAD = (
     "<script>document.title='pwned'</script><script>alert(1)</script></script>"
@@ -59,14 +71,23 @@ def call(name: str, **arguments: object) -> str:
 
 
 QUERIES = {
-    "q1": ("What is the weather in Paris?", {"name": "get_weather", "arguments": {"city": "Paris"}}),
-    "q2": ("Book a table at Luigi for 4 people.",
-           {"name": "book_table", "arguments": {"restaurant": "Luigi", "people": 4}}),
-    "q3": ("Book a table at Nobu for two people at 8pm.",
-           {"name": "book_table", "arguments": {"restaurant": "Nobu", "people": 2}}),
-    "q4": ("What is the weather in Rome for 3 days?",
-           {"name": "get_weather", "arguments": {"city": "Rome", "days": 3}}),
-}  # fmt: skip
+    "q1": (
+        "What is the weather in Paris?",
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+    ),
+    "q2": (
+        "Book a table at Luigi for 4 people.",
+        {"name": "book_table", "arguments": {"restaurant": "Luigi", "people": 4}},
+    ),
+    "q3": (
+        "Book a table at Nobu for two people at 8pm.",
+        {"name": "book_table", "arguments": {"restaurant": "Nobu", "people": 2}},
+    ),
+    "q4": (
+        "What is the weather in Rome for 3 days?",
+        {"name": "get_weather", "arguments": {"city": "Rome", "days": 3}},
+    ),
+}
 
 
 def outputs_for(q: str, scale: int) -> dict[str | None, list[str]]:
@@ -91,8 +112,11 @@ def outputs_for(q: str, scale: int) -> dict[str | None, list[str]]:
         }
     first = call("get_weather", city="Rome", dayss=3)
     forecast = call("get_forecast", city="Rome", days=3)
-    return {None: [first], "binary": [first, call("get_weather", city="Rome", days=3)],
-            "structured": [first, forecast, forecast]}  # fmt: skip
+    return {
+        None: [first],
+        "binary": [first, call("get_weather", city="Rome", days=3)],
+        "structured": [first, forecast, forecast],
+    }
 
 
 def build_run(tmp: Path, payload: bool = False) -> Path:

@@ -26,26 +26,47 @@ class Step:
     hang: float = 0.0
 
 
-def ollama_reply(content: str = "", tool_calls: list[dict[str, Any]] | None = None,
-                 prompt_eval_count: int = 0, eval_count: int = 0,
-                 **extra: Any) -> dict[str, Any]:
+def ollama_reply(
+    content: str = "",
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_eval_count: int = 0,
+    eval_count: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls is not None:
         message["tool_calls"] = tool_calls
-    return {"model": "m", "message": message, "done": True,
-            "prompt_eval_count": prompt_eval_count, "eval_count": eval_count, **extra}
+    return {
+        "model": "m",
+        "message": message,
+        "done": True,
+        "prompt_eval_count": prompt_eval_count,
+        "eval_count": eval_count,
+        **extra,
+    }
 
 
-def openai_reply(content: str | None = "", tool_calls: list[dict[str, Any]] | None = None,
-                 prompt_tokens: int = 0, completion_tokens: int = 0,
-                 **usage_extra: Any) -> dict[str, Any]:
+def openai_reply(
+    content: str | None = "",
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    **usage_extra: Any,
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls is not None:
         message["tool_calls"] = tool_calls
-    return {"id": "chatcmpl-1", "object": "chat.completion",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens, **usage_extra}}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            **usage_extra,
+        },
+    }
 
 
 class FakeServer:
@@ -58,8 +79,9 @@ class FakeServer:
         self._stop = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -101,8 +123,7 @@ class FakeServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                server._record({"path": self.path, "headers": dict(self.headers),
-                                "json": body})
+                server._record({"path": self.path, "headers": dict(self.headers), "json": body})
                 step = server._next() or self._default()
                 if step.hang and server._stop.wait(step.hang):
                     return

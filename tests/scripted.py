@@ -42,8 +42,13 @@ class Scripted(ChatModel):
         #: ``(messages, tools, context)`` of every request, in order (messages deep-copied)
         self.requests: list[tuple[list[dict[str, Any]], Any, RequestContext | None]] = []
 
-    def chat(self, messages, tools=None, decoding: Decoding | None = None,
-             context: RequestContext | None = None) -> ModelReply:
+    def chat(
+        self,
+        messages,
+        tools=None,
+        decoding: Decoding | None = None,
+        context: RequestContext | None = None,
+    ) -> ModelReply:
         self.requests.append((json.loads(json.dumps(messages)), tools, context))
         if isinstance(self.script, dict):
             replies = self.script[context.case_id if context else ""]

@@ -19,7 +19,9 @@ bfcl = pytest.importorskip("bfcl_eval")
 def test_bench_build_bfcl_is_deterministic_and_nested(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     for out in (a, b):
-        res = CliRunner().invoke(app, ["bench", "build", "--source", "bfcl", "--n", "12", "--seed", "3", "-o", str(out)])
+        res = CliRunner().invoke(
+            app, ["bench", "build", "--source", "bfcl", "--n", "12", "--seed", "3", "-o", str(out)]
+        )
         assert res.exit_code == 0, res.output
     assert a.read_bytes() == b.read_bytes()
     rows = [json.loads(line) for line in a.read_text().splitlines()]
@@ -39,7 +41,17 @@ def test_bench_build_bfcl_is_deterministic_and_nested(tmp_path: Path) -> None:
 
 
 def test_bench_build_reports_a_missing_glaive_file(tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["bench", "build", "--source", f"glaive:{tmp_path / 'none.json'}", "-o", str(tmp_path / "x")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "build",
+            "--source",
+            f"glaive:{tmp_path / 'none.json'}",
+            "-o",
+            str(tmp_path / "x"),
+        ],
+    )
     assert res.exit_code == 1
     assert "no Glaive file" in res.output
 
@@ -60,7 +72,11 @@ def test_extrinsic_agrees_with_bfcl_ast_checker_on_every_call() -> None:
     assert (report["total"], report["agree"], report["disagree"]) == (10_511, 10_510, 1)
     (d,) = report["disagreements"]
     assert (d["id"], d["kind"], d["bfcl_valid"], d["score_valid"]) == (
-        "live_multiple_862-181-3", "gold", False, True)
+        "live_multiple_862-181-3",
+        "gold",
+        False,
+        True,
+    )
     assert "journey_start_time" in d["bfcl_error"]
 
 
@@ -71,7 +87,7 @@ def test_experiment_toml_runs_resumes_and_reports(tmp_path: Path) -> None:
     replay.write_text("")  # every request is a recorded miss: outcomes carry the error
     toml.write_text(
         f'output = "out"\nmodels = ["replay:{replay}"]\nmodes = ["direct", "structured"]\n'
-        "max_attempts = 3\n[benchmark]\nsource = \"bfcl\"\nscales = [5, 10]\nn = 3\nseed = 1\n"
+        'max_attempts = 3\n[benchmark]\nsource = "bfcl"\nscales = [5, 10]\nn = 3\nseed = 1\n'
     )
     exp = Experiment.load(toml)
     assert exp.output == tmp_path / "out" and exp.scales == [5, 10] and exp.n == 3

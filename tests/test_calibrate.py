@@ -58,7 +58,9 @@ def test_gold_actor_passes_everything_with_gar_at_ceiling(tmp_path, cases) -> No
     assert (ran, skipped) == (8, 0)
     result = diagnose_store(store, "scripted:gold-actor", cases=cases)
     rows = {r["category"]: r for r in result.rows()}
-    assert set(rows) == {f"multi_turn_{c}" for c in ("base", "long_context", "miss_param", "miss_func")}
+    assert set(rows) == {
+        f"multi_turn_{c}" for c in ("base", "long_context", "miss_param", "miss_func")
+    }
     for r in rows.values():
         assert r["n"] == 2 and r["acc"] == 1.0 and r["gar_case"] == 1.0
         assert not r["bound_violation"]
@@ -74,7 +76,9 @@ def test_gold_actor_passes_everything_with_gar_at_ceiling(tmp_path, cases) -> No
 def test_silent_model_shows_gar_zero_on_tool_call_categories(tmp_path, cases) -> None:
     store = RunStore(tmp_path / "cal")
     run_calibration(gold_actor(cases, silent=True), store, cases, show_progress=False)
-    rows = {r["category"]: r for r in diagnose_store(store, "scripted:gold-actor", cases=cases).rows()}
+    rows = {
+        r["category"]: r for r in diagnose_store(store, "scripted:gold-actor", cases=cases).rows()
+    }
     assert rows["multi_turn_base"]["gar_case"] == 0.0 and rows["multi_turn_base"]["acc"] == 0.0
     # it still asks / refuses at the empty-gold turns: the gold class fires, but the case fails
     assert rows["multi_turn_miss_param"]["gar_case"] == 1.0
@@ -89,13 +93,18 @@ def test_calibrate_from_bfcl_cli(tmp_path) -> None:
     tree = tmp_path / "result" / "my-model" / "multi_turn"
     tree.mkdir(parents=True)
     rows = [
-        {"id": "multi_turn_miss_param_0", "result": [["[cd(folder='x')]"], ["Which one do you mean?"]]},
+        {
+            "id": "multi_turn_miss_param_0",
+            "result": [["[cd(folder='x')]"], ["Which one do you mean?"]],
+        },
         {"id": "multi_turn_miss_param_1", "result": [["I did it."]]},
     ]
     (tree / "BFCL_v4_multi_turn_miss_param_result.json").write_text(
         "".join(json.dumps(r) + "\n" for r in rows)
     )
-    res = CliRunner().invoke(app, ["calibrate", "--from-bfcl", str(tmp_path / "result"), "-o", str(tmp_path / "o")])
+    res = CliRunner().invoke(
+        app, ["calibrate", "--from-bfcl", str(tmp_path / "result"), "-o", str(tmp_path / "o")]
+    )
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "o" / "calibration-from-bfcl.json").read_text())
     row = data["rows"][0]
@@ -131,12 +140,16 @@ def test_fired_rate_counts_cases_where_the_probe_fired(tmp_path) -> None:
     base_cases = select_cases(["base"], 2)
     store = RunStore(tmp_path / "cal")
     run_calibration(gold_actor(base_cases, silent=True), store, base_cases, show_progress=False)
-    run_calibration(gold_actor(base_cases, silent=True), store, base_cases, probe="sri", show_progress=False)
+    run_calibration(
+        gold_actor(base_cases, silent=True), store, base_cases, probe="sri", show_progress=False
+    )
     rows, md = compare_with_baseline(store, "scripted:gold-actor", "sri", base_cases)
     row = next(r for r in rows if r["category"] in ("base", "multi_turn_base"))
     assert row["n"] == 2 and row["fired"] == 2 and row["fired_rate"] == 1.0
     assert "| 100.0 |" in md
-    events = [json.loads(line) for line in (tmp_path / "cal" / "events.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line) for line in (tmp_path / "cal" / "events.jsonl").read_text().splitlines()
+    ]
     fired = {e["case_id"] for e in events if e["decision"] == "fired"}
     assert fired == {c.id for c in base_cases}
     # once per turn: one fire per turn of each case, no more
@@ -159,13 +172,34 @@ def test_probe_cli_writes_the_paired_table_and_the_ablation_matrix(tmp_path, mon
     store.close()
     actor = gold_actor(mp, silent=True)
     monkeypatch.setattr("callscope.runs.experiment.open_model", lambda *a, **k: actor)
-    res = CliRunner().invoke(app, ["calibrate", "-m", "scripted:gold-actor", "--categories",
-                                   "miss_param", "--n", "2", "--probe", "sri",
-                                   "-o", str(tmp_path / "cal"), "--quiet"])  # fmt: skip
+    res = CliRunner().invoke(
+        app,
+        [
+            "calibrate",
+            "-m",
+            "scripted:gold-actor",
+            "--categories",
+            "miss_param",
+            "--n",
+            "2",
+            "--probe",
+            "sri",
+            "-o",
+            str(tmp_path / "cal"),
+            "--quiet",
+        ],
+    )
     assert res.exit_code == 0, res.output
     sri = (tmp_path / "cal" / "probe-sri.md").read_text()
-    assert "| sri | base | 2 |" in sri and "| sri | miss_param | 2 |" in sri and "| sri | all | 4 |" in sri
+    assert (
+        "| sri | base | 2 |" in sri
+        and "| sri | miss_param | 2 |" in sri
+        and "| sri | all | 4 |" in sri
+    )
     ablation = (tmp_path / "cal" / "probe-ablation.md").read_text().splitlines()
-    assert ablation[0] == "| Probe | base ΔAcc / ΔGAR | miss_param ΔAcc / ΔGAR | all ΔAcc / ΔGAR | fired % |"
+    assert (
+        ablation[0]
+        == "| Probe | base ΔAcc / ΔGAR | miss_param ΔAcc / ΔGAR | all ΔAcc / ΔGAR | fired % |"
+    )
     assert [line.split(" | ")[0] for line in ablation[2:]] == ["| sri", "| cri-retry"]
     assert ablation[3].split(" | ")[1] == "n/a / n/a"  # cri-retry never ran base

@@ -26,8 +26,12 @@ def _records() -> list[CaseRecord]:
     return [
         # miss_param, gold ASK
         CaseRecord("p1", mp, ASK, [["[ls(a=1)]"], ["Which file do you mean?"]], [1], True),
-        CaseRecord("p2", mp, ASK, [["Could you tell me the name?"], ["[cd(folder='a')]"]], [1], False),
-        CaseRecord("p3", mp, ASK, [["[cd(folder='a')]"], ["[mv(source='a', destination='b')]"]], [1], True),
+        CaseRecord(
+            "p2", mp, ASK, [["Could you tell me the name?"], ["[cd(folder='a')]"]], [1], False
+        ),
+        CaseRecord(
+            "p3", mp, ASK, [["[cd(folder='a')]"], ["[mv(source='a', destination='b')]"]], [1], True
+        ),
         CaseRecord("p4", mp, ASK, [["[cd(folder='a')]"]], [1], False, "force-terminated"),
         # miss_func, gold REFUSE: every case passes, one refuses -> bound violation
         CaseRecord("f1", mf, REFUSE, [["[sort(file_name='a')]"]], [0], True),
@@ -35,11 +39,17 @@ def _records() -> list[CaseRecord]:
         CaseRecord("f3", mf, REFUSE, [['{"name": "sort", "arguments": {}}']], [0], True),
         # base, gold TOOL_CALL: calls everywhere, nothing passes -> large slack
         CaseRecord(
-            "b1", "base", TOOL_CALL,
-            [["[ls(a=1)]"], ["Done, all files have been successfully moved."]], [0, 1], False,
+            "b1",
+            "base",
+            TOOL_CALL,
+            [["[ls(a=1)]"], ["Done, all files have been successfully moved."]],
+            [0, 1],
+            False,
         ),
-        CaseRecord("b2", "base", TOOL_CALL, [[NATIVE_LS], [[{"cd": '{"folder": "x"}'}]]], [0, 1], False),
-    ]  # fmt: skip
+        CaseRecord(
+            "b2", "base", TOOL_CALL, [[NATIVE_LS], [[{"cd": '{"folder": "x"}'}]]], [0, 1], False
+        ),
+    ]
 
 
 def _row(diag, category):
@@ -124,9 +134,13 @@ def test_run_class_counts_and_capability():
 
 def test_ask_variant_changes_gar():
     rec = CaseRecord(
-        "q", "miss_param", ASK,
-        [[{"content": "Which folder?", "tool_calls": NATIVE_LS["tool_calls"]}]], [0], False,
-    )  # fmt: skip
+        "q",
+        "miss_param",
+        ASK,
+        [[{"content": "Which folder?", "tool_calls": NATIVE_LS["tool_calls"]}]],
+        [0],
+        False,
+    )
     assert compute_diagnostics([rec]).rows[0]["gar_case"] == 0.0
     diag = compute_diagnostics([rec], config=ASK_OVER_TOOL_CALL)
     assert diag.rows[0]["gar_case"] == 1.0

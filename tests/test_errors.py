@@ -25,8 +25,11 @@ SRC = Path(errors_mod.__file__).resolve().parent
 
 
 def _base_names(node: ast.ClassDef) -> list[str]:
-    return [b.id if isinstance(b, ast.Name) else b.attr for b in node.bases
-            if isinstance(b, ast.Name | ast.Attribute)]  # fmt: skip
+    return [
+        b.id if isinstance(b, ast.Name) else b.attr
+        for b in node.bases
+        if isinstance(b, ast.Name | ast.Attribute)
+    ]
 
 
 def _classes() -> dict[str, tuple[list[str], Path]]:
@@ -86,7 +89,13 @@ def test_every_kind_is_a_callscope_error_and_keeps_its_builtin_base(cls, builtin
 
 
 def test_format_errors_are_data_format_errors() -> None:
-    for cls in (StoreSchemaError, GlaiveSourceError, GlaiveSchemaError, GlaiveCallError, Tau2FormatError):
+    for cls in (
+        StoreSchemaError,
+        GlaiveSourceError,
+        GlaiveSchemaError,
+        GlaiveCallError,
+        Tau2FormatError,
+    ):
         assert issubclass(cls, DataFormatError)
     assert issubclass(WeightsError, ModelError)
 

@@ -452,8 +452,10 @@ def test_parse_functioncall_quirks(text: str, name: str, arguments: dict) -> Non
         ("""{"name": "a", "arguments": '{"t": "it\\'s"}'}""", {"t": "it's"}),
         # "'}" inside a value, alone and after an apostrophe
         ("""{"name": "a", "arguments": '{"t": "x'}"}'}""", {"t": "x'}"}),
-        ("""{"name": "a", "arguments": '{"t": "it's", "u": "'}"}'} <|endoftext|>""",
-         {"t": "it's", "u": "'}"}),
+        (
+            """{"name": "a", "arguments": '{"t": "it's", "u": "'}"}'} <|endoftext|>""",
+            {"t": "it's", "u": "'}"},
+        ),
         ("""{"name": "a", "arguments": '{\n"t": "it's\nfine'}"\n}'\n}""", {"t": "it's\nfine'}"}),
     ],
 )

@@ -17,7 +17,9 @@ def test_ruff_check_is_clean() -> None:
         pytest.skip("ruff is not installed (it is in the test extra)")
     res = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "src", "tests", "benchmarks"],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 0, res.stdout + res.stderr
 
@@ -34,3 +36,16 @@ def test_no_eval_or_exec_in_the_package() -> None:
                 if called and not code[:i].rstrip().endswith("def"):  # a method named eval is fine
                     offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert offenders == []
+
+
+def test_ruff_format_is_applied() -> None:
+    """One formatter (ruff format, settings in pyproject.toml); no hand-aligned exceptions."""
+    if shutil.which("ruff") is None:
+        pytest.skip("ruff is not installed (it is in the test extra)")
+    res = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "src", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr

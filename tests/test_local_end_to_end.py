@@ -60,8 +60,12 @@ def test_saag_loop_all_modes_on_the_embedded_model(tmp_path, model) -> None:
 
 #: one case per category with the shortest prompts; the first three share their tools, so
 #: llama.cpp reuses the system prompt's KV cache from one case to the next
-MT_IDS = ("multi_turn_base_100", "multi_turn_long_context_100", "multi_turn_miss_param_100",
-          "multi_turn_miss_func_121")  # fmt: skip
+MT_IDS = (
+    "multi_turn_base_100",
+    "multi_turn_long_context_100",
+    "multi_turn_miss_param_100",
+    "multi_turn_miss_func_121",
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +91,14 @@ def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None
 
     store = RunStore(tmp_path / "cal")
     ran, _ = run_calibration(
-        cached, store, mt_cases, style="prompt", max_steps=3,
-        decoding=Decoding(max_tokens=128), show_progress=False,
-    )  # fmt: skip
+        cached,
+        store,
+        mt_cases,
+        style="prompt",
+        max_steps=3,
+        decoding=Decoding(max_tokens=128),
+        show_progress=False,
+    )
     assert ran == 4
     convs = list(store.conversations())
     assert len(convs) == 4
@@ -113,9 +122,15 @@ def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_case
     for case in cases:  # baseline then probe per case: consecutive prompts share a prefix
         for p in (None, probe):
             run_calibration(
-                cached, store, [case], style="prompt", max_steps=3,
-                decoding=Decoding(max_tokens=128), probe=p, show_progress=False,
-            )  # fmt: skip
+                cached,
+                store,
+                [case],
+                style="prompt",
+                max_steps=3,
+                decoding=Decoding(max_tokens=128),
+                probe=p,
+                show_progress=False,
+            )
     rows, md = compare_with_baseline(store, cached.spec, probe, cases)
     assert sum(r["n"] for r in rows if r["category"] != "all") == 2
     assert "ΔAcc" in md
@@ -128,7 +143,11 @@ def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_case
     )
     assert [r["fired"] for r in rows if r["category"] == "all"] == [fired_cases]
     events_file = tmp_path / "cal" / "events.jsonl"
-    events = [json.loads(x) for x in events_file.read_text().splitlines()] if events_file.exists() else []
+    events = (
+        [json.loads(x) for x in events_file.read_text().splitlines()]
+        if events_file.exists()
+        else []
+    )
     assert len(events) == sum(len(c["trajectory"].get("events") or []) for c in stored)
     assert {e["probe"] for e in events} <= {probe}
     assert all(e["decision"] in ("fired", "suppressed") for e in events)

@@ -34,7 +34,8 @@ def case(cid: str = "c1", gold: dict[str, Any] | None = None) -> Case:
         id=cid,
         query=QUERY,
         functions=[TIP],
-        gold=gold or {"name": "calculate_tip", "arguments": {"bill_amount": 84.5, "tip_percentage": 15}},
+        gold=gold
+        or {"name": "calculate_tip", "arguments": {"bill_amount": 84.5, "tip_percentage": 15}},
     )
 
 
@@ -64,7 +65,14 @@ def test_binary_appends_reply_and_a_plain_no() -> None:
     assert [a.row["stage"] for a in out.attempts] == [1, 2, 0]
     assert out.solved_at == 3
     last_request = out.attempts[2].messages
-    assert [m["role"] for m in last_request] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in last_request] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert last_request[2]["content"] == "no idea"
     assert last_request[3]["content"] == BINARY_FEEDBACK == "No"
     assert last_request[5]["content"] == "No"
@@ -89,8 +97,19 @@ def test_budget_is_respected() -> None:
 
 def test_gold_is_never_used_inside_the_loop() -> None:
     """Two different golds: identical requests and feedback, only extrinsic metrics differ."""
-    script = {"c1": ['{"name": "calculate_tip", "arguments": {"bill_amount": 84.5, "tip_percentage": 20}}', GOOD]}
-    a = run(scripted(script), "structured", c=case(gold={"name": "calculate_tip", "arguments": {"bill_amount": 1, "tip_percentage": 2}}))
+    script = {
+        "c1": [
+            '{"name": "calculate_tip", "arguments": {"bill_amount": 84.5, "tip_percentage": 20}}',
+            GOOD,
+        ]
+    }
+    a = run(
+        scripted(script),
+        "structured",
+        c=case(
+            gold={"name": "calculate_tip", "arguments": {"bill_amount": 1, "tip_percentage": 2}}
+        ),
+    )
     b = run(scripted(script), "structured", c=case(gold={"name": "other", "arguments": {}}))
     assert [x.messages for x in a.attempts] == [x.messages for x in b.attempts]
     assert [x.feedback for x in a.attempts] == [x.feedback for x in b.attempts]
@@ -120,7 +139,9 @@ def test_runner_shares_first_attempt_across_modes_and_resumes(tmp_path) -> None:
     assert summary.mean_attempts == {"direct": 1.0, "binary": 2.0, "structured": 2.0}
     again = run_cases(model, cases, store, max_attempts=3, show_progress=False)
     assert again.ran == 0 and again.skipped == 9 and len(model.requests) == 9
-    rows = [json.loads(line) for line in (tmp_path / "run" / "final.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (tmp_path / "run" / "final.jsonl").read_text().splitlines()
+    ]
     assert sorted((r["id"], r["mode"]) for r in rows) == sorted(
         (f"c{i}", m) for i in range(3) for m in ("direct", "binary", "structured")
     )

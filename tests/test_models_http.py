@@ -11,10 +11,20 @@ from callscope.models.base import Decoding
 from callscope.models.registry import load_model
 from callscope.types import ModelError
 
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 class Sleeps(list):
@@ -31,26 +41,46 @@ def server():
 
 
 def _ollama(server, sleeps=None, **kw):
-    return load_model("ollama:qwen-test", base_url=server.url, sleep=Sleeps() if sleeps is None else sleeps,
-                      backoff_base=0.01, **kw)
+    return load_model(
+        "ollama:qwen-test",
+        base_url=server.url,
+        sleep=Sleeps() if sleeps is None else sleeps,
+        backoff_base=0.01,
+        **kw,
+    )
 
 
 def _openai(server, sleeps=None, **kw):
     kw.setdefault("api_key", "sk-test")
-    return load_model("openai:gpt-test", base_url=server.url + "/v1", sleep=Sleeps() if sleeps is None else sleeps,
-                      backoff_base=0.01, **kw)
+    return load_model(
+        "openai:gpt-test",
+        base_url=server.url + "/v1",
+        sleep=Sleeps() if sleeps is None else sleeps,
+        backoff_base=0.01,
+        **kw,
+    )
 
 
 # ----------------------------------------------------------------------------- Ollama
 
 
 def test_ollama_tool_call_reply_and_request(server):
-    server.push(Step(body=ollama_reply(
-        "", tool_calls=[{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
-        prompt_eval_count=31, eval_count=7)))
+    server.push(
+        Step(
+            body=ollama_reply(
+                "",
+                tool_calls=[{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+                prompt_eval_count=31,
+                eval_count=7,
+            )
+        )
+    )
     model = _ollama(server)
-    reply = model.chat([{"role": "user", "content": "Weather in Paris?"}], TOOLS,
-                       Decoding(temperature=0.0, seed=7, max_tokens=64))
+    reply = model.chat(
+        [{"role": "user", "content": "Weather in Paris?"}],
+        TOOLS,
+        Decoding(temperature=0.0, seed=7, max_tokens=64),
+    )
     assert reply.tool_calls == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
     assert reply.text == ""
     assert (reply.prompt_tokens, reply.completion_tokens) == (31, 7)
@@ -72,9 +102,17 @@ def test_ollama_maps_openai_style_history(server):
     history = [
         {"role": "system", "content": "Use tools."},
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
         {"role": "tool", "name": "get_time", "content": {"h": 12}},
     ]
@@ -84,8 +122,11 @@ def test_ollama_maps_openai_style_history(server):
     assert sent["messages"] == [
         {"role": "system", "content": "Use tools."},
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+        },
         {"role": "tool", "content": "sunny", "tool_name": "get_weather"},
         {"role": "tool", "content": '{"h": 12}', "tool_name": "get_time"},
     ]
@@ -93,8 +134,13 @@ def test_ollama_maps_openai_style_history(server):
 
 
 def test_ollama_text_reply_with_cached_prompt_count(server):
-    server.push(Step(body=ollama_reply("It is sunny.", prompt_eval_count=50, eval_count=4,
-                                       prompt_eval_cached_count=40)))
+    server.push(
+        Step(
+            body=ollama_reply(
+                "It is sunny.", prompt_eval_count=50, eval_count=4, prompt_eval_cached_count=40
+            )
+        )
+    )
     reply = _ollama(server).chat([{"role": "user", "content": "hi"}])
     assert reply.text == "It is sunny."
     assert reply.tool_calls is None
@@ -131,13 +177,16 @@ def test_connection_refused_names_backend_address_and_attempts():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sleeps = Sleeps()
-    model = load_model("ollama:m", base_url=f"127.0.0.1:{port}", retries=2, sleep=sleeps,
-                       backoff_base=0.5)
+    model = load_model(
+        "ollama:m", base_url=f"127.0.0.1:{port}", retries=2, sleep=sleeps, backoff_base=0.5
+    )
     with pytest.raises(ModelError) as err:
         model.chat([{"role": "user", "content": "hi"}])
     assert err.value.kind == "connection"
-    assert str(err.value) == (f"ollama backend cannot reach http://127.0.0.1:{port}/api/chat "
-                              "(connection refused) after 3 attempts")
+    assert str(err.value) == (
+        f"ollama backend cannot reach http://127.0.0.1:{port}/api/chat "
+        "(connection refused) after 3 attempts"
+    )
     assert sleeps == [0.5, 1.0]  # exponential backoff between the 3 attempts
 
 
@@ -145,15 +194,33 @@ def test_connection_refused_names_backend_address_and_attempts():
 
 
 def test_openai_tool_call_reply_and_request(server):
-    server.push(Step(body=openai_reply(None, tool_calls=[
-        {"id": "c1", "type": "function",
-         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
-        {"id": "c2", "type": "function",
-         "function": {"name": "get_weather", "arguments": '{"city": '}},
-    ], prompt_tokens=20, completion_tokens=9)))
+    server.push(
+        Step(
+            body=openai_reply(
+                None,
+                tool_calls=[
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    },
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": '},
+                    },
+                ],
+                prompt_tokens=20,
+                completion_tokens=9,
+            )
+        )
+    )
     model = _openai(server)
-    reply = model.chat([{"role": "user", "content": "Weather?"}], TOOLS,
-                       Decoding(temperature=0.2, seed=3, max_tokens=100))
+    reply = model.chat(
+        [{"role": "user", "content": "Weather?"}],
+        TOOLS,
+        Decoding(temperature=0.2, seed=3, max_tokens=100),
+    )
     assert reply.tool_calls == [
         {"name": "get_weather", "arguments": {"city": "Paris"}},
         {"name": "get_weather", "arguments": '{"city": '},  # invalid JSON kept as string
@@ -163,38 +230,66 @@ def test_openai_tool_call_reply_and_request(server):
     [req] = server.requests
     assert req["path"] == "/v1/chat/completions"
     assert req["headers"]["Authorization"] == "Bearer sk-test"
-    assert req["json"] == {"model": "gpt-test",
-                           "messages": [{"role": "user", "content": "Weather?"}],
-                           "temperature": 0.2, "seed": 3, "max_tokens": 100, "tools": TOOLS}
+    assert req["json"] == {
+        "model": "gpt-test",
+        "messages": [{"role": "user", "content": "Weather?"}],
+        "temperature": 0.2,
+        "seed": 3,
+        "max_tokens": 100,
+        "tools": TOOLS,
+    }
     assert model.max_concurrency == 4
 
 
 def test_openai_sends_string_arguments_and_no_auth_without_key(server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1/")
-    server.push(Step(body=openai_reply("ok", prompt_tokens=30, completion_tokens=1,
-                                       prompt_tokens_details={"cached_tokens": 24})))
+    server.push(
+        Step(
+            body=openai_reply(
+                "ok",
+                prompt_tokens=30,
+                completion_tokens=1,
+                prompt_tokens_details={"cached_tokens": 24},
+            )
+        )
+    )
     model = load_model("openai:m", max_concurrency=2)
-    reply = model.chat([
-        {"role": "user", "content": "Weather?"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"function": {"name": "get_weather", "arguments": {"city": "Rome"}}}]},
-        {"role": "tool", "tool_call_id": "call_1_0", "content": "rain"},
-    ])
+    reply = model.chat(
+        [
+            {"role": "user", "content": "Weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"function": {"name": "get_weather", "arguments": {"city": "Rome"}}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1_0", "content": "rain"},
+        ]
+    )
     assert reply.text == "ok" and reply.prompt_tokens_evaluated == 6
     [req] = server.requests
     assert "Authorization" not in req["headers"]
     assert req["json"]["messages"][1] == {
-        "role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_1_0", "type": "function",
-             "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}}]}
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_1_0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+            }
+        ],
+    }
     assert "tools" not in req["json"]
     assert model.max_concurrency == 2
 
 
 def test_openai_500_then_success(server):
-    server.push(Step(status=500, body={"error": {"message": "overloaded"}}),
-                Step(body=openai_reply("fine")))
+    server.push(
+        Step(status=500, body={"error": {"message": "overloaded"}}), Step(body=openai_reply("fine"))
+    )
     sleeps = Sleeps()
     reply = _openai(server, sleeps, retries=2).chat([{"role": "user", "content": "hi"}])
     assert reply.text == "fine"
@@ -208,21 +303,23 @@ def test_openai_persistent_500_gives_up(server):
     with pytest.raises(ModelError) as err:
         _openai(server, sleeps, retries=2).chat([{"role": "user", "content": "hi"}])
     assert err.value.kind == "http_5xx"
-    assert str(err.value) == (f"openai backend got HTTP 500 from {server.url}/v1/chat/completions"
-                              ": boom after 3 attempts")
+    assert str(err.value) == (
+        f"openai backend got HTTP 500 from {server.url}/v1/chat/completions: boom after 3 attempts"
+    )
     assert len(server.requests) == 3
     assert sleeps == [0.01, 0.02]
 
 
 def test_openai_429_honours_retry_after_up_to_cap(server):
-    server.push(Step(status=429, body={"error": {"message": "slow down"}},
-                     headers={"Retry-After": "3"}),
-                Step(status=429, body={"error": {"message": "slow down"}},
-                     headers={"Retry-After": "100"}),
-                Step(body=openai_reply("done")))
+    server.push(
+        Step(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "3"}),
+        Step(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "100"}),
+        Step(body=openai_reply("done")),
+    )
     sleeps = Sleeps()
     reply = _openai(server, sleeps, retries=3, retry_after_cap=5).chat(
-        [{"role": "user", "content": "hi"}])
+        [{"role": "user", "content": "hi"}]
+    )
     assert reply.text == "done"
     assert sleeps == [3.0, 5.0]
 
@@ -255,12 +352,17 @@ def test_malformed_json_body_is_not_retried(server):
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize(("body", "missing"), [
-    ({"id": "x"}, "'choices.0.message'"),
-    ({"choices": []}, "'choices.0.message'"),
-    ({"choices": [{"message": {"tool_calls": [{"function": {"arguments": "{}"}}]}}]},
-     "'tool_calls.0.function.name'"),
-])
+@pytest.mark.parametrize(
+    ("body", "missing"),
+    [
+        ({"id": "x"}, "'choices.0.message'"),
+        ({"choices": []}, "'choices.0.message'"),
+        (
+            {"choices": [{"message": {"tool_calls": [{"function": {"arguments": "{}"}}]}}]},
+            "'tool_calls.0.function.name'",
+        ),
+    ],
+)
 def test_openai_200_with_missing_fields(server, body, missing):
     server.push(Step(body=body))
     with pytest.raises(ModelError) as err:

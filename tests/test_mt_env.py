@@ -180,8 +180,9 @@ def test_code_strings_stay_strings_in_env_and_in_bfcl_checker(mt_by_id, marker):
     env.execute([ToolCall("touch", {"file_name": "notes.txt"})], avail)
     decoded_steps = []
     for payload in _payloads(marker):
-        (res,) = env.execute([ToolCall("echo", {"content": payload, "file_name": "notes.txt"})],
-                             avail)
+        (res,) = env.execute(
+            [ToolCall("echo", {"content": payload, "file_name": "notes.txt"})], avail
+        )
         assert res.accepted and res.output == "None"
         (cat,) = env.execute([ToolCall("cat", {"file_name": "notes.txt"})], avail)
         assert json.loads(cat.output) == {"file_content": payload}  # stored as data
@@ -205,11 +206,13 @@ def test_module_globals_are_restored_after_long_context_weather(mt_by_id):
         "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.vehicle_control"
     )
     before = dict(vc.LONG_WEATHER_EXTENSION)
-    case = next(c for c in mt_by_id.values() if c.category == "multi_turn_long_context"
-                and "VehicleControlAPI" in c.involved_classes)
+    case = next(
+        c
+        for c in mt_by_id.values()
+        if c.category == "multi_turn_long_context" and "VehicleControlAPI" in c.involved_classes
+    )
     env = SafeEnv(case)
-    (res,) = env.execute([ToolCall("get_outside_temperature_from_google")],
-                         case.available_at(0))
+    (res,) = env.execute([ToolCall("get_outside_temperature_from_google")], case.available_at(0))
     assert res.accepted and "outsideTemperature" in res.output
     assert before == vc.LONG_WEATHER_EXTENSION
     assert restore_module_globals() == []
@@ -219,8 +222,11 @@ def test_long_context_travel_instance_shares_nothing_with_module(mt_by_id):
     tb = importlib.import_module(
         "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.travel_booking"
     )
-    case = next(c for c in mt_by_id.values() if c.category == "multi_turn_long_context"
-                and "TravelAPI" in c.involved_classes)
+    case = next(
+        c
+        for c in mt_by_id.values()
+        if c.category == "multi_turn_long_context" and "TravelAPI" in c.involved_classes
+    )
     env = SafeEnv(case)
     cards = env.instances["TravelAPI"].credit_card_list
     shared = [k for k in tb.CREDIT_CARD_EXTENSION if k in cards]
@@ -235,15 +241,19 @@ def test_sandbox_deletes_executor_instances(mt_by_id):
 
     case = mt_by_id["multi_turn_base_0"]
     with bfcl_sandbox(executor_prefix="callscope_leaktest"):
-        execute_multi_turn_func_call([], case.initial_config, case.involved_classes,
-                                     "callscope_leaktest", case.id)
+        execute_multi_turn_func_call(
+            [], case.initial_config, case.involved_classes, "callscope_leaktest", case.id
+        )
         assert len(executor_instance_names("callscope_leaktest")) == 2
     assert executor_instance_names("callscope_leaktest") == []
 
 
 def test_repeated_runs_see_the_same_seeded_state(mt_by_id):
-    case = next(c for c in mt_by_id.values() if c.category == "multi_turn_base"
-                and "VehicleControlAPI" in c.involved_classes)
+    case = next(
+        c
+        for c in mt_by_id.values()
+        if c.category == "multi_turn_base" and "VehicleControlAPI" in c.involved_classes
+    )
     call = [ToolCall("get_outside_temperature_from_google")]
     avail = case.available_at(0)
     first_env = SafeEnv(case)
@@ -283,6 +293,5 @@ def test_import_stays_light():
         "'bfcl_eval.constants.eval_config') or m.startswith('bfcl_eval.model_handler')];"
         "print(bad)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

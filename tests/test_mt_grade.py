@@ -34,8 +34,11 @@ def script(turns: list[list[ToolCall]], style: str = "native") -> list[ModelRepl
         if calls and style == "native":
             out.append(ModelReply(tool_calls=[c.to_dict() for c in calls]))
         elif calls:
-            out.append(ModelReply(
-                text="[" + ", ".join(rebuild_call(c.name, c.arguments) for c in calls) + "]"))
+            out.append(
+                ModelReply(
+                    text="[" + ", ".join(rebuild_call(c.name, c.arguments) for c in calls) + "]"
+                )
+            )
         out.append(ModelReply(text="Done."))
     return out
 
@@ -47,11 +50,15 @@ def bfcl_direct(case, decoded: list[list[list[str]]]) -> bool:
     from callscope.benchmarks.bfcl.env import bfcl_sandbox
 
     name = unique_model_name("direct")
-    entry = {"id": case.id, "initial_config": case.initial_config,
-             "involved_classes": case.involved_classes}
+    entry = {
+        "id": case.id,
+        "initial_config": case.initial_config,
+        "involved_classes": case.involved_classes,
+    }
     with bfcl_sandbox(executor_prefix=name):
-        return bool(multi_turn_checker(decoded, case.ground_truth, entry, case.category,
-                                       name)["valid"])
+        return bool(
+            multi_turn_checker(decoded, case.ground_truth, entry, case.category, name)["valid"]
+        )
 
 
 @pytest.mark.slow
@@ -81,10 +88,16 @@ def test_the_gold_exception_is_the_held_out_tail(mt_by_id):
 
 
 @pytest.mark.parametrize("style", ["native", "prompt"])
-@pytest.mark.parametrize("case_id", [
-    "multi_turn_base_0", "multi_turn_long_context_50", "multi_turn_miss_param_7",
-    "multi_turn_miss_func_0", "multi_turn_base_199",
-])
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "multi_turn_base_0",
+        "multi_turn_long_context_50",
+        "multi_turn_miss_param_7",
+        "multi_turn_miss_func_0",
+        "multi_turn_base_199",
+    ],
+)
 def test_gold_replay_sample_both_styles(mt_by_id, case_id, style):
     case = mt_by_id[case_id]
     traj = run_conversation(Scripted(script(gold_calls(case), style)), case, style=style)
@@ -93,10 +106,16 @@ def test_gold_replay_sample_both_styles(mt_by_id, case_id, style):
     assert all(t.status in ("passed", "skipped") for t in verdict.per_turn)
 
 
-@pytest.mark.parametrize("case_id", [
-    "multi_turn_base_0", "multi_turn_base_10", "multi_turn_long_context_3",
-    "multi_turn_miss_param_20", "multi_turn_miss_func_30",
-])
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "multi_turn_base_0",
+        "multi_turn_base_10",
+        "multi_turn_long_context_3",
+        "multi_turn_miss_param_20",
+        "multi_turn_miss_func_30",
+    ],
+)
 def test_perturbed_gold_fails(mt_by_id, case_id):
     case = mt_by_id[case_id]
     turns = gold_calls(case)
@@ -115,12 +134,20 @@ def _traj(case, per_turn_calls: list[list[str]]) -> Trajectory:
         steps = []
         if strings:
             calls = [gold_calls_one(case, s) for s in strings]
-            steps.append(StepRecord(
-                text="", tool_calls=[c.to_dict() for c in calls],
-                calls=[c.to_dict() for c in calls], parse_error=None, parse_form="native",
-                results=[ExecResult(c.name, c.arguments, True, "", rebuild_call(c.name, c.arguments))
-                         for c in calls],
-                available=sorted(case.available_at(i))))
+            steps.append(
+                StepRecord(
+                    text="",
+                    tool_calls=[c.to_dict() for c in calls],
+                    calls=[c.to_dict() for c in calls],
+                    parse_error=None,
+                    parse_form="native",
+                    results=[
+                        ExecResult(c.name, c.arguments, True, "", rebuild_call(c.name, c.arguments))
+                        for c in calls
+                    ],
+                    available=sorted(case.available_at(i)),
+                )
+            )
         steps.append(StepRecord("Done.", None, [], "no native tool call", None, [], []))
         traj.turns.append(TurnRecord(i, case.turns[i], sorted(case.available_at(i)), [], steps))
     return traj
@@ -144,10 +171,20 @@ def test_agreement_with_bfcl_on_hand_built_trajectories(mt_by_id):
     failed_tweet[3] = failed_tweet[3] + ["post_tweet(content='x')"]
     extra_write = [list(t) for t in gold]
     extra_write[3] = extra_write[3] + ["touch(file_name='extra.txt')"]
-    expected = {"gold": True, "wrong_arg": False, "extra_read": True, "failed_tweet": True,
-                "extra_write": False}
-    for label, turns in [("gold", gold), ("wrong_arg", wrong_arg), ("extra_read", extra_read),
-                         ("failed_tweet", failed_tweet), ("extra_write", extra_write)]:
+    expected = {
+        "gold": True,
+        "wrong_arg": False,
+        "extra_read": True,
+        "failed_tweet": True,
+        "extra_write": False,
+    }
+    for label, turns in [
+        ("gold", gold),
+        ("wrong_arg", wrong_arg),
+        ("extra_read", extra_read),
+        ("failed_tweet", failed_tweet),
+        ("extra_write", extra_write),
+    ]:
         traj = _traj(case, turns)
         ours = grade(case, traj)
         # stored trajectories are graded the same after a JSON round trip
@@ -176,14 +213,23 @@ def test_tampered_stored_calls_never_reach_bfcl(mt_by_id, tmp_path):
     case = mt_by_id["multi_turn_base_0"]
     marker = tmp_path / "PWNED"
     traj = _traj(case, [list(t) for t in case.ground_truth])
-    evil = ExecResult(f"__import__('os').system('touch {marker}')", {}, True, "",
-                      f"__import__('os').system('touch {marker}')")
+    evil = ExecResult(
+        f"__import__('os').system('touch {marker}')",
+        {},
+        True,
+        "",
+        f"__import__('os').system('touch {marker}')",
+    )
     unavailable = ExecResult("book_flight", {}, True, "", "book_flight()")
     traj.turns[0].steps[0].results.extend([evil, unavailable])
     verdict = grade(case, traj)
     assert verdict.passed
-    assert all("import" not in s and "book_flight" not in s
-               for turn in verdict.decoded for step in turn for s in step)
+    assert all(
+        "import" not in s and "book_flight" not in s
+        for turn in verdict.decoded
+        for step in turn
+        for s in step
+    )
     assert not marker.exists()
 
 
@@ -192,8 +238,11 @@ def test_model_error_and_step_limit_verdicts(mt_by_id):
     err = run_conversation(Scripted([ModelError("down", kind="connection")]), case)
     v = grade(case, err)
     assert (v.passed, v.error_type) == (False, "multi_turn:inference_error")
-    loop = run_conversation(Scripted([ModelReply(tool_calls=[{"name": "pwd", "arguments": {}}])]
-                                     * 30), case, max_steps=3)
+    loop = run_conversation(
+        Scripted([ModelReply(tool_calls=[{"name": "pwd", "arguments": {}}])] * 30),
+        case,
+        max_steps=3,
+    )
     v = grade(case, loop)
     assert (v.passed, v.error_type) == (False, "multi_turn:force_terminated")
 

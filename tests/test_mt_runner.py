@@ -36,11 +36,13 @@ def test_dataset_shape(mt_by_id):
     assert base0.involved_classes == ["TwitterAPI", "GorillaFileSystem"]
     assert len(base0.turns) == 4 and len(base0.ground_truth) == 4
     assert base0.ground_truth[0] == [
-        "cd(folder='document')", "mkdir(dir_name='temp')",
+        "cd(folder='document')",
+        "mkdir(dir_name='temp')",
         "mv(source='final_report.pdf', destination='temp')",
     ]
     assert base0.functions[0]["description"].endswith(
-        " Note that the provided function is in Python 3 syntax.")
+        " Note that the provided function is in Python 3 syntax."
+    )
     mf = mt_by_id["multi_turn_miss_func_0"]
     assert mf.missed_function == {3: ["sort"]}
     assert mf.turns[3] == []
@@ -49,9 +51,15 @@ def test_dataset_shape(mt_by_id):
 
 
 def test_gold_class_and_due_turns(mt_by_id):
-    assert [gold_class(c) for c in ("multi_turn_base", "multi_turn_long_context",
-                                    "multi_turn_miss_param", "multi_turn_miss_func")] == [
-        "TOOL_CALL", "TOOL_CALL", "ASK", "REFUSE"]
+    assert [
+        gold_class(c)
+        for c in (
+            "multi_turn_base",
+            "multi_turn_long_context",
+            "multi_turn_miss_param",
+            "multi_turn_miss_func",
+        )
+    ] == ["TOOL_CALL", "TOOL_CALL", "ASK", "REFUSE"]
     assert mt_by_id["multi_turn_base_0"].due_turns() == [0, 1, 2, 3]
     assert mt_by_id["multi_turn_miss_func_0"].due_turns() == [2]
     mp = mt_by_id["multi_turn_miss_param_0"]
@@ -63,12 +71,16 @@ def test_gold_class_and_due_turns(mt_by_id):
 
 def test_native_conversation_structure(mt_by_id):
     case = mt_by_id["multi_turn_base_0"]
-    model = Scripted([
-        native(("cd", {"folder": "document"}), ("mkdir", {"dir_name": "temp"})),
-        native(("nope", {})),
-        DONE,
-        DONE, DONE, DONE,
-    ])
+    model = Scripted(
+        [
+            native(("cd", {"folder": "document"}), ("mkdir", {"dir_name": "temp"})),
+            native(("nope", {})),
+            DONE,
+            DONE,
+            DONE,
+            DONE,
+        ]
+    )
     traj = run_conversation(model, case, style="native")
     assert traj.completed and len(traj.turns) == 4
     assert [len(t.steps) for t in traj.turns] == [3, 1, 1, 1]
@@ -78,7 +90,9 @@ def test_native_conversation_structure(mt_by_id):
     assert [tc["function"]["name"] for tc in msgs[1]["tool_calls"]] == ["cd", "mkdir"]
     ids = [tc["id"] for tc in msgs[1]["tool_calls"]]
     assert [(m["role"], m["tool_call_id"], m["name"]) for m in msgs[2:4]] == [
-        ("tool", ids[0], "cd"), ("tool", ids[1], "mkdir")]
+        ("tool", ids[0], "cd"),
+        ("tool", ids[1], "mkdir"),
+    ]
     assert msgs[2]["content"] == '{"current_working_directory": "document"}'
     assert [t["function"]["name"] for t in tools] == [f["name"] for f in case.functions]
     # the rejected call is recorded and its error text reaches the model
@@ -104,12 +118,20 @@ def test_prompt_mode_renders_functions_and_results(mt_by_id):
     assert json.dumps(case.functions, indent=4) in system
     msgs, _, _ = model.requests[1]
     assert msgs[-1]["role"] == "user"
-    assert msgs[-1]["content"] == repr([
-        {"role": "tool", "name": "cd(folder='document')",
-         "content": '{"current_working_directory": "document"}'},
-        {"role": "tool", "name": "pwd()",
-         "content": '{"current_working_directory": "/workspace/document"}'},
-    ])
+    assert msgs[-1]["content"] == repr(
+        [
+            {
+                "role": "tool",
+                "name": "cd(folder='document')",
+                "content": '{"current_working_directory": "document"}',
+            },
+            {
+                "role": "tool",
+                "name": "pwd()",
+                "content": '{"current_working_directory": "/workspace/document"}',
+            },
+        ]
+    )
     assert traj.turns[0].steps[0].parse_form == "python"
 
 
@@ -154,12 +176,22 @@ def test_model_error_is_recorded_not_raised(mt_by_id):
 
 def test_emissions_and_json_round_trip(mt_by_id):
     case = mt_by_id["multi_turn_miss_func_0"]
-    model = Scripted([
-        ModelReply(text="", tool_calls=[{"id": "x1", "name": "ls", "arguments": "{}"}],
-                   prompt_tokens=10, completion_tokens=3, latency_s=0.5),
-        ModelReply(text="Sure, what file?", prompt_tokens=12, completion_tokens=4),
-        DONE, DONE, DONE, DONE,
-    ])
+    model = Scripted(
+        [
+            ModelReply(
+                text="",
+                tool_calls=[{"id": "x1", "name": "ls", "arguments": "{}"}],
+                prompt_tokens=10,
+                completion_tokens=3,
+                latency_s=0.5,
+            ),
+            ModelReply(text="Sure, what file?", prompt_tokens=12, completion_tokens=4),
+            DONE,
+            DONE,
+            DONE,
+            DONE,
+        ]
+    )
     traj = run_conversation(model, case)
     em = list(traj.emissions())
     assert [(t, s) for t, s, _ in em] == [(0, 0), (0, 1), (1, 0), (2, 0), (3, 0), (4, 0)]
@@ -174,7 +206,9 @@ def test_emissions_and_json_round_trip(mt_by_id):
 
 def test_bfcl_prompt_parsing_is_strict_and_lenient_is_optional(mt_by_id):
     assert [c.name for c in parse_bfcl_prompt("```\n[cd(folder='a'), ls()]\n```").calls] == [
-        "cd", "ls"]
+        "cd",
+        "ls",
+    ]
     assert parse_bfcl_prompt("cd(folder='a')").calls[0].arguments == {"folder": "a"}
     assert not parse_bfcl_prompt("I will run cd(folder='a') now").ok
     assert not parse_bfcl_prompt("[cd(folder=__import__('os'))]").ok
@@ -182,15 +216,21 @@ def test_bfcl_prompt_parsing_is_strict_and_lenient_is_optional(mt_by_id):
     text = ModelReply(text="I will run cd(folder='document') now")
     strict = run_conversation(Scripted([text, DONE, DONE, DONE]), case, style="prompt")
     assert strict.turns[0].steps[0].calls == []
-    lenient = run_conversation(Scripted([text, DONE, DONE, DONE, DONE]), case, style="prompt",
-                               parse_mode="lenient")
+    lenient = run_conversation(
+        Scripted([text, DONE, DONE, DONE, DONE]), case, style="prompt", parse_mode="lenient"
+    )
     assert lenient.turns[0].steps[0].calls == [{"name": "cd", "arguments": {"folder": "document"}}]
 
 
 def test_replay_backend_drives_a_case(mt_by_id, tmp_path: Path):
     case = mt_by_id["multi_turn_base_0"]
-    outputs: list[Any] = [{"text": "", "tool_calls": [
-        {"name": "cd", "arguments": {"folder": "document"}}]}, "ok", "ok", "ok", "ok"]
+    outputs: list[Any] = [
+        {"text": "", "tool_calls": [{"name": "cd", "arguments": {"folder": "document"}}]},
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+    ]
     path = tmp_path / "replay.jsonl"
     path.write_text(json.dumps({"case_id": case.id, "outputs": outputs}) + "\n")
     traj = run_conversation(ReplayModel(path, native_tools=True), case)

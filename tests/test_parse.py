@@ -203,9 +203,7 @@ def test_glaive_invalid_quoted_arguments_fail_with_reason() -> None:
         ("""{"name": "f", "arguments": '{"a": "two\nlines"}'}""", {"a": "two\nlines"}),
     ],
 )
-def test_glaive_apostrophes_and_closing_quotes_inside_values(
-    payload: str, arguments: dict
-) -> None:
+def test_glaive_apostrophes_and_closing_quotes_inside_values(payload: str, arguments: dict) -> None:
     for tail in ("", " <|endoftext|>", '\n\nFUNCTION RESPONSE: {"ok": "it\'s done\'}"}'):
         r = parse_text("<functioncall> " + payload + tail)
         assert r.form == "functioncall"
@@ -219,7 +217,10 @@ def test_glaive_apostrophes_and_closing_quotes_inside_values(
         ("""{"name": "f", "arguments": {"a": Infinity}}""", "non-finite"),
         (
             """{"name": "f", "arguments": '{"a": "it's", "b": """
-            + "[" * 40 + "1" + "]" * 40 + "}'}",
+            + "[" * 40
+            + "1"
+            + "]" * 40
+            + "}'}",
             "nested deeper",
         ),
         ("""{"name": "f", "arguments": '[1, "it's"]'}""", "not a JSON object"),

@@ -595,8 +595,11 @@ def test_ablation_matrix():
 
 
 def test_markdown_leaves_out_categories_the_probe_never_ran():
-    base = [("b1", "multi_turn_base", False, True), ("b2", "multi_turn_base", False, False),
-            ("m1", "multi_turn_miss_param", False, False)]  # fmt: skip
+    base = [
+        ("b1", "multi_turn_base", False, True),
+        ("b2", "multi_turn_base", False, False),
+        ("m1", "multi_turn_miss_param", False, False),
+    ]
     probed = [("m1", "multi_turn_miss_param", False, True)]
     md = compare_markdown(compare_probe(base, probed, {"m1": True}, "cri-retry"))
     lines = md.splitlines()

@@ -23,8 +23,12 @@ def _modules_after(code: str) -> list[str]:
     """``sys.modules`` of a fresh interpreter after running ``code``."""
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
-        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=ROOT,
+    )
     return json.loads(out.stdout.splitlines()[-1])
 
 
@@ -38,8 +42,17 @@ def test_every_public_name_resolves() -> None:
 def test_all_the_export_map_and_the_type_checking_imports_agree() -> None:
     assert list(callscope._EXPORTS) == callscope.__all__
     tree = ast.parse(Path(callscope.__file__).read_text(encoding="utf-8"))
-    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
-    typed = {a.name: node.module for node in block.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    block = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"
+    )
+    typed = {
+        a.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for a in node.names
+    }
     assert typed == callscope._EXPORTS
 
 
@@ -62,7 +75,9 @@ def test_import_callscope_is_cheap() -> None:
 
 
 def test_light_names_do_not_pull_heavy_dependencies() -> None:
-    mods = _modules_after("import callscope\ncallscope.parse_output\ncallscope.diagnose\ncallscope.RunStore")
+    mods = _modules_after(
+        "import callscope\ncallscope.parse_output\ncallscope.diagnose\ncallscope.RunStore"
+    )
     assert [m for m in mods if m.split(".")[0] in ("pandas", "matplotlib", "llama_cpp")] == []
 
 
@@ -83,7 +98,9 @@ def readme_library_example() -> str:
 def test_the_readme_library_example_runs() -> None:
     code = readme_library_example()
     assert "import callscope\n" in code and "from callscope" not in code
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert res.returncode == 0, res.stderr
     first, fix = res.stdout.splitlines()[:2]
     assert first == "2 0.5"  # stage 2 (structure): tip_percentage is missing

@@ -26,8 +26,13 @@ class Echo(ChatModel):
         self.spec = spec
         self.supports_native_tools = False
 
-    def chat(self, messages, tools=None, decoding: Decoding | None = None,
-             context: RequestContext | None = None) -> ModelReply:
+    def chat(
+        self,
+        messages,
+        tools=None,
+        decoding: Decoding | None = None,
+        context: RequestContext | None = None,
+    ) -> ModelReply:
         return ModelReply(text=f"{self.spec} {context.case_id if context else '-'}")
 
 
@@ -96,8 +101,11 @@ def test_metric_specs_feed_every_list():
     expected = intrinsic + agg.EXTRINSIC + outcomes
     assert expected == agg.ACROSS_METRICS
     assert HEADLINE_METRICS == (
-        ("solve_rate", "solve rate", "rate"), ("name_acc", "name acc", "rate"),
-        ("arg_f1", "arg F1", "mean"), ("vhr", "VHR", "mean"), ("avem", "AVEM", "mean"),
+        ("solve_rate", "solve rate", "rate"),
+        ("name_acc", "name acc", "rate"),
+        ("arg_f1", "arg F1", "mean"),
+        ("vhr", "VHR", "mean"),
+        ("avem", "AVEM", "mean"),
     )
     assert [m.stage for m in METRIC_SPECS if m.kind == "intrinsic"] == [1, 1, 2, 2, 2, 3, 3, 3]
     assert all("SAAG section" in m.description for m in METRIC_SPECS)

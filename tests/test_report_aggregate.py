@@ -212,17 +212,47 @@ def test_overcorrection(outcomes: list[dict]) -> None:
 
 
 def _err_outcome(first: dict | None) -> dict:
-    return {"model": "m", "case_id": "e", "mode": "binary", "scale": 5, "n_attempts": 2,
-            "solved_at": None, "error": "boom", "error_kind": "timeout", "has_gold": True,
-            "final": {**(first or {}), "error": "boom"}, "first": first}  # fmt: skip
+    return {
+        "model": "m",
+        "case_id": "e",
+        "mode": "binary",
+        "scale": 5,
+        "n_attempts": 2,
+        "solved_at": None,
+        "error": "boom",
+        "error_kind": "timeout",
+        "has_gold": True,
+        "final": {**(first or {}), "error": "boom"},
+        "first": first,
+    }
 
 
 def test_model_errors_count_as_failures() -> None:
-    first = {"stage": 0, "fnem": 1, "rpr": 1.0, "spr": 0.0, "avem": 1.0, "vhr": 0.0,
-             "name_match": True, "arg_precision": 1.0, "arg_recall": 1.0, "arg_f1": 1.0}  # fmt: skip
-    ok = {"model": "m", "case_id": "k", "mode": "binary", "scale": 5, "n_attempts": 1,
-          "solved_at": 1, "error": None, "error_kind": None, "has_gold": True,
-          "final": dict(first), "first": dict(first)}  # fmt: skip
+    first = {
+        "stage": 0,
+        "fnem": 1,
+        "rpr": 1.0,
+        "spr": 0.0,
+        "avem": 1.0,
+        "vhr": 0.0,
+        "name_match": True,
+        "arg_precision": 1.0,
+        "arg_recall": 1.0,
+        "arg_f1": 1.0,
+    }
+    ok = {
+        "model": "m",
+        "case_id": "k",
+        "mode": "binary",
+        "scale": 5,
+        "n_attempts": 1,
+        "solved_at": 1,
+        "error": None,
+        "error_kind": None,
+        "has_gold": True,
+        "final": dict(first),
+        "first": dict(first),
+    }
     rows = [ok, _err_outcome(None), _err_outcome(first)]
     g = agg.group_metrics(rows, n_boot=100)
     assert (g["n"], g["n_errors"]) == (3, 2)
@@ -243,11 +273,29 @@ def test_model_errors_count_as_failures() -> None:
 
 
 def _simple(model: str, mode: str, solved: bool, f1: float, i: int) -> dict:
-    final = {"stage": 0 if solved else 3, "fnem": 1, "name_match": True, "arg_precision": f1,
-             "arg_recall": f1, "arg_f1": f1, "avem": 1.0, "vhr": 0.0}  # fmt: skip
-    return {"model": model, "case_id": f"c{i}", "mode": mode, "scale": 5, "n_attempts": 1,
-            "solved_at": 1 if solved else None, "error": None, "error_kind": None,
-            "has_gold": True, "final": final, "first": final}  # fmt: skip
+    final = {
+        "stage": 0 if solved else 3,
+        "fnem": 1,
+        "name_match": True,
+        "arg_precision": f1,
+        "arg_recall": f1,
+        "arg_f1": f1,
+        "avem": 1.0,
+        "vhr": 0.0,
+    }
+    return {
+        "model": model,
+        "case_id": f"c{i}",
+        "mode": mode,
+        "scale": 5,
+        "n_attempts": 1,
+        "solved_at": 1 if solved else None,
+        "error": None,
+        "error_kind": None,
+        "has_gold": True,
+        "final": final,
+        "first": final,
+    }
 
 
 def test_compare_outcomes() -> None:

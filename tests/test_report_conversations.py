@@ -135,8 +135,7 @@ def data(run_dir: Path) -> dict[str, Any]:
 
 
 def conv(data: dict[str, Any], probe: str, case_id: str) -> dict[str, Any]:
-    (found,) = [c for c in data["conversations"]
-                if c["probe"] == probe and c["case_id"] == case_id]  # fmt: skip
+    (found,) = [c for c in data["conversations"] if c["probe"] == probe and c["case_id"] == case_id]
     return found
 
 
@@ -174,8 +173,10 @@ def test_classes_and_verdicts_baseline(data: dict[str, Any]) -> None:
     assert b1["reason"]
 
     m0 = conv(data, "baseline", "multi_turn_miss_param_0")
-    assert classes(m0) == [["TOOL_CALL", "OTHER"]] * 3 + [["TOOL_CALL", "ASK"],
-                                                          ["TOOL_CALL", "OTHER"]]  # fmt: skip
+    assert classes(m0) == [["TOOL_CALL", "OTHER"]] * 3 + [
+        ["TOOL_CALL", "ASK"],
+        ["TOOL_CALL", "OTHER"],
+    ]
     assert (m0["passed"], m0["gold_emitted"]) == (True, True)
     assert m0["gold_class"] == "ASK" and m0["due_turns"] == [3]
     assert [t["due"] for t in m0["turns"]] == [False, False, False, True, False]
@@ -189,8 +190,11 @@ def test_classes_and_verdicts_baseline(data: dict[str, Any]) -> None:
     m1 = conv(data, "baseline", "multi_turn_miss_param_1")
     assert classes(m1)[3] == ["OTHER"]
     assert (m1["passed"], m1["gold_emitted"]) == (True, False)
-    assert all(c["other_events"] == [] and c["n_fired"] == 0
-               for c in data["conversations"] if c["probe"] == "baseline")  # fmt: skip
+    assert all(
+        c["other_events"] == [] and c["n_fired"] == 0
+        for c in data["conversations"]
+        if c["probe"] == "baseline"
+    )
 
 
 def test_probe_events_on_their_turns(data: dict[str, Any]) -> None:
@@ -214,8 +218,7 @@ def test_probe_events_on_their_turns(data: dict[str, Any]) -> None:
 
 
 def test_diagnostic_rows_and_comparison(data: dict[str, Any]) -> None:
-    assert [(r["model"], r["probe"]) for r in data["runs"]] == [(MODEL, "baseline"),
-                                                                 (MODEL, "sri")]  # fmt: skip
+    assert [(r["model"], r["probe"]) for r in data["runs"]] == [(MODEL, "baseline"), (MODEL, "sri")]
     rows = {r["category"]: r for r in data["runs"][0]["rows"]}
     assert (rows["multi_turn_base"]["gar_case"], rows["multi_turn_base"]["acc"]) == (0.5, 0.5)
     mp = rows["multi_turn_miss_param"]
@@ -239,31 +242,63 @@ def test_diagnostic_rows_and_comparison(data: dict[str, Any]) -> None:
     # the ablation matrix: one row per probe, ΔAcc / ΔGAR per category, fired % over all cases
     (abl,) = data["ablations"]
     assert abl["model"] == MODEL
-    assert abl["table"]["columns"] == ["Probe", "base ΔAcc / ΔGAR", "miss_param ΔAcc / ΔGAR",
-                                       "all ΔAcc / ΔGAR", "fired %"]  # fmt: skip
+    assert abl["table"]["columns"] == [
+        "Probe",
+        "base ΔAcc / ΔGAR",
+        "miss_param ΔAcc / ΔGAR",
+        "all ΔAcc / ΔGAR",
+        "fired %",
+    ]
     assert abl["table"]["rows"] == [["sri", "+0.0 / +0.0", "+0.0 / +0.0", "+0.0 / +0.0", "50.0"]]
 
 
 def test_placeholder_and_retracted_steps() -> None:
     conv_row = {
-        "model": "m", "probe": "cri-bypass", "case_id": "x", "category": "multi_turn_miss_func",
+        "model": "m",
+        "probe": "cri-bypass",
+        "case_id": "x",
+        "category": "multi_turn_miss_func",
         "passed": False,
         "trajectory": {
-            "turns": [{"index": 0, "user_messages": [{"role": "user", "content": "hi"}],
-                       "added_functions": [], "available": ["ls"], "steps": [
-                {"text": "", "tool_calls": [{"name": "ls", "arguments": {}}],
-                 "calls": [{"name": "ls", "arguments": {}}], "results": [], "retracted": True},
-                {"text": "I cannot proceed with this request yet.", "tool_calls": None,
-                 "calls": [], "results": [], "placeholder": True},
-            ]}],
+            "turns": [
+                {
+                    "index": 0,
+                    "user_messages": [{"role": "user", "content": "hi"}],
+                    "added_functions": [],
+                    "available": ["ls"],
+                    "steps": [
+                        {
+                            "text": "",
+                            "tool_calls": [{"name": "ls", "arguments": {}}],
+                            "calls": [{"name": "ls", "arguments": {}}],
+                            "results": [],
+                            "retracted": True,
+                        },
+                        {
+                            "text": "I cannot proceed with this request yet.",
+                            "tool_calls": None,
+                            "calls": [],
+                            "results": [],
+                            "placeholder": True,
+                        },
+                    ],
+                }
+            ],
             "partial_turn": {"index": 1, "user_messages": [], "steps": []},
-            "events": [{"turn": 0, "step": 0, "decision": "fired", "reason": "detected"},
-                       {"turn": 7, "step": 0, "decision": "suppressed", "reason": "x"}],
+            "events": [
+                {"turn": 0, "step": 0, "decision": "fired", "reason": "detected"},
+                {"turn": 7, "step": 0, "decision": "suppressed", "reason": "x"},
+            ],
         },
-        "verdict": {"passed": False, "reason": "model error: boom",
-                    "per_turn": [{"index": i, "status": "unchecked", "gold_calls": 1,
-                                  "model_calls": 0, "steps": 0} for i in range(3)]},
-    }  # fmt: skip
+        "verdict": {
+            "passed": False,
+            "reason": "model error: boom",
+            "per_turn": [
+                {"index": i, "status": "unchecked", "gold_calls": 1, "model_calls": 0, "steps": 0}
+                for i in range(3)
+            ],
+        },
+    }
     rec = conversation_record(conv_row, None, None)
     steps = rec["turns"][0]["steps"]
     assert [(s["class"], s["retracted"], s["placeholder"]) for s in steps] == [
@@ -302,8 +337,13 @@ def test_page_sections_and_escaping(report: Path) -> None:
     assert page.count("<script") == 2  # the JSON block and the page's code
     data = json.loads(blocks[0])
     assert len(data["conversations"]) == 8
-    texts = [s["text"] for c in data["conversations"] if c["case_id"] == "multi_turn_base_1"
-             for t in c["turns"] for s in t["steps"]]  # fmt: skip
+    texts = [
+        s["text"]
+        for c in data["conversations"]
+        if c["case_id"] == "multi_turn_base_1"
+        for t in c["turns"]
+        for s in t["steps"]
+    ]
     assert texts.count(PAYLOAD) == 3  # once in the baseline, twice (retry) under sri
     # diagnostic tables are server-rendered, escaped cells
     assert "bound violation (Acc &gt; GAR)" in page
@@ -313,15 +353,26 @@ def test_page_sections_and_escaping(report: Path) -> None:
 
 def saag_run(run_dir: Path) -> None:
     """Two single-call cases replayed in the SAAG loop into ``run_dir``'s store."""
-    weather = {"name": "get_weather", "description": "Weather for a city",
-               "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                              "required": ["city"]}}  # fmt: skip
+    weather = {
+        "name": "get_weather",
+        "description": "Weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
     good = json.dumps({"name": "get_weather", "arguments": {"city": "Paris"}})
     cases = [
-        Case(id=cid, query="Weather in Paris?", functions=[weather],
-             gold={"name": "get_weather", "arguments": {"city": "Paris"}}, scale=5)
+        Case(
+            id=cid,
+            query="Weather in Paris?",
+            functions=[weather],
+            gold={"name": "get_weather", "arguments": {"city": "Paris"}},
+            scale=5,
+        )
         for cid in ("w1", "w2")
-    ]  # fmt: skip
+    ]
     replay = run_dir.parent / "replay.jsonl"
     replay.write_text(
         json.dumps({"case_id": "w1", "outputs": [good]})

@@ -16,8 +16,17 @@ import pytest
 from callscope.report.figures import FIGURE_FILES
 from callscope.report.html import build_report, json_for_script
 
-TABLES = ("headline", "per_scale", "aggregate", "extrinsic", "intrinsic", "cumulative_solve",
-          "failure_breakdown", "overcorrection", "errors")  # fmt: skip
+TABLES = (
+    "headline",
+    "per_scale",
+    "aggregate",
+    "extrinsic",
+    "intrinsic",
+    "cumulative_solve",
+    "failure_breakdown",
+    "overcorrection",
+    "errors",
+)
 DATA_BLOCK = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
 
 
@@ -63,8 +72,15 @@ def test_markdown_table(report: Path) -> None:
 
 def test_latex_table(report: Path) -> None:
     tex = (report.parent / "tables" / "intrinsic.tex").read_text(encoding="utf-8")
-    for token in (r"\begin{table}", r"\toprule", r"\midrule", r"\bottomrule", r"\caption{",
-                  r"\label{tab:intrinsic}", "stage-conditional"):  # fmt: skip
+    for token in (
+        r"\begin{table}",
+        r"\toprule",
+        r"\midrule",
+        r"\bottomrule",
+        r"\caption{",
+        r"\label{tab:intrinsic}",
+        "stage-conditional",
+    ):
         assert token in tex
     body = tex.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0]
     assert r"\_" in body  # the model spec (a tmp path with underscores) is escaped

@@ -46,7 +46,14 @@ class SlowModelHandler(BaseHTTPRequestHandler):
         city = msgs[1]["content"].split("in ")[-1].rstrip("?")
         args = {"city": city} if len(msgs) == 2 else {"city": city, "unit": "celsius"}
         reply = {
-            "choices": [{"message": {"role": "assistant", "content": json.dumps({"name": "get_weather", "arguments": args})}}],
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "content": json.dumps({"name": "get_weather", "arguments": args}),
+                    }
+                }
+            ],
             "usage": {"prompt_tokens": 20, "completion_tokens": 9},
         }
         data = json.dumps(reply).encode()
@@ -74,17 +81,36 @@ def write_cases(path: Path) -> None:
                 "id": f"w{i}",
                 "query": f"What is the weather in celsius in City{i}?",
                 "functions": [FUNC],
-                "gold": {"name": "get_weather", "arguments": {"city": f"City{i}", "unit": "celsius"}},
+                "gold": {
+                    "name": "get_weather",
+                    "arguments": {"city": f"City{i}", "unit": "celsius"},
+                },
             }
             fh.write(json.dumps(row) + "\n")
 
 
 def command(cases: Path, out: Path, url: str) -> list[str]:
     return [
-        sys.executable, "-m", "callscope.cli", "run", str(cases), "-o", str(out),
-        "-m", "openai:fake", "--base-url", url, "--style", "prompt", "--max-attempts", "3",
-        "--no-cache", "--quiet", "--concurrency", "2",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "callscope.cli",
+        "run",
+        str(cases),
+        "-o",
+        str(out),
+        "-m",
+        "openai:fake",
+        "--base-url",
+        url,
+        "--style",
+        "prompt",
+        "--max-attempts",
+        "3",
+        "--no-cache",
+        "--quiet",
+        "--concurrency",
+        "2",
+    ]
 
 
 def count_outcomes(store: Path) -> int:
@@ -149,7 +175,15 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, server, sig) ->
         assert rc == 130
     else:
         assert rc == -signal.SIGKILL
-    done = subprocess.run(cmd, env={**os.environ, "OPENAI_API_KEY": "test"}, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        cmd,
+        env={**os.environ, "OPENAI_API_KEY": "test"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    assert f"{N_CASES * len(MODES) - partial} ran, {partial} already done" in " ".join(done.stderr.split())
+    assert f"{N_CASES * len(MODES) - partial} ran, {partial} already done" in " ".join(
+        done.stderr.split()
+    )
     check_complete(out)

@@ -57,7 +57,7 @@ def test_an_unversioned_store_is_upgraded_in_place(tmp_path: Path) -> None:
     con.execute(
         "INSERT INTO outcomes(model, case_id, mode, scale, n_attempts, solved_at, error,"
         " error_kind, final, first) VALUES ('m', 'c1', 'direct', 5, 1, 1, NULL, NULL,"
-        " '{\"id\": \"c1\", \"solved\": true}', 'null')"
+        ' \'{"id": "c1", "solved": true}\', \'null\')'
     )
     con.commit()
     con.close()
@@ -74,9 +74,13 @@ def test_an_unversioned_store_is_upgraded_in_place(tmp_path: Path) -> None:
 def test_records_round_trip_through_the_codec(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
     attempt = Attempt(
-        attempt=1, messages=[{"role": "user", "content": "Météo à Oslo ?"}], reply=None,
-        parsed=[], row={"id": "c1", "solved": True, "path": tmp_path}, diagnosis=None,
-    )  # fmt: skip
+        attempt=1,
+        messages=[{"role": "user", "content": "Météo à Oslo ?"}],
+        reply=None,
+        parsed=[],
+        row={"id": "c1", "solved": True, "path": tmp_path},
+        diagnosis=None,
+    )
     store.save_outcome("m", 5, Outcome(case_id="c1", mode="direct", attempts=[attempt]))
     [row] = list(store.outcomes())
     assert row["first"] == {"id": "c1", "solved": True, "path": str(tmp_path)}
@@ -98,7 +102,10 @@ def test_json_goes_through_one_pair_of_functions() -> None:
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef):
             for node in ast.walk(fn):
-                if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                        and node.value.id == "json"):  # fmt: skip
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "json"
+                ):
                     where.append(f"{fn.name}:{node.attr}")
     assert sorted(where) == ["decode:loads", "encode:dumps"]

@@ -21,9 +21,7 @@ def _table(**kw: object) -> Table:
 
 def test_markdown_plain_escapes_and_note() -> None:
     md = _table(note="Intervals: Wilson.").to_markdown()
-    assert md == (
-        "| Name | n |\n|---|---|\n| a\\|b | 3 |\n| c\\\\d | 10 |\n\nIntervals: Wilson.\n"
-    )
+    assert md == ("| Name | n |\n|---|---|\n| a\\|b | 3 |\n| c\\\\d | 10 |\n\nIntervals: Wilson.\n")
 
 
 def test_markdown_title_caption_and_empty() -> None:
@@ -36,8 +34,11 @@ def test_markdown_title_caption_and_empty() -> None:
 def test_cells_are_what_the_markdown_reads_back_as() -> None:
     t = _table(note="one note")
     assert t.cells() == markdown_table(t.to_markdown())
-    assert t.cells() == {"columns": ["Name", "n"], "rows": [["a|b", "3"], ["c\\d", "10"]],
-                         "notes": ["one note"]}  # fmt: skip
+    assert t.cells() == {
+        "columns": ["Name", "n"],
+        "rows": [["a|b", "3"], ["c\\d", "10"]],
+        "notes": ["one note"],
+    }
 
 
 def test_html_escapes_and_no_rows() -> None:
@@ -50,18 +51,28 @@ def test_html_escapes_and_no_rows() -> None:
 
 
 def test_latex_booktabs_alignment_and_escaping() -> None:
-    tex = Table(["model_name", "x ± s"], [["m_1", "0.5 ± 0.1"]], caption="50% of _all_",
-                name="demo", align="lr").to_latex()  # fmt: skip
+    tex = Table(
+        ["model_name", "x ± s"],
+        [["m_1", "0.5 ± 0.1"]],
+        caption="50% of _all_",
+        name="demo",
+        align="lr",
+    ).to_latex()
     lines = tex.splitlines()
-    assert lines[:5] == [r"\begin{table}[t]", r"\centering", r"\small",
-                         r"\caption{50\% of \_all\_}", r"\label{tab:demo}"]  # fmt: skip
+    assert lines[:5] == [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        r"\caption{50\% of \_all\_}",
+        r"\label{tab:demo}",
+    ]
     assert r"\begin{tabular}{lr}" in lines and r"\toprule" in lines and r"\bottomrule" in lines
     assert r"m\_1 & 0.5 $\pm$ 0.1 \\" in lines
     assert latex_escape("a–b") == "a--b" and markdown_escape("x\ny") == "x y"
 
 
 def test_csv_and_rich() -> None:
-    assert _table().to_csv() == 'Name,n\na|b,3\nc\\d,10\n'
+    assert _table().to_csv() == "Name,n\na|b,3\nc\\d,10\n"
     rich = _table(title="R", align="lr", row_styles=[None, "red"]).to_rich()
     assert rich.row_count == 2 and rich.columns[1].justify == "right"
     console = Console(record=True, width=80)
@@ -86,18 +97,45 @@ def test_percent_cells() -> None:
 
 
 def test_diagnostic_and_paired_tables_round_trip_through_markdown() -> None:
-    row = {"category": "miss_param", "gold_class": "ASK", "n": 2, "gar_case": 0.5,
-           "gar_case_ci_low": 0.094528, "gar_case_ci_high": 0.905472, "gar_turn": None,
-           "gar_per_turn": None, "acc": 1.0, "acc_ci_low": 0.342372, "acc_ci_high": 1.0,
-           "gap": -0.5, "bound_violation": True, "passed_without_gold": 1}  # fmt: skip
+    row = {
+        "category": "miss_param",
+        "gold_class": "ASK",
+        "n": 2,
+        "gar_case": 0.5,
+        "gar_case_ci_low": 0.094528,
+        "gar_case_ci_high": 0.905472,
+        "gar_turn": None,
+        "gar_per_turn": None,
+        "acc": 1.0,
+        "acc_ci_low": 0.342372,
+        "acc_ci_high": 1.0,
+        "gap": -0.5,
+        "bound_violation": True,
+        "passed_without_gold": 1,
+    }
     table = diagnostics_table([row])
     assert table.cells() == markdown_table(to_markdown([row]))
     assert table.row_styles == ["red"]
-    cmp_row = {"probe": "sri", "category": "all", "n": 1, "unpaired": 0, "acc_base": 1.0,
-               "acc_probe": 0.0, "d_acc": -1.0, "d_acc_lo": -1.0, "d_acc_hi": 0.2,
-               "pass_to_fail": 1, "fail_to_pass": 0, "gar_valid": True, "gar_base": 1.0,
-               "gar_probe": 1.0, "d_gar": 0.0, "d_gar_lo": -0.8, "d_gar_hi": 0.8,
-               "fired_rate": 1.0}  # fmt: skip
+    cmp_row = {
+        "probe": "sri",
+        "category": "all",
+        "n": 1,
+        "unpaired": 0,
+        "acc_base": 1.0,
+        "acc_probe": 0.0,
+        "d_acc": -1.0,
+        "d_acc_lo": -1.0,
+        "d_acc_hi": 0.2,
+        "pass_to_fail": 1,
+        "fail_to_pass": 0,
+        "gar_valid": True,
+        "gar_base": 1.0,
+        "gar_probe": 1.0,
+        "d_gar": 0.0,
+        "d_gar_lo": -0.8,
+        "d_gar_hi": 0.8,
+        "fired_rate": 1.0,
+    }
     assert compare_table([cmp_row]).cells() == markdown_table(compare_markdown([cmp_row]))
     assert ablation_table([]).cells() == {"columns": [], "rows": [], "notes": []}
 

@@ -957,7 +957,9 @@ def test_calibrate_from_tau2_cli_writes_tables_and_page(tmp_path: Path) -> None:
     from callscope.cli import app
 
     run = write_airline(tmp_path / "airline.json")
-    res = CliRunner().invoke(app, ["calibrate", "--from-tau2", str(run), "-o", str(tmp_path / "out")])
+    res = CliRunner().invoke(
+        app, ["calibrate", "--from-tau2", str(run), "-o", str(tmp_path / "out")]
+    )
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "out" / "tau2-diagnostics.json").read_text())
     assert data["rows"], "GAR rows were written"
@@ -965,5 +967,7 @@ def test_calibrate_from_tau2_cli_writes_tables_and_page(tmp_path: Path) -> None:
     assert "GAR and Acc per domain and gold class" in page and "airline" in page
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "tau2"}')
-    res = CliRunner().invoke(app, ["calibrate", "--from-tau2", str(bad), "-o", str(tmp_path / "o2")])
+    res = CliRunner().invoke(
+        app, ["calibrate", "--from-tau2", str(bad), "-o", str(tmp_path / "o2")]
+    )
     assert res.exit_code == 1 and "Traceback" not in res.output

@@ -114,8 +114,10 @@ def get_benchmark(name: str) -> MultiTurnBenchmark[Any]:
     registered names otherwise."""
     factory = BENCHMARKS.get(name)
     if factory is None:
-        raise ValueError(f"unknown multi-turn benchmark {name!r}; registered: "
-                         f"{', '.join(BENCHMARKS) or '(none)'}")
+        raise ValueError(
+            f"unknown multi-turn benchmark {name!r}; registered: "
+            f"{', '.join(BENCHMARKS) or '(none)'}"
+        )
     return factory()
 
 

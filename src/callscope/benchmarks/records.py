@@ -107,8 +107,11 @@ class Trajectory(Record):
         """Per completed turn, per step with at least one accepted call, the rebuilt call
         strings as recorded (BFCL's decoded-results shape). The grader recomputes them."""
         return [
-            [calls for step in turn.steps
-             if (calls := [r.call for r in step.results if r.accepted and r.call])]
+            [
+                calls
+                for step in turn.steps
+                if (calls := [r.call for r in step.results if r.accepted and r.call])
+            ]
             for turn in self.turns
         ]
 

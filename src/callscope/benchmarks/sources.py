@@ -67,11 +67,7 @@ def _bfcl(_argument: str, _allow_download: bool) -> tuple[list[Case], Counter[st
     """The installed bfcl-eval single-call data (offline); dropped rows as ``category:why``."""
     load = load_bfcl_single_detailed()
     dropped = Counter(
-        {
-            f"{cat}:{why}": k
-            for cat, reasons in load.skipped.items()
-            for why, k in reasons.items()
-        }
+        {f"{cat}:{why}": k for cat, reasons in load.skipped.items() for why, k in reasons.items()}
     )
     return list(load.cases), dropped
 
@@ -83,11 +79,24 @@ def _glaive(argument: str, allow_download: bool) -> tuple[list[Case], Counter[st
     return g.cases, Counter(g.dropped)
 
 
-register_source(Source(BFCL_SOURCE, "bfcl", False,
-                       "BFCL single-call categories from the installed bfcl-eval (offline)",
-                       _bfcl))
-register_source(Source(GLAIVE_PREFIX.rstrip(":"), "glaive:PATH", True,
-                       "a Glaive function-calling file (or glaive:hf:<dataset>)", _glaive))
+register_source(
+    Source(
+        BFCL_SOURCE,
+        "bfcl",
+        False,
+        "BFCL single-call categories from the installed bfcl-eval (offline)",
+        _bfcl,
+    )
+)
+register_source(
+    Source(
+        GLAIVE_PREFIX.rstrip(":"),
+        "glaive:PATH",
+        True,
+        "a Glaive function-calling file (or glaive:hf:<dataset>)",
+        _glaive,
+    )
+)
 
 
 def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case], Counter[str]]:
@@ -118,7 +127,11 @@ def build_benchmark(
     if n is not None and n > len(cases):
         raise ValueError(f"asked for n={n} queries but {source} yields only {len(cases)}")
     built = build_registry_benchmark(
-        cases, scales=scales, n=n, seed=seed,
-        distractors=distractors, gold_position=gold_position,  # type: ignore[arg-type]
-    )  # fmt: skip
+        cases,
+        scales=scales,
+        n=n,
+        seed=seed,
+        distractors=distractors,
+        gold_position=gold_position,  # type: ignore[arg-type]
+    )
     return BuiltBenchmark(cases=built, source_cases=len(cases), dropped=dropped)

@@ -48,15 +48,35 @@ def _paired_delta(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
     gained = sum(1 for x, y in pairs if y and not x)
     neither = n - both - lost - gained
     if n == 0:
-        return {"base": None, "probe": None, "delta": None, "lo": None, "hi": None,
-                "lost": 0, "gained": 0}  # fmt: skip
+        return {
+            "base": None,
+            "probe": None,
+            "delta": None,
+            "lo": None,
+            "hi": None,
+            "lost": 0,
+            "gained": 0,
+        }
     theta, lo, hi = newcombe_paired(both, gained, lost, neither)
-    return {"base": (both + lost) / n, "probe": (both + gained) / n, "delta": theta,
-            "lo": lo, "hi": hi, "lost": lost, "gained": gained}  # fmt: skip
+    return {
+        "base": (both + lost) / n,
+        "probe": (both + gained) / n,
+        "delta": theta,
+        "lo": lo,
+        "hi": hi,
+        "lost": lost,
+        "gained": gained,
+    }
 
 
-def _row(probe: str, category: str, pairs: list[tuple[CaseResult, CaseResult]],
-         fired: Mapping[str, bool], gar_valid: bool, unpaired: int) -> dict[str, Any]:  # fmt: skip
+def _row(
+    probe: str,
+    category: str,
+    pairs: list[tuple[CaseResult, CaseResult]],
+    fired: Mapping[str, bool],
+    gar_valid: bool,
+    unpaired: int,
+) -> dict[str, Any]:
     acc = _paired_delta([(b[2], p[2]) for b, p in pairs])
     gar = _paired_delta([(b[3], p[3]) for b, p in pairs])
     n_fired = sum(1 for b, _ in pairs if fired.get(b[0], False))
@@ -165,9 +185,19 @@ def ablation_matrix(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[
 # ------------------------------------------------------------------------------- tables
 
 COMPARE_COLUMNS: tuple[str, ...] = (
-    "Probe", "Category", "n", "Acc base", "Acc probe", "ΔAcc pp [95% CI]", "PASS→FAIL",
-    "FAIL→PASS", "GAR base", "GAR probe", "ΔGAR pp [95% CI]", "fired %",
-)  # fmt: skip
+    "Probe",
+    "Category",
+    "n",
+    "Acc base",
+    "Acc probe",
+    "ΔAcc pp [95% CI]",
+    "PASS→FAIL",
+    "FAIL→PASS",
+    "GAR base",
+    "GAR probe",
+    "ΔGAR pp [95% CI]",
+    "fired %",
+)
 
 
 def compare_table(rows: Sequence[Mapping[str, Any]]) -> Table:
@@ -179,18 +209,29 @@ def compare_table(rows: Sequence[Mapping[str, Any]]) -> Table:
         if r in absent:
             continue
         gar_note = "" if r["gar_valid"] else " (bypass)"
-        cells.append([
-            r["probe"], r["category"], r["n"], pct(r["acc_base"]), pct(r["acc_probe"]),
-            pct_ci(r["d_acc"], r["d_acc_lo"], r["d_acc_hi"], signed=True),
-            r["pass_to_fail"], r["fail_to_pass"], pct(r["gar_base"]),
-            f"{pct(r['gar_probe'])}{gar_note}",
-            f"{pct_ci(r['d_gar'], r['d_gar_lo'], r['d_gar_hi'], signed=True)}{gar_note}",
-            pct(r["fired_rate"]),
-        ])  # fmt: skip
+        cells.append(
+            [
+                r["probe"],
+                r["category"],
+                r["n"],
+                pct(r["acc_base"]),
+                pct(r["acc_probe"]),
+                pct_ci(r["d_acc"], r["d_acc_lo"], r["d_acc_hi"], signed=True),
+                r["pass_to_fail"],
+                r["fail_to_pass"],
+                pct(r["gar_base"]),
+                f"{pct(r['gar_probe'])}{gar_note}",
+                f"{pct_ci(r['d_gar'], r['d_gar_lo'], r['d_gar_hi'], signed=True)}{gar_note}",
+                pct(r["fired_rate"]),
+            ]
+        )
     notes = [f"Intervals: {CI_METHOD}; cases paired by id."]
     if absent:
-        notes.append("Not paired (in one run only): " + ", ".join(
-            f"{r['category']} ({r['unpaired']} cases)" for r in absent) + ".")  # fmt: skip
+        notes.append(
+            "Not paired (in one run only): "
+            + ", ".join(f"{r['category']} ({r['unpaired']} cases)" for r in absent)
+            + "."
+        )
     if any(not r["gar_valid"] for r in rows):
         notes.append("GAR is n/a under CRI-bypass: its abstention is not a model emission.")
     return Table(COMPARE_COLUMNS, cells, note=" ".join(notes))

@@ -437,11 +437,27 @@ class ProbeSession:
     def fired(self) -> bool:
         return any(e["decision"] == "fired" for e in self.events)
 
-    def _log(self, turn: int, step: int, seam: Seam, decision: str, reason: str,
-             detector: str, **details: Any) -> dict[str, Any]:  # fmt: skip
-        event = {"case_id": self.case.id, "turn": turn, "step": step, "probe": self.probe.name,
-                 "seam": seam, "decision": decision, "reason": reason, "detector": detector,
-                 **details}  # fmt: skip
+    def _log(
+        self,
+        turn: int,
+        step: int,
+        seam: Seam,
+        decision: str,
+        reason: str,
+        detector: str,
+        **details: Any,
+    ) -> dict[str, Any]:
+        event = {
+            "case_id": self.case.id,
+            "turn": turn,
+            "step": step,
+            "probe": self.probe.name,
+            "seam": seam,
+            "decision": decision,
+            "reason": reason,
+            "detector": detector,
+            **details,
+        }
         self.events.append(event)
         return event
 
@@ -479,15 +495,29 @@ class ProbeSession:
             )
             return None
         self._sri_turns.add(turn)
-        return self._log(turn, step, "halt", "fired", "halt", "halt",
-                         halting_class=halting_class, history_edited=self.probe.history_edit,
-                         components=[n for n, on in (("history", self.probe.history_edit),
-                                                     ("state", self.probe.state_injection),
-                                                     ("reconciliation", self.probe.reconciliation))
-                                     if on])  # fmt: skip
+        return self._log(
+            turn,
+            step,
+            "halt",
+            "fired",
+            "halt",
+            "halt",
+            halting_class=halting_class,
+            history_edited=self.probe.history_edit,
+            components=[
+                n
+                for n, on in (
+                    ("history", self.probe.history_edit),
+                    ("state", self.probe.state_injection),
+                    ("reconciliation", self.probe.reconciliation),
+                )
+                if on
+            ],
+        )
 
-    def retry_text(self, results: Sequence[ExecResult], prior_requests: Sequence[str],
-                   current_request: str) -> str:  # fmt: skip
+    def retry_text(
+        self, results: Sequence[ExecResult], prior_requests: Sequence[str], current_request: str
+    ) -> str:
         return sri_retry_text(self.probe, results, prior_requests, current_request)
 
     # ---- call seam

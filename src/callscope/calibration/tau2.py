@@ -411,9 +411,7 @@ def tau2_diagnostics(
             if m.get("role") == "assistant"
             for c in agent_calls(m)
         }
-        run_writes = decide_write_tools(
-            names, run.functions, tool_types(run.simulations), config
-        )
+        run_writes = decide_write_tools(names, run.functions, tool_types(run.simulations), config)
         domain_writes = writes.setdefault(run.domain, {})
         for name, decision in run_writes.items():
             domain_writes.setdefault(name, decision)
@@ -435,9 +433,16 @@ def tau2_diagnostics(
                 )
             ask_gold = is_ask_gold(run.domain, tid, tid in cand_cues, config)
             record, sim_calls = diagnose_simulation(
-                run, sim, task, ask_gold, run_writes, known, config.classifier, config.confirm,
+                run,
+                sim,
+                task,
+                ask_gold,
+                run_writes,
+                known,
+                config.classifier,
+                config.confirm,
                 judge,
-            )  # fmt: skip
+            )
             sims.append(record)
             calls.extend(sim_calls)
 

@@ -111,7 +111,6 @@ class SimulationRecord:
         return asdict(self)
 
 
-
 def message_classes_of(message: Mapping[str, Any], config: ClassifierConfig) -> list[str]:
     """Every class whose cues fire on an agent message (multi-label; its text and its agent
     tool calls); OTHER for a shape the classifier does not read."""
@@ -195,9 +194,7 @@ def diagnose_simulation(
                 nearest=nearest,
             )
             if is_write:
-                rec.confirm_rule = detect_confirmation(
-                    messages, i, confirm, classifier
-                )
+                rec.confirm_rule = detect_confirmation(messages, i, confirm, classifier)
                 if judge is not None:
                     rec.confirm_judge = judge_confirmation(
                         judge,

@@ -23,8 +23,14 @@ if TYPE_CHECKING:
     from callscope.calibration.tau2 import Tau2Diagnostics
 
 GAR_COLUMNS: tuple[str, ...] = (
-    "Domain", "Gold", "n", "GAR % [95% CI]", "Acc % [95% CI]", "GAR−Acc pp", "Flags",
-)  # fmt: skip
+    "Domain",
+    "Gold",
+    "n",
+    "GAR % [95% CI]",
+    "Acc % [95% CI]",
+    "GAR−Acc pp",
+    "Flags",
+)
 DOMAIN_COLUMNS: tuple[str, ...] = (
     "Domain",
     "sims",

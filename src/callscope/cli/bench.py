@@ -18,13 +18,26 @@ def _ints(text: str) -> list[int]:
 
 @bench_app.command("build")
 def bench_build(
-    source: Annotated[str, typer.Option("--source", help="bfcl | glaive:PATH | glaive:hf:glaiveai/glaive-function-calling-v2")] = "bfcl",
+    source: Annotated[
+        str,
+        typer.Option(
+            "--source", help="bfcl | glaive:PATH | glaive:hf:glaiveai/glaive-function-calling-v2"
+        ),
+    ] = "bfcl",
     scales: Annotated[str, typer.Option("--scales", help="registry sizes")] = "5,10,15",
-    n: Annotated[int, typer.Option("--n", help="number of queries (each appears once per scale)")] = 300,
+    n: Annotated[
+        int, typer.Option("--n", help="number of queries (each appears once per scale)")
+    ] = 300,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    distractors: Annotated[str, typer.Option("--distractors", help="uniform (paper) | similar (confusable)")] = "uniform",
-    gold_first: Annotated[bool, typer.Option("--gold-first", help="put the gold function first (paper Fig. 5)")] = False,
-    allow_download: Annotated[bool, typer.Option("--allow-download", help="allow fetching hf: sources")] = False,
+    distractors: Annotated[
+        str, typer.Option("--distractors", help="uniform (paper) | similar (confusable)")
+    ] = "uniform",
+    gold_first: Annotated[
+        bool, typer.Option("--gold-first", help="put the gold function first (paper Fig. 5)")
+    ] = False,
+    allow_download: Annotated[
+        bool, typer.Option("--allow-download", help="allow fetching hf: sources")
+    ] = False,
     output: Annotated[Path, typer.Option("-o", "--output")] = Path("cases.jsonl"),
 ) -> None:
     """Build a registry-scale benchmark: each query with S = 5/10/15 nested registries."""
@@ -33,13 +46,20 @@ def bench_build(
 
     try:
         built = build_benchmark(
-            source, scales=_ints(scales), n=n, seed=seed, distractors=distractors,
-            gold_position="first" if gold_first else "random", allow_download=allow_download,
+            source,
+            scales=_ints(scales),
+            n=n,
+            seed=seed,
+            distractors=distractors,
+            gold_position="first" if gold_first else "random",
+            allow_download=allow_download,
         )
     except (ValueError, FileNotFoundError, ImportError) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(1) from None
     count = benchmark_to_jsonl(built.cases, output)
-    console.print(f"{source}: {built.source_cases} usable single-call queries; wrote {count} cases ({n} queries × scales {scales}) to {output}")
+    console.print(
+        f"{source}: {built.source_cases} usable single-call queries; wrote {count} cases ({n} queries × scales {scales}) to {output}"
+    )
     for reason, k in sorted(built.dropped.items()):
         console.print(f"  dropped {reason}: {k}")

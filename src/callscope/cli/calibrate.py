@@ -36,20 +36,50 @@ from callscope.models.base import ChatModel, Decoding
 
 def calibrate(
     model: ModelOpt = DEFAULT_MODEL,
-    out: Annotated[Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")] = Path("runs/calibrate"),
-    categories: Annotated[str, typer.Option("--categories", help="base,long_context,miss_param,miss_func")] = "base,long_context,miss_param,miss_func",
-    n: Annotated[int | None, typer.Option("--n", help="cases per category (first N in BFCL order; all if omitted)")] = None,
-    probe: Annotated[str | None, typer.Option("--probe", help="sri | sri-no-history | sri-no-state | sri-no-reconciliation | sri-gate | sri-gate-miss-param | cri-retry | cri-bypass | cri-retry-saag | cri-bypass-saag")] = None,
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")
+    ] = Path("runs/calibrate"),
+    categories: Annotated[
+        str, typer.Option("--categories", help="base,long_context,miss_param,miss_func")
+    ] = "base,long_context,miss_param,miss_func",
+    n: Annotated[
+        int | None,
+        typer.Option("--n", help="cases per category (first N in BFCL order; all if omitted)"),
+    ] = None,
+    probe: Annotated[
+        str | None,
+        typer.Option(
+            "--probe",
+            help="sri | sri-no-history | sri-no-state | sri-no-reconciliation | sri-gate | sri-gate-miss-param | cri-retry | cri-bypass | cri-retry-saag | cri-bypass-saag",
+        ),
+    ] = None,
     style: StyleOpt = "auto",
     max_steps: Annotated[int, typer.Option("--max-steps")] = 20,
     max_tokens: MaxTokensOpt = 512,
-    preset_name: Annotated[str, typer.Option("--preset", help="classifier preset: default | ask_over_tool_call")] = "default",
-    from_bfcl: Annotated[Path | None, typer.Option("--from-bfcl", help="BFCL result tree from `bfcl generate`")] = None,
-    scores: Annotated[Path | None, typer.Option("--scores", help="BFCL score tree from `bfcl evaluate`")] = None,
-    bfcl_model: Annotated[str | None, typer.Option("--bfcl-model", help="model folder inside the BFCL trees")] = None,
-    from_tau2: Annotated[Path | None, typer.Option("--from-tau2", help="a tau2-bench results.json or run directory")] = None,
-    tasks: Annotated[Path | None, typer.Option("--tasks", help="tau2 tasks file (when results lack tasks)")] = None,
-    judge: Annotated[str | None, typer.Option("--judge", help="tau2 CONFIRM: also ask this model (any backend) and report agreement")] = None,
+    preset_name: Annotated[
+        str, typer.Option("--preset", help="classifier preset: default | ask_over_tool_call")
+    ] = "default",
+    from_bfcl: Annotated[
+        Path | None, typer.Option("--from-bfcl", help="BFCL result tree from `bfcl generate`")
+    ] = None,
+    scores: Annotated[
+        Path | None, typer.Option("--scores", help="BFCL score tree from `bfcl evaluate`")
+    ] = None,
+    bfcl_model: Annotated[
+        str | None, typer.Option("--bfcl-model", help="model folder inside the BFCL trees")
+    ] = None,
+    from_tau2: Annotated[
+        Path | None, typer.Option("--from-tau2", help="a tau2-bench results.json or run directory")
+    ] = None,
+    tasks: Annotated[
+        Path | None, typer.Option("--tasks", help="tau2 tasks file (when results lack tasks)")
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge", help="tau2 CONFIRM: also ask this model (any backend) and report agreement"
+        ),
+    ] = None,
     base_url: BaseUrlOpt = None,
     api_key: ApiKeyOpt = None,
     timeout: TimeoutOpt = 120.0,
@@ -63,17 +93,35 @@ def calibrate(
     if from_tau2 is not None:
         judge_model = None
         if judge:
-            judge_model = open_model(judge, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache)
+            judge_model = open_model(
+                judge,
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                cache=cache,
+                no_cache=no_cache,
+            )
         _from_tau2(from_tau2, out, tasks, judge_model, config)
     elif from_bfcl is not None:
         _from_bfcl(from_bfcl, out, scores, bfcl_model, config)
     else:
         _model_run(
-            model, out, comma_list(categories), n, probe=probe, style=style_arg(style),
-            max_steps=max_steps, decoding=Decoding(max_tokens=max_tokens), preset_name=preset_name,
-            quiet=quiet, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache,
+            model,
+            out,
+            comma_list(categories),
+            n,
+            probe=probe,
+            style=style_arg(style),
+            max_steps=max_steps,
+            decoding=Decoding(max_tokens=max_tokens),
+            preset_name=preset_name,
+            quiet=quiet,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            cache=cache,
             no_cache=no_cache,
-        )  # fmt: skip
+        )
 
 
 def _from_tau2(
@@ -110,27 +158,57 @@ def _from_bfcl(
 
 
 def _model_run(
-    spec: str, out: Path, categories: list[str], n: int | None, *, probe: str | None,
-    style: str | None, max_steps: int, decoding: Decoding, preset_name: str, quiet: bool,
-    base_url: str | None, api_key: str | None, timeout: float, cache: Path | None,
+    spec: str,
+    out: Path,
+    categories: list[str],
+    n: int | None,
+    *,
+    probe: str | None,
+    style: str | None,
+    max_steps: int,
+    decoding: Decoding,
+    preset_name: str,
+    quiet: bool,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    cache: Path | None,
     no_cache: bool,
-) -> None:  # fmt: skip
+) -> None:
     from callscope.calibration.diagnostics import rich_table  # lazy: numpy
     from callscope.runs.calibrate import BASELINE, calibrate_model, select_cases  # lazy: numpy
 
     cases = select_cases(categories, n)
-    m = open_model(spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache)
+    m = open_model(
+        spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+    )
     with interruptible(), closing(m):
         done = calibrate_model(
-            m, out, cases, probe=probe, style=style, max_steps=max_steps, decoding=decoding,
-            preset_name=preset_name, show_progress=not quiet,
-        )  # fmt: skip
+            m,
+            out,
+            cases,
+            probe=probe,
+            style=style,
+            max_steps=max_steps,
+            decoding=decoding,
+            preset_name=preset_name,
+            show_progress=not quiet,
+        )
     r = done.result
-    Console().print(rich_table(r.diagnostics.rows, title=f"{m.spec} ({probe or BASELINE}): {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s"))
+    Console().print(
+        rich_table(
+            r.diagnostics.rows,
+            title=f"{m.spec} ({probe or BASELINE}): {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s",
+        )
+    )
     console.print(f"wrote {done.path}")
     if done.paired is not None:
         console.print(f"paired comparison with the baseline (probe-{probe}.md):\n{done.paired}")
-        console.print(f"ablation matrix of the probes run so far (probe-ablation.md):\n{done.ablation}")
+        console.print(
+            f"ablation matrix of the probes run so far (probe-ablation.md):\n{done.ablation}"
+        )
     elif done.baseline_missing:
-        console.print(f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]")
+        console.print(
+            f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]"
+        )
     write_report(out)

@@ -15,11 +15,15 @@ from callscope.cli.common import console
 def classify(
     input: Annotated[Path, typer.Argument(help="JSONL rows {id, emission}")],
     output: Annotated[Path, typer.Option("-o", "--output")] = Path("classes.jsonl"),
-    preset_name: Annotated[str, typer.Option("--preset", help="default | ask_over_tool_call")] = "default",
+    preset_name: Annotated[
+        str, typer.Option("--preset", help="default | ask_over_tool_call")
+    ] = "default",
 ) -> None:
     """Classify emissions as TOOL_CALL / ASK / REFUSE / CONFIRM / OTHER."""
     summary = classify_jsonl(input, output, preset(preset_name))
-    t = Table(title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {preset_name}")
+    t = Table(
+        title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {preset_name}"
+    )
     t.add_column("class")
     t.add_column("count", justify="right")
     for cls, k in summary["counts"].items():

@@ -25,10 +25,26 @@ console = Console(stderr=True)
 DEFAULT_MODEL = DEFAULT_SPEC
 
 ModelOpt = Annotated[str, typer.Option("-m", "--model", help=backend_help())]
-BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="server address (default: OLLAMA_HOST / OPENAI_BASE_URL)")]
-ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="OPENAI_API_KEY", help="API key for openai: backends", show_default=False)]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", help="server address (default: OLLAMA_HOST / OPENAI_BASE_URL)"),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="OPENAI_API_KEY",
+        help="API key for openai: backends",
+        show_default=False,
+    ),
+]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds per HTTP request")]
-CacheOpt = Annotated[Path | None, typer.Option("--cache", help="response cache file (default ~/.cache/callscope/responses.sqlite)")]
+CacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache", help="response cache file (default ~/.cache/callscope/responses.sqlite)"
+    ),
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="always ask the model")]
 StyleOpt = Annotated[str, typer.Option("--style", help="auto | native | prompt")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens")]
@@ -40,7 +56,9 @@ def interruptible() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]")
+        console.print(
+            "[yellow]interrupted: finished cases are saved; re-run the same command to resume.[/yellow]"
+        )
         raise typer.Exit(130) from None
 
 
@@ -74,9 +92,13 @@ def open_model(
     """The backend named by ``-m`` and the connection / cache options, cached unless
     ``--no-cache`` (:func:`callscope.runs.experiment.open_model`, looked up when called)."""
     return runs_experiment.open_model(
-        spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache,
+        spec,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        cache=cache,
         use_cache=not no_cache,
-    )  # fmt: skip
+    )
 
 
 def print_run_summary(summary: RunSummary) -> None:
@@ -85,12 +107,19 @@ def print_run_summary(summary: RunSummary) -> None:
     for col in ("mode", "cases", "solve rate", "mean attempts"):
         t.add_column(col, justify="right" if col != "mode" else "left")
     for mode in summary.n:
-        t.add_row(mode, str(summary.n[mode]), f"{summary.solve_rate[mode]:.3f}", f"{summary.mean_attempts[mode]:.2f}")
+        t.add_row(
+            mode,
+            str(summary.n[mode]),
+            f"{summary.solve_rate[mode]:.3f}",
+            f"{summary.mean_attempts[mode]:.2f}",
+        )
     console.print(t)
     if summary.errors:
         console.print("errors by kind: " + ", ".join(f"{k}={v}" for k, v in summary.errors.items()))
     if summary.aborted:
-        console.print(f"[red]stopped early: {summary.aborted}. Re-run the same command to resume.[/red]")
+        console.print(
+            f"[red]stopped early: {summary.aborted}. Re-run the same command to resume.[/red]"
+        )
 
 
 def write_report(run_dir: Path) -> None:

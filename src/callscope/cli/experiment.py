@@ -32,7 +32,9 @@ def _run_experiment_and_report(exp: Experiment, quiet: bool) -> None:
 
 
 def experiment(
-    config: Annotated[Path, typer.Argument(help="experiment TOML (models, benchmark, scales, modes...)")],
+    config: Annotated[
+        Path, typer.Argument(help="experiment TOML (models, benchmark, scales, modes...)")
+    ],
     quiet: Annotated[bool, typer.Option("--quiet")] = False,
 ) -> None:
     """Run models × scales × modes from one file, then write tables, figures and report.html."""

@@ -56,12 +56,18 @@ def load_cases(path: Path) -> tuple[list[Case], list[str]]:
 
 def run(
     cases_file: Annotated[Path, typer.Argument(help="JSONL cases {id, query, functions, gold?}")],
-    out: Annotated[Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")] = Path("runs/run"),
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")
+    ] = Path("runs/run"),
     model: ModelOpt = DEFAULT_MODEL,
-    modes: Annotated[str, typer.Option("--modes", help="comma list of direct,binary,structured")] = "direct,binary,structured",
+    modes: Annotated[
+        str, typer.Option("--modes", help="comma list of direct,binary,structured")
+    ] = "direct,binary,structured",
     max_attempts: Annotated[int, typer.Option("--max-attempts", min=1)] = 15,
     style: StyleOpt = "auto",
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="parallel requests (HTTP backends)")] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="parallel requests (HTTP backends)")
+    ] = 1,
     max_tokens: MaxTokensOpt = 512,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     base_url: BaseUrlOpt = None,
@@ -75,13 +81,20 @@ def run(
     cases, problems = load_cases(cases_file)
     for p in problems:
         console.print(f"[yellow]skipped malformed case: {p}[/yellow]")
-    m = open_model(model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache)
+    m = open_model(
+        model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+    )
     store = RunStore(out)
     store.set_meta("malformed_cases", problems)
     with interruptible(), closing(m):
         summary = run_cases(
-            m, cases, store, modes=comma_list(modes), max_attempts=max_attempts,
-            style=style_arg(style), concurrency=concurrency,
+            m,
+            cases,
+            store,
+            modes=comma_list(modes),
+            max_attempts=max_attempts,
+            style=style_arg(style),
+            concurrency=concurrency,
             decoding=Decoding(temperature=0.0, seed=seed, max_tokens=max_tokens),
             show_progress=not quiet,
         )

@@ -29,18 +29,23 @@ def print_score_summary(s: ScoreSummary) -> None:
     m.add_column("n", justify="right")
     for key in (*METRICS, "name_match", "arg_precision", "arg_recall", "arg_f1", "solved"):
         if s.counts.get(key):
-            m.add_row(key.upper() if key in METRICS else key, f"{s.means[key]:.3f}", str(s.counts[key]))
+            m.add_row(
+                key.upper() if key in METRICS else key, f"{s.means[key]:.3f}", str(s.counts[key])
+            )
     console.print(m)
 
 
 def score(
     input: Annotated[Path, typer.Argument(help="JSONL rows {id, query, functions, output, gold?}")],
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="write scored rows here (default: stdout)")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="write scored rows here (default: stdout)")
+    ] = None,
 ) -> None:
     """Score model outputs with the SAAG cascade (and extrinsic metrics when gold is given)."""
     rows = read_rows(input)
     out_rows = [
-        {"id": r.get("_line"), "error": r["_error"]} if "_error" in r else score_row(r) for r in rows
+        {"id": r.get("_line"), "error": r["_error"]} if "_error" in r else score_row(r)
+        for r in rows
     ]
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out_rows)
     if output is None:

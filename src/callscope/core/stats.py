@@ -162,9 +162,11 @@ def mean_sample_std(values: Sequence[float | None]) -> tuple[float, float]:
 
 
 def _resample_stats(
-    arr: np.ndarray, stat: Callable[[np.ndarray], float] | None, n_boot: int,
+    arr: np.ndarray,
+    stat: Callable[[np.ndarray], float] | None,
+    n_boot: int,
     rng: np.random.Generator,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """``n_boot`` bootstrap replicates of ``stat`` (the mean when ``stat`` is None)."""
     n = arr.size
     out = np.empty(n_boot, dtype=float)

@@ -76,8 +76,7 @@ class CachedModel(ChatModel):
 
     def lookup(self, key: str) -> ModelReply | None:
         with self._lock:
-            row = self._conn.execute("SELECT reply FROM responses WHERE key = ?",
-                                     (key,)).fetchone()
+            row = self._conn.execute("SELECT reply FROM responses WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         reply = ModelReply.from_dict(json.loads(row[0]))
@@ -120,11 +119,14 @@ class CachedModel(ChatModel):
         ``{"request_hash", "spec", "output"}``; returns the row count."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT key, spec, reply FROM responses ORDER BY created, key").fetchall()
+                "SELECT key, spec, reply FROM responses ORDER BY created, key"
+            ).fetchall()
         with open(path, "w", encoding="utf-8") as fh:
             for key, spec, reply in rows:
-                fh.write(canonical_json({"request_hash": key, "spec": spec,
-                                         "output": json.loads(reply)}) + "\n")
+                fh.write(
+                    canonical_json({"request_hash": key, "spec": spec, "output": json.loads(reply)})
+                    + "\n"
+                )
         return len(rows)
 
     def close(self) -> None:

@@ -130,12 +130,12 @@ def post_json(
     for attempt in range(1, policy.attempts + 1):
         wait: float | None = None
         try:
-            response = client.post(url, json=payload, headers=dict(headers or {}),
-                                   timeout=policy.timeout)
+            response = client.post(
+                url, json=payload, headers=dict(headers or {}), timeout=policy.timeout
+            )
         except httpx.TimeoutException:
             last_kind = "timeout"
-            last_msg = (f"{backend} backend timed out after {policy.timeout:g} s waiting for "
-                        f"{url}")
+            last_msg = f"{backend} backend timed out after {policy.timeout:g} s waiting for {url}"
         except httpx.TransportError as exc:
             last_kind = "connection"
             last_msg = f"{backend} backend cannot reach {url} ({_connection_reason(exc)})"
@@ -177,8 +177,9 @@ def decode_json_object(response: httpx.Response, *, backend: str, url: str) -> d
     return body
 
 
-def require(obj: Any, path: str, expected: type | tuple[type, ...], *, backend: str,
-            url: str) -> Any:
+def require(
+    obj: Any, path: str, expected: type | tuple[type, ...], *, backend: str, url: str
+) -> Any:
     """Walk a dotted ``path`` (``choices.0.message``) into ``obj``; raise ``malformed``
     naming the missing or mistyped field."""
     cur = obj
@@ -188,8 +189,7 @@ def require(obj: Any, path: str, expected: type | tuple[type, ...], *, backend: 
         elif isinstance(cur, dict) and part in cur:
             cur = cur[part]
         else:
-            raise ModelError(f"{backend} backend reply from {url} lacks '{path}'",
-                             kind="malformed")
+            raise ModelError(f"{backend} backend reply from {url} lacks '{path}'", kind="malformed")
     if not isinstance(cur, expected):
         raise ModelError(
             f"{backend} backend reply from {url} has '{path}' of type {type(cur).__name__}",
@@ -220,8 +220,9 @@ def parse_tool_calls(raw: Any, *, backend: str, url: str) -> list[dict[str, Any]
     if raw is None:
         return None
     if not isinstance(raw, list):
-        raise ModelError(f"{backend} backend reply from {url} has non-list 'tool_calls'",
-                         kind="malformed")
+        raise ModelError(
+            f"{backend} backend reply from {url} has non-list 'tool_calls'", kind="malformed"
+        )
     calls: list[dict[str, Any]] = []
     for i, item in enumerate(raw):
         fn = item.get("function") if isinstance(item, dict) else None
@@ -285,7 +286,8 @@ class HTTPChatModel(ChatModel):
     ) -> None:
         if not model:
             raise ValueError(
-                f"{self.BACKEND}: needs a model name, e.g. {self.BACKEND}:{self.EXAMPLE_MODEL}")
+                f"{self.BACKEND}: needs a model name, e.g. {self.BACKEND}:{self.EXAMPLE_MODEL}"
+            )
         self.model = model
         self.spec = f"{self.BACKEND}:{model}"
         self.base = base
@@ -333,8 +335,9 @@ class HTTPChatModel(ChatModel):
         prompt_tokens, completion_tokens, cached = self._usage(data)
         return ModelReply(
             text=content if isinstance(content, str) else "",
-            tool_calls=parse_tool_calls(message.get("tool_calls"), backend=self.BACKEND,
-                                        url=self.url),
+            tool_calls=parse_tool_calls(
+                message.get("tool_calls"), backend=self.BACKEND, url=self.url
+            ),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             prompt_tokens_evaluated=evaluated_tokens(prompt_tokens, cached),
@@ -350,8 +353,14 @@ class HTTPChatModel(ChatModel):
     ) -> ModelReply:
         body = self.build_request(messages, tools, decoding or Decoding())
         start = time.perf_counter()
-        data = post_json(self._client, self.url, body, backend=self.BACKEND, policy=self.policy,
-                         headers=self._headers())
+        data = post_json(
+            self._client,
+            self.url,
+            body,
+            backend=self.BACKEND,
+            policy=self.policy,
+            headers=self._headers(),
+        )
         latency = time.perf_counter() - start
         return self._parse(data, latency)
 

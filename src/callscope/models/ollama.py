@@ -62,12 +62,21 @@ def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 name = fn.get("name", "")
                 if tc.get("id"):
                     names_by_id[str(tc["id"])] = name
-                calls.append({"function": {"name": name,
-                                           "arguments": _object_arguments(fn.get("arguments"))}})
+                calls.append(
+                    {
+                        "function": {
+                            "name": name,
+                            "arguments": _object_arguments(fn.get("arguments")),
+                        }
+                    }
+                )
             item["tool_calls"] = calls
         elif role == "tool":
-            name = msg.get("name") or msg.get("tool_name") or names_by_id.get(
-                str(msg.get("tool_call_id", "")), "")
+            name = (
+                msg.get("name")
+                or msg.get("tool_name")
+                or names_by_id.get(str(msg.get("tool_call_id", "")), "")
+            )
             if not isinstance(item["content"], str):
                 item["content"] = json.dumps(item["content"])
             if name:
@@ -94,8 +103,9 @@ class OllamaModel(HTTPChatModel):
         max_concurrency: int = 2,
         num_ctx: int | None = None,
     ) -> None:
-        super().__init__(model, base=ollama_base(base_url), policy=policy,
-                         max_concurrency=max_concurrency)
+        super().__init__(
+            model, base=ollama_base(base_url), policy=policy, max_concurrency=max_concurrency
+        )
         self.num_ctx = num_ctx
 
     @classmethod
@@ -137,5 +147,8 @@ class OllamaModel(HTTPChatModel):
         return body
 
     def _usage(self, data: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
-        return (int_or_none(data.get("prompt_eval_count")), int_or_none(data.get("eval_count")),
-                int_or_none(data.get("prompt_eval_cached_count")))
+        return (
+            int_or_none(data.get("prompt_eval_count")),
+            int_or_none(data.get("eval_count")),
+            int_or_none(data.get("prompt_eval_cached_count")),
+        )

@@ -42,14 +42,16 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for j, tc in enumerate(msg["tool_calls"]):
                 fn = tc.get("function", tc)
                 args = fn.get("arguments", {})
-                calls.append({
-                    "id": str(tc.get("id") or f"call_{i}_{j}"),
-                    "type": "function",
-                    "function": {
-                        "name": fn.get("name", ""),
-                        "arguments": args if isinstance(args, str) else json.dumps(args),
-                    },
-                })
+                calls.append(
+                    {
+                        "id": str(tc.get("id") or f"call_{i}_{j}"),
+                        "type": "function",
+                        "function": {
+                            "name": fn.get("name", ""),
+                            "arguments": args if isinstance(args, str) else json.dumps(args),
+                        },
+                    }
+                )
             item["tool_calls"] = calls
             if item.get("content") is None:
                 item["content"] = ""
@@ -78,8 +80,9 @@ class OpenAICompatModel(HTTPChatModel):
         max_concurrency: int = 4,
         max_tokens_field: str = "max_tokens",
     ) -> None:
-        super().__init__(model, base=openai_base(base_url), policy=policy,
-                         max_concurrency=max_concurrency)
+        super().__init__(
+            model, base=openai_base(base_url), policy=policy, max_concurrency=max_concurrency
+        )
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.max_tokens_field = max_tokens_field
 
@@ -124,5 +127,8 @@ class OpenAICompatModel(HTTPChatModel):
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         details = usage.get("prompt_tokens_details")
         cached = int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
-        return (int_or_none(usage.get("prompt_tokens")),
-                int_or_none(usage.get("completion_tokens")), cached)
+        return (
+            int_or_none(usage.get("prompt_tokens")),
+            int_or_none(usage.get("completion_tokens")),
+            cached,
+        )

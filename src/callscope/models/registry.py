@@ -55,7 +55,9 @@ BACKENDS: dict[str, Backend] = {}
 def register_backend(backend: Backend) -> Backend:
     """Add (or replace) the backend of ``backend.prefix``; returns it."""
     if not backend.prefix or ":" in backend.prefix:
-        raise ValueError(f"a backend prefix is a non-empty name without ':', not {backend.prefix!r}")
+        raise ValueError(
+            f"a backend prefix is a non-empty name without ':', not {backend.prefix!r}"
+        )
     BACKENDS[backend.prefix] = backend
     return backend
 
@@ -87,7 +89,8 @@ def _local(name: str, options: BackendOptions) -> ChatModel:
     if weights is None:
         raise ValueError(
             f"unknown local model {name!r}; choose one of: "
-            + ", ".join(f"local:{n}" for n in MODELS) + f" (valid forms: {_forms()})"
+            + ", ".join(f"local:{n}" for n in MODELS)
+            + f" (valid forms: {_forms()})"
         )
     require_llama_cpp()
     directory = options.extra.get("cache_dir")
@@ -104,21 +107,29 @@ def _gguf(path: str, options: BackendOptions) -> ChatModel:
 
 
 def _local_forms() -> tuple[str, ...]:
-    return tuple(f"local:{n}" + (" (default)" if f"local:{n}" == DEFAULT_SPEC else "")
-                 for n in MODELS)
+    return tuple(
+        f"local:{n}" + (" (default)" if f"local:{n}" == DEFAULT_SPEC else "") for n in MODELS
+    )
 
 
-register_backend(Backend("local", _local_forms(), "embedded model run in-process (llama.cpp)",
-                         _local))
-register_backend(Backend("gguf", ("gguf:/path/to/model.gguf",), "any GGUF file (llama.cpp)",
-                         _gguf))
-register_backend(Backend("ollama", ("ollama:<model>",), "an Ollama server (OLLAMA_HOST)",
-                         OllamaModel.from_spec))
-register_backend(Backend("openai", ("openai:<model>",),
-                         "any OpenAI-compatible endpoint (OPENAI_BASE_URL)",
-                         OpenAICompatModel.from_spec))
-register_backend(Backend("replay", ("replay:<file.jsonl>",), "recorded answers",
-                         ReplayModel.from_spec))
+register_backend(
+    Backend("local", _local_forms(), "embedded model run in-process (llama.cpp)", _local)
+)
+register_backend(Backend("gguf", ("gguf:/path/to/model.gguf",), "any GGUF file (llama.cpp)", _gguf))
+register_backend(
+    Backend("ollama", ("ollama:<model>",), "an Ollama server (OLLAMA_HOST)", OllamaModel.from_spec)
+)
+register_backend(
+    Backend(
+        "openai",
+        ("openai:<model>",),
+        "any OpenAI-compatible endpoint (OPENAI_BASE_URL)",
+        OpenAICompatModel.from_spec,
+    )
+)
+register_backend(
+    Backend("replay", ("replay:<file.jsonl>",), "recorded answers", ReplayModel.from_spec)
+)
 
 
 # --------------------------------------------------------------------------- loading
@@ -152,6 +163,7 @@ def load_model(
     backend = BACKENDS.get(prefix)
     if backend is None:
         raise ValueError(f"unknown model backend {prefix!r} in {spec!r}; valid forms: {_forms()}")
-    options = BackendOptions(spec=spec, base_url=base_url, api_key=api_key, timeout=timeout,
-                             retries=retries, extra=opts)
+    options = BackendOptions(
+        spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, retries=retries, extra=opts
+    )
     return backend.factory(rest, options)

@@ -109,7 +109,8 @@ class ReplayModel(ChatModel):
             self._by_attempt[(str(row["case_id"]), attempt, mode)] = row["output"]
         else:
             raise ValueError(
-                f"{where}: row needs 'case_id' with 'output' or 'outputs', or 'request_hash'")
+                f"{where}: row needs 'case_id' with 'output' or 'outputs', or 'request_hash'"
+            )
 
     def _case_output(self, case_id: str, attempt: int, mode: str | None) -> tuple[bool, Any]:
         for m in (mode, None) if mode is not None else (None,):
@@ -140,8 +141,11 @@ class ReplayModel(ChatModel):
             key = request_key(spec, messages, tools, decoding)
             if key in self._by_hash:
                 return reply_from_output(self._by_hash[key])
-        where = (f"case {case_id!r} attempt {attempt}" + (f" mode {mode}" if mode else "")
-                 if case_id is not None else "this request (no case context set)")
+        where = (
+            f"case {case_id!r} attempt {attempt}" + (f" mode {mode}" if mode else "")
+            if case_id is not None
+            else "this request (no case context set)"
+        )
         raise ModelError(
             f"replay file {self.path} has no answer for {where}, nor for the request hash",
             kind="replay_missing",

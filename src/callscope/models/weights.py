@@ -119,8 +119,10 @@ def is_ready(spec: WeightSpec, target: Path) -> bool:
     """The joined file is present with the right size and a matching digest marker."""
     marker = _marker(target)
     try:
-        return (target.stat().st_size == spec.size
-                and marker.read_text(encoding="ascii").strip() == spec.sha256)
+        return (
+            target.stat().st_size == spec.size
+            and marker.read_text(encoding="ascii").strip() == spec.sha256
+        )
     except OSError:
         return False
 
@@ -138,8 +140,7 @@ def join_parts(parts: Sequence[Path], target: Path) -> tuple[str, int]:
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     size = 0
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                    dir=target.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             for part in parts:

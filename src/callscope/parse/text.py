@@ -71,9 +71,7 @@ def parse_text(text: str) -> ParseResult:
     for seg in parts[1:]:
         seg = seg.split("<|endoftext|>")[0].split("<functioncall>")[0]
         try:
-            fc_calls.append(
-                call_from_object(read_functioncall(seg, max_candidates=MAX_CANDIDATES))
-            )
+            fc_calls.append(call_from_object(read_functioncall(seg, max_candidates=MAX_CANDIDATES)))
         except (ValueError, RecursionError) as exc:
             last_error = f"functioncall: {exc}"
     if fc_calls:

@@ -46,8 +46,15 @@ METRIC_LABELS: dict[str, str] = {m.key: m.label for m in METRIC_SPECS}
 #: failure kinds in cascade order (stage 1: wrong_name/no_name; 2: missing/spurious/drifted;
 #: 3: numeric/hard/soft)
 FAILURE_KINDS: tuple[str, ...] = (
-    "wrong_name", "no_name", "missing", "spurious", "drifted", "numeric", "hard", "soft",
-)  # fmt: skip
+    "wrong_name",
+    "no_name",
+    "missing",
+    "spurious",
+    "drifted",
+    "numeric",
+    "hard",
+    "soft",
+)
 STAGE_LABELS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3", "error")
 MODE_ORDER: tuple[str, ...] = ("direct", "binary", "structured")
 ALL = "all"
@@ -185,8 +192,13 @@ def _sorted_keys(keys: Iterable[tuple[str, ...]], names: Sequence[str]) -> list[
 def _summary(values: list[float], prefix: str, n_boot: int, seed: int) -> dict[str, float]:
     mean, std = mean_std(values)
     lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=seed)
-    return {prefix: mean, f"{prefix}_std": std, f"{prefix}_n": len(values),
-            f"{prefix}_lo": lo, f"{prefix}_hi": hi}  # fmt: skip
+    return {
+        prefix: mean,
+        f"{prefix}_std": std,
+        f"{prefix}_n": len(values),
+        f"{prefix}_lo": lo,
+        f"{prefix}_hi": hi,
+    }
 
 
 # --------------------------------------------------------------------------- per-scale
@@ -209,10 +221,12 @@ def group_metrics(rows: Sequence[OutcomeRow], n_boot: int = 2000, seed: int = 0)
     solved = sum(is_solved(o) for o in gold_rows)
     lo, hi = wilson(solved, len(gold_rows))
     out.update(
-        solved=solved, solve_n=len(gold_rows),
+        solved=solved,
+        solve_n=len(gold_rows),
         solve_rate=solved / len(gold_rows) if gold_rows else math.nan,
-        solve_lo=lo, solve_hi=hi,
-    )  # fmt: skip
+        solve_lo=lo,
+        solve_hi=hi,
+    )
     at = [float(o["solved_at"]) for o in gold_rows if is_solved(o)]
     mean, std = mean_std(at)
     out.update(attempts_to_solve=mean, attempts_to_solve_std=std, attempts_to_solve_n=len(at))
@@ -258,8 +272,12 @@ def across_scales(per_scale_df: pd.DataFrame) -> pd.DataFrame:
     )
     for model, mode in keys:
         sub = per_scale_df[(per_scale_df["model"] == model) & (per_scale_df["mode"] == mode)]
-        row: dict[str, Any] = {"model": model, "mode": mode, "n_scales": len(sub),
-                               "scales": ",".join(sub["scale"])}  # fmt: skip
+        row: dict[str, Any] = {
+            "model": model,
+            "mode": mode,
+            "n_scales": len(sub),
+            "scales": ",".join(sub["scale"]),
+        }
         for m in ACROSS_METRICS:
             mean, std = mean_sample_std(sub[m].tolist())
             row[m] = mean
@@ -295,8 +313,15 @@ def cumulative_solve(
         at = [o["solved_at"] for o in g if is_solved(o)]
         for k in range(1, horizon[key[0]] + 1):
             solved = sum(1 for a in at if a <= k)
-            rows.append({**dict(zip(names, key, strict=True)), "attempt": k, "solved": solved,
-                         "n": len(g), "rate": solved / len(g)})  # fmt: skip
+            rows.append(
+                {
+                    **dict(zip(names, key, strict=True)),
+                    "attempt": k,
+                    "solved": solved,
+                    "n": len(g),
+                    "rate": solved / len(g),
+                }
+            )
     return pd.DataFrame(rows, columns=[*names, "attempt", "solved", "n", "rate"])
 
 
@@ -370,7 +395,9 @@ def _gold_args(row: dict[str, Any]) -> bool:
     return row.get("arg_precision") == 1.0 and row.get("arg_recall") == 1.0
 
 
-def overcorrection(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def overcorrection(
+    outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """Per (model, mode): how often the loop moved a correct first attempt away.
 
     * ``name_lost / name_base``: among outcomes whose attempt 1 had the gold name, those whose
@@ -382,9 +409,10 @@ def overcorrection(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int
     are used (``n``)."""
     names = ("model", "mode")
     usable = [
-        o for o in outcomes
+        o
+        for o in outcomes
         if has_gold(o) and not is_error(o) and o.get("first") and "name_match" in o["first"]
-    ]  # fmt: skip
+    ]
     groups = _group(usable, names)
     rows = []
     for key in _sorted_keys(groups, names):
@@ -396,11 +424,19 @@ def overcorrection(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int
         args_lost = sum(1 for o in args_base if not _gold_args(o["final"]))
         for label, lost, base in (("name", name_lost, name_base), ("args", args_lost, args_base)):
             lo, hi = wilson(lost, len(base))
-            row.update({f"{label}_base": len(base), f"{label}_lost": lost,
-                        f"{label}_rate": lost / len(base) if base else math.nan,
-                        f"{label}_lo": lo, f"{label}_hi": hi})  # fmt: skip
-        deltas = [float(o["final"].get("arg_f1") or 0.0) - float(o["first"].get("arg_f1") or 0.0)
-                  for o in g]  # fmt: skip
+            row.update(
+                {
+                    f"{label}_base": len(base),
+                    f"{label}_lost": lost,
+                    f"{label}_rate": lost / len(base) if base else math.nan,
+                    f"{label}_lo": lo,
+                    f"{label}_hi": hi,
+                }
+            )
+        deltas = [
+            float(o["final"].get("arg_f1") or 0.0) - float(o["first"].get("arg_f1") or 0.0)
+            for o in g
+        ]
         mean, _ = mean_std(deltas)
         lo, hi = bootstrap_ci(deltas, n_boot=n_boot, seed=seed)
         row.update(f1_delta=mean, f1_delta_lo=lo, f1_delta_hi=hi)

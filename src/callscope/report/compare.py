@@ -67,15 +67,22 @@ def _pairs(
     if len(models_a) == 1 and len(models_b) == 1 and models_a != models_b:
         label = f"{models_a[0]} vs {models_b[0]}"
         keys = sorted({o["mode"] for o in a} | {o["mode"] for o in b}, key=agg.mode_sort_key)
-        return [(label, m, [o for o in a if o["mode"] == m], [o for o in b if o["mode"] == m])
-                for m in keys]  # fmt: skip
-    keys = sorted({(o["model"], o["mode"]) for o in [*a, *b]},
-                  key=lambda k: (k[0], agg.mode_sort_key(k[1])))  # fmt: skip
+        return [
+            (label, m, [o for o in a if o["mode"] == m], [o for o in b if o["mode"] == m])
+            for m in keys
+        ]
+    keys = sorted(
+        {(o["model"], o["mode"]) for o in [*a, *b]}, key=lambda k: (k[0], agg.mode_sort_key(k[1]))
+    )
     return [
-        (m, mo, [o for o in a if (o["model"], o["mode"]) == (m, mo)],
-         [o for o in b if (o["model"], o["mode"]) == (m, mo)])
+        (
+            m,
+            mo,
+            [o for o in a if (o["model"], o["mode"]) == (m, mo)],
+            [o for o in b if (o["model"], o["mode"]) == (m, mo)],
+        )
         for m, mo in keys
-    ]  # fmt: skip
+    ]
 
 
 def compare_outcomes(
@@ -99,13 +106,26 @@ def compare_outcomes(
                 note = "intervals overlap" if overlap else "intervals do not overlap"
                 if dlo > 0 or dhi < 0:
                     note += "; difference CI excludes 0"
-            rows.append({
-                "model": model, "mode": mode, "metric": label,
-                "n_a": len(va), "a": ma, "a_lo": ia[0], "a_hi": ia[1],
-                "n_b": len(vb), "b": mb, "b_lo": ib[0], "b_hi": ib[1],
-                "diff": mb - ma, "diff_lo": dlo, "diff_hi": dhi,
-                "overlap": overlap, "note": note,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "mode": mode,
+                    "metric": label,
+                    "n_a": len(va),
+                    "a": ma,
+                    "a_lo": ia[0],
+                    "a_hi": ia[1],
+                    "n_b": len(vb),
+                    "b": mb,
+                    "b_lo": ib[0],
+                    "b_hi": ib[1],
+                    "diff": mb - ma,
+                    "diff_lo": dlo,
+                    "diff_hi": dhi,
+                    "overlap": overlap,
+                    "note": note,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -128,12 +148,14 @@ def comparison_table(df: pd.DataFrame, title: str = "A vs B") -> Table:
         t.add_column(col, justify="right" if "CI" in col else "left")
     for r in df.to_dict("records"):
         t.add_row(
-            str(r["model"]), str(r["mode"]), str(r["metric"]),
+            str(r["model"]),
+            str(r["mode"]),
+            str(r["metric"]),
             f"{_f(r['a'])} [{_f(r['a_lo'])}, {_f(r['a_hi'])}] (n={r['n_a']})",
             f"{_f(r['b'])} [{_f(r['b_lo'])}, {_f(r['b_hi'])}] (n={r['n_b']})",
             f"{_f(r['diff'])} [{_f(r['diff_lo'])}, {_f(r['diff_hi'])}]",
             str(r["note"]),
-        )  # fmt: skip
+        )
     return t
 
 

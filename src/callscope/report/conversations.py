@@ -283,8 +283,10 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
     convs = list(store.conversations())
     categories = sorted({str(c["category"]) for c in convs}, key=category_key)
     cases, note = _load_cases(categories)
-    pairs = sorted({(str(c["model"]), str(c["probe"])) for c in convs},
-                   key=lambda mp: (mp[0], probe_key(mp[1])))  # fmt: skip
+    pairs = sorted(
+        {(str(c["model"]), str(c["probe"])) for c in convs},
+        key=lambda mp: (mp[0], probe_key(mp[1])),
+    )
     runs: list[dict[str, Any]] = []
     gar: dict[tuple[str, str, str], bool] = {}
     results: dict[tuple[str, str], Any] = {}
@@ -292,12 +294,16 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
         for model, probe in pairs:
             result = diagnose_store(store, model, probe, list(cases.values()), config=config)
             rows = result.rows()
-            runs.append({
-                "model": model, "probe": probe, "rows": rows,
-                "table": diagnostics_table(rows).cells(),
-                "stage_table": stage_mix_table(rows).cells(),
-                "capability": result.diagnostics.capability,
-            })  # fmt: skip
+            runs.append(
+                {
+                    "model": model,
+                    "probe": probe,
+                    "rows": rows,
+                    "table": diagnostics_table(rows).cells(),
+                    "stage_table": stage_mix_table(rows).cells(),
+                    "capability": result.diagnostics.capability,
+                }
+            )
             results[(model, probe)] = result
             for cc in result.diagnostics.cases:
                 gar[(model, probe, cc.id)] = bool(cc.gar_case)
@@ -306,10 +312,15 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
         if probe == BASELINE or (model, BASELINE) not in results or (model, probe) not in results:
             continue
         fired = fired_by_case(c for c in convs if c["model"] == model and c["probe"] == probe)
-        rows = compare_probe(paired_outcomes(results[(model, BASELINE)]),
-                             paired_outcomes(results[(model, probe)]), fired, probe)  # fmt: skip
-        comparisons.append({"model": model, "probe": probe, "rows": rows,
-                            "table": compare_table(rows).cells()})  # fmt: skip
+        rows = compare_probe(
+            paired_outcomes(results[(model, BASELINE)]),
+            paired_outcomes(results[(model, probe)]),
+            fired,
+            probe,
+        )
+        comparisons.append(
+            {"model": model, "probe": probe, "rows": rows, "table": compare_table(rows).cells()}
+        )
     ablations = []
     for model in sorted({str(c["model"]) for c in comparisons}):
         by_probe = {c["probe"]: c["rows"] for c in comparisons if c["model"] == model}
@@ -321,7 +332,7 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
             cases.get(str(c["case_id"])),
             gar.get((str(c["model"]), str(c["probe"]), str(c["case_id"]))),
             config,
-        )  # fmt: skip
+        )
         for c in convs
     ]
     return {

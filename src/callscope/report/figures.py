@@ -23,15 +23,23 @@ from callscope.report.aggregate import (
 )
 
 FIGURE_FILES: tuple[str, ...] = (
-    "solve_rate_by_scale.png", "cumulative_solve.png", "failure_stages.png", "overcorrection.png",
-)  # fmt: skip
+    "solve_rate_by_scale.png",
+    "cumulative_solve.png",
+    "failure_stages.png",
+    "overcorrection.png",
+)
 MODE_STYLE = {
     "direct": {"color": "#7f7f7f", "linestyle": ":", "marker": "o"},
     "binary": {"color": "#1f77b4", "linestyle": "--", "marker": "s"},
     "structured": {"color": "#d62728", "linestyle": "-", "marker": "^"},
 }
-STAGE_COLORS = {"passed": "#2ca02c", "stage1": "#d62728", "stage2": "#ff7f0e",
-                "stage3": "#9467bd", "error": "#7f7f7f"}  # fmt: skip
+STAGE_COLORS = {
+    "passed": "#2ca02c",
+    "stage1": "#d62728",
+    "stage2": "#ff7f0e",
+    "stage3": "#9467bd",
+    "error": "#7f7f7f",
+}
 DPI = 100
 
 
@@ -84,8 +92,9 @@ def solve_rate_by_scale(per_scale: pd.DataFrame, out_dir: Path) -> Path:
             s = sub[sub["mode"] == mode].set_index("scale").reindex(scales)
             x = np.arange(len(scales)) + 0.05 * (i - (len(modes) - 1) / 2)  # dodge error bars
             y = s["solve_rate"].to_numpy(dtype=float)
-            err = np.vstack([y - s["solve_lo"].to_numpy(dtype=float),
-                             s["solve_hi"].to_numpy(dtype=float) - y])  # fmt: skip
+            err = np.vstack(
+                [y - s["solve_lo"].to_numpy(dtype=float), s["solve_hi"].to_numpy(dtype=float) - y]
+            )
             ax.errorbar(x, y, yerr=err, capsize=3, label=mode, **_style(mode))
         ax.set_xticks(np.arange(len(scales)), scales)
         ax.set_xlabel("registry scale")
@@ -160,13 +169,22 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     ax1, ax2 = fig.subplots(1, 2)
     x = np.arange(len(labels))
     width = 0.38
-    for off, key, color, name in ((-width / 2, "name", "#1f77b4", "gold name lost"),
-                                  (width / 2, "args", "#ff7f0e", "gold args lost")):  # fmt: skip
+    for off, key, color, name in (
+        (-width / 2, "name", "#1f77b4", "gold name lost"),
+        (width / 2, "args", "#ff7f0e", "gold args lost"),
+    ):
         y = np.nan_to_num(oc[f"{key}_rate"].to_numpy(dtype=float))
         lo = np.nan_to_num(oc[f"{key}_lo"].to_numpy(dtype=float))
         hi = np.nan_to_num(oc[f"{key}_hi"].to_numpy(dtype=float))
-        ax1.bar(x + off, y, width, yerr=np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)]),
-                capsize=3, label=name, color=color)  # fmt: skip
+        ax1.bar(
+            x + off,
+            y,
+            width,
+            yerr=np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)]),
+            capsize=3,
+            label=name,
+            color=color,
+        )
     ax1.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
     ax1.set_ylim(0, 1.0)
     ax1.set_ylabel("share lost by the final attempt")
@@ -175,8 +193,14 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     y = np.nan_to_num(oc["f1_delta"].to_numpy(dtype=float))
     lo = np.nan_to_num(oc["f1_delta_lo"].to_numpy(dtype=float))
     hi = np.nan_to_num(oc["f1_delta_hi"].to_numpy(dtype=float))
-    ax2.bar(x, y, 0.6, yerr=np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)]),
-            capsize=3, color="#2ca02c")  # fmt: skip
+    ax2.bar(
+        x,
+        y,
+        0.6,
+        yerr=np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)]),
+        capsize=3,
+        color="#2ca02c",
+    )
     ax2.axhline(0, color="black", linewidth=0.8)
     ax2.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
     ax2.set_ylabel("mean arg F1: final − first")

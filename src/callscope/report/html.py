@@ -103,10 +103,18 @@ def compute_report(
     data = ReportData(ps, hl, across, cum, fb, oc, err)
     data.tables = [headline_table(hl)]
     if not ps.empty:
-        data.tables += [per_scale_table(ps), aggregate_table(across), extrinsic_table(across),
-                        intrinsic_table(across)]  # fmt: skip
-    data.tables += [cumulative_table(cum), failure_table(fb), overcorrection_table(oc),
-                    errors_table(err)]  # fmt: skip
+        data.tables += [
+            per_scale_table(ps),
+            aggregate_table(across),
+            extrinsic_table(across),
+            intrinsic_table(across),
+        ]
+    data.tables += [
+        cumulative_table(cum),
+        failure_table(fb),
+        overcorrection_table(oc),
+        errors_table(err),
+    ]
     return data
 
 
@@ -146,24 +154,33 @@ def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, 
                 "functions": c.functions,
                 "gold": c.gold,
                 "scale": agg.scale_label(c.scale),
-            }  # fmt: skip
+            }
             for c in store.cases()
         }
         items = []
         for o in outcomes:
             attempts = store.attempts(o["model"], o["case_id"], o["mode"])
             stage = agg.first_stage(o)
-            items.append({
-                "model": o["model"], "case_id": o["case_id"], "mode": o["mode"],
-                "scale": agg.scale_label(o.get("scale")),
-                "stage": "error" if stage == "error" else ("0" if stage == "passed" else stage[-1]),
-                "kinds": agg.first_kinds(o),
-                "result": "error" if agg.is_error(o) else (
-                    "solved" if o.get("solved_at") is not None else "unsolved"),
-                "solved_at": o.get("solved_at"), "n_attempts": o.get("n_attempts"),
-                "error": o.get("error"), "error_kind": o.get("error_kind"),
-                "attempts": [_attempt_record(a) for a in attempts],
-            })  # fmt: skip
+            items.append(
+                {
+                    "model": o["model"],
+                    "case_id": o["case_id"],
+                    "mode": o["mode"],
+                    "scale": agg.scale_label(o.get("scale")),
+                    "stage": "error"
+                    if stage == "error"
+                    else ("0" if stage == "passed" else stage[-1]),
+                    "kinds": agg.first_kinds(o),
+                    "result": "error"
+                    if agg.is_error(o)
+                    else ("solved" if o.get("solved_at") is not None else "unsolved"),
+                    "solved_at": o.get("solved_at"),
+                    "n_attempts": o.get("n_attempts"),
+                    "error": o.get("error"),
+                    "error_kind": o.get("error_kind"),
+                    "attempts": [_attempt_record(a) for a in attempts],
+                }
+            )
     finally:
         store.close()
     scales = sorted({i["scale"] for i in items}, key=agg.scale_sort_key)
@@ -193,8 +210,13 @@ def json_for_script(data: Any) -> str:
     """JSON safe to place inside ``<script type="application/json">``: ``<``, ``>``, ``&``
     and the JS line separators are escaped as ``\\uXXXX`` (``json.loads`` reads it back)."""
     text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, default=str)
-    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                    ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):  # fmt: skip
+    for ch, esc in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(ch, esc)
     return text
 
@@ -225,8 +247,7 @@ def _asset(name: str) -> str:
     return resources.files("callscope.report").joinpath(name).read_text(encoding="utf-8")
 
 
-_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-        "script-src 'unsafe-inline'")  # fmt: skip
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
 
 def cells_table_html(
@@ -252,9 +273,12 @@ _STAGE_CAPTION = (
 def _capability_html(cap: dict[str, Any]) -> str:
     below = cap.get("below") or []
     t_cap = cap.get("t_cap")
-    text = (f"Capability check: every class emitted at least {t_cap} times." if not below else
-            f"Capability check: emitted fewer than {t_cap} times over the run: "
-            f"{', '.join(map(str, below))} (GAR of these classes says little).")  # fmt: skip
+    text = (
+        f"Capability check: every class emitted at least {t_cap} times."
+        if not below
+        else f"Capability check: emitted fewer than {t_cap} times over the run: "
+        f"{', '.join(map(str, below))} (GAR of these classes says little)."
+    )
     return f'<p class="capability">{_esc(text)}</p>'
 
 
@@ -269,36 +293,69 @@ _ABLATION_CAPTION = (
 def diagnostic_html(conv: dict[str, Any]) -> str:
     """The "Action-class diagnostic" section: tables per (model, probe), paired comparisons."""
     parts = ['<section id="diagnostic"><h2>Action-class diagnostic</h2>']
-    parts.append(f'<p class="note">Emission classes by the {_esc(conv.get("config"))} '
-                 "classifier; one class per emission.</p>")  # fmt: skip
+    parts.append(
+        f'<p class="note">Emission classes by the {_esc(conv.get("config"))} '
+        "classifier; one class per emission.</p>"
+    )
     if conv.get("note"):
         parts.append(f'<p class="note warn">{_esc(conv["note"])}</p>')
     for i, run in enumerate(conv.get("runs") or []):
         label = f"{run['model']} — {run['probe']}"
         parts.append(f'<h3 id="diag-{i}">{_esc(label)}</h3>')
-        parts.append(cells_table_html(f"diag-{i}", f"GAR and Acc per category ({label})",
-                                      _DIAG_CAPTION, run["table"], "report diag"))  # fmt: skip
-        parts.append(cells_table_html(f"stage-{i}", f"SAAG stage of tool calls ({label})",
-                                      _STAGE_CAPTION, run["stage_table"], "report diag"))  # fmt: skip
+        parts.append(
+            cells_table_html(
+                f"diag-{i}",
+                f"GAR and Acc per category ({label})",
+                _DIAG_CAPTION,
+                run["table"],
+                "report diag",
+            )
+        )
+        parts.append(
+            cells_table_html(
+                f"stage-{i}",
+                f"SAAG stage of tool calls ({label})",
+                _STAGE_CAPTION,
+                run["stage_table"],
+                "report diag",
+            )
+        )
         parts.append(_capability_html(run.get("capability") or {}))
     for j, comp in enumerate(conv.get("comparisons") or []):
         label = f"{comp['probe']} vs baseline ({comp['model']})"
         parts.append(f'<h3 id="compare-{j}">Paired comparison: {_esc(label)}</h3>')
         table = comp["table"]
-        parts.append(cells_table_html(
-            f"compare-{j}", f"Probe {comp['probe']} against the baseline, paired by case",
-            " ".join(table.get("notes") or []), table, "report compare"))  # fmt: skip
+        parts.append(
+            cells_table_html(
+                f"compare-{j}",
+                f"Probe {comp['probe']} against the baseline, paired by case",
+                " ".join(table.get("notes") or []),
+                table,
+                "report compare",
+            )
+        )
     for k, abl in enumerate(conv.get("ablations") or []):
         parts.append(f'<h3 id="ablation-{k}">Ablation matrix: {_esc(abl["model"])}</h3>')
-        parts.append(cells_table_html(
-            f"ablation-{k}", f"Every probe against the baseline ({abl['model']})",
-            _ABLATION_CAPTION, abl["table"], "report compare"))  # fmt: skip
+        parts.append(
+            cells_table_html(
+                f"ablation-{k}",
+                f"Every probe against the baseline ({abl['model']})",
+                _ABLATION_CAPTION,
+                abl["table"],
+                "report compare",
+            )
+        )
     parts.append("</section>")
     return "\n".join(parts)
 
 
-_CONV_FILTERS = (("model", "model"), ("probe", "probe"), ("category", "category"),
-                 ("verdict", "verdict"), ("gold", "gold class emitted"))  # fmt: skip
+_CONV_FILTERS = (
+    ("model", "model"),
+    ("probe", "probe"),
+    ("category", "category"),
+    ("verdict", "verdict"),
+    ("gold", "gold class emitted"),
+)
 
 
 def conversations_html() -> str:
@@ -307,18 +364,20 @@ def conversations_html() -> str:
         f'<label>{label}<select id="conv-filter-{name}"></select></label>'
         for name, label in _CONV_FILTERS
     )
-    return "\n".join([
-        '<section id="conversations"><h2>Conversations</h2>',
-        '<p class="note">Each emission carries its action class; a retracted emission was '
-        "removed by a probe before its calls ran, a placeholder was written by a probe (not a "
-        "model emission). Rejected calls are highlighted; probe events are shown on their "
-        "turn.</p>",
-        f'<div class="filters">{filters}</div>',
-        '<p id="conv-shown-count"></p><p id="conv-filter-note"></p>',
-        '<div id="conv-list"></div>'
-        '<button id="conv-more" type="button" hidden>show more</button>',
-        "</section>",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            '<section id="conversations"><h2>Conversations</h2>',
+            '<p class="note">Each emission carries its action class; a retracted emission was '
+            "removed by a probe before its calls ran, a placeholder was written by a probe (not a "
+            "model emission). Rejected calls are highlighted; probe events are shown on their "
+            "turn.</p>",
+            f'<div class="filters">{filters}</div>',
+            '<p id="conv-shown-count"></p><p id="conv-filter-note"></p>',
+            '<div id="conv-list"></div>'
+            '<button id="conv-more" type="button" hidden>show more</button>',
+            "</section>",
+        ]
+    )
 
 
 def render_html(
@@ -338,18 +397,23 @@ def render_html(
     body: list[str] = []
     blocks: list[str] = []
     if data is not None:
-        nav.append('<a href="#summary">Summary</a><a href="#tables">Tables</a>'
-                   '<a href="#figures">Figures</a><a href="#cases">Cases</a>')  # fmt: skip
+        nav.append(
+            '<a href="#summary">Summary</a><a href="#tables">Tables</a>'
+            '<a href="#figures">Figures</a><a href="#cases">Cases</a>'
+        )
         body.extend(_saag_sections(data, figures))
         blocks.append(
             f'<script type="application/json" id="data">{json_for_script(cases)}</script>'
         )
     if conv is not None:
-        nav.append('<a href="#diagnostic">Action-class diagnostic</a>'
-                   '<a href="#conversations">Conversations</a>')  # fmt: skip
+        nav.append(
+            '<a href="#diagnostic">Action-class diagnostic</a>'
+            '<a href="#conversations">Conversations</a>'
+        )
         body.extend([diagnostic_html(conv), conversations_html()])
-        blocks.append('<script type="application/json" id="conv-data">'
-                      f"{json_for_script(conv)}</script>")  # fmt: skip
+        blocks.append(
+            f'<script type="application/json" id="conv-data">{json_for_script(conv)}</script>'
+        )
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -378,7 +442,7 @@ def _saag_sections(data: ReportData, figures: list[Path]) -> list[str]:
             ("stage", "first-failing stage"),
             ("kind", "failure kind"),
             ("result", "result"),
-        )  # fmt: skip
+        )
     )
     return [
         '<section id="summary"><h2>Summary</h2>',
@@ -418,7 +482,6 @@ def build_report(
     outcomes = agg.load_outcomes(run_dir)
     store = RunStore(run_dir)
     try:
-
         # the classifier preset the calibration was run with (recorded by `calibrate`)
         conv: dict[str, Any] | None = conversation_report(
             store, preset(store.get_meta("classifier_preset") or "default")
@@ -431,12 +494,12 @@ def build_report(
     figures: list[Path] = []
     cases: dict[str, Any] = {}
     if outcomes or conv is None:
-        data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot,
-                              seed)  # fmt: skip
+        data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot, seed)
         for t in data.tables:
             write_table(t, out / "tables")
-        figures = make_figures(data.per_scale, data.cumulative, data.failures,
-                               data.overcorrection, out / "figures")  # fmt: skip
+        figures = make_figures(
+            data.per_scale, data.cumulative, data.failures, data.overcorrection, out / "figures"
+        )
         cases = case_data(run_dir, outcomes)
     page = render_html(f"callscope report: {run_dir.resolve().name}", data, figures, cases, conv)
     path = out / REPORT_FILE
@@ -459,16 +522,21 @@ def build_diagnostic_page(
         parts.append(cells_table_html(f"ext-{i}", name, caption, markdown_table(md), "report diag"))
     parts.extend(f'<p class="note">{_esc(n)}</p>' for n in notes)
     parts.append("</section>")
-    page = "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-        f"<title>{_esc(title)}</title>",
-        f"<style>{_asset('report.css')}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
-        *parts,
-        "</body></html>",
-    ]) + "\n"  # fmt: skip
+    page = (
+        "\n".join(
+            [
+                "<!DOCTYPE html>",
+                '<html lang="en"><head><meta charset="utf-8">',
+                f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+                f"<title>{_esc(title)}</title>",
+                f"<style>{_asset('report.css')}</style></head><body>",
+                f"<h1>{_esc(title)}</h1>",
+                *parts,
+                "</body></html>",
+            ]
+        )
+        + "\n"
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_FILE

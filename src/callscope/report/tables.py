@@ -20,9 +20,13 @@ from callscope.report.aggregate import EXTRINSIC, FAILURE_KINDS, INTRINSIC, STAG
 
 LABELS: dict[str, str] = {
     **{m: m.upper() for m in INTRINSIC},
-    "name_acc": "Name acc", "arg_precision": "Arg P", "arg_recall": "Arg R", "arg_f1": "Arg F1",
-    "solve_rate": "Solve rate", "attempts_to_solve": "Attempts to solve",
-}  # fmt: skip
+    "name_acc": "Name acc",
+    "arg_precision": "Arg P",
+    "arg_recall": "Arg R",
+    "arg_f1": "Arg F1",
+    "solve_rate": "Solve rate",
+    "attempts_to_solve": "Attempts to solve",
+}
 
 STAGE_NOTE = (
     "Intrinsic metrics are stage-conditional: each is averaged only over the final attempts "
@@ -53,8 +57,15 @@ class ReportTable:
         cols = [str(c) for c in self.display.columns]
         rows = [] if self.display.empty else list(self.display.itertuples(index=False))
         align = "l" * min(3, len(cols)) + "r" * max(0, len(cols) - 3)
-        return Table(cols, rows, title=self.title, caption=self.caption, name=self.name,
-                     align=align, empty="_(no rows)_")  # fmt: skip
+        return Table(
+            cols,
+            rows,
+            title=self.title,
+            caption=self.caption,
+            name=self.name,
+            align=align,
+            empty="_(no rows)_",
+        )
 
 
 # --------------------------------------------------------------------------- formatting
@@ -136,8 +147,9 @@ def aggregate_table(df: pd.DataFrame) -> ReportTable:
     """Every metric across scales, per (model, mode) (paper Tables 8, 12, 16)."""
     metrics = (*INTRINSIC, *EXTRINSIC, "solve_rate", "attempts_to_solve")
     caption = f"Aggregate results across registry scales. {_ACROSS_NOTE} {STAGE_NOTE}"
-    return ReportTable("aggregate", "Aggregate across scales", caption, df,
-                       _across_display(df, metrics))  # fmt: skip
+    return ReportTable(
+        "aggregate", "Aggregate across scales", caption, df, _across_display(df, metrics)
+    )
 
 
 def extrinsic_table(df: pd.DataFrame) -> ReportTable:
@@ -156,8 +168,9 @@ def intrinsic_table(df: pd.DataFrame) -> ReportTable:
     cols = [c for c in ("model", "mode", "n_scales") if c in df.columns]
     data = df[cols + [c for m in INTRINSIC for c in (m, f"{m}_std")]] if not df.empty else df
     caption = f"Intrinsic grounding diagnostics across registry scales. {_ACROSS_NOTE} {STAGE_NOTE}"
-    return ReportTable("intrinsic", "Intrinsic metrics", caption, data,
-                       _across_display(df, INTRINSIC))  # fmt: skip
+    return ReportTable(
+        "intrinsic", "Intrinsic metrics", caption, data, _across_display(df, INTRINSIC)
+    )
 
 
 def headline_table(df: pd.DataFrame) -> ReportTable:
@@ -182,10 +195,36 @@ def headline_table(df: pd.DataFrame) -> ReportTable:
         "(95% Wilson interval). Name accuracy and argument F1 with 95% bootstrap intervals. "
         f"{EXTRINSIC_NOTE} Mean attempts is over solved outcomes (n)."
     )
-    data = df[[c for c in df.columns if c == "model" or c == "mode" or c in (
-        "n", "n_errors", "solved", "solve_n", "solve_rate", "solve_lo", "solve_hi",
-        "name_acc", "name_acc_lo", "name_acc_hi", "arg_f1", "arg_f1_lo", "arg_f1_hi",
-        "attempts_to_solve", "attempts_to_solve_n")]] if not df.empty else df  # fmt: skip
+    data = (
+        df[
+            [
+                c
+                for c in df.columns
+                if c == "model"
+                or c == "mode"
+                or c
+                in (
+                    "n",
+                    "n_errors",
+                    "solved",
+                    "solve_n",
+                    "solve_rate",
+                    "solve_lo",
+                    "solve_hi",
+                    "name_acc",
+                    "name_acc_lo",
+                    "name_acc_hi",
+                    "arg_f1",
+                    "arg_f1_lo",
+                    "arg_f1_hi",
+                    "attempts_to_solve",
+                    "attempts_to_solve_n",
+                )
+            ]
+        ]
+        if not df.empty
+        else df
+    )
     return ReportTable("headline", "Summary", caption, data, disp)
 
 
@@ -194,8 +233,9 @@ def cumulative_table(df: pd.DataFrame) -> ReportTable:
     if df.empty:
         disp = pd.DataFrame(columns=["model", "mode", "scale", "n"])
     else:
-        wide = df.pivot_table(index=["model", "mode", "scale", "n"], columns="attempt",
-                              values="rate", sort=False).reset_index()  # fmt: skip
+        wide = df.pivot_table(
+            index=["model", "mode", "scale", "n"], columns="attempt", values="rate", sort=False
+        ).reset_index()
         wide.columns = [c if isinstance(c, str) else f"@{c}" for c in wide.columns]
         disp = wide.copy()
         for c in disp.columns:

@@ -75,10 +75,14 @@ def case_record(case: MTCase, trajectory: dict[str, Any], passed: bool) -> CaseR
             )
     err = trajectory.get("error")
     return CaseRecord(
-        id=case.id, category=case.category, gold_class=case.gold_class,
-        turn_emissions=turns, due_turns=case.due_turns(), passed=passed,
+        id=case.id,
+        category=case.category,
+        gold_class=case.gold_class,
+        turn_emissions=turns,
+        due_turns=case.due_turns(),
+        passed=passed,
         error=json.dumps(err) if err else None,
-    )  # fmt: skip
+    )
 
 
 def saag_stage_mix(case: MTCase, trajectory: dict[str, Any]) -> Counter[str]:
@@ -92,7 +96,11 @@ def saag_stage_mix(case: MTCase, trajectory: dict[str, Any]) -> Counter[str]:
         functions = case.functions_at(idx)
         for step in turn.get("steps") or []:
             for call in step.get("calls") or []:
-                d = diagnose(ToolCall(call["name"], call.get("arguments") or {}), functions, "\n".join(user_text))
+                d = diagnose(
+                    ToolCall(call["name"], call.get("arguments") or {}),
+                    functions,
+                    "\n".join(user_text),
+                )
                 mix[f"stage{d.stage}"] += 1
     return mix
 
@@ -142,9 +150,12 @@ def run_calibration(
     # cache of their (long) shared system prompt; results do not depend on the order
     todo = sorted((c for c in cases if c.id not in done), key=lambda c: tuple(c.involved_classes))
     progress = Progress(
-        TextColumn(f"[bold]{model.spec} {probe_name}"), BarColumn(), MofNCompleteColumn(),
-        TimeRemainingColumn(), disable=not show_progress,
-    )  # fmt: skip
+        TextColumn(f"[bold]{model.spec} {probe_name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        disable=not show_progress,
+    )
     events_path = store.run_dir / "events.jsonl"
     with progress:
         task = progress.add_task("cases", total=len(cases), completed=len(cases) - len(todo))
@@ -160,7 +171,9 @@ def run_calibration(
             if events:
                 with events_path.open("a", encoding="utf-8") as fh:
                     for ev in events:
-                        fh.write(json.dumps({"model": model.spec, "probe": probe_name, **ev}) + "\n")
+                        fh.write(
+                            json.dumps({"model": model.spec, "probe": probe_name, **ev}) + "\n"
+                        )
             progress.advance(task)
     return len(todo), len(cases) - len(todo)
 
@@ -196,10 +209,14 @@ def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
     """``calibration-<probe>.json`` and ``.md`` in the run directory."""
     stem = run_dir / f"calibration-{result.probe}"
     payload = {
-        "model": result.model, "probe": result.probe, "rows": result.rows(),
+        "model": result.model,
+        "probe": result.probe,
+        "rows": result.rows(),
         "diagnostics": result.diagnostics.to_dict(),
-    }  # fmt: skip
-    stem.with_suffix(".json").write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    }
+    stem.with_suffix(".json").write_text(
+        json.dumps(payload, indent=2, default=str), encoding="utf-8"
+    )
     stem.with_suffix(".md").write_text(
         to_markdown(result.rows()) + "\n" + stage_mix_markdown(result.rows()), encoding="utf-8"
     )
@@ -207,18 +224,29 @@ def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
 
 
 STAGE_MIX_COLUMNS: tuple[str, ...] = (
-    "Category", "tool calls", "passed SAAG %", "stage 1 (registry) %", "stage 2 (structure) %",
+    "Category",
+    "tool calls",
+    "passed SAAG %",
+    "stage 1 (registry) %",
+    "stage 2 (structure) %",
     "stage 3 (grounding) %",
-)  # fmt: skip
+)
 
 
 def stage_mix_table(rows: Sequence[dict[str, Any]]) -> Table:
     """Where the model's tool calls fail, per category (SAAG first failing stage: the shares
     ``calls_stage0..3`` of :meth:`CalibrationResult.rows`), as a :class:`Table`."""
-    return Table(STAGE_MIX_COLUMNS, [
-        [r["category"], r["tool_calls_scored"], *(pct(r.get(f"calls_stage{k}")) for k in range(4))]
-        for r in rows
-    ])  # fmt: skip
+    return Table(
+        STAGE_MIX_COLUMNS,
+        [
+            [
+                r["category"],
+                r["tool_calls_scored"],
+                *(pct(r.get(f"calls_stage{k}")) for k in range(4)),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def stage_mix_markdown(rows: Sequence[dict[str, Any]]) -> str:
@@ -319,9 +347,15 @@ def calibrate_model(
         store.set_meta("classifier_preset", preset_name)
         t0 = time.perf_counter()
         ran, skipped = run_calibration(
-            model, store, cases, style=resolve_style(model, style), max_steps=max_steps,
-            decoding=decoding, probe=probe, show_progress=show_progress,
-        )  # fmt: skip
+            model,
+            store,
+            cases,
+            style=resolve_style(model, style),
+            max_steps=max_steps,
+            decoding=decoding,
+            probe=probe,
+            show_progress=show_progress,
+        )
         result = diagnose_store(store, model.spec, probe or BASELINE, cases, config=config)
         result.ran, result.skipped, result.seconds = ran, skipped, time.perf_counter() - t0
         done = ModelCalibration(result=result, path=write_outputs(out, result))

@@ -150,11 +150,13 @@ def _native_assistant_message(
         rid = raw[i].get("id") if i < len(raw) and isinstance(raw[i], dict) else None
         call_id = str(rid) if rid else f"call_{turn}_{step}_{i}"
         ids.append(call_id)
-        tool_calls.append({
-            "id": call_id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-        })
+        tool_calls.append(
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+        )
     return {"role": "assistant", "content": reply.text or "", "tool_calls": tool_calls}, ids
 
 
@@ -200,9 +202,16 @@ def run_conversation(
     elif env.case.id != case.id:
         raise ValueError(f"environment of {env.case.id!r} given for case {case.id!r}")
     session = ProbeSession(probe, case) if probe is not None else None
-    traj = Trajectory(case.id, case.category, style, getattr(model, "spec", "") or "",
-                      max_steps, parse_mode, probe=probe.to_dict() if probe else None,
-                      events=session.events if session else [])
+    traj = Trajectory(
+        case.id,
+        case.category,
+        style,
+        getattr(model, "spec", "") or "",
+        max_steps,
+        parse_mode,
+        probe=probe.to_dict() if probe else None,
+        events=session.events if session else [],
+    )
     sent_user: list[dict[str, Any]] = []  # every user message of the case so far
     prior_requests: list[str] = []  # the user text of earlier (non-re-injection) turns
     messages: list[dict[str, Any]] = []
@@ -221,20 +230,26 @@ def run_conversation(
         messages.extend(user_msgs)
         sent_user.extend(user_msgs)
         current_request = REINJECT_MESSAGE if added else request_text(user_msgs)
-        tools = [{"type": "function", "function": f} for f in functions] if style == "native" \
-            else None
+        tools = (
+            [{"type": "function", "function": f} for f in functions] if style == "native" else None
+        )
         turn = TurnRecord(t, user_msgs, sorted(available), list(added))
         count = 0
         turn_called = False
         while True:
             query_no += 1
-            context = RequestContext(case_id=case.id, mode=style, attempt=query_no, turn=t,
-                                     step=len(turn.steps))
+            context = RequestContext(
+                case_id=case.id, mode=style, attempt=query_no, turn=t, step=len(turn.steps)
+            )
             try:
                 reply = model.chat(list(messages), tools, decoding, context=context)
             except ModelError as exc:
-                traj.error = {"kind": exc.kind, "message": str(exc), "turn": t,
-                              "step": len(turn.steps)}
+                traj.error = {
+                    "kind": exc.kind,
+                    "message": str(exc),
+                    "turn": t,
+                    "step": len(turn.steps),
+                }
                 traj.partial_turn = turn
                 traj.wall_s = time.perf_counter() - started
                 return traj
@@ -254,17 +269,31 @@ def run_conversation(
             turn.steps.append(step)
             index = len(turn.steps) - 1
             if session is not None and parsed.calls:
-                fired = session.on_calls(t, index, list(parsed.calls), functions,
-                                         user_text(sent_user), observed_text(env.log))
+                fired = session.on_calls(
+                    t,
+                    index,
+                    list(parsed.calls),
+                    functions,
+                    user_text(sent_user),
+                    observed_text(env.log),
+                )
                 if fired is not None:
                     step.retracted = True
                     turn_called = True
                     if fired["action"] == "bypass":
                         messages.append({"role": "assistant", "content": BYPASS_ABSTENTION})
-                        turn.steps.append(StepRecord(
-                            text=BYPASS_ABSTENTION, tool_calls=None, calls=[], parse_error=None,
-                            parse_form=None, results=[], available=sorted(available),
-                            placeholder=True))  # fmt: skip
+                        turn.steps.append(
+                            StepRecord(
+                                text=BYPASS_ABSTENTION,
+                                tool_calls=None,
+                                calls=[],
+                                parse_error=None,
+                                parse_form=None,
+                                results=[],
+                                available=sorted(available),
+                                placeholder=True,
+                            )
+                        )
                         fired["placeholder_step"] = len(turn.steps) - 1
                         break
                     _add_user_text(messages, CRI_RETRY_INSTRUCTION)
@@ -291,11 +320,18 @@ def run_conversation(
             step.results = env.execute(parsed.calls, available)
             if style == "native" and ids:
                 for call_id, res in zip(ids, step.results, strict=True):
-                    messages.append({"role": "tool", "tool_call_id": call_id,
-                                     "name": res.name, "content": res.output})
+                    messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call_id,
+                            "name": res.name,
+                            "content": res.output,
+                        }
+                    )
             else:
-                shown = [{"role": "tool", "name": _display(r), "content": r.output}
-                         for r in step.results]
+                shown = [
+                    {"role": "tool", "name": _display(r), "content": r.output} for r in step.results
+                ]
                 messages.append({"role": "user", "content": repr(shown)})
             count += 1
             if count > max_steps:

@@ -128,9 +128,14 @@ def experiment_cases(exp: Experiment) -> list[Case]:
     if path is None:
         assert exp.source is not None
         built = build_benchmark(
-            exp.source, scales=exp.scales, n=exp.n, seed=exp.seed, distractors=exp.distractors,
-            gold_position=exp.gold_position, allow_download=exp.allow_download,
-        )  # fmt: skip
+            exp.source,
+            scales=exp.scales,
+            n=exp.n,
+            seed=exp.seed,
+            distractors=exp.distractors,
+            gold_position=exp.gold_position,
+            allow_download=exp.allow_download,
+        )
         exp.output.mkdir(parents=True, exist_ok=True)
         benchmark_to_jsonl(built.cases, saved)
         return built.cases
@@ -149,17 +154,25 @@ def run_experiment(exp: Experiment, *, show_progress: bool = True) -> list[RunSu
     try:
         for spec in exp.models:
             model = open_model(
-                spec, base_url=exp.base_url, timeout=exp.timeout, cache=exp.cache,
+                spec,
+                base_url=exp.base_url,
+                timeout=exp.timeout,
+                cache=exp.cache,
                 use_cache=exp.use_cache,
-            )  # fmt: skip
+            )
             try:
                 summaries.append(
                     run_cases(
-                        model, cases, store, modes=exp.modes,  # type: ignore[arg-type]
-                        max_attempts=exp.max_attempts, style=exp.style,
+                        model,
+                        cases,
+                        store,
+                        modes=exp.modes,  # type: ignore[arg-type]
+                        max_attempts=exp.max_attempts,
+                        style=exp.style,
                         decoding=Decoding(max_tokens=exp.max_tokens, seed=exp.seed),
-                        concurrency=exp.concurrency, show_progress=show_progress,
-                    )  # fmt: skip
+                        concurrency=exp.concurrency,
+                        show_progress=show_progress,
+                    )
                 )
             finally:
                 model.close()

@@ -79,9 +79,17 @@ def calibrate_from_bfcl(
     md, js = out / f"{BFCL_STEM}.md", out / f"{BFCL_STEM}.json"
     md.write_text(to_markdown(diag.rows), encoding="utf-8")
     js.write_text(json.dumps(diag.to_dict(), indent=2, default=str), encoding="utf-8")
-    page = DiagnosticPage(f"Action-class diagnostic of BFCL results: {run.model}", [
-        ("GAR and Acc per category", "Emissions read from BFCL's result files; Acc from its score files. Wilson 95% intervals; Acc > GAR flags grader masking.", to_markdown(diag.rows)),
-    ], notes=list(run.problems))  # fmt: skip
+    page = DiagnosticPage(
+        f"Action-class diagnostic of BFCL results: {run.model}",
+        [
+            (
+                "GAR and Acc per category",
+                "Emissions read from BFCL's result files; Acc from its score files. Wilson 95% intervals; Acc > GAR flags grader masking.",
+                to_markdown(diag.rows),
+            ),
+        ],
+        notes=list(run.problems),
+    )
     return BfclCalibration(run=run, diagnostics=diag, written=[md, js], page=page)
 
 
@@ -102,10 +110,23 @@ def calibrate_from_tau2(
     result = tau2_diagnostics(results, tasks, judge=judge, config=Tau2Config(classifier=config))
     out.mkdir(parents=True, exist_ok=True)
     md, js = out / f"{TAU2_STEM}.md", out / f"{TAU2_STEM}.json"
-    js.write_text(json.dumps(result.to_dict(include_details=True), indent=2, default=str), encoding="utf-8")
+    js.write_text(
+        json.dumps(result.to_dict(include_details=True), indent=2, default=str), encoding="utf-8"
+    )
     md.write_text(result.to_markdown(), encoding="utf-8")
-    page = DiagnosticPage(f"τ²-bench action-class diagnostic: {Path(results).name}", [
-        ("GAR and Acc per domain and gold class", "τ² GAR rules: REFUSE = no write tool called; ASK = an ask was detected; TOOL_CALL = no failed action check. Acc = reward 1. Wilson 95% intervals.", gar_markdown(result.rows)),
-        ("Per domain: SAAG stage mix of tool calls and CONFIRM", "Every agent tool call through the SAAG cascade; CONFIRM: did the user confirm before each write.", domain_markdown(result.domain_rows)),
-    ])  # fmt: skip
+    page = DiagnosticPage(
+        f"τ²-bench action-class diagnostic: {Path(results).name}",
+        [
+            (
+                "GAR and Acc per domain and gold class",
+                "τ² GAR rules: REFUSE = no write tool called; ASK = an ask was detected; TOOL_CALL = no failed action check. Acc = reward 1. Wilson 95% intervals.",
+                gar_markdown(result.rows),
+            ),
+            (
+                "Per domain: SAAG stage mix of tool calls and CONFIRM",
+                "Every agent tool call through the SAAG cascade; CONFIRM: did the user confirm before each write.",
+                domain_markdown(result.domain_rows),
+            ),
+        ],
+    )
     return Tau2Calibration(diagnostics=result, written=[md, js], page=page)

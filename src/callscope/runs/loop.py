@@ -68,9 +68,16 @@ def first_attempt(
 
 def _failed(n: int, messages: list[dict[str, Any]], err: ModelError, latency: float) -> Attempt:
     return Attempt(
-        attempt=n, messages=[dict(m) for m in messages], reply=None, parsed=[], row=None,
-        diagnosis=None, error=str(err), error_kind=err.kind, latency_s=latency,
-    )  # fmt: skip
+        attempt=n,
+        messages=[dict(m) for m in messages],
+        reply=None,
+        parsed=[],
+        row=None,
+        diagnosis=None,
+        error=str(err),
+        error_kind=err.kind,
+        latency_s=latency,
+    )
 
 
 def run_loop(

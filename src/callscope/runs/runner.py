@@ -89,9 +89,13 @@ def run_cases(
             raise ValueError(f"unknown mode {m!r}; choose from {', '.join(MODES)}")
     _check_config(
         store,
-        {"model": model.spec, "style": resolved, "max_attempts": max_attempts,
-         "decoding": decoding.to_dict()},
-    )  # fmt: skip
+        {
+            "model": model.spec,
+            "style": resolved,
+            "max_attempts": max_attempts,
+            "decoding": decoding.to_dict(),
+        },
+    )
     store.add_cases(list(cases))
     done = store.done(model.spec, include_errors=not retry_errors)
     todo = [(c, [m for m in modes if (c.id, m) not in done]) for c in cases]
@@ -109,9 +113,14 @@ def run_cases(
         first = first_attempt(model, case, resolved, decoding)
         for mode in case_modes:
             outcome = run_loop(
-                model, case, mode, first=first, style=resolved,
-                max_attempts=max_attempts, decoding=decoding,
-            )  # fmt: skip
+                model,
+                case,
+                mode,
+                first=first,
+                style=resolved,
+                max_attempts=max_attempts,
+                decoding=decoding,
+            )
             store.save_outcome(model.spec, case.scale, outcome)
             with lock:
                 streak[0] = streak[0] + 1 if outcome.error_kind in _UNREACHABLE else 0
@@ -121,12 +130,20 @@ def run_cases(
         return len(case_modes)
 
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TaskProgressColumn(), TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-        TextColumn("ETA"), TimeRemainingColumn(), disable=not show_progress,
-    )  # fmt: skip
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        disable=not show_progress,
+    )
     with progress, ThreadPoolExecutor(max_workers=workers) as pool:
-        task = progress.add_task(model.spec, total=summary.total, completed=summary.skipped, rate="")
+        task = progress.add_task(
+            model.spec, total=summary.total, completed=summary.skipped, rate=""
+        )
         pending: set[Future[int]] = set()
         items = iter(todo)
         while True:

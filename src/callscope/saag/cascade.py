@@ -116,8 +116,9 @@ def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None
     for cand, cand_grams in _registry_trigrams(tuple(registry)):
         if not grams & cand_grams:
             continue
-        score = (NCS_WRATIO_WEIGHT * fuzz.WRatio(name, cand) / 100.0
-                 + NCS_JACCARD_WEIGHT * _jaccard(name, cand))
+        score = NCS_WRATIO_WEIGHT * fuzz.WRatio(name, cand) / 100.0 + NCS_JACCARD_WEIGHT * _jaccard(
+            name, cand
+        )
         if best_name is None or score > best:
             best, best_name = score, cand
     return best, best_name

@@ -91,7 +91,10 @@ def bfcl_values_equal(pred: Any, gold: Any) -> bool:
             # BFCL nests acceptable-value lists inside dict answers: {key: [acceptable...]}
             if not isinstance(pred, dict) or not set(pred) <= set(gold):
                 return False
-            return all(_bfcl_accepts(pred[k], v) if k in pred else "" in _as_list(v) for k, v in gold.items())
+            return all(
+                _bfcl_accepts(pred[k], v) if k in pred else "" in _as_list(v)
+                for k, v in gold.items()
+            )
         if gold is None:
             return pred is None
     except (OverflowError, RecursionError):
@@ -142,7 +145,9 @@ def extrinsic(
         mandatory = {k for k, vals in acceptable.items() if "" not in vals}
         mandatory |= _schema_required(functions, gold.get("name"))
         correct_keys = {
-            k for k, v in pred.items() if name_ok and k in acceptable and _bfcl_accepts(v, acceptable[k])
+            k
+            for k, v in pred.items()
+            if name_ok and k in acceptable and _bfcl_accepts(v, acceptable[k])
         }
         relevant = mandatory | correct_keys
         n_correct = len(correct_keys & relevant)
@@ -150,7 +155,9 @@ def extrinsic(
     else:
         gold_args = gold.get("arguments") or {}
         n_correct = sum(
-            1 for k, v in pred.items() if name_ok and k in gold_args and values_equal(v, gold_args[k])
+            1
+            for k, v in pred.items()
+            if name_ok and k in gold_args and values_equal(v, gold_args[k])
         )
         out = _prf(n_correct, len(pred), len(gold_args), name_ok)
     return {"name_match": name_ok, **out}

@@ -21,15 +21,21 @@ from callscope.types import Case, ParseResult
 #: <callscope.saag.metrics.METRIC_SPECS>`)
 METRICS: tuple[str, ...] = INTRINSIC_KEYS
 OUTPUT_KEYS = (
-    "id", "stage", *METRICS, "nearest", "missing", "drifted", "spurious", "fix", "parse_error",
-)  # fmt: skip
+    "id",
+    "stage",
+    *METRICS,
+    "nearest",
+    "missing",
+    "drifted",
+    "spurious",
+    "fix",
+    "parse_error",
+)
 #: the gold-dependent keys of a score row (present only when the row has a gold call)
 GOLD_KEYS: tuple[str, ...] = GOLD_ROW_KEYS
 
 
-def score_parsed(
-    parsed: ParseResult, case: Case
-) -> tuple[Diagnosis, dict[str, Any]]:
+def score_parsed(parsed: ParseResult, case: Case) -> tuple[Diagnosis, dict[str, Any]]:
     """Diagnose the first parsed call of ``parsed`` for ``case``; return the diagnosis and the
     output row (``score`` format)."""
     call = parsed.first

@@ -57,9 +57,12 @@ class Outcome:
         """The final row in the ``score`` format plus ``attempts``, ``mode``, ``solved_at``."""
         row = dict(self.final_row or {"id": self.case_id})
         row.update(
-            attempts=len(self.attempts), mode=self.mode, solved_at=self.solved_at,
-            model=model, scale=scale,
-        )  # fmt: skip
+            attempts=len(self.attempts),
+            mode=self.mode,
+            solved_at=self.solved_at,
+            model=model,
+            scale=scale,
+        )
         if self.error:
             row["error"] = self.error
             row["error_kind"] = self.error_kind

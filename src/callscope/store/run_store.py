@@ -147,9 +147,7 @@ class RunStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.execute(
-                    "DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key
-                )
+                self._db.execute("DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key)
                 self._db.executemany(
                     "INSERT INTO attempts(model, case_id, mode, attempt, data) VALUES (?,?,?,?,?)",
                     [(*key, a.attempt, encode(a.to_dict())) for a in outcome.attempts],
@@ -158,11 +156,16 @@ class RunStore:
                     "INSERT OR REPLACE INTO outcomes(model, case_id, mode, scale, n_attempts,"
                     " solved_at, error, error_kind, final, first) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
-                        *key, scale, len(outcome.attempts), outcome.solved_at, outcome.error,
-                        outcome.error_kind, encode(outcome.export_row(model, scale)),
+                        *key,
+                        scale,
+                        len(outcome.attempts),
+                        outcome.solved_at,
+                        outcome.error,
+                        outcome.error_kind,
+                        encode(outcome.export_row(model, scale)),
                         encode(first),
                     ),
-                )  # fmt: skip
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -179,8 +182,18 @@ class RunStore:
             sql += " WHERE model=?"
             args = (model,)
         sql += " ORDER BY rowid"
-        cols = ("model", "case_id", "mode", "scale", "n_attempts", "solved_at", "error",
-                "error_kind", "final", "first")  # fmt: skip
+        cols = (
+            "model",
+            "case_id",
+            "mode",
+            "scale",
+            "n_attempts",
+            "solved_at",
+            "error",
+            "error_kind",
+            "final",
+            "first",
+        )
         for r in self._db.execute(sql, args).fetchall():
             d = dict(zip(cols, r, strict=True))
             d["final"] = decode(d["final"])
@@ -208,25 +221,36 @@ class RunStore:
         return {r[0] for r in rows}
 
     def save_conversation(
-        self, model: str, probe: str, category: str, trajectory: dict[str, Any],
+        self,
+        model: str,
+        probe: str,
+        category: str,
+        trajectory: dict[str, Any],
         verdict: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """One multi-turn case: its whole trajectory and BFCL verdict, in one statement."""
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO conversations(model, probe, case_id, category, passed,"
                 " error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
                 (
-                    model, probe, trajectory["case_id"], category, int(bool(verdict["passed"])),
+                    model,
+                    probe,
+                    trajectory["case_id"],
+                    category,
+                    int(bool(verdict["passed"])),
                     encode(trajectory.get("error")) if trajectory.get("error") else None,
-                    encode(trajectory), encode(verdict),
+                    encode(trajectory),
+                    encode(verdict),
                 ),
-            )  # fmt: skip
+            )
 
     def conversations(
         self, model: str | None = None, probe: str | None = None
     ) -> Iterator[dict[str, Any]]:
-        sql = "SELECT model, probe, case_id, category, passed, trajectory, verdict FROM conversations"
+        sql = (
+            "SELECT model, probe, case_id, category, passed, trajectory, verdict FROM conversations"
+        )
         where, args = [], []
         for col, val in (("model", model), ("probe", probe)):
             if val is not None:
@@ -234,11 +258,18 @@ class RunStore:
                 args.append(val)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        for m, p, cid, cat, passed, traj, verdict in self._db.execute(sql + " ORDER BY rowid", args):
+        for m, p, cid, cat, passed, traj, verdict in self._db.execute(
+            sql + " ORDER BY rowid", args
+        ):
             yield {
-                "model": m, "probe": p, "case_id": cid, "category": cat, "passed": bool(passed),
-                "trajectory": decode(traj), "verdict": decode(verdict),
-            }  # fmt: skip
+                "model": m,
+                "probe": p,
+                "case_id": cid,
+                "category": cat,
+                "passed": bool(passed),
+                "trajectory": decode(traj),
+                "verdict": decode(verdict),
+            }
 
     def export_jsonl(self, path: str | Path | None = None) -> Path:
         """Final rows (``score`` format + attempts, mode, solved_at) as JSON lines."""

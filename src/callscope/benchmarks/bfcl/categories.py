@@ -72,9 +72,7 @@ def due_turns(
     if cls == TOOL_CALL:
         return [t for t, gold in enumerate(ground_truth) if gold]
     if cls == REFUSE and missed_function:
-        turns = sorted(
-            {int(k) - 1 for k in missed_function if str(k).isdigit() and int(k) >= 1}
-        )
+        turns = sorted({int(k) - 1 for k in missed_function if str(k).isdigit() and int(k) >= 1})
         if turns:
             return turns
     return empty

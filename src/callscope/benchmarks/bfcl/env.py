@@ -95,8 +95,11 @@ def _check_literal(value: Any, depth: int, budget: list[int]) -> None:
         return
     if t is dict:
         for key, item in value.items():
-            if not (key is None or type(key) in (str, int, bool)
-                    or (type(key) is float and math.isfinite(key))):
+            if not (
+                key is None
+                or type(key) in (str, int, bool)
+                or (type(key) is float and math.isfinite(key))
+            ):
                 raise CallRejected("argument has a non-literal dict key", "not_literal")
             _check_literal(item, depth + 1, budget)
         return
@@ -160,7 +163,9 @@ _pristine: dict[tuple[str, str], Any] | None = None
 
 
 def _simulator_modules() -> list[Any]:
-    names = [_LONG_CONTEXT_MODULE] + [f"{SIMULATOR_PACKAGE}.{m}" for m in SIMULATOR_MODULES.values()]
+    names = [_LONG_CONTEXT_MODULE] + [
+        f"{SIMULATOR_PACKAGE}.{m}" for m in SIMULATOR_MODULES.values()
+    ]
     return [importlib.import_module(n) for n in names]
 
 
@@ -238,8 +243,9 @@ def _new_instance(class_name: str, config: dict[str, Any], long_context: bool) -
     module = importlib.import_module(f"{SIMULATOR_PACKAGE}.{SIMULATOR_MODULES[class_name]}")
     instance = getattr(module, class_name)()
     if class_name not in STATELESS_CLASSES:
-        instance._load_scenario(copy.deepcopy(config.get(class_name, {})),
-                                long_context=long_context)
+        instance._load_scenario(
+            copy.deepcopy(config.get(class_name, {})), long_context=long_context
+        )
     # cut every reference into module globals (long-context extensions)
     return copy.deepcopy(instance)
 

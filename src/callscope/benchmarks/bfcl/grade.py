@@ -170,17 +170,32 @@ def grade(case: MTCase, trajectory: Trajectory, *, run_tag: str = "") -> Verdict
         return rows
 
     if trajectory.error is not None:
-        return Verdict(False, f"model error: {trajectory.error.get('message', '')}",
-                       "multi_turn:inference_error", None, per_turn(None, False), decoded,
-                       {"error": trajectory.error})
+        return Verdict(
+            False,
+            f"model error: {trajectory.error.get('message', '')}",
+            "multi_turn:inference_error",
+            None,
+            per_turn(None, False),
+            decoded,
+            {"error": trajectory.error},
+        )
     if len(decoded) != len(gold):
-        reason = (f"force-terminated: {len(decoded)} turns for {len(gold)} gold turns"
-                  + (" (step limit)" if trajectory.force_quit else ""))
-        return Verdict(False, reason, "multi_turn:force_terminated", None,
-                       per_turn(None, False), decoded)
+        reason = f"force-terminated: {len(decoded)} turns for {len(gold)} gold turns" + (
+            " (step limit)" if trajectory.force_quit else ""
+        )
+        return Verdict(
+            False, reason, "multi_turn:force_terminated", None, per_turn(None, False), decoded
+        )
     result = bfcl_check(case, decoded, run_tag=run_tag)
     if result.get("valid"):
         return Verdict(True, "passed", None, None, per_turn(None, True), decoded)
     summary, failed = _summarise(result)
-    return Verdict(False, summary["error_message"], str(result.get("error_type")), failed,
-                   per_turn(failed, True), decoded, summary)
+    return Verdict(
+        False,
+        summary["error_message"],
+        str(result.get("error_type")),
+        failed,
+        per_turn(failed, True),
+        decoded,
+        summary,
+    )

@@ -90,9 +90,7 @@ def ask_cue_hits(text: str, cues: Sequence[str] = DEFAULT_ASK_SCENARIO_CUES) -> 
     """The cues of ``cues`` found in ``text`` (lower-cased, curly quotes normalised, whole
     words: :func:`callscope.core.text.cue_pattern`), in cue order."""
     norm = normalize_text(text)
-    return [
-        c for c in cues if c and (pat := cue_pattern(c, whole_word=True)) and pat.search(norm)
-    ]
+    return [c for c in cues if c and (pat := cue_pattern(c, whole_word=True)) and pat.search(norm)]
 
 
 def cue_snippet(text: str, cue: str, width: int = 80) -> str:

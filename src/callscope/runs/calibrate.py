@@ -1,5 +1,10 @@
-"""`callscope calibrate`: run BFCL multi-turn cases on a model (optionally under a probe),
-grade them with BFCL's checker, and compute GAR beside Acc, resumably, into a run store."""
+"""`callscope calibrate`: run a multi-turn benchmark's cases on a model (optionally under a
+probe), grade them with the benchmark's grader, and compute GAR beside Acc, resumably, into a
+run store.
+
+The benchmark is any :class:`~callscope.benchmarks.protocol.MultiTurnBenchmark` (BFCL
+multi-turn by default): cases, tools at a turn, a fresh environment per run, grade, gold class
+and due turns come from it and from nothing else."""
 
 from __future__ import annotations
 
@@ -13,9 +18,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from callscope.benchmarks.bfcl.categories import full_category
-from callscope.benchmarks.bfcl.grade import grade
-from callscope.benchmarks.bfcl.multi_turn import MTCase, load_multi_turn
+from callscope.benchmarks.protocol import MultiTurnBenchmark, get_benchmark
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, preset
 from callscope.calibration.diagnostics import (
     CaseRecord,
@@ -43,13 +46,18 @@ from callscope.types import ToolCall
 BASELINE = "baseline"
 
 
-def select_cases(categories: Sequence[str], n: int | None) -> list[MTCase]:
-    """The first ``n`` cases of each category in BFCL's order (same cases for every probe)."""
-    wanted = [full_category(c) for c in categories]
-    cases = load_multi_turn(tuple(wanted))
-    out: list[MTCase] = []
-    for cat in wanted:
-        of_cat = [c for c in cases if c.category == cat]
+DEFAULT_BENCHMARK = "bfcl"
+
+
+def select_cases(
+    categories: Sequence[str], n: int | None, benchmark: MultiTurnBenchmark[Any] | None = None
+) -> list[Any]:
+    """The first ``n`` cases of each category, categories in the order given and cases in the
+    benchmark's order (the same cases for every probe)."""
+    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
+    out: list[Any] = []
+    for category in categories:
+        of_cat = bench.cases([category])
         out.extend(of_cat if n is None else of_cat[:n])
     return out
 
@@ -59,7 +67,9 @@ def _is_model_emission(step: dict[str, Any]) -> bool:
     return not step.get("placeholder", False)
 
 
-def case_record(case: MTCase, trajectory: dict[str, Any], passed: bool) -> CaseRecord:
+def case_record(
+    bench: MultiTurnBenchmark[Any], case: Any, trajectory: dict[str, Any], passed: bool
+) -> CaseRecord:
     """The diagnostics' view of one conversation: per turn, the model's emissions."""
     turns: list[list[Any]] = [[] for _ in case.turns]
     all_turns = list(trajectory.get("turns") or [])
@@ -77,15 +87,17 @@ def case_record(case: MTCase, trajectory: dict[str, Any], passed: bool) -> CaseR
     return CaseRecord(
         id=case.id,
         category=case.category,
-        gold_class=case.gold_class,
+        gold_class=bench.gold_class(case),
         turn_emissions=turns,
-        due_turns=case.due_turns(),
+        due_turns=bench.due_turns(case),
         passed=passed,
         error=json.dumps(err) if err else None,
     )
 
 
-def saag_stage_mix(case: MTCase, trajectory: dict[str, Any]) -> Counter[str]:
+def saag_stage_mix(
+    bench: MultiTurnBenchmark[Any], case: Any, trajectory: dict[str, Any]
+) -> Counter[str]:
     """Beyond the paper: every parsed call checked by the SAAG cascade against the tools
     available at its turn and the user text so far (stage 0 = passed all three)."""
     mix: Counter[str] = Counter()
@@ -93,7 +105,7 @@ def saag_stage_mix(case: MTCase, trajectory: dict[str, Any]) -> Counter[str]:
     for turn in trajectory.get("turns") or []:
         idx = int(turn["index"])
         user_text.extend(str(m.get("content") or "") for m in turn.get("user_messages") or [])
-        functions = case.functions_at(idx)
+        functions = bench.tools_at(case, idx)
         for step in turn.get("steps") or []:
             for call in step.get("calls") or []:
                 d = diagnose(
@@ -132,8 +144,9 @@ class CalibrationResult:
 def run_calibration(
     model: ChatModel,
     store: RunStore,
-    cases: Sequence[MTCase],
+    cases: Sequence[Any],
     *,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
     style: str = "native",
     max_steps: int = 20,
     decoding: Decoding | None = None,
@@ -145,10 +158,14 @@ def run_calibration(
     if probe and probe != BASELINE:
         probe_cfg = get_probe(probe)
     probe_name = probe or BASELINE
+    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
     done = store.conversations_done(model.spec, probe_name)
     # cases with the same tools run back to back: an embedded model then re-uses the KV
     # cache of their (long) shared system prompt; results do not depend on the order
-    todo = sorted((c for c in cases if c.id not in done), key=lambda c: tuple(c.involved_classes))
+    todo = sorted(
+        (c for c in cases if c.id not in done),
+        key=lambda c: tuple(f["name"] for f in bench.tools_at(c, 0)),
+    )
     progress = Progress(
         TextColumn(f"[bold]{model.spec} {probe_name}"),
         BarColumn(),
@@ -163,8 +180,8 @@ def run_calibration(
             kwargs: dict[str, Any] = {"style": style, "max_steps": max_steps, "decoding": decoding}
             if probe_cfg is not None:
                 kwargs["probe"] = probe_cfg
-            traj = run_conversation(model, case, **kwargs)
-            verdict = grade(case, traj)
+            traj = run_conversation(model, case, env=bench.environment(case), **kwargs)
+            verdict = bench.grade(case, traj)
             tdict = traj.to_dict()
             store.save_conversation(model.spec, probe_name, case.category, tdict, verdict.to_dict())
             events = tdict.get("events") or []
@@ -182,25 +199,29 @@ def diagnose_store(
     store: RunStore,
     model: str,
     probe: str = BASELINE,
-    cases: Sequence[MTCase] | None = None,
+    cases: Sequence[Any] | None = None,
     *,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
     config: ClassifierConfig = DEFAULT,
     settings: DiagnosticsSettings | None = None,
 ) -> CalibrationResult:
     """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations."""
     convs = list(store.conversations(model, probe))
+    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
     by_id = {c.id: c for c in (cases or [])}
     if not by_id:
         cats = sorted({c["category"] for c in convs})
-        by_id = {c.id: c for c in load_multi_turn(tuple(cats))} if cats else {}
+        by_id = {c.id: c for c in bench.cases(cats)} if cats else {}
     records: list[CaseRecord] = []
     mix: dict[str, Counter[str]] = {}
     for conv in convs:
         case = by_id.get(conv["case_id"])
         if case is None:
             continue
-        records.append(case_record(case, conv["trajectory"], conv["passed"]))
-        mix.setdefault(case.category, Counter()).update(saag_stage_mix(case, conv["trajectory"]))
+        records.append(case_record(bench, case, conv["trajectory"], conv["passed"]))
+        mix.setdefault(case.category, Counter()).update(
+            saag_stage_mix(bench, case, conv["trajectory"])
+        )
     diag = compute_diagnostics(records, config, settings)
     return CalibrationResult(model=model, probe=probe, diagnostics=diag, stage_mix=mix)
 
@@ -271,7 +292,7 @@ def compare_with_baseline(
     store: RunStore,
     model: str,
     probe: str,
-    cases: Sequence[MTCase] | None = None,
+    cases: Sequence[Any] | None = None,
     *,
     baseline: CalibrationResult | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
@@ -289,7 +310,7 @@ def compare_with_baseline(
 
 
 def ablation_with_baseline(
-    store: RunStore, model: str, cases: Sequence[MTCase] | None = None
+    store: RunStore, model: str, cases: Sequence[Any] | None = None
 ) -> tuple[list[dict[str, Any]], str]:
     """The ablation matrix of every probe run of ``model`` in the store (ΔAcc / ΔGAR per
     category against the baseline, fired rate), in :func:`probe_key` order; written to
@@ -323,7 +344,7 @@ class ModelCalibration:
 def calibrate_model(
     model: ChatModel,
     out: str | Path,
-    cases: Sequence[MTCase],
+    cases: Sequence[Any],
     *,
     probe: str | None = None,
     style: str | None = None,

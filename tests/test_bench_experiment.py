@@ -61,7 +61,8 @@ def test_extrinsic_agrees_with_bfcl_ast_checker_on_every_call() -> None:
     their systematic perturbations (10,511 calls, ~1 s). The one disagreement is BFCL's gold
     for live_multiple_862-181-3, which BFCL's checker itself rejects (the answer names a
     parameter, ``journey_start_time``, that the function's schema does not declare)."""
-    from callscope.benchmarks.bfcl.single import agreement_report, load_bfcl_single
+    from callscope.benchmarks.bfcl.agreement import agreement_report
+    from callscope.benchmarks.bfcl.single import load_bfcl_single
 
     def ours(case, call) -> bool:
         if isinstance(call, dict):

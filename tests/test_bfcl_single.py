@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from callscope.benchmarks.bfcl import package as bfcl_pkg
+from callscope.benchmarks.bfcl.agreement import gold_call, perturbed_calls
 from callscope.benchmarks.bfcl.package import (
     GORILLA_TO_JSON_SCHEMA,
     bfcl_function_to_spec,
     gorilla_to_json_schema,
     sanitize_function_names,
 )
-from callscope.benchmarks.bfcl.single import perturbed_calls
 from callscope.types import Case, ToolCall
 
 HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
@@ -359,7 +359,7 @@ def test_sanitized_load_maps_names_back():
 
 
 def test_bfcl_accepts_gold_calls_except_known_defects(loaded):
-    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict, gold_call
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict
 
     rejected = {}
     for case in loaded.cases:
@@ -488,7 +488,8 @@ def test_perturbed_string_avoids_bfcl_equivalents():
 
 
 def test_every_perturbation_kind_is_rejected_by_bfcl(by_id):
-    from callscope.benchmarks.bfcl.single import PERTURBATION_KINDS, bfcl_ast_verdict
+    from callscope.benchmarks.bfcl.agreement import PERTURBATION_KINDS
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict
 
     seen = set()
     for case_id in ("simple_python_0", "simple_python_89", "multiple_0", "live_multiple_1-0-1"):
@@ -507,7 +508,8 @@ def test_every_perturbation_kind_is_rejected_by_bfcl(by_id):
 
 
 def test_agreement_report_counts(by_id):
-    from callscope.benchmarks.bfcl.single import agreement_report, bfcl_ast_verdict
+    from callscope.benchmarks.bfcl.agreement import agreement_report
+    from callscope.benchmarks.bfcl.single import bfcl_ast_verdict
 
     cases = [by_id["simple_python_0"], by_id["simple_python_17"], by_id["multiple_0"]]
 
@@ -546,7 +548,7 @@ def test_agreement_report_counts(by_id):
 
 def test_agreement_report_finds_exact_match_pitfall(by_id):
     """A grader comparing with the acceptable lists literally misses BFCL's dict answers."""
-    from callscope.benchmarks.bfcl.single import agreement_report
+    from callscope.benchmarks.bfcl.agreement import agreement_report
 
     def literal(case, call):
         acceptable = case.gold["acceptable"]

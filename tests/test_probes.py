@@ -22,6 +22,11 @@ from callscope.benchmarks.bfcl.env import SafeEnv  # noqa: E402
 from callscope.benchmarks.bfcl.grade import sanitized_calls  # noqa: E402
 from callscope.benchmarks.bfcl.multi_turn import load_multi_turn  # noqa: E402
 from callscope.benchmarks.records import ExecResult  # noqa: E402
+from callscope.calibration.cri_detectors import (  # noqa: E402
+    detect_label_free,
+    detect_saag,
+    has_antecedent,
+)
 from callscope.calibration.paired import (  # noqa: E402
     ablation_markdown,
     ablation_matrix,
@@ -37,10 +42,7 @@ from callscope.calibration.probes import (  # noqa: E402
     RECONCILE_HEADER,
     STATE_TITLE,
     ProbeConfig,
-    detect_label_free,
-    detect_saag,
     get_probe,
-    has_antecedent,
     reconciliation_block,
     state_snapshot,
 )

@@ -13,8 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from callscope.report.case_data import json_for_script
 from callscope.report.figures import FIGURE_FILES
-from callscope.report.html import build_report, json_for_script
+from callscope.report.html import build_report
 
 TABLES = (
     "headline",

@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 from rapidfuzz import fuzz, process, utils
 
-from callscope.core.jsonl import write_jsonl
+from callscope.core.jsonl import copy_json, write_jsonl
 from callscope.types import Case
 
 DistractorMode = Literal["uniform", "similar"]
@@ -87,16 +87,6 @@ def _rank_pool(gold_text: str, pool_texts: list[str], excluded: int | None, k: i
     )[0]
     order = np.argsort(-scores, kind="stable")
     return [int(i) for i in order if i != excluded][:k]
-
-
-def _copy_json(value: Any) -> Any:
-    """Copy of JSON-like data (dicts and lists rebuilt, scalars shared); much faster than
-    ``copy.deepcopy`` on the many small specs a benchmark holds."""
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value
 
 
 def _gold_function(case: Case) -> dict[str, Any]:
@@ -188,11 +178,11 @@ def build_registry_benchmark(
                 Case(
                     id=f"{case.id}@S{scale}",
                     query=case.query,
-                    functions=_copy_json(registry),
-                    gold=_copy_json(case.gold),
+                    functions=copy_json(registry),
+                    gold=copy_json(case.gold),
                     scale=scale,
                     meta={
-                        **_copy_json(case.meta),
+                        **copy_json(case.meta),
                         "source_id": case.id,
                         "gold_position": position,
                         "distractors": distractors,

@@ -1,5 +1,8 @@
 """Classify one model emission into an action class: TOOL_CALL, REFUSE, ASK, CONFIRM or OTHER.
 
+(Over 500 lines on purpose: the whole rule set a user relies on, syntax for TOOL_CALL, the cue
+lists, their priority and the presets, reads top to bottom in one module.)
+
 This is the per-emission step of the action-class diagnostic (paper "Calibration is the
 Bottleneck", §3.1 and App. E). The rule a user relies on:
 

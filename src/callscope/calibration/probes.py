@@ -24,12 +24,12 @@ action class under :data:`callscope.calibration.classify.DEFAULT` is ASK), on ev
 **CRI, the call seam.** Consulted after an emission with calls is parsed and before any of its
 calls executes. A detector checks the calls in order; the first suspect call decides:
 
-* label-free (:func:`detect_label_free`): ``MC`` when the name is not among this turn's tools;
-  ``UR`` when a required argument's value has no antecedent (:func:`has_antecedent`) in the
+* label-free (:func:`~callscope.calibration.cri_detectors.detect_label_free`): ``MC`` when the name is not among this turn's tools;
+  ``UR`` when a required argument's value has no antecedent (:func:`~callscope.calibration.cri_detectors.has_antecedent`) in the
   user text so far, the observed state (outputs of executed calls), the parameter's enum or
   its default. Only scalar string/number values are checked; values shorter than 2 characters
   pass.
-* SAAG (:func:`detect_saag`): callscope's cascade on the same call with the user text and the
+* SAAG (:func:`~callscope.calibration.cri_detectors.detect_saag`): callscope's cascade on the same call with the user text and the
   observed state as query; a stage-1 failure is ``MC``, a stage-3 *hard* drift on a required
   argument is ``UR``; everything else passes.
 
@@ -54,14 +54,13 @@ is not a decision and logs nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from callscope.benchmarks.bfcl.multi_turn import MTCase
 from callscope.benchmarks.records import ExecResult
 from callscope.calibration.classify import ASK, DEFAULT, classify_emission
-from callscope.saag import grounding as g
-from callscope.saag.cascade import diagnose, schema_params
+from callscope.calibration.cri_detectors import DETECTORS
 from callscope.types import ToolCall
 
 Seam = Literal["halt", "call"]
@@ -78,8 +77,6 @@ MAX_PRIOR_REQUESTS = 4
 PRIOR_REQUEST_CHARS = 700
 #: one executed call's output is cut to this many characters in the snapshot
 RESULT_CHARS = 400
-#: values shorter than this pass the label-free UR check
-MIN_VALUE_CHARS = 2
 
 STATE_TITLE = "Observed state (tool calls executed so far in this conversation, and their results):"
 NO_STATE = "Observed state: no tool call has been executed so far in this conversation."
@@ -275,136 +272,6 @@ def sri_retry_text(
             )
         )
     return "\n\n".join(parts)
-
-
-# --------------------------------------------------------------------------- CRI detectors
-
-
-@dataclass(frozen=True)
-class Detection:
-    """A suspect call: ``kind`` MC or UR, the call's index in its emission, and details."""
-
-    kind: str
-    index: int
-    call: ToolCall
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-def _number_text(value: float | int) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def has_antecedent(value: Any, haystack: str, spec: dict[str, Any] | None = None) -> bool:
-    """Whether ``value`` may come from ``haystack`` (user text and observed state) or from the
-    parameter ``spec``'s ``enum``/``default``. Strings: case-insensitive substring of the
-    haystack (whitespace stripped); numbers: equal to a number written in the haystack
-    (:func:`callscope.saag.grounding.number_tokens`). Values that are not scalar strings or
-    numbers (bool, None, lists, objects) and values shorter than :data:`MIN_VALUE_CHARS`
-    characters always pass."""
-    spec = spec or {}
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return True
-    text = value.strip() if isinstance(value, str) else _number_text(value)
-    if len(text) < MIN_VALUE_CHARS:
-        return True
-    candidates = list(spec.get("enum") or [])
-    if "default" in spec:
-        candidates.append(spec["default"])
-    for cand in candidates:
-        if isinstance(cand, bool) or not isinstance(cand, str | int | float):
-            continue
-        if isinstance(value, str) != isinstance(cand, str):
-            continue
-        if isinstance(cand, str) and cand.strip().lower() == text.lower():
-            return True
-        if not isinstance(cand, str) and g.numbers_equal(value, cand):  # type: ignore[arg-type]
-            return True
-    if isinstance(value, str):
-        return text.lower() in haystack.lower()
-    return any(g.numbers_equal(value, tok) for tok in g.number_tokens(haystack))
-
-
-def _spec_of(functions: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((f for f in functions if f.get("name") == name), None)
-
-
-def _properties(spec: dict[str, Any]) -> dict[str, Any]:
-    params = spec.get("parameters") or {}
-    props = params.get("properties") if isinstance(params, dict) else None
-    return props if isinstance(props, dict) else {}
-
-
-def detect_label_free(
-    calls: Sequence[ToolCall], functions: Sequence[dict[str, Any]], user_text: str, observed: str
-) -> Detection | None:
-    """The first suspect call of an emission under the label-free detector (see module doc)."""
-    haystack = f"{user_text}\n{observed}"
-    names = {f.get("name") for f in functions}
-    for i, call in enumerate(calls):
-        if call.name not in names:
-            return Detection(
-                "MC", i, call, {"why": f"'{call.name}' is not among this turn's tools"}
-            )
-        spec = _spec_of(functions, call.name) or {}
-        required, _ = schema_params(spec)
-        props = _properties(spec)
-        args = call.arguments if isinstance(call.arguments, dict) else {}
-        for param in required:
-            if param in args and not has_antecedent(args[param], haystack, props.get(param)):
-                return Detection(
-                    "UR",
-                    i,
-                    call,
-                    {
-                        "argument": param,
-                        "value": args[param],
-                        "why": f"required '{param}'={args[param]!r} has no antecedent",
-                    },
-                )
-    return None
-
-
-def detect_saag(
-    calls: Sequence[ToolCall], functions: Sequence[dict[str, Any]], user_text: str, observed: str
-) -> Detection | None:
-    """The first suspect call under the SAAG cascade (query = user text + observed state):
-    stage-1 failure -> MC; stage-3 hard drift on a required argument -> UR."""
-    query = f"{user_text}\n{observed}"
-    for i, call in enumerate(calls):
-        d = diagnose(call, list(functions), query)
-        if d.stage == 1:
-            return Detection(
-                "MC",
-                i,
-                call,
-                {
-                    "saag_stage": 1,
-                    "nearest": d.nearest,
-                    "why": f"stage 1: '{call.name}' not in registry",
-                },
-            )
-        if d.stage == 3:
-            required, _ = schema_params(_spec_of(functions, call.name) or {})
-            hard = [p for p in d.hard if p in required]
-            if hard:
-                return Detection(
-                    "UR",
-                    i,
-                    call,
-                    {
-                        "saag_stage": 3,
-                        "argument": hard[0],
-                        "value": call.arguments.get(hard[0]),
-                        "hard": list(d.hard),
-                        "why": f"stage 3: hard drift on required '{hard[0]}'",
-                    },
-                )
-    return None
-
-
-DETECTORS = {"label-free": detect_label_free, "saag": detect_saag}
 
 
 # --------------------------------------------------------------------------- the session

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from callscope.calibration.classify import ClassifierConfig, preset
+from callscope.calibration.probes import probe_help
 from callscope.cli.common import (
     DEFAULT_MODEL,
     ApiKeyOpt,
@@ -50,7 +51,7 @@ def calibrate(
         str | None,
         typer.Option(
             "--probe",
-            help="sri | sri-no-history | sri-no-state | sri-no-reconciliation | sri-gate | sri-gate-miss-param | cri-retry | cri-bypass | cri-retry-saag | cri-bypass-saag",
+            help=probe_help(),
         ),
     ] = None,
     style: StyleOpt = "auto",

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from callscope.cli.common import console, read_rows
-from callscope.saag.score import METRICS, ScoreSummary, score_row, summarize
+from callscope.saag.score import GOLD_KEYS, METRICS, ScoreSummary, score_row, summarize
 
 
 def print_score_summary(s: ScoreSummary) -> None:
@@ -27,7 +27,7 @@ def print_score_summary(s: ScoreSummary) -> None:
     m.add_column("metric")
     m.add_column("mean", justify="right")
     m.add_column("n", justify="right")
-    for key in (*METRICS, "name_match", "arg_precision", "arg_recall", "arg_f1", "solved"):
+    for key in (*METRICS, *GOLD_KEYS):
         if s.counts.get(key):
             m.add_row(
                 key.upper() if key in METRICS else key, f"{s.means[key]:.3f}", str(s.counts[key])

@@ -16,17 +16,16 @@ from typing import Any
 import pandas as pd
 
 from callscope.core.table import Table
-from callscope.report.aggregate import EXTRINSIC, FAILURE_KINDS, INTRINSIC, STAGE_LABELS
+from callscope.report.aggregate import (
+    EXTRINSIC,
+    FAILURE_KINDS,
+    INTRINSIC,
+    METRIC_LABELS,
+    STAGE_LABELS,
+)
 
-LABELS: dict[str, str] = {
-    **{m: m.upper() for m in INTRINSIC},
-    "name_acc": "Name acc",
-    "arg_precision": "Arg P",
-    "arg_recall": "Arg R",
-    "arg_f1": "Arg F1",
-    "solve_rate": "Solve rate",
-    "attempts_to_solve": "Attempts to solve",
-}
+#: metric key -> column label (from the one metric spec list, :mod:`callscope.saag.metrics`)
+LABELS: dict[str, str] = METRIC_LABELS
 
 STAGE_NOTE = (
     "Intrinsic metrics are stage-conditional: each is averaged only over the final attempts "

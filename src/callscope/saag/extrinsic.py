@@ -66,7 +66,9 @@ def values_equal(pred: Any, gold: Any) -> bool:
     return False
 
 
-def _bfcl_norm(s: str) -> str:
+def bfcl_string_form(s: str) -> str:
+    """BFCL's comparison form of a string: lowercased, without spaces and ``,./-_*^``, single
+    quotes as double (``bfcl_eval``'s AST checker ``standardize_string``)."""
     return _BFCL_STRIP.sub("", s.lower()).replace("'", '"')
 
 
@@ -80,7 +82,7 @@ def bfcl_values_equal(pred: Any, gold: Any) -> bool:
         if isinstance(gold, int) and not isinstance(gold, bool):
             return isinstance(pred, int) and pred == gold
         if isinstance(gold, str):
-            return isinstance(pred, str) and _bfcl_norm(pred) == _bfcl_norm(gold)
+            return isinstance(pred, str) and bfcl_string_form(pred) == bfcl_string_form(gold)
         if isinstance(gold, list | tuple):
             return (
                 isinstance(pred, list | tuple)

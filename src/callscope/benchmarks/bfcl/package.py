@@ -38,6 +38,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
+from callscope.core.jsonl import copy_json
 from callscope.errors import CallscopeError
 
 BFCL_DIST = "bfcl-eval"
@@ -313,7 +314,7 @@ def gorilla_to_json_schema(params: dict[str, Any]) -> dict[str, Any]:
             out["type"] = json_type
     for key in _KEPT_KEYS:
         if key in params:
-            out[key] = _copy_json(params[key])
+            out[key] = copy_json(params[key])
     if isinstance(params.get("properties"), dict):
         out["properties"] = {
             name: gorilla_to_json_schema(node) for name, node in params["properties"].items()
@@ -368,11 +369,3 @@ def sanitize_function_names(
         reverse[new] = original
         out.append({**spec, "name": new})
     return out, reverse
-
-
-def _copy_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value

@@ -1,11 +1,10 @@
-"""BFCL single-call cases, BFCL's own AST verdict on a call, and a grader-agreement harness.
+"""BFCL single-call cases and BFCL's own AST verdict on a call.
 
 * :func:`load_bfcl_single` turns BFCL's Python AST categories into :class:`~callscope.types.Case`
   rows: one case per entry whose possible answer is exactly one call.
 * :func:`bfcl_ast_verdict` asks BFCL's single-turn AST checker whether a call is correct.
-* :func:`agreement_report` compares another grader with BFCL's checker on the gold call and on
-  systematically perturbed calls (wrong value, wrong type, missing required argument, extra
-  argument, wrong function).
+* :func:`is_acceptable` is BFCL's acceptable-value test (used by the agreement harness,
+  :mod:`callscope.benchmarks.bfcl.agreement`).
 
 Gold arguments: for each parameter of the possible answer, the first acceptable value that is
 neither ``""`` (BFCL's "may be omitted") nor ``None``; when no such value exists the parameter is
@@ -18,11 +17,8 @@ the same way, one level deep, as BFCL's ``dict_checker`` compares them.
 from __future__ import annotations
 
 import functools
-import json
-import random
-import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +33,9 @@ from callscope.benchmarks.bfcl.package import (
     require_bfcl,
     sanitize_function_names,
 )
+from callscope.core.jsonl import copy_json
+from callscope.saag.extrinsic import bfcl_string_form
+from callscope.saag.grounding import is_number
 from callscope.types import Case, ToolCall
 
 DEFAULT_CATEGORIES: tuple[str, ...] = ("simple_python", "live_simple", "multiple", "live_multiple")
@@ -54,14 +53,6 @@ PYTHON_AST_CATEGORIES: frozenset[str] = frozenset(
         "live_parallel",
         "live_parallel_multiple",
     }
-)
-
-PERTURBATION_KINDS: tuple[str, ...] = (
-    "wrong_value",
-    "wrong_type",
-    "missing_required",
-    "extra_argument",
-    "wrong_name",
 )
 
 
@@ -167,155 +158,11 @@ def bfcl_ast_verdict(
 
 
 # ---------------------------------------------------------------------------------------------
-# Agreement harness
-# ---------------------------------------------------------------------------------------------
-
-ScoreFn = Callable[[Case, dict[str, Any]], bool]
-
-
-def agreement_report(
-    cases: Iterable[Case],
-    score_fn: ScoreFn,
-    *,
-    perturb: bool = True,
-    seed: int = 0,
-    max_examples: int | None = None,
-) -> dict[str, Any]:
-    """Compare ``score_fn(case, call) -> bool`` with BFCL's checker on gold and perturbed calls.
-
-    For every case the gold call (first acceptable values) is scored; with ``perturb`` also one
-    call per kind in :data:`PERTURBATION_KINDS` (see :func:`perturbed_calls`; a kind that does
-    not apply to a case is counted in ``skipped``). Choices are random but reproducible from
-    ``seed`` and the case id.
-
-    Returns ``{"total", "agree", "disagree", "by_kind": {kind: {"total", "agree", "disagree",
-    "bfcl_valid", "score_valid"}}, "skipped": {kind: n}, "disagreements": [{"id", "category",
-    "kind", "call", "bfcl_valid", "bfcl_error", "score_valid"}]}`` (at most ``max_examples``
-    disagreement examples, all when ``None``).
-    """
-    kinds = ("gold", *PERTURBATION_KINDS) if perturb else ("gold",)
-    by_kind = {
-        k: {"total": 0, "agree": 0, "disagree": 0, "bfcl_valid": 0, "score_valid": 0} for k in kinds
-    }
-    skipped: Counter[str] = Counter()
-    examples: list[dict[str, Any]] = []
-    disagree_total = 0
-    for case in cases:
-        calls = {"gold": gold_call(case)}
-        if perturb:
-            calls.update(perturbed_calls(case, random.Random(f"{seed}:{case.id}")))
-        for kind in kinds:
-            call = calls.get(kind)
-            if call is None:
-                skipped[kind] += 1
-                continue
-            bfcl_valid, bfcl_error = bfcl_ast_verdict(case, call)
-            score_valid = bool(score_fn(case, call))
-            row = by_kind[kind]
-            row["total"] += 1
-            row["bfcl_valid"] += bfcl_valid
-            row["score_valid"] += score_valid
-            if bfcl_valid == score_valid:
-                row["agree"] += 1
-                continue
-            row["disagree"] += 1
-            disagree_total += 1
-            if max_examples is None or len(examples) < max_examples:
-                examples.append(
-                    {
-                        "id": case.id,
-                        "category": case.meta.get("category"),
-                        "kind": kind,
-                        "call": call,
-                        "bfcl_valid": bfcl_valid,
-                        "bfcl_error": bfcl_error,
-                        "score_valid": score_valid,
-                    }
-                )
-    total = sum(r["total"] for r in by_kind.values())
-    return {
-        "total": total,
-        "agree": total - disagree_total,
-        "disagree": disagree_total,
-        "by_kind": by_kind,
-        "skipped": dict(skipped),
-        "disagreements": examples,
-    }
-
-
-def gold_call(case: Case) -> dict[str, Any]:
-    """The case's gold call ``{"name", "arguments"}`` (a fresh copy)."""
-    if not case.gold:
-        raise ValueError(f"case {case.id!r} has no gold call")
-    return {"name": case.gold["name"], "arguments": _copy_json(case.gold.get("arguments") or {})}
-
-
-def perturbed_calls(case: Case, rng: random.Random) -> dict[str, dict[str, Any] | None]:
-    """One perturbed copy of the gold call per kind, ``None`` where the kind does not apply.
-
-    * ``wrong_value``: one argument gets another value of the same Python type that is not
-      acceptable (BFCL's string normalisation taken into account).
-    * ``wrong_type``: one argument changes type: int/float/bool -> its string form, string ->
-      int (its digits, else 1), list/dict -> its JSON string. Untyped (``any``) and ``None``
-      arguments are not chosen.
-    * ``missing_required``: one required argument is dropped.
-    * ``extra_argument``: an argument that the function doc does not define is added.
-    * ``wrong_name``: the call goes to another offered function (multiple-function cases only).
-    """
-    gold = gold_call(case)
-    spec = _spec_for(case, gold["name"])
-    properties: dict[str, Any] = (spec or {}).get("parameters", {}).get("properties", {})
-    acceptable: dict[str, list[Any]] = (case.gold or {}).get("acceptable") or {}
-    args = gold["arguments"]
-    out: dict[str, dict[str, Any] | None] = {}
-
-    candidates = []
-    for param in sorted(args):
-        wrong = _wrong_value(
-            args[param], acceptable.get(param, [args[param]]), properties.get(param)
-        )
-        if wrong is not _NO_VALUE:
-            candidates.append((param, wrong))
-    out["wrong_value"] = _with_arg(gold, *rng.choice(candidates)) if candidates else None
-
-    candidates = []
-    for param in sorted(args):
-        schema = properties.get(param)
-        if schema is None or "type" not in schema:
-            continue
-        retyped = _wrong_type(args[param])
-        if retyped is not _NO_VALUE:
-            candidates.append((param, retyped))
-    out["wrong_type"] = _with_arg(gold, *rng.choice(candidates)) if candidates else None
-
-    required = [p for p in (spec or {}).get("parameters", {}).get("required", []) if p in args]
-    if required:
-        dropped = rng.choice(sorted(required))
-        out["missing_required"] = {
-            "name": gold["name"],
-            "arguments": {k: v for k, v in args.items() if k != dropped},
-        }
-    else:
-        out["missing_required"] = None
-
-    extra = "extra_argument"
-    while extra in properties or extra in args:
-        extra += "_x"
-    out["extra_argument"] = _with_arg(gold, extra, "unexpected")
-
-    others = sorted(f["name"] for f in case.functions if f.get("name") != gold["name"])
-    out["wrong_name"] = (
-        {"name": rng.choice(others), "arguments": _copy_json(args)} if others else None
-    )
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
 # Internals
 # ---------------------------------------------------------------------------------------------
 
-_NO_VALUE = object()
-_BFCL_STRING_STRIP = re.compile(r"[ \,\.\/\-\_\*\^]")
+#: marks "no such value" where ``None`` is a value
+NO_VALUE = object()
 
 
 def _check_category(category: str) -> None:
@@ -409,7 +256,7 @@ def _entry_to_case(
         specs, reverse = sanitize_function_names(specs)
         meta["name_map"] = reverse
         name = next(new for new, old in reverse.items() if old == gold_name)
-    gold = {"name": name, "arguments": arguments, "acceptable": _copy_json(acceptable)}
+    gold = {"name": name, "arguments": arguments, "acceptable": copy_json(acceptable)}
     case = Case(id=entry["id"], query="\n".join(user), functions=specs, gold=gold, meta=meta)
     return case, None
 
@@ -437,14 +284,14 @@ def _resolve_nested(value: Any, schema: Mapping[str, Any]) -> Any:
         and all(isinstance(v, dict) for v in value)
     ):
         return [_resolve_dict(v) for v in value]
-    return _copy_json(value)
+    return copy_json(value)
 
 
 def _resolve_dict(answer: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, values in answer.items():
         if not isinstance(values, list):
-            out[key] = _copy_json(values)
+            out[key] = copy_json(values)
             continue
         present, value = _first_acceptable(values, {})
         if present:
@@ -453,79 +300,21 @@ def _resolve_dict(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bfcl_normalise(value: Any) -> Any:
-    """BFCL's comparison form: strings lowercased without spaces and ``,./-_*^``."""
+    """BFCL's comparison form: strings through :func:`bfcl_string_form`, lists item by item."""
     if isinstance(value, str):
-        return _BFCL_STRING_STRIP.sub("", value).lower().replace("'", '"')
+        return bfcl_string_form(value)
     if isinstance(value, list):
         return [_bfcl_normalise(v) for v in value]
     return value
 
 
-def _is_acceptable(value: Any, acceptable: list[Any]) -> bool:
+def is_acceptable(value: Any, acceptable: list[Any]) -> bool:
+    """Whether BFCL accepts ``value`` for a parameter with these acceptable values: same type
+    and equal in BFCL's string form, or numbers equal (BFCL accepts an int for a float)."""
     norm = _bfcl_normalise(value)
     for a in acceptable:
         if type(a) is type(value) and _bfcl_normalise(a) == norm:
             return True
-        if _is_number(a) and _is_number(value) and a == value:  # BFCL accepts int for float
+        if is_number(a) and is_number(value) and a == value:  # BFCL accepts int for float
             return True
     return False
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _wrong_value(value: Any, acceptable: list[Any], schema: Mapping[str, Any] | None) -> Any:
-    """A value of ``value``'s type that is not acceptable, or ``_NO_VALUE``."""
-    if isinstance(value, bool):
-        flipped = not value
-        return _NO_VALUE if _is_acceptable(flipped, acceptable) else flipped
-    candidates: Iterable[Any]
-    if isinstance(value, int):
-        candidates = (value + k for k in range(1, 50))
-    elif isinstance(value, float):
-        candidates = (value + k + 0.5 for k in range(1, 50))
-    elif isinstance(value, str):
-        candidates = (value + "zq" * k for k in range(1, 50))
-    elif isinstance(value, list) and value:
-        candidates = [value + value[-1:], value[:-1], value[::-1]]
-    elif isinstance(value, list):
-        item_type = ((schema or {}).get("items") or {}).get("type")
-        filler = {"string": "x", "integer": 1, "number": 1.5}.get(str(item_type))
-        candidates = [[filler]] if filler is not None else []
-    else:  # dict, None
-        return _NO_VALUE
-    for candidate in candidates:
-        if not _is_acceptable(candidate, acceptable):
-            return candidate
-    return _NO_VALUE
-
-
-def _wrong_type(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str):
-        stripped = value.strip()
-        digits = stripped[1:] if stripped.startswith("-") else stripped
-        return int(stripped) if digits.isdigit() else 1
-    if isinstance(value, list | dict):
-        return json.dumps(value)
-    return _NO_VALUE
-
-
-def _spec_for(case: Case, name: str) -> dict[str, Any] | None:
-    return next((f for f in case.functions if f.get("name") == name), None)
-
-
-def _with_arg(call: dict[str, Any], param: str, value: Any) -> dict[str, Any]:
-    return {"name": call["name"], "arguments": {**_copy_json(call["arguments"]), param: value}}
-
-
-def _copy_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value

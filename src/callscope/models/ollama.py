@@ -18,6 +18,7 @@ from callscope.models.http import (
     RetryPolicy,
     ensure_scheme,
     int_or_none,
+    normalise_arguments,
     policy_from_opts,
 )
 
@@ -30,15 +31,9 @@ def ollama_base(base_url: str | None) -> str:
 
 
 def _object_arguments(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    if isinstance(arguments, str):
-        try:
-            decoded = json.loads(arguments)
-        except ValueError:
-            return {}
-        return decoded if isinstance(decoded, dict) else {}
-    return {}
+    """Arguments as Ollama wants them: an object (anything that is not one becomes ``{}``)."""
+    decoded = normalise_arguments(arguments)
+    return decoded if isinstance(decoded, dict) else {}
 
 
 def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

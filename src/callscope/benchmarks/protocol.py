@@ -25,16 +25,26 @@ from callscope.types import ToolCall
 
 @runtime_checkable
 class MultiTurnCase(Protocol):
-    """The least a case offers: an ``id``, a ``category`` and the user messages per turn."""
+    """What the conversation driver (:func:`callscope.runs.conversation.run_conversation`) reads
+    of a case: ``id``, ``category``, the user messages per turn, every tool spec
+    (``functions``), the specs available at a turn, and ``missed_function`` (turn -> names of
+    held-out tools re-injected at that turn; ``{}`` for a benchmark without them)."""
 
     id: str
     category: str
     turns: list[list[dict[str, Any]]]
+    functions: list[dict[str, Any]]
+    missed_function: dict[int, list[str]]
+
+    def functions_at(self, turn: int) -> list[dict[str, Any]]: ...
 
 
 @runtime_checkable
 class Environment(Protocol):
-    """A fresh environment of one run of one case."""
+    """A fresh environment of one run of one case. ``log`` holds every result so far, in
+    order (the probes' observed state)."""
+
+    log: list[ExecResult]
 
     def execute(
         self, calls: list[ToolCall] | tuple[ToolCall, ...], available: set[str] | frozenset[str]

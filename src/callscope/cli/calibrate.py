@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from callscope.benchmarks.protocol import benchmark_names, get_benchmark
 from callscope.calibration.classify import ClassifierConfig, preset
 from callscope.calibration.probes import probe_help
 from callscope.cli.common import (
@@ -43,6 +44,10 @@ def calibrate(
     categories: Annotated[
         str, typer.Option("--categories", help="base,long_context,miss_param,miss_func")
     ] = "base,long_context,miss_param,miss_func",
+    benchmark: Annotated[
+        str,
+        typer.Option("--benchmark", help="multi-turn benchmark: " + " | ".join(benchmark_names())),
+    ] = "bfcl",
     n: Annotated[
         int | None,
         typer.Option("--n", help="cases per category (first N in BFCL order; all if omitted)"),
@@ -111,6 +116,7 @@ def calibrate(
             out,
             comma_list(categories),
             n,
+            benchmark=benchmark,
             probe=probe,
             style=style_arg(style),
             max_steps=max_steps,
@@ -164,6 +170,7 @@ def _model_run(
     categories: list[str],
     n: int | None,
     *,
+    benchmark: str,
     probe: str | None,
     style: str | None,
     max_steps: int,
@@ -179,7 +186,12 @@ def _model_run(
     from callscope.calibration.diagnostics import rich_table  # lazy: numpy
     from callscope.runs.calibrate import BASELINE, calibrate_model, select_cases  # lazy: numpy
 
-    cases = select_cases(categories, n)
+    try:
+        bench = get_benchmark(benchmark)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    cases = select_cases(categories, n, bench)
     m = open_model(
         spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
     )
@@ -194,6 +206,7 @@ def _model_run(
             decoding=decoding,
             preset_name=preset_name,
             show_progress=not quiet,
+            benchmark=bench,
         )
     r = done.result
     Console().print(

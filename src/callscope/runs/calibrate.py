@@ -295,13 +295,14 @@ def compare_with_baseline(
     cases: Sequence[Any] | None = None,
     *,
     baseline: CalibrationResult | None = None,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """Paired comparison of ``probe`` against the baseline run of the same model and cases:
     rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
     Written to ``probe-<probe>.md`` in the run directory. ``baseline``: the baseline's
     diagnostics when the caller already has them."""
-    base = baseline or diagnose_store(store, model, BASELINE, cases)
-    probed = diagnose_store(store, model, probe, cases)
+    base = baseline or diagnose_store(store, model, BASELINE, cases, benchmark=benchmark)
+    probed = diagnose_store(store, model, probe, cases, benchmark=benchmark)
     fired = fired_by_case(store.conversations(model, probe))
     rows = compare_probe(paired_outcomes(base), paired_outcomes(probed), fired, probe)
     md = compare_markdown(rows)
@@ -310,16 +311,23 @@ def compare_with_baseline(
 
 
 def ablation_with_baseline(
-    store: RunStore, model: str, cases: Sequence[Any] | None = None
+    store: RunStore,
+    model: str,
+    cases: Sequence[Any] | None = None,
+    *,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """The ablation matrix of every probe run of ``model`` in the store (ΔAcc / ΔGAR per
     category against the baseline, fired rate), in :func:`probe_key` order; written to
     ``probe-ablation.md``, with each probe's paired table refreshed in ``probe-<probe>.md``.
     Each probe is paired with the baseline on the cases both ran."""
-    base = diagnose_store(store, model, BASELINE, cases)
+    base = diagnose_store(store, model, BASELINE, cases, benchmark=benchmark)
     ran = sorted(store.conversation_probes(model) - {BASELINE}, key=probe_key)
     matrix = ablation_matrix(
-        {p: compare_with_baseline(store, model, p, cases, baseline=base)[0] for p in ran}
+        {
+            p: compare_with_baseline(store, model, p, cases, baseline=base, benchmark=benchmark)[0]
+            for p in ran
+        }
     )
     md = ablation_markdown(matrix)
     (store.run_dir / "probe-ablation.md").write_text(md, encoding="utf-8")
@@ -352,6 +360,7 @@ def calibrate_model(
     decoding: Decoding | None = None,
     preset_name: str = "default",
     show_progress: bool = True,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> ModelCalibration:
     """The ``calibrate`` model run, resumable in the run directory ``out``: run the cases not
     yet stored (:func:`run_calibration`; ``style`` ``None`` = the backend's own), diagnose
@@ -360,6 +369,7 @@ def calibrate_model(
     all have a baseline conversation, every probe run so far is then paired with the
     baseline over every case both hold in the directory (not only ``cases``):
     :func:`ablation_with_baseline` writes ``probe-<P>.md`` for each and ``probe-ablation.md``.
+    ``benchmark``: the multi-turn benchmark the cases come from (BFCL by default).
     """
     out = Path(out)
     config = preset(preset_name)
@@ -376,13 +386,16 @@ def calibrate_model(
             decoding=decoding,
             probe=probe,
             show_progress=show_progress,
+            benchmark=benchmark,
         )
-        result = diagnose_store(store, model.spec, probe or BASELINE, cases, config=config)
+        result = diagnose_store(
+            store, model.spec, probe or BASELINE, cases, config=config, benchmark=benchmark
+        )
         result.ran, result.skipped, result.seconds = ran, skipped, time.perf_counter() - t0
         done = ModelCalibration(result=result, path=write_outputs(out, result))
         if probe and probe != BASELINE:
             if store.conversations_done(model.spec, BASELINE) >= {c.id for c in cases}:
-                _, done.ablation = ablation_with_baseline(store, model.spec)
+                _, done.ablation = ablation_with_baseline(store, model.spec, benchmark=benchmark)
                 done.paired = (out / f"probe-{probe}.md").read_text(encoding="utf-8")
             else:
                 done.baseline_missing = True

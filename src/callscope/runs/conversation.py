@@ -199,7 +199,7 @@ def run_conversation(
     started = time.perf_counter()
     if env is None:
         env = SafeEnv(case)
-    elif env.case.id != case.id:
+    elif getattr(getattr(env, "case", None), "id", case.id) != case.id:
         raise ValueError(f"environment of {env.case.id!r} given for case {case.id!r}")
     session = ProbeSession(probe, case) if probe is not None else None
     traj = Trajectory(

@@ -22,7 +22,7 @@ from callscope.benchmarks.protocol import (
 )
 from callscope.benchmarks.records import ExecResult, Trajectory
 from callscope.runs.calibrate import calibrate_model, select_cases
-from callscope.types import ASK, TOOL_CALL, ModelReply
+from callscope.types import TOOL_CALL, ModelReply
 
 SWITCH = {
     "name": "switch_lamp",

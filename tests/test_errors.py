@@ -100,10 +100,7 @@ def test_format_errors_are_data_format_errors() -> None:
     assert issubclass(WeightsError, ModelError)
 
 
-def test_model_error_keeps_its_kind_and_old_import_path() -> None:
-    from callscope.types import ModelError as FromTypes
-
-    assert FromTypes is ModelError
+def test_model_error_keeps_its_kind() -> None:
     err = ModelError("down", kind="connection")
     assert err.kind == "connection" and str(err) == "down"
     assert ModelError("x").kind == "error"

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 from scripted import Scripted
 
+from callscope.errors import ModelError
 from callscope.models.base import Decoding
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.runner import run_cases
 from callscope.saag.messages import BINARY_FEEDBACK, MISSING, NO_NAME
 from callscope.store.run_store import RunStore
-from callscope.types import Case, ModelError
+from callscope.types import Case
 
 TIP = {
     "name": "calculate_tip",

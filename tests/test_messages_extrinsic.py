@@ -334,3 +334,11 @@ def test_acceptable_sets_everything_optional_and_nothing_given() -> None:
     d = ext("f", {}, {"name": "f", "acceptable": {"a": ["", 1]}})
     assert prf(d) == (1.0, 1.0, 1.0)
     assert is_correct(ToolCall("f", {}), {"name": "f", "acceptable": {"a": ["", 1]}})
+
+
+def test_extrinsic_survives_a_spec_whose_parameters_are_not_an_object() -> None:
+    """A malformed registry entry (``parameters`` a string) is a data problem, not a crash:
+    no required arguments are known, so the exact call still scores F1 = 1."""
+    functions = [{"name": "f", "parameters": "oops"}]
+    m = extrinsic(ToolCall("f", {"a": 1}), {"name": "f", "arguments": {"a": 1}}, functions)
+    assert (m["name_match"], m["arg_precision"], m["arg_recall"], m["arg_f1"]) == (1, 1.0, 1.0, 1.0)

@@ -7,9 +7,9 @@ import socket
 import pytest
 from fakeserver import FakeServer, Step, ollama_reply, openai_reply
 
+from callscope.errors import ModelError
 from callscope.models.base import Decoding
 from callscope.models.registry import load_model
-from callscope.types import ModelError
 
 TOOLS = [
     {

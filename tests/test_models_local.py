@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from callscope.errors import ModelError
 from callscope.models.base import Decoding
 from callscope.models.registry import load_model
 from callscope.models.weights import (
@@ -17,7 +18,6 @@ from callscope.models.weights import (
     ensure_weights,
     find_parts,
 )
-from callscope.types import ModelError
 
 CHUNKS = [b"GGUF\x03\x00\x00\x00" + b"a" * 100, b"b" * 50, b"c" * 7]
 JOINED = b"".join(CHUNKS)

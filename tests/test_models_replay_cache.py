@@ -10,11 +10,11 @@ import threading
 import pytest
 from fakeserver import FakeServer, Step, openai_reply
 
+from callscope.errors import ModelError
 from callscope.models.base import Decoding, RequestContext
 from callscope.models.cache import CachedModel, request_key
 from callscope.models.registry import load_model
 from callscope.models.replay import ReplayModel
-from callscope.types import ModelError
 
 MSGS = [{"role": "user", "content": "Weather in Paris?"}]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]

@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("bfcl_eval")
 
 from callscope.benchmarks.bfcl.env import (  # noqa: E402
-    MAX_DEPTH,
     SafeEnv,
     bfcl_sandbox,
     executor_instance_names,
@@ -20,6 +19,7 @@ from callscope.benchmarks.bfcl.env import (  # noqa: E402
     validate_call,
 )
 from callscope.benchmarks.bfcl.grade import bfcl_check  # noqa: E402
+from callscope.parse import MAX_ARGUMENT_DEPTH  # noqa: E402
 from callscope.types import ToolCall  # noqa: E402
 
 
@@ -162,7 +162,7 @@ def _deep(depth: int) -> list:
         (_EvilStr("document"), "not_literal"),
         (print, "not_literal"),
         ({(1, 2): "tuple key"}, "not_literal"),
-        (_deep(MAX_DEPTH + 5), "too_deep"),
+        (_deep(MAX_ARGUMENT_DEPTH + 5), "too_deep"),
         (_deep(100_000), "too_deep"),
     ],
 )

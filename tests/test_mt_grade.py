@@ -18,13 +18,14 @@ from callscope.benchmarks.bfcl.env import (  # noqa: E402
 )
 from callscope.benchmarks.bfcl.grade import bfcl_check, grade, sanitized_calls  # noqa: E402
 from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
+from callscope.errors import ModelError  # noqa: E402
 from callscope.runs.conversation import (  # noqa: E402
     StepRecord,
     Trajectory,
     TurnRecord,
     run_conversation,
 )
-from callscope.types import ModelError, ModelReply, ToolCall  # noqa: E402
+from callscope.types import ModelReply, ToolCall  # noqa: E402
 
 
 def script(turns: list[list[ToolCall]], style: str = "native") -> list[ModelReply]:

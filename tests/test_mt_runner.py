@@ -13,6 +13,7 @@ pytest.importorskip("bfcl_eval")
 from scripted import Scripted  # noqa: E402
 
 from callscope.benchmarks.bfcl.categories import gold_class  # noqa: E402
+from callscope.errors import ModelError  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.runs.conversation import (  # noqa: E402
     REINJECT_MESSAGE,
@@ -20,7 +21,7 @@ from callscope.runs.conversation import (  # noqa: E402
     parse_bfcl_prompt,
     run_conversation,
 )
-from callscope.types import ModelError, ModelReply  # noqa: E402
+from callscope.types import ModelReply  # noqa: E402
 
 
 def native(*calls: tuple[str, dict[str, Any]], text: str = "") -> ModelReply:

@@ -32,8 +32,9 @@ from callscope.calibration.confirm import (
 )
 from callscope.calibration.tau2 import Tau2Config, tau2_diagnostics
 from callscope.core.stats import cohen_kappa
+from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
-from callscope.types import ModelError, ModelReply
+from callscope.types import ModelReply
 
 # Wilson 95% bounds worked out by hand (z = 1.96, z^2 = 3.8416):
 # k=1, n=2: centre (0.5 + 0.9604) / 2.9208 = 0.5, half 1.96 * sqrt(0.125 + 0.2401) / 2.9208

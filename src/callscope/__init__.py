@@ -4,7 +4,8 @@ The public API is the curated :data:`__all__` below, in pipeline order: parse a 
 emission, diagnose the call with the SAAG cascade (SAAG paper, section 2) and score it, run
 the correction loop on a model (section 2.4), classify action classes and compute GAR beside
 Acc (calibration paper, section 3), keep runs in a store and report on them. Everything else
-lives in the stage packages (``callscope.parse``, ``callscope.saag``, ``callscope.models``,
+lives in ``callscope.errors``, ``callscope.types``, ``callscope.core`` and the stage packages
+(``callscope.parse``, ``callscope.saag``, ``callscope.models``,
 ``callscope.benchmarks``, ``callscope.store``, ``callscope.calibration``, ``callscope.runs``,
 ``callscope.report``) and is imported from there.
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from callscope.calibration.classify import classify_emission
     from callscope.calibration.diagnostics import compute_diagnostics
     from callscope.errors import CallscopeError, DataFormatError, ModelError
-    from callscope.models.base import ChatModel, Decoding
+    from callscope.models.base import ChatModel, Decoding, RequestContext
     from callscope.models.registry import load_model
     from callscope.parse import parse_output, parse_text
     from callscope.report.html import build_report
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from callscope.saag.messages import correction_message
     from callscope.saag.score import score_row
     from callscope.store.run_store import RunStore
-    from callscope.types import Case, ModelReply, ToolCall
+    from callscope.types import Case, ModelReply, ParseResult, ToolCall
 
     __version__: str
 
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "callscope.types",
     "Case": "callscope.types",
     "ModelReply": "callscope.types",
+    "ParseResult": "callscope.types",
     # parse -> diagnose -> score
     "parse_output": "callscope.parse",
     "parse_text": "callscope.parse",
@@ -57,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "load_model": "callscope.models.registry",
     "ChatModel": "callscope.models.base",
     "Decoding": "callscope.models.base",
+    "RequestContext": "callscope.models.base",
     "run_loop": "callscope.runs.loop",
     "run_cases": "callscope.runs.runner",
     # action classes and calibration
@@ -77,6 +80,7 @@ __all__ = [
     "ToolCall",
     "Case",
     "ModelReply",
+    "ParseResult",
     "parse_output",
     "parse_text",
     "diagnose",
@@ -87,6 +91,7 @@ __all__ = [
     "load_model",
     "ChatModel",
     "Decoding",
+    "RequestContext",
     "run_loop",
     "run_cases",
     "classify_emission",
@@ -102,7 +107,7 @@ __all__ = [
 
 def _version() -> str:
     """The installed distribution's version; ``0+unknown`` when it is not installed."""
-    from importlib import metadata
+    from importlib import metadata  # lazy: only when __version__ is asked for
 
     try:
         return metadata.version("callscope")

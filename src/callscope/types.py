@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# re-exported for code written before callscope.errors existed; import it from there
-from callscope.errors import ModelError as ModelError
+from callscope.errors import DataFormatError
 
 #: The correction loop's feedback modes (SAAG paper, section 2.4).
 Mode = Literal["direct", "binary", "structured"]
@@ -91,22 +90,22 @@ class Case:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Case:
-        """Build a case from a row; raises ``ValueError`` with a clear reason when malformed."""
+        """Build a case from a row; raises ``DataFormatError`` (a ``ValueError``) with a clear reason when malformed."""
         if not isinstance(d, dict):
-            raise ValueError("row is not a JSON object")
+            raise DataFormatError("row is not a JSON object")
         if "id" not in d:
-            raise ValueError("row has no 'id'")
+            raise DataFormatError("row has no 'id'")
         query = d.get("query")
         if not isinstance(query, str):
-            raise ValueError("'query' must be a string")
+            raise DataFormatError("'query' must be a string")
         functions = d.get("functions")
         if not isinstance(functions, list) or not all(
             isinstance(f, dict) and isinstance(f.get("name"), str) for f in functions
         ):
-            raise ValueError("'functions' must be a list of objects with a string 'name'")
+            raise DataFormatError("'functions' must be a list of objects with a string 'name'")
         gold = d.get("gold")
         if gold is not None and not (isinstance(gold, dict) and isinstance(gold.get("name"), str)):
-            raise ValueError("'gold' must be an object with a string 'name'")
+            raise DataFormatError("'gold' must be an object with a string 'name'")
         scale = d.get("scale")
         meta = d.get("meta") or {}
         return cls(

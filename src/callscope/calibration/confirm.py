@@ -30,7 +30,7 @@ module decides whether that happened, two ways:
   :class:`~callscope.models.base.ChatModel` reads the conversation up to the call (the tail,
   at most ``judge_max_chars`` characters) and the call itself, and answers YES or NO. The
   first standalone "yes" or "no" of the reply (after any ``<think>`` block) is the verdict;
-  a reply with neither, or a :class:`~callscope.types.ModelError`, is *undecided*.
+  a reply with neither, or a :class:`~callscope.errors.ModelError`, is *undecided*.
 
 When both run, :func:`agreement_stats` gives raw agreement and Cohen's kappa over the calls
 both decided.
@@ -355,7 +355,7 @@ def judge_confirmation(
     config: ConfirmConfig = DEFAULT_CONFIRM,
 ) -> JudgeVerdict:
     """Ask ``model`` whether the user confirmed ``call`` (no tools offered, the configured
-    decoding). A :class:`~callscope.types.ModelError` gives an undecided verdict."""
+    decoding). A :class:`~callscope.errors.ModelError` gives an undecided verdict."""
     try:
         reply = model.chat(
             judge_messages(messages, call_index, call, config),

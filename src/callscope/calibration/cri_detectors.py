@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.saag import grounding as g
-from callscope.saag.cascade import diagnose, schema_params
+from callscope.saag.cascade import diagnose, find_spec, schema_params
 from callscope.types import ToolCall
 
 #: values shorter than this pass the label-free UR check
@@ -68,10 +68,6 @@ def has_antecedent(value: Any, haystack: str, spec: dict[str, Any] | None = None
     return any(g.numbers_equal(value, tok) for tok in g.number_tokens(haystack))
 
 
-def _spec_of(functions: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((f for f in functions if f.get("name") == name), None)
-
-
 def _properties(spec: dict[str, Any]) -> dict[str, Any]:
     params = spec.get("parameters") or {}
     props = params.get("properties") if isinstance(params, dict) else None
@@ -89,7 +85,7 @@ def detect_label_free(
             return Detection(
                 "MC", i, call, {"why": f"'{call.name}' is not among this turn's tools"}
             )
-        spec = _spec_of(functions, call.name) or {}
+        spec = find_spec(functions, call.name) or {}
         required, _ = schema_params(spec)
         props = _properties(spec)
         args = call.arguments if isinstance(call.arguments, dict) else {}
@@ -128,7 +124,7 @@ def detect_saag(
                 },
             )
         if d.stage == 3:
-            required, _ = schema_params(_spec_of(functions, call.name) or {})
+            required, _ = schema_params(find_spec(functions, call.name) or {})
             hard = [p for p in d.hard if p in required]
             if hard:
                 return Detection(

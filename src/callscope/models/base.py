@@ -87,7 +87,7 @@ class ChatModel(ABC):
         decoding: Decoding | None = None,
         context: RequestContext | None = None,
     ) -> ModelReply:
-        """Answer once. Raise ``callscope.types.ModelError`` when no answer can be had."""
+        """Answer once. Raise ``callscope.errors.ModelError`` when no answer can be had."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, model weights)."""

@@ -13,7 +13,7 @@ What a user relies on:
 * the wait between attempts doubles from ``backoff_base`` seconds (capped at
   ``backoff_cap``); a 429/503 ``Retry-After`` header (seconds) is honoured up to
   ``retry_after_cap`` seconds;
-* every failure is a :class:`callscope.types.ModelError` whose message names the backend
+* every failure is a :class:`callscope.errors.ModelError` whose message names the backend
   and the address, and whose ``kind`` is one of ``connection``, ``timeout``, ``http_5xx``,
   ``http_4xx``, ``rate_limited``, ``malformed``.
 """

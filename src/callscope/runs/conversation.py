@@ -14,7 +14,7 @@ Structure (``bfcl_eval.model_handler.base_handler.inference_multi_turn_FC`` / ``
 * after more than ``max_steps`` executed steps in one turn the case is force-quit (BFCL:
   ``count > MAXIMUM_STEP_LIMIT`` with 20): that turn is kept and no further turn is run, so
   the grader reports force-termination unless it was the last turn (as in BFCL). A
-  :class:`~callscope.types.ModelError` ends the case with the error recorded (the grader
+  :class:`~callscope.errors.ModelError` ends the case with the error recorded (the grader
   fails it as BFCL fails an inference error).
 
 Parsing (``parse_mode``): ``"bfcl"`` mirrors BFCL: native mode reads only the native tool

@@ -6,6 +6,7 @@ first failing stage; metrics of later stages stay ``None`` (they are stage-condi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from statistics import fmean
@@ -25,17 +26,13 @@ NCS_WRATIO_WEIGHT = 0.6
 NCS_JACCARD_WEIGHT = 0.4
 
 
-#: the grounding metrics recurse over values; deeper arguments are refused. The parser's
-#: limit (:data:`callscope.parse.MAX_ARGUMENT_DEPTH`), so that a call it accepts is never
-#: refused here
-MAX_DEPTH = MAX_ARGUMENT_DEPTH
-
-
 def _too_deep(value: Any) -> bool:
     stack = [(value, 0)]
     while stack:
         v, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if (
+            depth > MAX_ARGUMENT_DEPTH
+        ):  # the parser's limit: a call it accepts is never refused here
             return True
         if isinstance(v, dict):
             stack.extend((x, depth + 1) for x in v.values())
@@ -140,7 +137,8 @@ def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
 # --------------------------------------------------------------------------- cascade
 
 
-def _find_spec(functions: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] | None:
+    """The first spec in ``functions`` named ``name`` (``None`` when there is none)."""
     for spec in functions:
         if spec.get("name") == name:
             return spec
@@ -153,7 +151,7 @@ def diagnose(call: ToolCall | None, functions: list[dict[str, Any]], query: str)
     # Stage 1: registry conformance
     if call is None or not call.name:
         return Diagnosis(stage=1, fnem=-1)
-    spec = _find_spec(functions, call.name)
+    spec = find_spec(functions, call.name)
     if spec is None:
         ncs, nearest = nearest_candidate(call.name, registry)
         return Diagnosis(stage=1, fnem=0, ncs=ncs, nearest=nearest, predicted=call.name)
@@ -199,7 +197,7 @@ def diagnose(call: ToolCall | None, functions: list[dict[str, Any]], query: str)
     if rpr < 1.0 or spr > 0.0 or drifted:
         return d
 
-    # Stage 3: argument grounding. A value nested deeper than MAX_DEPTH (only reachable by
+    # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
     deep = {p for p, v in call.arguments.items() if _too_deep(v)}
     em = {p: p not in deep and g.exact_match(v, query) for p, v in call.arguments.items()}

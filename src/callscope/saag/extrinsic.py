@@ -17,6 +17,7 @@ import math
 import re
 from typing import Any
 
+from callscope.saag.cascade import find_spec, schema_params
 from callscope.saag.grounding import is_number
 from callscope.types import ToolCall
 
@@ -122,14 +123,6 @@ def _prf(correct: int, n_pred: int, n_gold: int, name_ok: bool) -> dict[str, flo
     return {"arg_precision": p, "arg_recall": r, "arg_f1": f1}
 
 
-def _schema_required(functions: list[dict[str, Any]] | None, name: Any) -> set[str]:
-    for spec in functions or []:
-        if spec.get("name") == name:
-            req = (spec.get("parameters") or {}).get("required")
-            return {str(r) for r in req} if isinstance(req, list) else set()
-    return set()
-
-
 def extrinsic(
     call: ToolCall | None, gold: dict[str, Any], functions: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -145,7 +138,7 @@ def extrinsic(
     acceptable = gold.get("acceptable")
     if isinstance(acceptable, dict):
         mandatory = {k for k, vals in acceptable.items() if "" not in vals}
-        mandatory |= _schema_required(functions, gold.get("name"))
+        mandatory |= set(schema_params(find_spec(functions or [], gold.get("name")) or {})[0])
         correct_keys = {
             k
             for k, v in pred.items()

@@ -13,6 +13,7 @@ from typing import Any
 
 from callscope.benchmarks.bfcl.single import NO_VALUE, bfcl_ast_verdict, is_acceptable
 from callscope.core.jsonl import copy_json
+from callscope.saag.cascade import find_spec
 from callscope.types import Case
 
 PERTURBATION_KINDS: tuple[str, ...] = (
@@ -116,7 +117,7 @@ def perturbed_calls(case: Case, rng: random.Random) -> dict[str, dict[str, Any] 
     * ``wrong_name``: the call goes to another offered function (multiple-function cases only).
     """
     gold = gold_call(case)
-    spec = _spec_for(case, gold["name"])
+    spec = find_spec(case.functions, gold["name"])
     properties: dict[str, Any] = (spec or {}).get("parameters", {}).get("properties", {})
     acceptable: dict[str, list[Any]] = (case.gold or {}).get("acceptable") or {}
     args = gold["arguments"]
@@ -201,10 +202,6 @@ def _wrong_type(value: Any) -> Any:
     if isinstance(value, list | dict):
         return json.dumps(value)
     return NO_VALUE
-
-
-def _spec_for(case: Case, name: str) -> dict[str, Any] | None:
-    return next((f for f in case.functions if f.get("name") == name), None)
 
 
 def _with_arg(call: dict[str, Any], param: str, value: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ Guarantees a user relies on:
   public method of an involved simulator; every argument name is a Python identifier (not a
   keyword) and every value is a literal of an exact built-in type (``str``, ``int``, finite
   ``float``, ``bool``, ``None``, ``list``, ``dict`` with scalar keys), nested at most
-  :data:`MAX_DEPTH` deep. The method is then called directly with keyword arguments (no
+  :data:`~callscope.parse.MAX_ARGUMENT_DEPTH` deep. The method is then called directly with keyword arguments (no
   ``eval``). The call string kept for BFCL's checker (:attr:`ExecResult.call`) is rebuilt from
   the validated values with ``repr`` (the way BFCL's own decoders write them), never copied
   from model text.
@@ -51,10 +51,9 @@ from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.types import ToolCall
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: nesting limit of argument values: the parser's (:data:`callscope.parse.MAX_ARGUMENT_DEPTH`)
-MAX_DEPTH = MAX_ARGUMENT_DEPTH
 MAX_ITEMS = 100_000
-MAX_CALL_CHARS = 1_000_000
+#: the longest call text rebuilt for BFCL's checker
+MAX_CALL_TEXT_CHARS = 1_000_000
 #: names BFCL's executor refuses before eval (kept so results match it)
 BFCL_BLOCKED = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 STATELESS_CLASSES = frozenset({"MathAPI"})
@@ -80,7 +79,7 @@ def _check_literal(value: Any, depth: int, budget: list[int]) -> None:
     budget[0] -= 1
     if budget[0] < 0:
         raise CallRejected("argument is too large", "too_large")
-    if depth > MAX_DEPTH:
+    if depth > MAX_ARGUMENT_DEPTH:
         raise CallRejected("argument is nested too deeply", "too_deep")
     t = type(value)
     if value is None or t in (str, int, bool):
@@ -139,7 +138,7 @@ def validate_call(call: ToolCall, available: set[str] | frozenset[str]) -> str:
                 f"Error: argument '{key}' is not a literal ({exc})", exc.reason
             ) from None
     text = rebuild_call(name, args)
-    if len(text) > MAX_CALL_CHARS:
+    if len(text) > MAX_CALL_TEXT_CHARS:
         raise CallRejected(f"Error: call to '{name}' is too large", "too_large")
     return text
 

@@ -21,7 +21,9 @@ from callscope.benchmarks.protocol import (
     register_benchmark,
 )
 from callscope.benchmarks.records import ExecResult, Trajectory
+from callscope.report.conversations import conversation_report
 from callscope.runs.calibrate import calibrate_model, select_cases
+from callscope.store.run_store import RunStore
 from callscope.types import TOOL_CALL, ModelReply
 
 SWITCH = {
@@ -136,5 +138,17 @@ def test_a_new_benchmark_runs_through_calibrate_by_the_protocol_alone(tmp_path) 
         # the one executed call was checked by the SAAG cascade against the protocol's tools
         assert (row["tool_calls_scored"], row["calls_stage0"]) == (1, 1.0)
         assert (tmp_path / "cal" / "calibration-baseline.md").is_file()
+        # the report finds the benchmark from the run store, not from BFCL
+        store = RunStore(tmp_path / "cal")
+        try:
+            report = conversation_report(store)
+        finally:
+            store.close()
+        assert report["note"] is None
+        recs = {r["case_id"]: r for r in report["conversations"]}
+        assert {k: (r["gold_class"], r["due_turns"]) for k, r in recs.items()} == {
+            "lamp_good": (TOOL_CALL, [0]),
+            "lamp_bad": (TOOL_CALL, [0]),
+        }
     finally:
         BENCHMARKS.pop("lamp", None)

@@ -300,10 +300,6 @@ class ProbeSession:
         short = case.category.removeprefix("multi_turn_")
         self._empty_gold = set(case.due_turns()) if short in ("miss_param", "miss_func") else set()
 
-    @property
-    def fired(self) -> bool:
-        return any(e["decision"] == "fired" for e in self.events)
-
     def _log(
         self,
         turn: int,

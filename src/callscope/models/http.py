@@ -290,7 +290,6 @@ class HTTPChatModel(ChatModel):
             )
         self.model = model
         self.spec = f"{self.BACKEND}:{model}"
-        self.base = base
         self.url = self._endpoint(base)
         self.policy = policy or RetryPolicy()
         self.max_concurrency = max(1, int(max_concurrency))

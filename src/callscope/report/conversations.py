@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from callscope.benchmarks.bfcl.categories import category_key, gold_class
-from callscope.benchmarks.bfcl.multi_turn import MTCase, load_multi_turn
+from callscope.benchmarks.protocol import MultiTurnBenchmark, get_benchmark
 from callscope.calibration.classify import (
     ACTION_CLASSES,
     DEFAULT,
@@ -49,6 +49,8 @@ from callscope.calibration.paired import (
 )
 from callscope.runs.calibrate import (
     BASELINE,
+    BENCHMARK_META,
+    DEFAULT_BENCHMARK,
     diagnose_store,
     paired_outcomes,
     probe_key,
@@ -212,9 +214,10 @@ def turn_records(
 
 def conversation_record(
     conv: Mapping[str, Any],
-    case: MTCase | None,
+    case: Any | None,
     gold_emitted: bool | None,
     config: ClassifierConfig = DEFAULT,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> dict[str, Any]:
     """One stored conversation (a :meth:`RunStore.conversations` row) as the browser shows it.
 
@@ -227,7 +230,10 @@ def conversation_record(
         gold: str | None = gold_class(category)
     except ValueError:
         gold = None
-    due = case.due_turns() if case is not None else []
+    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
+    if case is not None:
+        gold = bench.gold_class(case)
+    due = bench.due_turns(case) if case is not None else []
     turns, stray = turn_records(traj, verdict, due, config)
     steps = [s for t in turns for s in t["steps"]]
     classes = Counter(s["class"] for s in steps if s["class"] is not None)
@@ -260,14 +266,16 @@ def conversation_record(
 # --------------------------------------------------------------------------- a whole store
 
 
-def _load_cases(categories: Sequence[str]) -> tuple[dict[str, MTCase], str | None]:
-    """BFCL cases of ``categories`` by id, or ``({}, why)`` when they cannot be loaded."""
+def _load_cases(
+    bench: MultiTurnBenchmark[Any], categories: Sequence[str]
+) -> tuple[dict[str, Any], str | None]:
+    """The benchmark's cases of ``categories`` by id, or ``({}, why)`` when they cannot be loaded."""
     if not categories:
         return {}, None
     try:
-        cases = load_multi_turn(tuple(categories))
+        cases = bench.cases(list(categories))
     except (ImportError, ValueError, OSError) as exc:
-        return {}, f"BFCL multi-turn cases unavailable ({exc}); no diagnostics or due turns"
+        return {}, f"{bench.name} multi-turn cases unavailable ({exc}); no diagnostics or due turns"
     return {c.id: c for c in cases}, None
 
 
@@ -282,7 +290,8 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
     Empty lists when the store has no conversations."""
     convs = list(store.conversations())
     categories = sorted({str(c["category"]) for c in convs}, key=category_key)
-    cases, note = _load_cases(categories)
+    bench = get_benchmark(store.get_meta(BENCHMARK_META) or DEFAULT_BENCHMARK)
+    cases, note = _load_cases(bench, categories)
     pairs = sorted(
         {(str(c["model"]), str(c["probe"])) for c in convs},
         key=lambda mp: (mp[0], probe_key(mp[1])),
@@ -292,7 +301,9 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
     results: dict[tuple[str, str], Any] = {}
     if cases:
         for model, probe in pairs:
-            result = diagnose_store(store, model, probe, list(cases.values()), config=config)
+            result = diagnose_store(
+                store, model, probe, list(cases.values()), config=config, benchmark=bench
+            )
             rows = result.rows()
             runs.append(
                 {
@@ -332,6 +343,7 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
             cases.get(str(c["case_id"])),
             gar.get((str(c["model"]), str(c["probe"]), str(c["case_id"]))),
             config,
+            bench,
         )
         for c in convs
     ]

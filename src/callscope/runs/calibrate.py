@@ -47,6 +47,8 @@ BASELINE = "baseline"
 
 
 DEFAULT_BENCHMARK = "bfcl"
+#: the store meta key naming the benchmark a run directory's conversations come from
+BENCHMARK_META = "benchmark"
 
 
 def select_cases(
@@ -376,6 +378,7 @@ def calibrate_model(
     store = RunStore(out)
     try:
         store.set_meta("classifier_preset", preset_name)
+        store.set_meta(BENCHMARK_META, (benchmark.name if benchmark else DEFAULT_BENCHMARK))
         t0 = time.perf_counter()
         ran, skipped = run_calibration(
             model,

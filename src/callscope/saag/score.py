@@ -5,7 +5,7 @@ The metric keys and their order come from :mod:`callscope.saag.metrics`."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any
@@ -20,17 +20,6 @@ from callscope.types import Case, ParseResult
 #: the intrinsic metric keys of a score row, in cascade order (:data:`METRIC_SPECS
 #: <callscope.saag.metrics.METRIC_SPECS>`)
 METRICS: tuple[str, ...] = INTRINSIC_KEYS
-OUTPUT_KEYS = (
-    "id",
-    "stage",
-    *METRICS,
-    "nearest",
-    "missing",
-    "drifted",
-    "spurious",
-    "fix",
-    "parse_error",
-)
 #: the gold-dependent keys of a score row (present only when the row has a gold call)
 GOLD_KEYS: tuple[str, ...] = GOLD_ROW_KEYS
 
@@ -97,8 +86,3 @@ def summarize(rows: Iterable[dict[str, Any]]) -> ScoreSummary:
         s.counts[key] = len(vals)
         s.means[key] = fmean(vals) if vals else None
     return s
-
-
-def score_rows(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for row in rows:
-        yield score_row(row)

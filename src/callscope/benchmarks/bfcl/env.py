@@ -268,10 +268,6 @@ class SafeEnv:
                         self._methods[name] = instance
         self.log: list[ExecResult] = []
 
-    @property
-    def method_names(self) -> set[str]:
-        return set(self._methods)
-
     def state(self) -> dict[str, dict[str, Any]]:
         """Public attributes of every instance (what BFCL's state check compares)."""
         return {

@@ -105,9 +105,7 @@ def _checker() -> Any:
     return multi_turn_checker
 
 
-def bfcl_check(
-    case: MTCase, decoded: list[list[list[str]]], *, run_tag: str = ""
-) -> dict[str, Any]:
+def bfcl_check(case: MTCase, decoded: list[list[list[str]]]) -> dict[str, Any]:
     """BFCL's ``multi_turn_checker`` on ``decoded`` (strings that must come from
     :func:`callscope.benchmarks.bfcl.env.validate_call`: the checker ``eval``s them), isolated.
 
@@ -116,7 +114,7 @@ def bfcl_check(
     if len(decoded) != len(case.ground_truth):
         raise ValueError("decoded results must have one entry per gold turn")
     checker = _checker()
-    model_name = unique_model_name(run_tag)
+    model_name = unique_model_name()
     entry = {
         "id": case.id,
         "initial_config": copy.deepcopy(case.initial_config),
@@ -146,7 +144,7 @@ def _summarise(result: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
     return summary, turn
 
 
-def grade(case: MTCase, trajectory: Trajectory, *, run_tag: str = "") -> Verdict:
+def grade(case: MTCase, trajectory: Trajectory) -> Verdict:
     """BFCL's verdict on ``trajectory`` (see module doc). Never raises on model behaviour."""
     if trajectory.case_id != case.id:
         raise ValueError(f"trajectory of {trajectory.case_id!r} graded against {case.id!r}")
@@ -186,7 +184,7 @@ def grade(case: MTCase, trajectory: Trajectory, *, run_tag: str = "") -> Verdict
         return Verdict(
             False, reason, "multi_turn:force_terminated", None, per_turn(None, False), decoded
         )
-    result = bfcl_check(case, decoded, run_tag=run_tag)
+    result = bfcl_check(case, decoded)
     if result.get("valid"):
         return Verdict(True, "passed", None, None, per_turn(None, True), decoded)
     summary, failed = _summarise(result)

@@ -39,7 +39,9 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
 Not in the hierarchy, on purpose: ``callscope.benchmarks.bfcl.env.CallRejected`` (a
 ``ValueError``) is the BFCL simulator's verdict on one model-proposed call; it is always
 caught inside callscope and turned into a rejected step shown to the model, so it never
-reaches a caller. ``callscope.parse.literals.Rejected`` is likewise private to the parser.
+reaches a caller. ``callscope.parse.literals.Rejected`` (a ``ValueError``) is what the
+parser's low-level readers raise on text they refuse; ``parse_text``/``parse_output`` turn it
+into a parse error and never raise.
 """
 
 from __future__ import annotations

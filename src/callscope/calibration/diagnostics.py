@@ -1,7 +1,7 @@
 """GAR / Acc diagnostics of action-class calibration (paper "Calibration is the Bottleneck").
 
 Input: one :class:`CaseRecord` per multi-turn case, from any source (callscope's own
-multi-turn runner, or BFCL's result files through :mod:`callscope.benchmarks.bfcl.results`)::
+multi-turn conversation driver, or BFCL's result files through :mod:`callscope.benchmarks.bfcl.results`)::
 
     {"id": "multi_turn_miss_param_3", "category": "miss_param", "gold_class": "ASK",
      "turn_emissions": [[emission, ...], ...],   # per turn, that turn's emissions in order

@@ -1,6 +1,6 @@
-"""SRI and CRI: inference-time calibration probes of the multi-turn runner (paper "Calibration
-is the Bottleneck", §3.3, App. B-C). The runner (:func:`callscope.runs.conversation.run_conversation`
-with ``probe=``) asks a :class:`ProbeSession` at two seams; this module decides, builds the
+"""SRI and CRI: inference-time calibration probes of the multi-turn conversation driver
+(paper "Calibration is the Bottleneck", §3.3, App. B-C). The driver
+(:func:`callscope.runs.conversation.run_conversation` with ``probe=``) asks a :class:`ProbeSession` at two seams; this module decides, builds the
 texts, and logs every decision. What a user relies on:
 
 **SRI, the halt seam.** Consulted when a turn ends with no parseable tool call anywhere in the

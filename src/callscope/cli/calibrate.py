@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from callscope.benchmarks.bfcl.categories import FILE_ORDER
 from callscope.benchmarks.protocol import benchmark_names, get_benchmark
 from callscope.calibration.classify import ClassifierConfig, preset
 from callscope.calibration.probes import probe_help
@@ -41,9 +42,9 @@ def calibrate(
     out: Annotated[
         Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")
     ] = Path("runs/calibrate"),
-    categories: Annotated[
-        str, typer.Option("--categories", help="base,long_context,miss_param,miss_func")
-    ] = "base,long_context,miss_param,miss_func",
+    categories: Annotated[str, typer.Option("--categories", help=",".join(FILE_ORDER))] = ",".join(
+        FILE_ORDER
+    ),
     benchmark: Annotated[
         str,
         typer.Option("--benchmark", help="multi-turn benchmark: " + " | ".join(benchmark_names())),

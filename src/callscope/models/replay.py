@@ -4,7 +4,7 @@ The file is JSON lines; three row shapes may be mixed:
 
 * ``{"case_id", "attempt", "output", "mode"?}``: the answer for one case at one attempt
   (1-based); a row with ``mode`` only matches that mode: the SAAG loop sets the feedback mode
-  (``first`` for the shared attempt 1, then ``binary``/``structured``), the multi-turn runner
+  (``first`` for the shared attempt 1, then ``binary``/``structured``), the multi-turn conversation driver
   sets the prompt style (``native``/``prompt``);
 * ``{"case_id", "outputs": [out1, out2, ...], "mode"?}``: answers consumed by attempt
   (``outputs[attempt - 1]``), used when no exact ``attempt`` row exists;

@@ -13,8 +13,10 @@
   rejected).
 * :func:`balanced_end`: the end of a bracket group, quotes respected.
 
-Every rejection is a :class:`Rejected` (a ``ValueError``); it never leaves the package's
-public functions except as ``ValueError`` from :func:`callscope.parse.parse_python_calls`.
+Every rejection is a :class:`Rejected` (a ``ValueError`` subclass). ``parse_text`` and
+``parse_output`` turn it into a :class:`~callscope.types.ParseResult` error; the lower-level
+readers the package exports (``parse_python_calls``, ``read_call``, ``read_python_calls``,
+``parse_expression``, ``read_functioncall``) raise it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ refused. Callers differ only in what they do on top:
   depth-capped, finite numbers only);
 * :func:`read_python_calls` with ``positional=True`` accepts positional literals and keeps
   the values as ``ast.literal_eval`` returns them (the action classifier's
-  ``is_python_call_list``, BFCL's gold calls, which bind positional arguments by signature);
+  ``is_python_call_list``); BFCL's gold calls use :func:`read_call` on
+  :func:`parse_expression` and bind positional arguments by signature;
 * :func:`scan_python` finds calls embedded in prose.
 """
 

@@ -1,11 +1,11 @@
 """Turn what a model emitted into tool calls, without ever evaluating it.
 
-Accepted forms (tried in this order; the first form that yields calls wins and all of
-its calls are kept, in order of appearance):
+:func:`parse_output` first takes native tool calls (an OpenAI message/``tool_calls`` list,
+arguments a JSON string, or an Ollama one, arguments an object, or a ``{"name",
+"arguments"}`` object; :mod:`callscope.parse.json_calls`); text goes to :func:`parse_text`,
+which tries these forms in order (the first form that yields calls wins and all of its calls
+are kept, in order of appearance):
 
-* native tool calls: an OpenAI message/``tool_calls`` list (arguments a JSON string) or an
-  Ollama one (arguments an object), or a ``{"name", "arguments"}`` object
-  (:mod:`callscope.parse.json_calls`);
 * ``<tool_call>...</tool_call>`` blocks;
 * Glaive's ``<functioncall> {"name": .., "arguments": '{...}'}`` (JSON inside single quotes;
   :mod:`callscope.parse.glaive`);

@@ -131,9 +131,6 @@ def parse_emission(reply: ModelReply, style: Style, parse_mode: ParseMode) -> Pa
     return parse_bfcl_prompt(reply.text)
 
 
-# ------------------------------------------------------------------------------- records
-
-
 # --------------------------------------------------------------------------------- driver
 
 

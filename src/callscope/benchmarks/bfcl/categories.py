@@ -14,6 +14,8 @@ from callscope.types import ASK, REFUSE, TOOL_CALL
 
 #: short names in the order tables show them
 CATEGORIES: tuple[str, ...] = ("base", "miss_param", "miss_func", "long_context")
+#: short names in BFCL's own order (its data files and ``bfcl generate``): how cases load
+FILE_ORDER: tuple[str, ...] = ("base", "long_context", "miss_param", "miss_func")
 PREFIX = "multi_turn_"
 
 GOLD_CLASS: dict[str, str] = {

@@ -36,11 +36,9 @@ from callscope.benchmarks.bfcl.package import (
 from callscope.parse import parse_expression, parse_python_calls, read_call
 from callscope.types import ToolCall
 
-MULTI_TURN_CATEGORIES: tuple[str, ...] = (
-    "multi_turn_base",
-    "multi_turn_long_context",
-    "multi_turn_miss_param",
-    "multi_turn_miss_func",
+#: full category names in BFCL's order (:data:`.categories.FILE_ORDER`)
+MULTI_TURN_CATEGORIES: tuple[str, ...] = tuple(
+    categories.full_category(c) for c in categories.FILE_ORDER
 )
 
 #: BFCL's ``_get_language_specific_hint`` for Python, appended to every description.

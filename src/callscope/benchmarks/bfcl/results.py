@@ -36,7 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.benchmarks.bfcl.categories import CATEGORIES, due_turns, gold_class
+from callscope.benchmarks.bfcl.categories import (
+    CATEGORIES,
+    due_turns,
+    full_category,
+    gold_class,
+    short_category,
+)
 from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
 from callscope.benchmarks.records import CaseRecord
 
@@ -83,7 +89,7 @@ def bfcl_package_ground_truth(
     the installed ``bfcl_eval`` data (raises ``ImportError``/``FileNotFoundError``/
     ``ValueError`` when absent or malformed)."""
 
-    full = f"multi_turn_{category}"
+    full = full_category(category)
     answers = {r["id"]: r.get("ground_truth", []) for r in read_bfcl_jsonl(answer_file(full))}
     questions = {r["id"]: r for r in read_bfcl_jsonl(question_file(full))}
     return answers, questions
@@ -190,7 +196,7 @@ def load_bfcl_run(
         return run
     loader = ground_truth or bfcl_package_ground_truth
     for category in categories:
-        category = category.removeprefix("multi_turn_")
+        category = short_category(category)
         result_path = model_dir / GROUP_DIR / result_file_name(category)
         if not result_path.is_file():
             run.problems.append(f"{result_path}: no result file; category {category} skipped")

@@ -3,13 +3,8 @@ import json
 import pytest
 
 from callscope.calibration.classify import (
-    ASK,
     ASK_OVER_TOOL_CALL,
-    CONFIRM,
     DEFAULT,
-    OTHER,
-    REFUSE,
-    TOOL_CALL,
     ClassifierConfig,
     classify_emission,
     classify_jsonl,
@@ -17,7 +12,7 @@ from callscope.calibration.classify import (
     preset,
     resolve,
 )
-from callscope.types import ModelReply
+from callscope.types import ASK, CONFIRM, OTHER, REFUSE, TOOL_CALL, ModelReply
 
 # ----------------------------------------------------------------------------- cue classes
 

@@ -4,7 +4,7 @@ import pytest
 from rich.console import Console
 
 from callscope.benchmarks.bfcl.categories import gold_class
-from callscope.calibration.classify import ASK, ASK_OVER_TOOL_CALL, REFUSE, TOOL_CALL
+from callscope.calibration.classify import ASK_OVER_TOOL_CALL
 from callscope.calibration.diagnostics import (
     CaseRecord,
     DiagnosticsSettings,
@@ -16,6 +16,7 @@ from callscope.calibration.diagnostics import (
     to_markdown,
     write_case_records,
 )
+from callscope.types import ASK, REFUSE, TOOL_CALL
 
 NATIVE_LS = {"content": None, "tool_calls": [{"function": {"name": "ls", "arguments": "{}"}}]}
 

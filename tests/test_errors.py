@@ -12,7 +12,7 @@ import pytest
 import callscope.errors as errors_mod
 from callscope.benchmarks.bfcl.package import BfclUnavailableError
 from callscope.benchmarks.glaive import GlaiveCallError, GlaiveSchemaError, GlaiveSourceError
-from callscope.calibration.tau2 import Tau2FormatError
+from callscope.benchmarks.tau2.reader import Tau2FormatError
 from callscope.errors import (
     CallscopeError,
     DataFormatError,

@@ -11,8 +11,8 @@ from callscope.benchmarks.bfcl.results import (
     result_file_name,
     score_file_name,
 )
-from callscope.calibration.classify import REFUSE, TOOL_CALL
 from callscope.calibration.diagnostics import compute_diagnostics
+from callscope.types import REFUSE, TOOL_CALL
 
 MODEL = "org/my-model-FC"
 MODEL_DIR = "org_my-model-FC"

@@ -47,16 +47,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from callscope.calibration.classify import (
-    ASK,
-    DEFAULT,
-    ClassifierConfig,
-    cue_classes,
-)
+from callscope.calibration.classify import DEFAULT, ClassifierConfig, cue_classes
 from callscope.core.stats import cohen_kappa
 from callscope.core.text import cue_pattern, normalize_text, strip_think
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding
+from callscope.types import ASK
 
 #: Words or phrases that, in the first sentence of the user's message, affirm.
 DEFAULT_AFFIRM_CUES: tuple[str, ...] = (

@@ -59,9 +59,9 @@ from typing import Any, Literal
 
 from callscope.benchmarks.bfcl.multi_turn import MTCase
 from callscope.benchmarks.records import ExecResult
-from callscope.calibration.classify import ASK, DEFAULT, classify_emission
+from callscope.calibration.classify import DEFAULT, classify_emission
 from callscope.calibration.cri_detectors import DETECTORS
-from callscope.types import ToolCall
+from callscope.types import ASK, ToolCall
 
 Seam = Literal["halt", "call"]
 Gate = Literal["none", "all", "miss_param"]

@@ -62,7 +62,7 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from callscope.benchmarks.tau2.messages import agent_calls, known_tool_names, tool_types
-from callscope.benchmarks.tau2.reader import Tau2FormatError, Tau2Run, find_tau2_runs, load_tasks
+from callscope.benchmarks.tau2.reader import Tau2Run, find_tau2_runs, load_tasks
 from callscope.benchmarks.tau2.tasks import (
     DEFAULT_ASK_SCENARIO_CUES,
     ask_cue_hits,
@@ -71,7 +71,7 @@ from callscope.benchmarks.tau2.tasks import (
     task_gold_class,
 )
 from callscope.benchmarks.tau2.write_tools import DEFAULT_WRITE_PATTERN, decide_write_tools
-from callscope.calibration.classify import ACTION_CLASSES, DEFAULT, ClassifierConfig
+from callscope.calibration.classify import DEFAULT, ClassifierConfig
 from callscope.calibration.confirm import DEFAULT_CONFIRM, ConfirmConfig, agreement_stats
 from callscope.calibration.diagnostics import (
     CaseClasses,
@@ -87,14 +87,13 @@ from callscope.calibration.tau2_simulation import (
     diagnose_simulation,
 )
 from callscope.calibration.tau2_tables import (
-    domain_markdown,
     domain_table,
-    gar_markdown,
     gar_table,
     report_markdown,
 )
 from callscope.core.stats import rate_ci
 from callscope.models.base import ChatModel
+from callscope.types import ACTION_CLASSES
 
 __all__ = [
     "DEFAULT_TAU2",
@@ -103,9 +102,6 @@ __all__ = [
     "SimulationRecord",
     "Tau2Config",
     "Tau2Diagnostics",
-    "Tau2FormatError",
-    "domain_markdown",
-    "gar_markdown",
     "is_ask_gold",
     "tau2_diagnostics",
 ]

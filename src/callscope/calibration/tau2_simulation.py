@@ -26,15 +26,7 @@ from callscope.benchmarks.tau2.messages import (
 )
 from callscope.benchmarks.tau2.reader import Tau2Run
 from callscope.benchmarks.tau2.tasks import task_gold_class
-from callscope.calibration.classify import (
-    ACTION_CLASSES,
-    ASK,
-    OTHER,
-    REFUSE,
-    TOOL_CALL,
-    ClassifierConfig,
-    emission_classes,
-)
+from callscope.calibration.classify import ClassifierConfig, emission_classes
 from callscope.calibration.confirm import (
     ConfirmConfig,
     ConfirmDecision,
@@ -44,7 +36,7 @@ from callscope.calibration.confirm import (
 )
 from callscope.models.base import ChatModel
 from callscope.saag.cascade import diagnose
-from callscope.types import ToolCall
+from callscope.types import ACTION_CLASSES, ASK, OTHER, REFUSE, TOOL_CALL, ToolCall
 
 #: Row order of the gold classes (as BFCL's base, miss_param, miss_func).
 GOLD_ORDER: tuple[str, ...] = (TOOL_CALL, ASK, REFUSE)

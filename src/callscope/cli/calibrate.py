@@ -135,7 +135,7 @@ def calibrate(
 def _from_tau2(
     results: Path, out: Path, tasks: Path | None, judge: ChatModel | None, config: ClassifierConfig
 ) -> None:
-    from callscope.calibration.tau2 import Tau2FormatError  # lazy: numpy (with the pipeline)
+    from callscope.benchmarks.tau2.reader import Tau2FormatError  # lazy: with its pipeline
     from callscope.report.html import build_diagnostic_page  # lazy: pandas + matplotlib
     from callscope.runs.from_results import calibrate_from_tau2  # lazy: numpy
 

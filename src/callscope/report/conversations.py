@@ -33,12 +33,7 @@ from typing import Any
 
 from callscope.benchmarks.bfcl.categories import category_key, gold_class
 from callscope.benchmarks.protocol import MultiTurnBenchmark, get_benchmark
-from callscope.calibration.classify import (
-    ACTION_CLASSES,
-    DEFAULT,
-    ClassifierConfig,
-    classify_emission,
-)
+from callscope.calibration.classify import DEFAULT, ClassifierConfig, classify_emission
 from callscope.calibration.diagnostics import diagnostics_table
 from callscope.calibration.paired import (
     ablation_matrix,
@@ -57,6 +52,7 @@ from callscope.runs.calibrate import (
     stage_mix_table,
 )
 from callscope.store.run_store import RunStore
+from callscope.types import ACTION_CLASSES
 
 # --------------------------------------------------------------------------- markdown
 

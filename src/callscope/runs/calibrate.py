@@ -19,9 +19,9 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from callscope.benchmarks.protocol import MultiTurnBenchmark, get_benchmark
+from callscope.benchmarks.records import CaseRecord
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, preset
 from callscope.calibration.diagnostics import (
-    CaseRecord,
     Diagnostics,
     DiagnosticsSettings,
     compute_diagnostics,

@@ -19,10 +19,9 @@ from callscope.calibration.diagnostics import Diagnostics, compute_diagnostics, 
 from callscope.calibration.tau2 import (
     Tau2Config,
     Tau2Diagnostics,
-    domain_markdown,
-    gar_markdown,
     tau2_diagnostics,
 )
+from callscope.calibration.tau2_tables import domain_markdown, gar_markdown
 from callscope.models.base import ChatModel
 
 BFCL_STEM = "calibration-from-bfcl"

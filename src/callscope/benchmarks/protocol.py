@@ -119,6 +119,15 @@ def benchmark_names() -> tuple[str, ...]:
     return tuple(BENCHMARKS)
 
 
+#: the benchmark used when none is named
+DEFAULT_BENCHMARK = "bfcl"
+
+
+def benchmark_or_default(benchmark: MultiTurnBenchmark[Any] | None) -> MultiTurnBenchmark[Any]:
+    """``benchmark``, or a new instance of :data:`DEFAULT_BENCHMARK` when it is ``None``."""
+    return benchmark if benchmark is not None else get_benchmark(DEFAULT_BENCHMARK)
+
+
 def get_benchmark(name: str) -> MultiTurnBenchmark[Any]:
     """A new instance of the benchmark called ``name``; ``ValueError`` listing the
     registered names otherwise."""

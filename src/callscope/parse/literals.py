@@ -51,11 +51,13 @@ def json_loads(text: str) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def json_raw_decode(text: str, start: int) -> tuple[Any, int]:
     """``JSONDecoder.raw_decode`` from ``start`` (trailing text allowed), rejecting
     ``NaN``/``Infinity``."""
-    decoder = json.JSONDecoder(parse_constant=_reject_constant)
-    return decoder.raw_decode(text, start)
+    return _DECODER.raw_decode(text, start)
 
 
 def check_depth(value: Any) -> None:

@@ -69,7 +69,7 @@ def parse_text(text: str) -> ParseResult:
     fc_calls: list[ToolCall] = []
     parts = _FUNCTIONCALL.split(stripped)
     for seg in parts[1:]:
-        seg = seg.split("<|endoftext|>")[0].split("<functioncall>")[0]
+        seg = seg.split("<|endoftext|>")[0]  # the split removed every <functioncall> tag
         try:
             fc_calls.append(call_from_object(read_functioncall(seg, max_candidates=MAX_CANDIDATES)))
         except (ValueError, RecursionError) as exc:

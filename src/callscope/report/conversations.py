@@ -32,7 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from callscope.benchmarks.bfcl.categories import category_key, gold_class
-from callscope.benchmarks.protocol import MultiTurnBenchmark, get_benchmark
+from callscope.benchmarks.protocol import (
+    DEFAULT_BENCHMARK,
+    MultiTurnBenchmark,
+    benchmark_or_default,
+    get_benchmark,
+)
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, classify_emission
 from callscope.calibration.diagnostics import diagnostics_table
 from callscope.calibration.paired import (
@@ -45,7 +50,6 @@ from callscope.calibration.paired import (
 from callscope.runs.calibrate import (
     BASELINE,
     BENCHMARK_META,
-    DEFAULT_BENCHMARK,
     diagnose_store,
     paired_outcomes,
     probe_key,
@@ -226,7 +230,7 @@ def conversation_record(
         gold: str | None = gold_class(category)
     except ValueError:
         gold = None
-    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
+    bench = benchmark_or_default(benchmark)
     if case is not None:
         gold = bench.gold_class(case)
     due = bench.due_turns(case) if case is not None else []

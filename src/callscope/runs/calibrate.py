@@ -18,7 +18,11 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from callscope.benchmarks.protocol import MultiTurnBenchmark, get_benchmark
+from callscope.benchmarks.protocol import (
+    DEFAULT_BENCHMARK,
+    MultiTurnBenchmark,
+    benchmark_or_default,
+)
 from callscope.benchmarks.records import CaseRecord
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, preset
 from callscope.calibration.diagnostics import (
@@ -46,7 +50,6 @@ from callscope.types import ToolCall
 BASELINE = "baseline"
 
 
-DEFAULT_BENCHMARK = "bfcl"
 #: the store meta key naming the benchmark a run directory's conversations come from
 BENCHMARK_META = "benchmark"
 
@@ -56,7 +59,7 @@ def select_cases(
 ) -> list[Any]:
     """The first ``n`` cases of each category, categories in the order given and cases in the
     benchmark's order (the same cases for every probe)."""
-    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
+    bench = benchmark_or_default(benchmark)
     out: list[Any] = []
     for category in categories:
         of_cat = bench.cases([category])
@@ -160,7 +163,7 @@ def run_calibration(
     if probe and probe != BASELINE:
         probe_cfg = get_probe(probe)
     probe_name = probe or BASELINE
-    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
+    bench = benchmark_or_default(benchmark)
     done = store.conversations_done(model.spec, probe_name)
     # cases with the same tools run back to back: an embedded model then re-uses the KV
     # cache of their (long) shared system prompt; results do not depend on the order
@@ -209,7 +212,7 @@ def diagnose_store(
 ) -> CalibrationResult:
     """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations."""
     convs = list(store.conversations(model, probe))
-    bench = benchmark or get_benchmark(DEFAULT_BENCHMARK)
+    bench = benchmark_or_default(benchmark)
     by_id = {c.id: c for c in (cases or [])}
     if not by_id:
         cats = sorted({c["category"] for c in convs})

@@ -12,9 +12,16 @@ import pytest
 from rapidfuzz import fuzz
 
 from callscope.saag import grounding as g
-from callscope.saag.cascade import Diagnosis, diagnose
+from callscope.saag.cascade import Diagnosis
+from callscope.saag.cascade import diagnose as _diagnose
 from callscope.saag.messages import DRIFTED, MISSING, NUMERIC, SPURIOUS, correction_message
 from callscope.types import ToolCall
+
+
+def diagnose(*args: Any, **kwargs: Any) -> Diagnosis:
+    """The cascade in the paper's own (lexical) grounding: this file pins the paper's
+    definitions (the registry-aware default is pinned in tests/test_groundings.py)."""
+    return _diagnose(*args, grounding="lexical", **kwargs)
 
 
 def fn(name: str, props: list[str], required: list[str] | None = None) -> dict[str, Any]:

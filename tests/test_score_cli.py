@@ -30,6 +30,8 @@ BASE_KEYS = {
     "spurious",
     "fix",
     "parse_error",
+    "grounding",
+    "grounded",
 }
 GOLD_KEYS = {"name_match", "arg_precision", "arg_recall", "arg_f1", "solved"}
 

@@ -21,6 +21,9 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
 ``DataFormatError`` (``ValueError``; here)
     An input file or row is not in the format callscope reads; the message says which file
     or row and why. The base of the format errors below.
+``ConfigError`` (``ValueError``; here)
+    An option or setting names something callscope does not know (an unknown grounding
+    mode, backend, probe...); the message lists the valid choices.
 ``StoreSchemaError`` (``DataFormatError``; here)
     A run directory's ``store.sqlite`` was written by a newer callscope (its schema version
     is above :data:`callscope.store.run_store.SCHEMA_VERSION`).
@@ -69,3 +72,8 @@ class DataFormatError(CallscopeError, ValueError):
 
 class StoreSchemaError(DataFormatError):
     """A run store was written with a newer schema than this callscope reads."""
+
+
+class ConfigError(CallscopeError, ValueError):
+    """An option or setting names something callscope does not know (the message lists the
+    valid choices)."""

@@ -35,10 +35,15 @@ def _call(
 
 
 def _scored_attempt(
-    n: int, case: Case, messages: list[dict[str, Any]], reply: ModelReply, latency: float
+    n: int,
+    case: Case,
+    messages: list[dict[str, Any]],
+    reply: ModelReply,
+    latency: float,
+    grounding: str | None,
 ) -> Attempt:
     parsed = parse_output(reply)
-    diagnosis, row = score_parsed(parsed, case)
+    diagnosis, row = score_parsed(parsed, case, grounding)
     return Attempt(
         attempt=n,
         messages=[dict(m) for m in messages],
@@ -51,7 +56,7 @@ def _scored_attempt(
 
 
 def first_attempt(
-    model: ChatModel, case: Case, style: Style, decoding: Decoding
+    model: ChatModel, case: Case, style: Style, decoding: Decoding, grounding: str | None = None
 ) -> tuple[Attempt, list[dict[str, Any]], list[dict[str, Any]] | None]:
     """Attempt 1, identical in every mode: compute it once per (model, case) and share it.
 
@@ -63,7 +68,7 @@ def first_attempt(
     reply, err, latency = _call(model, messages, tools, decoding, context)
     if err is not None:
         return _failed(1, messages, err, latency), messages, tools
-    return _scored_attempt(1, case, messages, reply, latency), messages, tools
+    return _scored_attempt(1, case, messages, reply, latency, grounding), messages, tools
 
 
 def _failed(n: int, messages: list[dict[str, Any]], err: ModelError, latency: float) -> Attempt:
@@ -89,8 +94,11 @@ def run_loop(
     style: Style,
     max_attempts: int = 15,
     decoding: Decoding | None = None,
+    grounding: str | None = None,
 ) -> Outcome:
-    """Continue from the shared first attempt until the call passes or the budget is spent."""
+    """Continue from the shared first attempt until the call passes or the budget is spent.
+    ``grounding`` names the stage-3 mode every attempt is scored in (its corrections never
+    ask to change a value that mode accepted)."""
     decoding = decoding or Decoding()
     attempt1, messages, tools = first
     out = Outcome(case_id=case.id, mode=mode, attempts=[_copy(attempt1)])
@@ -121,7 +129,7 @@ def run_loop(
         if err is not None:
             out.attempts.append(_failed(n, messages, err, latency))
         else:
-            out.attempts.append(_scored_attempt(n, case, messages, reply, latency))
+            out.attempts.append(_scored_attempt(n, case, messages, reply, latency, grounding))
 
 
 def _copy(a: Attempt) -> Attempt:

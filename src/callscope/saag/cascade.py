@@ -6,16 +6,19 @@ first failing stage; metrics of later stages stay ``None`` (they are stage-condi
 
 from __future__ import annotations
 
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from statistics import fmean
 from typing import Any
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.saag import grounding as g
+from callscope.saag.groundings import ArgVerdict, Evidence, Grounding, Judge, get_grounding
 from callscope.types import ToolCall
 
 #: γ_pds: PDS at or above this makes an out-of-schema parameter *drifted* rather than spurious
@@ -66,6 +69,11 @@ class Diagnosis:
     drift_targets: dict[str, str] = field(default_factory=dict)
     #: the predicted name, when one was parsed (used by the stage-1 message)
     predicted: str | None = None
+    #: the grounding mode stage 3 ran in (:data:`callscope.saag.groundings.GROUNDINGS`)
+    grounding: str | None = None
+    #: stage 3: each grounded argument with the reason it was accepted (``stated``,
+    #: ``normalised``, ``unit``, ``context``, ``enum``, ``default``, ``judge``)
+    grounded: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -100,25 +108,145 @@ def _jaccard(a: str, b: str) -> float:
     return len(ta & tb) / len(union) if union else 0.0
 
 
-@lru_cache(maxsize=256)
-def _registry_trigrams(registry: tuple[str, ...]) -> tuple[tuple[str, frozenset[str]], ...]:
-    """Trigram sets of a registry, computed once per registry (large registries repeat)."""
-    return tuple((name, frozenset(_trigrams(name))) for name in registry)
+def _ncs_score(name: str, cand: str) -> float:
+    """``0.6 WRatio/100 + 0.4 Jaccard`` of one candidate (SAAG paper, Eq. 2), in this one
+    evaluation order (every path of :func:`nearest_candidate` gives the same float)."""
+    w = fuzz.WRatio(name, cand)
+    return NCS_WRATIO_WEIGHT * w / 100.0 + NCS_JACCARD_WEIGHT * _jaccard(name, cand)
+
+
+@lru_cache(maxsize=16)
+def _registry_trigrams(
+    registry: tuple[str, ...],
+) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+    """Inverted indexes of a registry's names, computed once per distinct name tuple: each
+    lowercased trigram, and each lowercased whitespace token (the Jaccard term's), to the
+    ascending positions of the names holding it."""
+    grams: dict[str, list[int]] = {}
+    tokens: dict[str, list[int]] = {}
+    for i, name in enumerate(registry):
+        for gram in _trigrams(name):
+            grams.setdefault(gram, []).append(i)
+        for tok in set(name.lower().split()):
+            tokens.setdefault(tok, []).append(i)
+    return (
+        {k: tuple(v) for k, v in grams.items()},
+        {k: tuple(v) for k, v in tokens.items()},
+    )
+
+
+class _RegistryIndex:
+    """Stage 1's view of one registry: its names (``str`` of each ``name``), the first spec
+    of each string name, and (built on the first NCS) the trigram and token indexes."""
+
+    __slots__ = ("source", "size", "names", "by_name", "_inverted")
+
+    def __init__(self, source: Sequence[Any], names: list[str], by_name: dict[str, Any]) -> None:
+        self.source = source
+        self.size = len(source)
+        self.names = names
+        self.by_name = by_name
+        self._inverted: tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]] | None = None
+
+    def inverted(self) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
+        if self._inverted is None:
+            self._inverted = _registry_trigrams(tuple(self.names))
+        return self._inverted
+
+
+#: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
+_INDEX_CACHE_SIZE = 32
+_index_cache: OrderedDict[tuple[int, bool], _RegistryIndex] = OrderedDict()
+_index_lock = threading.Lock()
+
+
+def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
+    """The index of ``source`` (function specs when ``specs``, else names), cached by the
+    identity of the list: a registry is indexed once however many calls are scored against
+    it. Appending to or removing from a cached list rebuilds its index; replacing an element
+    in place, or renaming a spec, is not noticed (registries are not edited once scored)."""
+    key = (id(source), specs)
+    with _index_lock:
+        idx = _index_cache.get(key)
+        if idx is not None and idx.source is source and idx.size == len(source):
+            _index_cache.move_to_end(key)
+            return idx
+    if specs:
+        names = [str(f.get("name")) for f in source]
+        by_name: dict[str, Any] = {}
+        for f in source:
+            raw = f.get("name")
+            if isinstance(raw, str) and raw not in by_name:
+                by_name[raw] = f
+    else:
+        names = [str(n) for n in source]
+        by_name = {}
+    idx = _RegistryIndex(source, names, by_name)
+    with _index_lock:
+        _index_cache[key] = idx
+        _index_cache.move_to_end(key)
+        while len(_index_cache) > _INDEX_CACHE_SIZE:
+            _index_cache.popitem(last=False)
+    return idx
+
+
+#: names whose WRatio, as rapidfuzz's batch scorer reports it, is within this of the best
+#: are scored again one by one: the batch scorer's cutoff test is not exact within about
+#: 1e-6 of a score, and every equal score must be seen for the first-on-ties rule
+_WRATIO_SLACK = 1.0
+#: candidates sharing the most trigrams with the name, scored first to bound the best WRatio
+_SEEDS = 4
+
+
+def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
+    """NCS over an index; the same floats and argmax as scoring every name in order.
+
+    Candidates are the names sharing a lowercased trigram with ``name``. Those sharing a
+    whitespace token with it (a Jaccard term above 0) are scored exactly. For the others
+    the Jaccard term is 0, so only those with the highest WRatio can win: a lower bound of
+    the best WRatio is taken from the few candidates sharing the most trigrams, one
+    rapidfuzz batch pass keeps every candidate within ``_WRATIO_SLACK`` below it, and those
+    are scored exactly (:func:`_ncs_score`). Ties go to the first registry position.
+    """
+    grams = _trigrams(name)
+    if not grams:
+        return 0.0, None
+    by_gram, by_token = idx.inverted()
+    shared_grams: Counter[int] = Counter()
+    for gram in grams:
+        shared_grams.update(by_gram.get(gram, ()))
+    if not shared_grams:
+        return 0.0, None
+    names = idx.names
+    exact: set[int] = set()
+    for tok in set(name.lower().split()):
+        exact.update(i for i in by_token.get(tok, ()) if i in shared_grams)
+    seeds = [i for i, _ in shared_grams.most_common(_SEEDS)]
+    floor = max(fuzz.WRatio(name, names[i]) for i in seeds)
+    keys = list(shared_grams)
+    near = process.extract(
+        name,
+        [names[i] for i in keys],
+        scorer=fuzz.WRatio,
+        limit=None,
+        score_cutoff=max(0.0, floor - _WRATIO_SLACK),
+    )
+    exact.update(keys[pos] for _, _, pos in near)
+    exact.update(seeds)
+    best, best_i = max(((_ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
+    return best, names[best_i]
+
+
+def _by_score_then_first(scored: tuple[float, int]) -> tuple[float, int]:
+    return scored[0], -scored[1]
 
 
 def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None]:
-    """NCS and the argmax registry name (first on ties); (0, None) without candidates."""
-    grams = _trigrams(name)
-    best, best_name = 0.0, None
-    for cand, cand_grams in _registry_trigrams(tuple(registry)):
-        if not grams & cand_grams:
-            continue
-        score = NCS_WRATIO_WEIGHT * fuzz.WRatio(name, cand) / 100.0 + NCS_JACCARD_WEIGHT * _jaccard(
-            name, cand
-        )
-        if best_name is None or score > best:
-            best, best_name = score, cand
-    return best, best_name
+    """NCS = max over the registry names sharing a trigram with ``name`` of
+    ``0.6 WRatio/100 + 0.4 Jaccard`` (SAAG paper, Eq. 2), and the argmax name (first on
+    ties); (0, None) without candidates. The registry is indexed once per list
+    (:func:`_registry_index`)."""
+    return _nearest(name, _registry_index(registry, specs=False))
 
 
 # --------------------------------------------------------------------------- stage 2
@@ -138,22 +266,48 @@ def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] | None:
-    """The first spec in ``functions`` named ``name`` (``None`` when there is none)."""
+    """The first spec in ``functions`` named ``name`` (``None`` when there is none); a
+    string name in a list or tuple is looked up in the registry's index."""
+    if isinstance(name, str) and isinstance(functions, list | tuple):
+        return _registry_index(functions, specs=True).by_name.get(name)
     for spec in functions:
         if spec.get("name") == name:
             return spec
     return None
 
 
-def diagnose(call: ToolCall | None, functions: list[dict[str, Any]], query: str) -> Diagnosis:
-    """Score ``call`` against the registry ``functions`` and the user ``query``."""
-    registry = [str(f.get("name")) for f in functions]
+def _properties(spec: dict[str, Any]) -> dict[str, Any]:
+    params = spec.get("parameters")
+    props = params.get("properties") if isinstance(params, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def diagnose(
+    call: ToolCall | None,
+    functions: list[dict[str, Any]],
+    query: str,
+    *,
+    grounding: str | Grounding | None = None,
+    context: Sequence[str] = (),
+    judge: Judge | None = None,
+) -> Diagnosis:
+    """Score ``call`` against the registry ``functions`` and the user ``query``.
+
+    ``grounding`` names the stage-3 mode (:data:`~callscope.saag.groundings.GROUNDINGS`;
+    default :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`; ``"lexical"`` is the
+    paper's); ``context`` is what the conversation said before the request (earlier user
+    turns, tool results); ``judge`` is consulted for values the mode still flags."""
+    registry = _registry_index(functions, specs=True)
     # Stage 1: registry conformance
     if call is None or not call.name:
         return Diagnosis(stage=1, fnem=-1)
-    spec = find_spec(functions, call.name)
+    spec = (
+        registry.by_name.get(call.name)
+        if isinstance(call.name, str)
+        else find_spec(functions, call.name)
+    )
     if spec is None:
-        ncs, nearest = nearest_candidate(call.name, registry)
+        ncs, nearest = _nearest(call.name, registry)
         return Diagnosis(stage=1, fnem=0, ncs=ncs, nearest=nearest, predicted=call.name)
 
     # Stage 2: structural completeness
@@ -199,26 +353,37 @@ def diagnose(call: ToolCall | None, functions: list[dict[str, Any]], query: str)
 
     # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
-    deep = {p for p, v in call.arguments.items() if _too_deep(v)}
-    em = {p: p not in deep and g.exact_match(v, query) for p, v in call.arguments.items()}
-    d.avem = sum(em.values()) / len(predicted) if predicted else None
+    mode = get_grounding(grounding)
+    evidence = Evidence(query, context)
+    props = _properties(spec)
+    verdicts: dict[str, ArgVerdict] = {}
+    for p, v in call.arguments.items():
+        if _too_deep(v):
+            verdicts[p] = ArgVerdict(1.0, None, None)
+            continue
+        verdict = mode.ground(p, v, props.get(p), evidence, call.arguments)
+        if judge is not None and verdict.h and judge(p, v, evidence.all_text):
+            verdict = ArgVerdict(0.0, "judge", v)
+        verdicts[p] = verdict
+    d.grounding = mode.name
+    d.grounded = {p: v.reason for p, v in verdicts.items() if v.reason is not None}
+    d.avem = len(d.grounded) / len(predicted) if predicted else None
     overlaps = [
-        g.partial_ratio(v, query) / 100.0
+        g.partial_ratio(v, evidence.all_text) / 100.0
         for p, v in call.arguments.items()
-        if isinstance(v, str) and not em[p]
+        if isinstance(v, str) and not verdicts[p].grounded
     ]
     d.qslo = fmean(overlaps) if overlaps else None
     hs: list[float] = []
-    for p, v in call.arguments.items():
-        h = 1.0 if p in deep else g.hallucination(v, query)
-        if h is None:
+    for p, verdict in verdicts.items():
+        if verdict.h is None:
             continue
-        hs.append(h)
-        if h > 0:
-            leaf = None if p in deep else g.worst_leaf(v, query)
+        hs.append(verdict.h)
+        if verdict.h > 0:
+            leaf = verdict.leaf
             if g.is_number(leaf):
                 d.numeric.append(p)
-            elif leaf is None or g.partial_ratio(str(leaf), query) < g.HARD_DRIFT_BELOW:
+            elif leaf is None or g.partial_ratio(str(leaf), evidence.all_text) < g.HARD_DRIFT_BELOW:
                 d.hard.append(p)
             else:
                 d.soft.append(p)

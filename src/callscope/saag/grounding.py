@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -23,6 +24,21 @@ HARD_DRIFT_BELOW = 60.0
 
 def is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+@lru_cache(maxsize=1024)
+def _lower(text: str) -> str:
+    return text.lower()
+
+
+@lru_cache(maxsize=1024)
+def _number_tokens(query: str) -> tuple[float | int, ...]:
+    return tuple(number_tokens(query))
+
+
+@lru_cache(maxsize=1024)
+def _has_digit(text: str) -> bool:
+    return any(ch.isdigit() for ch in text)
 
 
 def number_tokens(query: str) -> list[float | int]:
@@ -58,7 +74,7 @@ def string_in_query(value: str, query: str) -> bool:
     needle = value.strip().lower()
     if not needle:
         return False
-    hay = query.lower()
+    hay = _lower(query)
     start = hay.find(needle)
     while start >= 0:
         end = start + len(needle)
@@ -78,7 +94,7 @@ def exact_match(value: Any, query: str) -> bool:
     if isinstance(value, str):
         return string_in_query(value, query)
     if is_number(value):
-        return any(numbers_equal(value, tok) for tok in number_tokens(query))
+        return any(numbers_equal(value, tok) for tok in _number_tokens(query))
     if isinstance(value, list | tuple):
         return bool(value) and all(exact_match(v, query) for v in value)
     if isinstance(value, dict):
@@ -88,7 +104,7 @@ def exact_match(value: Any, query: str) -> bool:
 
 def partial_ratio(value: str, query: str) -> float:
     """``rapidfuzz.fuzz.partial_ratio`` of the lower-cased strings, 0-100."""
-    return float(fuzz.partial_ratio(value.lower(), query.lower()))
+    return float(fuzz.partial_ratio(value.lower(), _lower(query)))
 
 
 #: h(v) returns this for arguments with no grounding context (bool, null, empty containers,
@@ -105,7 +121,7 @@ def hallucination(value: Any, query: str) -> float | None:
     if isinstance(value, str):
         return 1.0 - partial_ratio(value, query) / 100.0
     if is_number(value):
-        return 1.0 if any(ch.isdigit() for ch in query) else ASSUMED
+        return 1.0 if _has_digit(query) else ASSUMED
     if isinstance(value, list | tuple | dict):
         leaves = value.values() if isinstance(value, dict) else value
         scores = [h for h in (hallucination(v, query) for v in leaves) if h is not None]

@@ -13,6 +13,7 @@ from typing import Any
 from callscope.parse import parse_output
 from callscope.saag.cascade import Diagnosis, diagnose
 from callscope.saag.extrinsic import extrinsic
+from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.saag.messages import correction_message
 from callscope.saag.metrics import GOLD_ROW_KEYS, INTRINSIC_KEYS
 from callscope.types import Case, ParseResult
@@ -24,11 +25,19 @@ METRICS: tuple[str, ...] = INTRINSIC_KEYS
 GOLD_KEYS: tuple[str, ...] = GOLD_ROW_KEYS
 
 
-def score_parsed(parsed: ParseResult, case: Case) -> tuple[Diagnosis, dict[str, Any]]:
-    """Diagnose the first parsed call of ``parsed`` for ``case``; return the diagnosis and the
-    output row (``score`` format)."""
+def score_parsed(
+    parsed: ParseResult,
+    case: Case,
+    grounding: str | Grounding | None = None,
+    judge: Judge | None = None,
+) -> tuple[Diagnosis, dict[str, Any]]:
+    """Diagnose the first parsed call of ``parsed`` for ``case`` in the ``grounding`` mode
+    (:mod:`callscope.saag.groundings`; default the registry-aware one); return the diagnosis
+    and the output row (``score`` format). The row names the mode (``grounding``) and every
+    grounded argument with its reason (``grounded``)."""
     call = parsed.first
-    d = diagnose(call, case.functions, case.query)
+    mode = get_grounding(grounding)
+    d = diagnose(call, case.functions, case.query, grounding=mode, judge=judge)
     row: dict[str, Any] = {"id": case.id, "stage": d.stage}
     for m in METRICS:
         row[m] = getattr(d, m)
@@ -39,6 +48,8 @@ def score_parsed(parsed: ParseResult, case: Case) -> tuple[Diagnosis, dict[str, 
         spurious=d.spurious,
         fix=correction_message(d),
         parse_error=parsed.error,
+        grounding=mode.name,
+        grounded=d.grounded,
     )
     if case.gold is not None:
         ext = extrinsic(call, case.gold, case.functions)
@@ -47,9 +58,14 @@ def score_parsed(parsed: ParseResult, case: Case) -> tuple[Diagnosis, dict[str, 
     return d, row
 
 
-def score_row(row: dict[str, Any]) -> dict[str, Any]:
-    """Score one input row. A malformed row yields ``{"id", "error"}`` instead of raising."""
+def score_row(
+    row: dict[str, Any], grounding: str | Grounding | None = None, judge: Judge | None = None
+) -> dict[str, Any]:
+    """Score one input row (in the ``grounding`` mode). A malformed row yields ``{"id",
+    "error"}`` instead of raising."""
     rid = row.get("id") if isinstance(row, dict) else None
+    if isinstance(rid, int) and not isinstance(rid, bool) and rid.bit_length() > 14_000:
+        rid = hex(rid)  # over Python's int/str digit limit: kept, as text that can be printed
     try:
         case = Case.from_dict(row)
     except ValueError as exc:
@@ -57,7 +73,7 @@ def score_row(row: dict[str, Any]) -> dict[str, Any]:
     if "output" not in row:
         return {"id": rid, "error": "malformed row: no 'output'"}
     try:
-        _, out = score_parsed(parse_output(row["output"]), case)
+        _, out = score_parsed(parse_output(row["output"]), case, grounding, judge)
     except RecursionError:  # e.g. a native call object nested thousands deep
         return {"id": rid, "error": "output nested too deeply to score"}
     out["id"] = rid  # keep the caller's id as given (Case ids are strings)

@@ -1,0 +1,379 @@
+"""Grounding modes: how stage 3 decides that an argument value is grounded.
+
+One registry, :data:`GROUNDINGS` (name -> :class:`Grounding`), read by every command that runs
+the cascade (``--grounding NAME``; ``grounding = "NAME"`` in an experiment file):
+
+* ``lexical``: the SAAG paper's definition exactly (section 2.3, eqs. 6-9): a value is
+  grounded when it occurs verbatim in the query (:func:`callscope.saag.grounding.exact_match`);
+  its h(v) is :func:`callscope.saag.grounding.hallucination`. Kept so the paper's tables can
+  be reproduced.
+* ``registry`` (the default): beyond the paper. A value is grounded when, in this order,
+
+  1. ``stated``: the paper's exact match in the request;
+  2. ``normalised``: the request states it after the rules of :mod:`callscope.saag.normalise`
+     (words, math notation, numbers in words / percent / fractions / scale words, a number
+     string as a number);
+  3. ``unit``: the value names a unit the request states in another spelling ("km" for
+     "kilometers"; "Fahrenheit" is *not* stated by "Celsius");
+  4. ``context``: the conversation before the request states it (earlier user turns, tool
+     results), by rules 1-3;
+  5. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
+     other member;
+  6. ``default``: the value is the parameter's default (schema ``default`` or the
+     description's "defaults to ...") and the request does not state a different one: no
+     other enum member, and for numbers no number of the request that no other argument of
+     the call uses.
+
+  A value that none of these accepts keeps the paper's h(v) over the request and context.
+  Rules 5 and 6 keep detecting values taken from elsewhere: a member or default the request
+  contradicts is still flagged.
+
+Every accepted value carries its reason; :class:`ArgVerdict` is the verdict on one argument.
+A *judge* (any callable ``(param, value, query) -> bool``, e.g. a model) may be consulted
+for values the rules still flag; an accepted value then has reason ``judge``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+from callscope.errors import ConfigError
+from callscope.saag import grounding as g
+from callscope.saag import normalise as n
+
+#: the reasons an accepted value may carry, from the most to the least direct
+REASONS: tuple[str, ...] = (
+    "stated",
+    "normalised",
+    "unit",
+    "context",
+    "format",
+    "described",
+    "enum",
+    "default",
+    "judge",
+)
+_RANK = {r: i for i, r in enumerate(REASONS)}
+
+#: h of an ungrounded string the request holds only as a fragment of a word ("San Fra" in "San
+#: Francisco"): the paper's h(v) is 0 there (PartialRatio 100); the registry mode flags it as a
+#: soft drift with this small h instead
+FRAGMENT_H = 0.05
+
+#: a judge: is ``value`` of parameter ``param`` stated or directly implied by ``query``?
+Judge = Callable[[str, Any, str], bool]
+
+
+@dataclass(frozen=True)
+class ArgVerdict:
+    """Stage 3's verdict on one argument: ``h`` its hallucination score (``None``: assumed, no
+    grounding context), ``reason`` why it is grounded (``None``: not grounded), ``leaf`` the
+    worst leaf (the value itself for scalars; ``None`` for a value too deep to score)."""
+
+    h: float | None
+    reason: str | None
+    leaf: Any
+
+    @property
+    def grounded(self) -> bool:
+        return self.reason is not None
+
+
+class Evidence:
+    """The text one call may be grounded in, each derived form computed once per call:
+    ``query`` (the request) and ``context`` (what the conversation said before it)."""
+
+    def __init__(self, query: str, context: Iterable[str] = ()) -> None:
+        self.query = query
+        self.context = tuple(c for c in context if c)
+
+    @cached_property
+    def all_text(self) -> str:
+        return "\n".join((*self.context, self.query)) if self.context else self.query
+
+    @cached_property
+    def words(self) -> str:
+        return n.norm_words(self.query)
+
+    @cached_property
+    def compact(self) -> str:
+        return n.compact(self.query)
+
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        return n.stems(self.words)
+
+    @cached_property
+    def numbers(self) -> tuple[int | float, ...]:
+        return n.number_evidence(self.query)
+
+    @cached_property
+    def units(self) -> frozenset[int]:
+        return n.unit_groups_stated(self.query)
+
+    @cached_property
+    def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
+        return n.date_evidence(self.query)
+
+    @cached_property
+    def times(self) -> frozenset[tuple[int, int]]:
+        return n.time_evidence(self.query)
+
+    @cached_property
+    def context_evidence(self) -> Evidence | None:
+        return Evidence("\n".join(self.context)) if self.context else None
+
+
+class Grounding(Protocol):
+    """A grounding mode: the verdict on one argument value."""
+
+    name: str
+
+    def ground(
+        self,
+        param: str,
+        value: Any,
+        schema: dict[str, Any] | None,
+        evidence: Evidence,
+        arguments: Mapping[str, Any],
+    ) -> ArgVerdict: ...
+
+
+class LexicalGrounding:
+    """The SAAG paper's grounding (section 2.3, eqs. 6-9), unchanged."""
+
+    name = "lexical"
+
+    def ground(
+        self,
+        param: str,
+        value: Any,
+        schema: dict[str, Any] | None,
+        evidence: Evidence,
+        arguments: Mapping[str, Any],
+    ) -> ArgVerdict:
+        q = evidence.query
+        reason = "stated" if g.exact_match(value, q) else None
+        h = 0.0 if reason else g.hallucination(value, q)
+        return ArgVerdict(h, reason, g.worst_leaf(value, q) if h else value)
+
+
+def _numbers_claimed(arguments: Mapping[str, Any], skip: str) -> list[int | float]:
+    out: list[int | float] = []
+    for p, v in arguments.items():
+        if p != skip and g.is_number(v):
+            out.append(v)
+    return out
+
+
+def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
+    return any(g.numbers_equal(value, x) for x in numbers)
+
+
+def _equal_values(a: Any, b: Any) -> bool:
+    if g.is_number(a) and g.is_number(b):
+        return g.numbers_equal(a, b)
+    if isinstance(a, str) and isinstance(b, str):
+        return n.norm_words(a) == n.norm_words(b)
+    if g.is_number(a) and isinstance(b, str):
+        num = n.parse_number_string(b)
+        return num is not None and g.numbers_equal(a, num)
+    return a == b
+
+
+@dataclass
+class RegistryGrounding:
+    """The registry-aware grounding (the default; see the module doc for its rules)."""
+
+    name: str = "registry"
+    #: rules switched off (for ablation): any of ``normalised unit context format described
+    #: enum default``
+    disabled: frozenset[str] = field(default_factory=frozenset)
+
+    # ------------------------------------------------------------------ stated in a text
+
+    def _stated(self, value: Any, ev: Evidence) -> str | None:
+        """``stated`` / ``normalised`` / ``unit`` when ``ev.query`` states the scalar."""
+        if g.exact_match(value, ev.query):
+            return "stated"
+        on = "normalised" not in self.disabled
+        if g.is_number(value):
+            return "normalised" if on and _number_stated(value, ev.numbers) else None
+        if not isinstance(value, str):
+            return None
+        if on:
+            if n.words_state(value, ev.words):
+                return "normalised"
+            num = n.parse_number_string(value)
+            if num is not None and _number_stated(num, ev.numbers):
+                return "normalised"
+            c = n.compact(value)
+            if len(c) >= 2 and not c.isalnum() and c in ev.compact:
+                return "normalised"
+            if any(ch.isdigit() for ch in value) and n.date_time_stated(value, *ev.dates, ev.times):
+                return "normalised"
+            words = n.norm_words(value).split()
+            if words and all(n.stem(w) in ev.stems for w in words):
+                return "normalised"  # the same words, in another order or inflection
+        if "unit" not in self.disabled:
+            unit = n.unit_group(value)
+            if unit is not None and unit in ev.units:
+                return "unit"
+        return None
+
+    def _accept_leaf(
+        self,
+        param: str,
+        value: Any,
+        schema: dict[str, Any] | None,
+        ev: Evidence,
+        arguments: Mapping[str, Any],
+        siblings: frozenset[Any] = frozenset(),
+    ) -> str | None:
+        reason = self._stated(value, ev)
+        if reason:
+            return reason
+        ctx = ev.context_evidence
+        if ctx is not None and "context" not in self.disabled and self._stated(value, ctx):
+            return "context"
+        if isinstance(value, str) and "format" not in self.disabled:
+            parts = [x.strip() for x in value.split(",")]
+            if (
+                len(parts) >= 2
+                and all(parts)
+                and all(len(x.split()) <= 3 for x in parts[1:])
+                and n.comma_format(schema)
+                and self._stated(parts[0], ev)
+            ):
+                return "format"
+            words = n.norm_words(value).split()
+            if len(words) >= 2 and "format" not in self.disabled:
+                told = [n.stem(w) in ev.stems for w in words]
+                fmt = n.description_words(schema)
+                if (
+                    told[0]
+                    and 2 * sum(told) >= len(words)
+                    and all(t or n.stem(w) in fmt for t, w in zip(told, words, strict=True))
+                ):
+                    return "format"  # stated words in the description's template
+        if "described" not in self.disabled:
+            for phrase in n.described_phrases(value, schema):
+                if all(f" {w}" in ev.words for w in phrase[:2]):
+                    return "described"
+        enum = n.schema_enum(schema)
+        others_stated = [
+            m
+            for m in enum
+            if not _equal_values(value, m)
+            and not (isinstance(m, str | int | float) and m in siblings)
+            and self._stated(m, ev) is not None
+        ]
+        if (
+            "enum" not in self.disabled
+            and enum
+            and any(_equal_values(value, m) for m in enum)
+            and not others_stated
+        ):
+            return "enum"
+        if "default" not in self.disabled and not others_stated:
+            defaults = n.schema_defaults(schema)
+            if any(_equal_values(value, d) for d in defaults):
+                if g.is_number(value):
+                    claimed = _numbers_claimed(arguments, param)
+                    free = [x for x in ev.numbers if not _number_stated(x, claimed)]
+                    if free and not enum:  # the request states a number no argument uses
+                        return None
+                return "default"
+        return None
+
+    def ground(
+        self,
+        param: str,
+        value: Any,
+        schema: dict[str, Any] | None,
+        evidence: Evidence,
+        arguments: Mapping[str, Any],
+    ) -> ArgVerdict:
+        """Accept each leaf by the rules; a container is grounded when every scored leaf is
+        (its reason the least direct of theirs); otherwise h is the paper's h(v) of the worst
+        ungrounded leaf, over the request and the context."""
+        worst: ArgVerdict | None = None
+        reasons: list[str] = []
+        leaves = list(_leaves(value, schema))
+        siblings = frozenset(
+            leaf for leaf, _ in leaves if isinstance(leaf, str | int | float) and len(leaves) > 1
+        )
+        for leaf, leaf_schema in leaves:
+            if isinstance(leaf, bool) or leaf is None:
+                continue  # assumed: no grounding context (as in the paper)
+            reason = self._accept_leaf(param, leaf, leaf_schema, evidence, arguments, siblings)
+            if reason:
+                reasons.append(reason)
+                continue
+            h = g.hallucination(leaf, evidence.all_text)
+            if h is None and g.is_number(leaf) and evidence.numbers:
+                h = 1.0  # the request states numbers (perhaps in words), not this one
+            if h is None:
+                continue
+            if h == 0.0:  # the paper's h is 0 for a fragment inside a word ("San Fra")
+                h = FRAGMENT_H
+            if worst is None or (worst.h is not None and h > worst.h):
+                worst = ArgVerdict(h, None, leaf)
+        if worst is not None:
+            return worst
+        if not reasons:
+            lex = g.hallucination(value, evidence.query)
+            return ArgVerdict(lex if lex is None else 0.0, None, value)
+        return ArgVerdict(0.0, max(reasons, key=_RANK.__getitem__), value)
+
+
+def _leaves(
+    value: Any, schema: dict[str, Any] | None
+) -> Iterable[tuple[Any, dict[str, Any] | None]]:
+    """Scalar leaves of ``value`` with the schema that describes each (``items`` of arrays,
+    ``properties`` of objects), iteratively (no recursion limit)."""
+    stack: list[tuple[Any, dict[str, Any] | None]] = [(value, schema)]
+    while stack:
+        v, s = stack.pop()
+        if isinstance(v, list | tuple):
+            items = s.get("items") if isinstance(s, dict) else None
+            sub = items if isinstance(items, dict) else None
+            stack.extend((x, sub) for x in reversed(v))
+        elif isinstance(v, dict):
+            props = s.get("properties") if isinstance(s, dict) else None
+            props = props if isinstance(props, dict) else {}
+            stack.extend((x, props.get(k)) for k, x in reversed(list(v.items())))
+        else:
+            yield v, s
+
+
+#: the grounding modes by name
+GROUNDINGS: dict[str, Callable[[], Grounding]] = {
+    "lexical": LexicalGrounding,
+    "registry": RegistryGrounding,
+}
+#: the mode every command uses unless told otherwise
+DEFAULT_GROUNDING = "registry"
+
+
+def get_grounding(mode: str | Grounding | None = None) -> Grounding:
+    """The grounding named ``mode`` (:data:`DEFAULT_GROUNDING` for ``None``); a
+    :class:`Grounding` object is returned as is. Unknown names raise ``ConfigError``."""
+    if mode is None:
+        mode = DEFAULT_GROUNDING
+    if not isinstance(mode, str):
+        return mode
+    try:
+        return GROUNDINGS[mode]()
+    except KeyError:
+        raise ConfigError(
+            f"unknown grounding {mode!r}; choose one of: {', '.join(GROUNDINGS)}"
+        ) from None
+
+
+def grounding_help() -> str:
+    """One line for ``--grounding`` options."""
+    return f"stage-3 grounding: {' | '.join(GROUNDINGS)} (default {DEFAULT_GROUNDING}; lexical = the SAAG paper's)"

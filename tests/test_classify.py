@@ -5,11 +5,16 @@ import pytest
 from callscope.calibration.classify import (
     ASK_OVER_TOOL_CALL,
     DEFAULT,
+    PAPER,
+    PRESETS,
     ClassifierConfig,
     classify_emission,
     classify_jsonl,
     emission_classes,
+    fired_classes,
     preset,
+    preset_names,
+    register_preset,
     resolve,
 )
 from callscope.types import ASK, CONFIRM, OTHER, REFUSE, TOOL_CALL, ModelReply
@@ -298,3 +303,90 @@ def test_classify_jsonl(tmp_path):
     assert lines[6]["class"] == TOOL_CALL
     assert summary["rows"] == 7 and summary["errors"] == 4
     assert summary["counts"] == {TOOL_CALL: 2, REFUSE: 1, ASK: 0, CONFIRM: 0, OTHER: 0}
+
+
+# ----------------------------------------------------------------------------- issue 14
+
+DOC = json.dumps(
+    {
+        "name": "setParkingBrake",
+        "description": "Sets the parking brake. It cannot be used while moving?",
+        "parameters": {"type": "dict", "properties": {"mode": {"type": "string"}}},
+    },
+    indent=4,
+)
+
+
+def test_regurgitated_documentation_is_not_a_call():
+    assert classify_emission(DOC) == OTHER  # its words ("cannot", "?") are not prose either
+    assert classify_emission(json.dumps(json.loads(DOC))) == OTHER  # one-line JSON
+    fragment = DOC[20:-10]  # cut at both ends, as small models' files hold them
+    assert classify_emission(fragment) == OTHER
+    assert classify_emission("I cannot do that.\n" + DOC) == REFUSE  # the prose still counts
+    # a real call that has "parameters" is still one
+    assert classify_emission('{"name": "cd", "parameters": {"folder": "a"}}') == TOOL_CALL
+    assert classify_emission(DOC, PAPER) == TOOL_CALL  # the paper's code counts it
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[setCruiseControl(speed=65.0, activate=true)]",
+        '[cd(folder="docu',
+        '[post_tweet(content="How\'s the team doing?", tags=[#team])]',
+        '[resolve_ticket(ticket_id=TK-4421, resolution="no further action is required.")]',
+    ],
+)
+def test_intended_calls_are_tool_calls_and_their_words_no_cues(text):
+    assert emission_classes(text) == {TOOL_CALL}
+
+
+def test_expression_in_brackets_is_not_a_call_list():
+    assert classify_emission("[__import__('os').getpid()]") == OTHER
+
+
+def test_hallucinated_user_turn_is_cut():
+    call = "[cd(folder='a')]\nuser\nWhat is the cost of the ticket?"
+    assert emission_classes(call) == {TOOL_CALL}
+    assert classify_emission(call, ASK_OVER_TOOL_CALL) == TOOL_CALL
+    assert classify_emission("Moved it.\nUser:\nCould you delete it too?") == OTHER
+    assert classify_emission("Moved it.\nuser\nWhat is the cost?", PAPER) == ASK
+
+
+@pytest.mark.parametrize("emission", ["", "   ", [], None, {"content": "", "tool_calls": []}])
+def test_empty_emissions_have_no_class(emission):
+    assert fired_classes(emission) == set()
+    assert fired_classes(emission, PAPER) == set()
+
+
+def test_paper_preset_rules():
+    assert preset("paper") is PAPER and "paper" in preset_names()
+    # its own cues, as plain substrings
+    assert classify_emission("The folder is not provided.", PAPER) == REFUSE
+    assert classify_emission("The folder is not provided.") == OTHER
+    assert classify_emission("Please share the folder name.", PAPER) == ASK
+    assert classify_emission("pecannot", PAPER) == REFUSE and classify_emission("pecannot") == OTHER
+    # call syntax only at the start; a list of call strings is no class
+    assert classify_emission("Sure: [ls()]", PAPER) == OTHER
+    assert classify_emission("Sure: [ls()]") == TOOL_CALL
+    assert fired_classes(["ls()"], PAPER) == set() and fired_classes(["ls()"]) == {TOOL_CALL}
+    assert fired_classes([{"cd": '{"folder": "a"}'}], PAPER) == {TOOL_CALL}
+    assert fired_classes("```json\n{'name': 'cd', 'arguments': {}}\n```", PAPER) == {TOOL_CALL}
+    # no greeting removal: "How can I help you today?" asks
+    assert classify_emission("How can I help you today?", PAPER) == ASK
+    assert ClassifierConfig.from_dict(PAPER.to_dict()) == PAPER
+
+
+def test_register_preset_and_bad_modes():
+    custom = ClassifierConfig(cue_match="substring", name="test-substring")
+    register_preset(custom)
+    try:
+        assert preset("test-substring") is custom
+        with pytest.raises(ValueError, match="already registered"):
+            register_preset(custom)
+    finally:
+        PRESETS.pop("test-substring")
+    with pytest.raises(ValueError, match="cue_match"):
+        ClassifierConfig(cue_match="fuzzy")
+    with pytest.raises(ValueError, match="call_syntax"):
+        ClassifierConfig(call_syntax="magic")

@@ -173,12 +173,22 @@ def test_without_scores_and_model_autodetect(tree):
 def test_missing_folders_and_ambiguous_model(tmp_path):
     run = load_bfcl_run(tmp_path / "nowhere", ground_truth=fake_ground_truth)
     assert run.records == [] and "does not exist" in run.problems[0]
+    (tmp_path / "res" / "a" / "multi_turn").mkdir(parents=True)
+    run = load_bfcl_run(tmp_path / "res", ground_truth=fake_ground_truth)
+    assert run.records == [] and run.problems[0].startswith("no result files: looked for")
+    assert "BFCL_v3/v4_multi_turn_<" in run.looked_for and "flat <model>/" in run.looked_for
     for name in ("a", "b"):
-        (tmp_path / "res" / name / "multi_turn").mkdir(parents=True)
+        _write_lines(
+            tmp_path / "res" / name / "multi_turn" / result_file_name("base"),
+            [json.dumps({"id": "multi_turn_base_0", "result": [["[ls()]"]]})],
+        )
     run = load_bfcl_run(tmp_path / "res", ground_truth=fake_ground_truth)
     assert run.records == [] and "several models" in run.problems[0]
+    assert "(a, b)" in run.problems[0]
     run = load_bfcl_run(tmp_path / "res", model="c", ground_truth=fake_ground_truth)
-    assert "no multi_turn/ folder for model 'c'" in run.problems[0]
+    assert "no result files for model 'c'" in run.problems[0] and "found: a, b" in run.problems[0]
+    run = load_bfcl_run(tmp_path / "res", model="b", ground_truth=fake_ground_truth)
+    assert run.model == "b" and len(run.records) == 1
 
 
 def test_score_file_without_header(tree, tmp_path):

@@ -67,7 +67,7 @@ def tool(cid: str, content: str = "{}", error: bool = False) -> dict[str, Any]:
 
 def check(name: str, match: bool, tool_type: str | None = None) -> dict[str, Any]:
     c: dict[str, Any] = {
-        "action": {"action_id": name, "name": name, "arguments": {}, "requestor": "assistant"},
+        "action": {"name": name, "arguments": {}, "requestor": "assistant"},
         "action_match": match,
         "action_reward": 1.0 if match else 0.0,
     }
@@ -543,13 +543,18 @@ def test_airline_emission_classes_stage_mix_and_write_tools(tmp_path: Path) -> N
         "update_reservation_flights",
     ]
     tools = result.write_tools["airline"]
-    assert tools["cancel_reservation"] == {"write": True, "source": "τ² tool_type 'write'"}
-    assert tools["get_reservation_details"]["source"] == "τ² tool_type 'read'"
+    assert tools["cancel_reservation"]["write"] is True
+    assert tools["cancel_reservation"]["source"] == "τ² tool_type 'write' in the file"
+    assert tools["get_reservation_details"]["source"] == "τ² tool_type 'read' in the file"
+    # not a stock airline tool: guessed from its description, and said so
     assert tools["certificate_for_user"] == {
         "write": True,
-        "source": "description verb 'issue'",
+        "source": "description verb 'issue' (no τ² label)",
+        "tool_type": None,
+        "known": False,
     }
-    assert tools["upgrade_cabin"] == {"write": False, "source": "default (read)"}
+    assert tools["upgrade_cabin"]["source"] == "default read (no τ² label)"
+    assert tools["upgrade_cabin"]["write"] is False
     assert tools["think"]["write"] is False
     json.dumps(result.to_dict(include_details=True))  # JSON-serialisable
 
@@ -638,18 +643,24 @@ def test_write_tool_config_and_checked_ask_list(tmp_path: Path) -> None:
     assert preset_result.config["classifier"]["name"] == "ask_over_tool_call"
     assert row(preset_result, "airline", "REFUSE")["gar_case_k"] == 1
     # a write-tool pattern that matches nothing and no τ² labels: only the doc verb is left
-    bare = Tau2Config(write_pattern=r"^$", use_tau2_tool_types=False)
+    bare = Tau2Config(write_pattern=r"^$", use_tau2_tool_types=False, use_stock_types=False)
     res = tau2_diagnostics(path, config=bare)
     assert domain_row(res, "airline")["write_tools"] == [
         "cancel_reservation",  # "Cancel the whole reservation."
         "certificate_for_user",
         "update_reservation_flights",  # "Update the flights ..."
     ]
-    assert res.write_tools["airline"]["cancel_reservation"]["source"] == "description verb 'cancel'"
+    assert (
+        res.write_tools["airline"]["cancel_reservation"]["source"]
+        == "description verb 'cancel' (no τ² label)"
+    )
 
 
 def test_airline_without_schemas_checks_names_only(tmp_path: Path) -> None:
-    result = tau2_diagnostics(write_airline(tmp_path / "airline.json", tool_defs=False))
+    result = tau2_diagnostics(
+        write_airline(tmp_path / "airline.json", tool_defs=False),
+        config=Tau2Config(use_stock_schemas=False),
+    )
     dr = domain_row(result, "airline")
     # known names: task actions (cancel_reservation, get_reservation_details,
     # update_reservation_flights) + calls answered without error (get_user_details, ...);
@@ -698,13 +709,18 @@ def test_retail_directory_layout_with_tasks_file(tmp_path: Path) -> None:
     # names only: get_order_detail errored and is no task action -> stage 1, nearest is the
     # real name; the other three calls are unchecked
     dr = domain_row(result, "retail")
-    assert dr["stage_mix"] == {"0": 0, "1": 1, "2": 0, "3": 0, "unchecked": 3}
+    # τ²'s stock retail schemas stand in for the missing tool_defs (item 17): the three
+    # known calls pass stages 1-2 (two then pass stage 3, one is stage 2), the typo is stage 1
+    assert dr["stage_mode"] == "stock schemas"
+    assert dr["stage_mix"]["1"] == 1 and dr["stage_mix"]["unchecked"] == 0
+    assert sum(dr["stage_mix"].values()) == 4
     bad = next(c for c in result.calls if c.name == "get_order_detail")
     assert bad.nearest == "get_order_details"
     # CONFIRM: "Sure, do it." after "Shall I proceed? (yes/no)"
     assert dr["confirm"]["write_calls"] == 1 and dr["confirm"]["rule_k"] == 1
     assert (
-        result.write_tools["retail"]["exchange_delivered_order_items"]["source"] == "name pattern"
+        result.write_tools["retail"]["exchange_delivered_order_items"]["source"]
+        == "τ² stock label 'write' (retail)"
     )
 
 
@@ -846,9 +862,9 @@ def test_tolerates_missing_optional_fields_and_bad_simulations(tmp_path: Path) -
 def test_task_gold_and_scenario_cues() -> None:
     assert task_gold_class({"evaluation_criteria": {"actions": []}}) == "REFUSE"
     assert task_gold_class({"evaluation_criteria": {"actions": [{"name": "x"}]}}) == "TOOL_CALL"
-    # only user-side actions (telecom): nothing for the agent to call
+    # only user-side actions (telecom): the agent is to guide the user, not to refuse: no gold
     user_only = {"evaluation_criteria": {"actions": [{"name": "toggle", "requestor": "user"}]}}
-    assert task_gold_class(user_only) == "REFUSE"
+    assert task_gold_class(user_only) is None
     assert task_gold_class({"evaluation_criteria": {"actions": None}}) is None
     assert task_gold_class({}) is None
     text = scenario_text(AIRLINE_TASKS[0])
@@ -876,11 +892,12 @@ def test_tool_functions_and_write_decisions() -> None:
         {"calculate": "generic"},
         Tau2Config(write_tools=frozenset({"search_direct_flight"})),
     )
-    assert decided == {
-        "book_reservation": {"write": True, "source": "name pattern"},
-        "calculate": {"write": False, "source": "τ² tool_type 'generic'"},
-        "search_direct_flight": {"write": True, "source": "config write_tools"},
-        "transfer_to_human_agents": {"write": True, "source": "name pattern"},
+    # no domain: no stock labels, the name pattern guesses (and says the tool is unknown)
+    assert {n: (d["write"], d["source"]) for n, d in decided.items()} == {
+        "book_reservation": (True, "name pattern (no τ² label)"),
+        "calculate": (False, "τ² tool_type 'generic' in the file"),
+        "search_direct_flight": (True, "config write_tools"),
+        "transfer_to_human_agents": (True, "name pattern (no τ² label)"),
     }
 
 
@@ -971,4 +988,4 @@ def test_calibrate_from_tau2_cli_writes_tables_and_page(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         app, ["calibrate", "--from-tau2", str(bad), "-o", str(tmp_path / "o2")]
     )
-    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.exit_code == 2 and "Traceback" not in res.output

@@ -30,6 +30,29 @@ Bottleneck", §3.1 and App. E). The rule a user relies on:
   the preset :data:`ASK_OVER_TOOL_CALL` credits an emission that both calls a tool and asks
   the user to ASK (the paper's App. E variant). OTHER is the residual class.
 
+* **Intended calls count**: a Python call list at the start of the text or of a line
+  (``[setCruiseControl(speed=65.0, activate=true)]``, a call cut off mid-argument) is a
+  TOOL_CALL even when its arguments are not literals (its *execution* may still reject it);
+  its text is not prose. **Regurgitated documentation is not a call**: JSON objects that
+  describe a function (``name`` + ``description`` + a ``parameters`` schema, no
+  ``arguments``) and pretty-printed schema lines are removed before calls and cues are read.
+  **A hallucinated user turn** (a line ``user`` / ``human`` inside the emission) ends the
+  model's own text: what follows is not read.
+* **Empty emissions get no class** (``None``, blank text, ``[]``, a message with neither text
+  nor calls): :func:`fired_classes` returns ``set()`` for them, so that the diagnostics can
+  count them apart (a BFCL FC file records text replies as ``""``/``[]``).
+  :func:`classify_emission` still answers OTHER for them (it must answer one class).
+
+Presets (:data:`PRESETS`, :func:`register_preset`): ``default`` (the rules above),
+``ask_over_tool_call`` (App. E variant) and ``paper``: the rules of the paper's public code
+(github.com/fbj2333/tool-calling-calibration @ 5c9ec3d, Apache-2.0,
+``bfcl_calibration/analysis/action_classifier.py``, ``gar.py``,
+``emission_normalization/_core.py``), reproduced from its documented behaviour: its own cue
+lists matched as plain substrings (``cue_match="substring"``), call syntax recognised only at
+the start of the text by four patterns plus its normalisation of structured emissions
+(``call_syntax="paper"``, see :func:`paper_classes`), no greeting or ``<think>`` removal, no
+user-turn cut, empty emissions no class.
+
 Every result should report :meth:`ClassifierConfig.to_dict` so the rule used is on record.
 """
 
@@ -44,7 +67,15 @@ from pathlib import Path
 from typing import Any
 
 from callscope.core.text import cue_pattern, normalize_text, strip_think
-from callscope.parse import MAX_INPUT_CHARS, balanced_end, parse_text, read_python_calls
+from callscope.parse import (
+    MAX_INPUT_CHARS,
+    balanced_end,
+    parse_expression,
+    parse_text,
+    read_python_calls,
+)
+from callscope.parse.literals import MAX_CANDIDATES, json_loads
+from callscope.parse.python_calls import literal
 from callscope.types import ACTION_CLASSES, ASK, CONFIRM, OTHER, REFUSE, TOOL_CALL
 
 #: Inability or unavailability of a tool, a permission or an action.
@@ -149,6 +180,113 @@ DEFAULT_GREETING_PATTERNS: tuple[str, ...] = (
     r"\blet\s+me\s+know\s+if\s+(?:you\s+need|there's|there\s+is)[^.?!\n]*[.!?]?",
 )
 
+# The paper's public code (fbj2333/tool-calling-calibration @ 5c9ec3d,
+# bfcl_calibration/analysis/action_classifier.py): its phrase tables, taken as facts.
+#: REFUSE phrases of the paper's code.
+PAPER_REFUSE_CUES: tuple[str, ...] = (
+    "cannot",
+    "can't",
+    "unable to",
+    "not able to",
+    "no such function",
+    "no function",
+    "function is not available",
+    "no such tool",
+    "not available in",
+    "is not provided",
+    "is not supported",
+    "do not have access",
+    "don't have access",
+    "no available function",
+    "no matching function",
+    "not authorized",
+    "not permitted",
+    "not possible",
+    "i don't have a tool",
+    "i do not have a tool",
+    "no tool available",
+)
+#: ASK phrases of the paper's code, after its "any question mark" rule.
+PAPER_ASK_CUES: tuple[str, ...] = (
+    "?",
+    "could you",
+    "please provide",
+    "please specify",
+    "please tell",
+    "please confirm",
+    "i need to know",
+    "i need the",
+    "what is the",
+    "what's the",
+    "kindly provide",
+    "would you provide",
+    "i'll need",
+    "could you confirm",
+    "could you let me know",
+    "could you tell",
+    "please clarify",
+    "please share",
+    "please indicate",
+)
+#: CONFIRM phrases of the paper's code.
+PAPER_CONFIRM_CUES: tuple[str, ...] = (
+    "task complete",
+    "all tasks",
+    "all set",
+    "all done",
+    "fully done",
+    "wrapped up",
+    "completed successfully",
+    "successfully completed",
+    "successfully moved",
+    "successfully created",
+    "successfully deleted",
+    "has been successfully",
+    "have been successfully",
+    "no further actions",
+    "no further action",
+    "no additional actions",
+    "everything is",
+    "everything's",
+    "i have completed",
+    "i've completed",
+    "i have finished",
+    "i've finished",
+    "all the requested",
+)
+#: the paper's code also maps these to ASCII quotes (besides the four curly quotes)
+_PAPER_QUOTES = str.maketrans(
+    {"\u201a": "'", "\u201b": "'", "\u201e": '"', "\u201f": '"', "\u00b4": "'", "\u02bc": "'"}
+)
+# its four call patterns: Python call list, <tool_call> anywhere, JSON list of {"name"...},
+# one JSON object with "name" then "arguments"/"parameters" (re.match: start of text only)
+_PAPER_PY_CALL = re.compile(r"\s*\[\s*[A-Za-z_][A-Za-z0-9_]*\s*\(")
+_PAPER_XML_CALL = re.compile(r"<tool_call\b", re.I)
+_PAPER_JSON_LIST = re.compile(r"\s*\[\s*\{\s*[\"']name[\"']\s*:")
+_PAPER_JSON_ONE = re.compile(
+    r"\s*\{\s*[\"']name[\"']\s*:\s*[\"'][A-Za-z_][A-Za-z0-9_]*[\"']\s*,"
+    r".*[\"'](?:arguments|parameters)[\"']\s*:",
+    re.S,
+)
+#: the ways :class:`ClassifierConfig` can match cues and read call syntax
+CUE_MATCHES = ("word", "substring")
+CALL_SYNTAXES = ("callscope", "paper")
+
+# a Python call list opening at the start of the text or of a line: an intended call
+_INTENDED_CALL = re.compile(r"(?m)^[ \t]*\[[ \t]*[A-Za-z_][\w.]*[ \t]*\(")
+# a line that starts a user turn the model wrote itself ("\nuser\n", "<|im_start|>user")
+_USER_TURN = re.compile(
+    r"\n[ \t]*(?:<\|im_start\|>[ \t]*)?(?:user|human)[ \t]*:?[ \t]*(?=\n|$)", re.I
+)
+# JSON-schema keys that only function documentation carries together
+_SCHEMA_DESCRIPTION = re.compile(r'"description"[ \t]*:')
+_SCHEMA_SHAPE = re.compile(r'"properties"[ \t]*:[ \t]*\{|"type"[ \t]*:[ \t]*"(?:dict|object)"')
+# one line of pretty-printed JSON: a member, a bare string/number/literal element, brackets
+_JSON_LINE = re.compile(
+    r'[ \t]*(?:"(?:[^"\\\n]|\\.)*"[ \t]*:.*|"(?:[^"\\\n]|\\.)*"[ \t]*,?'
+    r"|[\[\]{}]+[ \t]*,?|-?[\d.eE+-]+[ \t]*,?|(?:true|false|null)[ \t]*,?)[ \t]*"
+)
+
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.S)
 _FUNCTIONCALL_BLOCK = re.compile(r"<functioncall>.*?(?:<\|endoftext\|>|$)", re.S)
 _FENCE_BLOCK = re.compile(r"```.*?(?:```|$)", re.S)
@@ -164,6 +302,11 @@ class ClassifierConfig:
     ``priority`` orders the five classes (all five, each once). ``overrides`` are
     ``(winner, loser)`` pairs: when both fire, ``loser`` is dropped before the priority is
     applied. ``strip_think`` removes ``<think>...</think>`` reasoning before cue matching.
+    ``cue_match``: ``"word"`` (a cue starts at a word boundary,
+    :func:`callscope.core.text.cue_pattern`) or ``"substring"`` (plain ``cue in text``, as
+    the paper's code). ``call_syntax``: ``"callscope"`` (the module docstring's rules) or
+    ``"paper"`` (the paper code's reading, :func:`paper_classes`). ``cut_user_turns``: text
+    after a hallucinated user turn is not read.
     """
 
     priority: tuple[str, ...] = ACTION_CLASSES
@@ -173,6 +316,9 @@ class ClassifierConfig:
     greeting_patterns: tuple[str, ...] = DEFAULT_GREETING_PATTERNS
     overrides: tuple[tuple[str, str], ...] = ()
     strip_think: bool = True
+    cue_match: str = "word"
+    call_syntax: str = "callscope"
+    cut_user_turns: bool = True
     name: str = "default"
 
     def __post_init__(self) -> None:
@@ -183,6 +329,12 @@ class ClassifierConfig:
         for pair in self.overrides:
             if len(pair) != 2 or not set(pair) <= set(ACTION_CLASSES) or pair[0] == pair[1]:
                 raise ValueError(f"override must be a (winner, loser) pair of classes: {pair!r}")
+        if self.cue_match not in CUE_MATCHES:
+            raise ValueError(f"cue_match must be one of {CUE_MATCHES}, got {self.cue_match!r}")
+        if self.call_syntax not in CALL_SYNTAXES:
+            raise ValueError(
+                f"call_syntax must be one of {CALL_SYNTAXES}, got {self.call_syntax!r}"
+            )
         for pattern in self.greeting_patterns:
             re.compile(pattern)  # raises re.error on a bad pattern
         for cue in (*self.refuse_cues, *self.ask_cues, *self.confirm_cues):
@@ -198,6 +350,9 @@ class ClassifierConfig:
             "confirm_cues": list(self.confirm_cues),
             "greeting_patterns": list(self.greeting_patterns),
             "strip_think": self.strip_think,
+            "cue_match": self.cue_match,
+            "call_syntax": self.call_syntax,
+            "cut_user_turns": self.cut_user_turns,
         }
 
     @classmethod
@@ -212,13 +367,23 @@ class ClassifierConfig:
             greeting_patterns=tuple(d.get("greeting_patterns", base.greeting_patterns)),
             overrides=tuple(tuple(p) for p in d.get("overrides", base.overrides)),  # type: ignore[misc]
             strip_think=bool(d.get("strip_think", base.strip_think)),
+            cue_match=str(d.get("cue_match", base.cue_match)),
+            call_syntax=str(d.get("call_syntax", base.call_syntax)),
+            cut_user_turns=bool(d.get("cut_user_turns", base.cut_user_turns)),
             name=str(d.get("name", "custom")),
         )
 
     @cached_property
     def _compiled(self) -> dict[str, tuple[re.Pattern[str], ...]]:
         def patterns(cues: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-            # one pattern per cue: a ``re:`` cue keeps its own groups
+            # one pattern per cue: a ``re:`` cue keeps its own groups; in substring mode a
+            # plain cue is its escaped lower-case text, matched anywhere
+            if self.cue_match == "substring":
+                return tuple(
+                    re.compile(c[3:]) if c.startswith("re:") else re.compile(re.escape(c.lower()))
+                    for c in cues
+                    if c
+                )
             return tuple(p for c in cues if (p := cue_pattern(c)) is not None)
 
         return {
@@ -237,14 +402,45 @@ DEFAULT = ClassifierConfig()
 #: App. E variant: an emission that both calls a tool and asks the user counts as ASK.
 ASK_OVER_TOOL_CALL = ClassifierConfig(overrides=((ASK, TOOL_CALL),), name="ask_over_tool_call")
 
+#: The paper's public code, reproduced (module docstring): its cues, plain substrings, call
+#: syntax only at the start, no greeting / ``<think>`` removal, no user-turn cut.
+PAPER = ClassifierConfig(
+    refuse_cues=PAPER_REFUSE_CUES,
+    ask_cues=PAPER_ASK_CUES,
+    confirm_cues=PAPER_CONFIRM_CUES,
+    greeting_patterns=(),
+    strip_think=False,
+    cue_match="substring",
+    call_syntax="paper",
+    cut_user_turns=False,
+    name="paper",
+)
+
+#: Named classifier configurations (name -> config); extend with :func:`register_preset`.
 PRESETS: dict[str, ClassifierConfig] = {
     DEFAULT.name: DEFAULT,
     ASK_OVER_TOOL_CALL.name: ASK_OVER_TOOL_CALL,
+    PAPER.name: PAPER,
 }
 
 
+def register_preset(config: ClassifierConfig, *, replace: bool = False) -> ClassifierConfig:
+    """Add ``config`` to :data:`PRESETS` under ``config.name`` (``ValueError`` when the name
+    is taken, unless ``replace``); the ``--classifier`` help and :func:`preset` read it."""
+    if config.name in PRESETS and not replace:
+        raise ValueError(f"classifier preset {config.name!r} already registered")
+    PRESETS[config.name] = config
+    return config
+
+
+def preset_names() -> list[str]:
+    """The registered preset names, in registration order."""
+    return list(PRESETS)
+
+
 def preset(name: str) -> ClassifierConfig:
-    """A named configuration (``default``, ``ask_over_tool_call``); ``ValueError`` otherwise."""
+    """A named configuration (:data:`PRESETS`: ``default``, ``ask_over_tool_call``,
+    ``paper``, ...); ``ValueError`` otherwise."""
     try:
         return PRESETS[name]
     except KeyError:
@@ -260,10 +456,13 @@ class EmissionView:
 
     has_call: bool = False
     prose: list[str] = field(default_factory=list)
+    #: nothing was emitted: no call and no non-blank text (``None``, ``""``, ``[]``, ...)
+    blank: bool = True
 
     def merge(self, other: EmissionView) -> None:
         self.has_call = self.has_call or other.has_call
         self.prose.extend(other.prose)
+        self.blank = self.blank and other.blank
 
 
 def _native_item_is_call(item: Any) -> bool:
@@ -354,14 +553,122 @@ def is_python_call_list(text: str) -> bool:
     return True
 
 
+def cut_user_turn(text: str) -> str:
+    """``text`` up to the first line that opens a user turn the model wrote itself (a line
+    ``user``, ``User:``, ``human`` or ``<|im_start|>user`` after some text): what follows is
+    the model imagining the user, not its own action."""
+    m = _USER_TURN.search(text)
+    return text[: m.start()] if m else text
+
+
+def is_documentation(value: Any) -> bool:
+    """Whether a decoded JSON value describes functions instead of calling one: an object
+    (or a non-empty list of objects) with a string ``name``, a ``description`` and a
+    ``parameters`` object but no ``arguments`` (OpenAI's ``{"type": "function", "function":
+    {...}}`` wrapper included)."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        return False
+    for item in items:
+        if not isinstance(item, dict):
+            return False
+        if item.get("type") == "function" and isinstance(item.get("function"), dict):
+            item = item["function"]
+        if not (
+            isinstance(item.get("name"), str)
+            and "description" in item
+            and isinstance(item.get("parameters"), dict)
+            and "arguments" not in item
+        ):
+            return False
+    return True
+
+
+def _odd_quotes(line: str) -> bool:
+    return (line.count('"') - line.count('\\"')) % 2 == 1
+
+
+def _documentation_line(line: str) -> bool:
+    """A whole line of JSON that is function documentation (one-line schemas)."""
+    stripped = line.strip().rstrip(",")
+    if stripped[:1] not in ("{", "["):
+        return False
+    try:
+        return is_documentation(json_loads(stripped))
+    except (ValueError, RecursionError):
+        return False
+
+
+def strip_documentation(text: str) -> str:
+    """``text`` without regurgitated function documentation.
+
+    Applies only to text that carries a JSON ``"description":`` key and a schema shape
+    (``"properties": {`` or ``"type": "dict"``/``"object"``): then every line of
+    pretty-printed JSON (members, bare strings and literals, brackets), every line that is a
+    whole JSON documentation value (:func:`is_documentation`), and a first or last line that
+    is a fragment of a string cut at the emission's edge (an odd number of ``"``) are removed.
+    One pass over the lines."""
+    if not (_SCHEMA_DESCRIPTION.search(text) and _SCHEMA_SHAPE.search(text)):
+        return text
+    lines = text.split("\n")
+    last = len(lines) - 1
+    keep = [
+        line
+        for i, line in enumerate(lines)
+        if not (
+            _JSON_LINE.fullmatch(line)
+            or _documentation_line(line)
+            or (i in (0, last) and _odd_quotes(line))
+        )
+    ]
+    return "\n".join(keep)
+
+
+def intended_call_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each Python call list that opens at the start of the text or of a
+    line (``[name(``), to its closing bracket, or to the end of the text when it never closes
+    (cut off mid-argument); at most ``MAX_CANDIDATES`` openings are tried. Its arguments need not be literals: the model meant a call. The
+    first call's parentheses must be followed by ``,`` or ``]`` (or be cut off): ``[f(x).g()]``
+    is an expression, not a call list."""
+    spans: list[tuple[int, int]] = []
+    pos = tries = 0
+    while tries < MAX_CANDIDATES and (m := _INTENDED_CALL.search(text, pos)) is not None:
+        tries += 1
+        start = text.index("[", m.start())
+        paren_end = balanced_end(text, m.end() - 1)
+        after = text[paren_end:].lstrip()[:1] if paren_end > 0 else ""
+        if paren_end > 0 and after not in ("", ",", "]"):
+            pos = m.end()
+            continue
+        end = balanced_end(text, start)
+        if end < 0:
+            spans.append((start, len(text)))
+            break
+        spans.append((start, end))
+        pos = end
+    return spans
+
+
 def _view_text(text: str, config: ClassifierConfig) -> EmissionView:
+    blank = not text.strip()
     if config.strip_think:
         text = strip_think(text)
+    if config.cut_user_turns:
+        text = cut_user_turn(text)
+    text = strip_documentation(text)
+    spans = intended_call_spans(text)
+    if spans:
+        pieces, last = [], 0
+        for start, end in spans:
+            pieces.append(text[last:start])
+            last = end
+        pieces.append(text[last:])
+        text = " ".join(pieces)
     if parse_text(text).ok:
-        return EmissionView(has_call=True, prose=[_prose_without_calls(text)])
+        return EmissionView(has_call=True, prose=[_prose_without_calls(text)], blank=False)
     if is_python_call_list(text):
-        return EmissionView(has_call=True)
-    return EmissionView(prose=[text])
+        return EmissionView(has_call=True, blank=False)
+    return EmissionView(has_call=bool(spans), prose=[text], blank=blank and not spans)
 
 
 def view_emission(emission: Any, config: ClassifierConfig = DEFAULT) -> EmissionView:
@@ -386,13 +693,14 @@ def view_emission(emission: Any, config: ClassifierConfig = DEFAULT) -> Emission
         return view
     if isinstance(emission, dict):
         if _native_item_is_call(emission) or _is_bfcl_call(emission):
-            return EmissionView(has_call=True)
+            return EmissionView(has_call=True, blank=False)
         view = EmissionView()
         calls = emission.get("tool_calls")
         if isinstance(calls, list) and any(
             _native_item_is_call(c) or _is_bfcl_call(c) for c in calls
         ):
             view.has_call = True
+            view.blank = False
         content = emission.get("content", emission.get("text"))
         if isinstance(content, str):
             view.merge(_view_text(content, config))
@@ -410,6 +718,124 @@ def view_emission(emission: Any, config: ClassifierConfig = DEFAULT) -> Emission
     raise TypeError(f"unsupported emission type {type(emission).__name__}")
 
 
+# --------------------------------------------------------------------------- the paper's reading
+
+
+def _paper_is_call_text(text: str) -> bool:
+    """The paper code's four call patterns (three at the start only, ``<tool_call`` anywhere)."""
+    return bool(
+        text
+        and (
+            _PAPER_PY_CALL.match(text)
+            or _PAPER_XML_CALL.search(text)
+            or _PAPER_JSON_LIST.match(text)
+            or _PAPER_JSON_ONE.match(text)
+        )
+    )
+
+
+def _paper_named(name: Any, arguments: Any) -> bool:
+    return isinstance(name, str) and isinstance(arguments, dict)
+
+
+def _paper_call_object(value: Any) -> bool:
+    """The paper's ``_call_from_dict``: ``{name, arguments}``, ``{name, parameters}``,
+    ``{tool_call, arguments}``, ``{action, arguments}`` or ``{name: {arguments}}``."""
+    if not isinstance(value, dict):
+        return False
+    keys = set(value)
+    for name_key, args_key in (
+        ("name", "arguments"),
+        ("name", "parameters"),
+        ("tool_call", "arguments"),
+        ("action", "arguments"),
+    ):
+        if keys == {name_key, args_key}:
+            return _paper_named(value[name_key], value[args_key])
+    if len(value) == 1:
+        ((name, arguments),) = value.items()
+        return _paper_named(name, arguments)
+    return False
+
+
+def _paper_calls(value: Any) -> bool:
+    """The paper's ``_calls_from_value`` is not ``None``."""
+    if isinstance(value, list):
+        return bool(value) and all(_paper_call_object(v) for v in value)
+    if not isinstance(value, dict):
+        return False
+    if _paper_call_object(value):
+        return True
+    if set(value) != {"tools", "arguments"}:
+        return False
+    tools, by_tool = value["tools"], value["arguments"]
+    if not isinstance(tools, list) or not isinstance(by_tool, dict) or not tools:
+        return False
+    return all(isinstance(t, str) and t in by_tool and _paper_named(t, by_tool[t]) for t in tools)
+
+
+def _paper_literal(text: str) -> Any:
+    """The paper's literal reading of a ``{...}`` / ``[{...}]`` payload: a Python literal (via
+    :mod:`ast`, never evaluated), else JSON; ``None`` when neither reads it."""
+    if len(text) > MAX_INPUT_CHARS:
+        return None
+    try:
+        return literal(parse_expression(text))
+    except ValueError:
+        pass
+    try:
+        return json_loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _paper_fence_body(text: str) -> str | None:
+    stripped = text.strip()
+    if not stripped.startswith("```"):
+        return None
+    body = stripped.splitlines()[1:]
+    if body and body[-1].strip().startswith("```"):
+        body = body[:-1]
+    return "\n".join(body).strip() if body else None
+
+
+def paper_classes(emission: Any, config: ClassifierConfig = PAPER) -> set[str]:
+    """The class of ``emission`` as the paper's public code assigns it (``gar.emission_action``
+    after ``normalize_emission``), as a set: ``set()`` where it gives none.
+
+    * Text: TOOL_CALL when it starts with a Python call list ``[f(``, a JSON list whose first
+      object starts with ``"name"``, or one JSON object ``{"name": "f", ..."arguments"|
+      "parameters":``, or holds ``<tool_call`` anywhere; or when the whole text (or the body
+      of a whole fenced block) is a ``{...}`` / ``[{...}]`` literal of call objects. Else no
+      class when blank, else the cues (``config``) on the whole text, quotes normalised by
+      the paper's wider table.
+    * Anything else: TOOL_CALL when it is a non-empty object, or a list of objects with at
+      least one key (BFCL's ``[{tool_name: arguments}]``), else no class (``None``, ``[]``, a
+      list of strings). A message ``{"content", "tool_calls"}`` (callscope's own runs) is
+      read as BFCL saves it: its calls, else its text.
+    """
+    if hasattr(emission, "tool_calls") and hasattr(emission, "text"):  # ModelReply
+        emission = {"content": emission.text, "tool_calls": emission.tool_calls}
+    if isinstance(emission, dict) and emission and set(emission) <= _MESSAGE_KEYS:
+        if emission.get("tool_calls"):
+            return {TOOL_CALL}
+        emission = emission.get("content", emission.get("text"))
+    if isinstance(emission, str):
+        if _paper_is_call_text(emission):
+            return {TOOL_CALL}
+        body = _paper_fence_body(emission)
+        body = emission.strip() if body is None else body
+        if body.startswith("{") and _paper_calls(_paper_literal(body)):
+            return {TOOL_CALL}
+        if not emission.strip():
+            return set()
+        return cue_classes(emission.translate(_PAPER_QUOTES), config) or {OTHER}
+    items = [emission] if isinstance(emission, dict) else emission
+    if not isinstance(items, list | tuple) or not all(isinstance(i, dict) for i in items):
+        return set()
+    return {TOOL_CALL} if any(items) else set()
+
+
 # --------------------------------------------------------------------------- classification
 
 
@@ -425,16 +851,29 @@ def cue_classes(text: str, config: ClassifierConfig = DEFAULT) -> set[str]:
     return {cls for cls, pats in config._compiled.items() if any(p.search(norm) for p in pats)}
 
 
-def emission_classes(emission: Any, config: ClassifierConfig = DEFAULT) -> set[str]:
-    """Every class that fires on ``emission`` (multi-label); ``{"OTHER"}`` when none does.
+def fired_classes(emission: Any, config: ClassifierConfig = DEFAULT) -> set[str]:
+    """Every class that fires on ``emission`` (multi-label): ``{"OTHER"}`` when none does,
+    ``set()`` when the emission is empty (nothing to classify: ``None``, blank text, ``[]``,
+    a message with neither text nor calls). ``config.call_syntax == "paper"`` reads it as
+    the paper's code does (:func:`paper_classes`).
 
     ``overrides`` are not applied here: this is the raw evidence.
     """
+    if config.call_syntax == "paper":
+        return paper_classes(emission, config)
     view = view_emission(emission, config)
+    if view.blank and not view.has_call:
+        return set()
     classes = cue_classes("\n".join(view.prose), config)
     if view.has_call:
         classes.add(TOOL_CALL)
     return classes or {OTHER}
+
+
+def emission_classes(emission: Any, config: ClassifierConfig = DEFAULT) -> set[str]:
+    """:func:`fired_classes`, with ``{"OTHER"}`` for an empty emission too (for callers that
+    need one class per emission)."""
+    return fired_classes(emission, config) or {OTHER}
 
 
 def resolve(classes: Iterable[str], config: ClassifierConfig = DEFAULT) -> str:

@@ -51,7 +51,7 @@ from rich.table import Table as RichTable
 
 from callscope.benchmarks.bfcl.categories import category_key
 from callscope.benchmarks.records import CaseRecord
-from callscope.calibration.classify import DEFAULT, ClassifierConfig, emission_classes, resolve
+from callscope.calibration.classify import DEFAULT, ClassifierConfig, fired_classes, resolve
 from callscope.core.stats import rate_ci
 from callscope.core.table import Table, pct, pct_ci
 from callscope.types import ACTION_CLASSES, OTHER
@@ -120,9 +120,11 @@ class CaseClasses:
 
 def _classes_of(emission: Any, config: ClassifierConfig, multi_label: bool) -> list[str]:
     try:
-        fired = emission_classes(emission, config)
+        fired = fired_classes(emission, config)
     except TypeError:
         fired = {OTHER}
+    if not fired:  # an empty emission ("", [], None): no class, counted as n_empty
+        return []
     if multi_label:
         return [c for c in ACTION_CLASSES if c in fired]
     return [resolve(fired, config)]
@@ -220,6 +222,7 @@ def category_row(
         "passed_without_gold": passed_without_gold,
         "large_slack": (gap > settings.slack_threshold) if gap is not None else None,
         "class_counts": {c: counts.get(c, 0) for c in ACTION_CLASSES},
+        "n_empty": sum(not em for case in cases for turn in case.turn_classes for em in turn),
     }
 
 
@@ -281,10 +284,17 @@ def compute_diagnostics(
     ]
     totals = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
     class_counts = {c: totals.get(c, 0) for c in ACTION_CLASSES}
+    capability = capability_check(class_counts, settings.t_cap)
+    for row in rows:  # the capability check beside the flags it makes meaningless
+        below = [g for g in str(row["gold_class"]).split("/") if g in capability["below"]]
+        if below:
+            row["capability_failed"] = ", ".join(
+                f"{g} emitted {class_counts[g]}x < {settings.t_cap}" for g in below
+            )
     return Diagnostics(
         rows=rows,
         class_counts=class_counts,
-        capability=capability_check(class_counts, settings.t_cap),
+        capability=capability,
         config=config.to_dict(),
         settings=settings.to_dict(),
         cases=cases,
@@ -298,6 +308,8 @@ def row_flags(row: Mapping[str, Any]) -> str:
     """The flags of a diagnostic row as text: bound violation, passed without the gold
     class, large slack, errors (``""`` when none)."""
     flags = []
+    if row.get("capability_failed"):
+        flags.append(f"capability check failed ({row['capability_failed']})")
     if row.get("bound_violation"):
         flags.append("bound violation (Acc > GAR)")
     if row.get("passed_without_gold"):
@@ -348,6 +360,7 @@ def diagnostics_table(rows: Sequence[Mapping[str, Any]], title: str | None = Non
         title=title,
         align="".join("r" if c == "n" else "l" for c in COLUMNS),
         row_styles=["red" if r.get("bound_violation") else None for r in rows],
+        terminal_drop=("GAR turn % [95% CI]", "per-turn %"),
     )
 
 

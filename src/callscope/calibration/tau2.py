@@ -12,9 +12,11 @@ scenario text is scanned for the cues of ``Tau2Config.ask_cues``
 (:func:`callscope.benchmarks.tau2.tasks.ask_cue_hits`); the
 hits are listed as *candidates* for a person to check. ``Tau2Config.ask_tasks`` is the checked
 list (task ids, or ``domain:id``); when it is ``None`` the unchecked candidates serve as ASK
-gold and the result says so. A task can thus be in its TOOL_CALL or REFUSE row and in the ASK
-row. Tasks come from each run's own ``tasks`` list; a separate tasks file (``tasks=``)
-overrides embedded tasks with the same id and supplies missing ones, in every run read. A
+gold and the result says so, except candidates whose cues occur only in scenario text shared
+by the run's tasks (boilerplate: listed, not used unless ``Tau2Config.boilerplate_ask``). A
+task can thus be in its TOOL_CALL or REFUSE row and in the ASK row. Tasks come from each
+run's own ``tasks`` list; a separate tasks file (``tasks=``) overrides embedded tasks with the
+same id and supplies missing ones, in every run of its domain. A
 simulation whose task cannot be found is reported in ``problems``.
 
 **GAR per class** (one case = one simulation, i.e. task x trial; :data:`GAR_RULES`):
@@ -25,9 +27,22 @@ simulation whose task cannot be found is reported in ``problems``.
 * ASK: at least one agent message is an ask (the multi-label classifier of
   :mod:`callscope.calibration.classify`: ``?`` or a request cue; greeting formulas such as "How
   can I help you today?" are stripped first and are not asks);
-* TOOL_CALL: ``reward_info.action_checks`` has no failed check. A simulation without action
-  checks (no ``reward_info``, or none computed) has no GAR verdict: it is left out of its row
-  (GAR and Acc alike) and counted in ``n_gar_unknown``.
+* TOOL_CALL: ``reward_info.action_checks`` has no failed check of the *agent's* actions
+  (the user's, ``requestor == "user"``, are left out; a task whose actions are all the user's
+  has no TOOL_CALL / REFUSE gold). A simulation without agent action checks has no GAR
+  verdict: it is left out of its row (GAR and Acc alike) and counted in ``n_gar_unknown``.
+  A TOOL_CALL row is split by the reference path (``write`` / ``read-only``) when both
+  occur, and counts the failed checks by kind (count, arguments, order).
+
+**Groups.** Rows are per agent / user-simulator pair (``info.agent_info.llm`` /
+``user_info.llm``), one table each; ``Tau2Config.pooled`` adds pooled rows. The file-level Acc
+(pass^1: reward 1 over every simulation with a reward) is reported per group and domain,
+with the simulations that ended on ``max_steps``.
+
+**Task-id consistency.** A simulation whose action checks are not its task's actions
+(:func:`callscope.benchmarks.tau2.messages.task_mismatch`) makes its whole run suspect: a
+warning says so and the run is left out of the per-class rows unless
+``Tau2Config.allow_task_mismatch``. A tasks file of another domain is refused.
 
 **Acc** is ``reward_info.reward == 1``; a simulation without a reward is left out of Acc.
 Wilson 95% intervals, GAR − Acc, the bound check (Acc > GAR: "bound violation", with the
@@ -41,7 +56,8 @@ counted in ``n_errors``.
 **SAAG stage mix.** Every agent tool call is run through :func:`callscope.saag.cascade.diagnose`
 against the tools the run exposes and the *user text so far* (the user messages before the
 call, joined by newlines). Without tool schemas (τ² writes ``tool_defs`` only on request)
-only stage 1 is checked, against the tool names known from the run: the names of the tasks'
+τ²'s stock schemas of the run's domain are used (``stage_mode`` ``stock schemas``,
+:mod:`callscope.benchmarks.tau2.stock_tools`); for another domain only stage 1 is checked, against the tool names known from the run: the names of the tasks'
 expected actions and of calls that got a non-error tool response anywhere in the run. A call
 whose name is known is then ``unchecked`` (stages 2-3 not run). Stage 3 grounds arguments in
 the user's words only, so an id the agent read from a tool result counts as ungrounded:
@@ -61,14 +77,29 @@ from typing import Any
 
 from rich.table import Table as RichTable
 
-from callscope.benchmarks.tau2.messages import agent_calls, known_tool_names, tool_types
-from callscope.benchmarks.tau2.reader import Tau2Run, find_tau2_runs, load_tasks
+from callscope.benchmarks.tau2.messages import (
+    agent_calls,
+    known_tool_names,
+    task_mismatch,
+    tool_types,
+)
+from callscope.benchmarks.tau2.reader import (
+    Tau2FormatError,
+    Tau2Run,
+    find_tau2_runs,
+    load_tasks,
+)
+from callscope.benchmarks.tau2.stock_tools import stock_domain_of_tools, stock_functions
 from callscope.benchmarks.tau2.tasks import (
     DEFAULT_ASK_SCENARIO_CUES,
-    ask_cue_hits,
+    boilerplate_sentences,
+    classify_cue_hits,
     cue_snippet,
     scenario_text,
+    task_actions,
+    task_domain,
     task_gold_class,
+    user_only_actions,
 )
 from callscope.benchmarks.tau2.write_tools import DEFAULT_WRITE_PATTERN, decide_write_tools
 from callscope.calibration.classify import DEFAULT, ClassifierConfig
@@ -87,13 +118,14 @@ from callscope.calibration.tau2_simulation import (
     diagnose_simulation,
 )
 from callscope.calibration.tau2_tables import (
+    acc_table,
     domain_table,
     gar_table,
     report_markdown,
 )
 from callscope.core.stats import rate_ci
 from callscope.models.base import ChatModel
-from callscope.types import ACTION_CLASSES
+from callscope.types import ACTION_CLASSES, TOOL_CALL
 
 __all__ = [
     "DEFAULT_TAU2",
@@ -116,9 +148,14 @@ class Tau2Config:
 
     ``ask_tasks``: ``None`` = use the ASK candidates of the scenario scan as ASK gold;
     a set (task ids or ``domain:id``, possibly empty) = exactly those tasks are ASK gold.
-    ``write_tools`` .. ``use_tool_docs`` are the write-tool rules
+    ``write_tools`` .. ``use_stock_types`` are the write-tool rules
     (:class:`callscope.benchmarks.tau2.write_tools.WriteToolRules`; a config is passed to
     :func:`~callscope.benchmarks.tau2.write_tools.decide_write_tools` as is).
+    ``use_stock_schemas``: check calls against τ²'s stock tool schemas when a run of a stock
+    domain saved none. ``boilerplate_ask``: let candidates whose cues occur only in shared
+    scenario boilerplate serve as ASK gold too. ``allow_task_mismatch``: compute the
+    per-class rows of runs whose action checks belong to other tasks (left out otherwise).
+    ``pooled``: add rows pooling every agent / user pair (one group per pair otherwise).
     """
 
     classifier: ClassifierConfig = DEFAULT
@@ -127,8 +164,13 @@ class Tau2Config:
     write_pattern: str = DEFAULT_WRITE_PATTERN
     use_tau2_tool_types: bool = True
     use_tool_docs: bool = True
+    use_stock_types: bool = True
+    use_stock_schemas: bool = True
     ask_cues: tuple[str, ...] = DEFAULT_ASK_SCENARIO_CUES
     ask_tasks: frozenset[str] | None = None
+    boilerplate_ask: bool = False
+    allow_task_mismatch: bool = False
+    pooled: bool = False
     confirm: ConfirmConfig = DEFAULT_CONFIRM
     slack_threshold: float = 0.2
     t_cap: int = 10
@@ -146,8 +188,13 @@ class Tau2Config:
             "write_pattern": self.write_pattern,
             "use_tau2_tool_types": self.use_tau2_tool_types,
             "use_tool_docs": self.use_tool_docs,
+            "use_stock_types": self.use_stock_types,
+            "use_stock_schemas": self.use_stock_schemas,
             "ask_cues": list(self.ask_cues),
             "ask_tasks": None if self.ask_tasks is None else sorted(self.ask_tasks),
+            "boilerplate_ask": self.boilerplate_ask,
+            "allow_task_mismatch": self.allow_task_mismatch,
+            "pooled": self.pooled,
             "confirm": self.confirm.to_dict(),
             "slack_threshold": self.slack_threshold,
             "t_cap": self.t_cap,
@@ -179,43 +226,129 @@ def is_ask_gold(domain: str, task_id: str, candidate: bool, config: Tau2Config) 
 # --------------------------------------------------------------------------- rows
 
 
+#: The group label of rows that pool every agent / user pair (``Tau2Config.pooled``).
+POOLED = "pooled (all agents)"
+
+
+def _partitions(
+    sims: Sequence[SimulationRecord], pooled: bool
+) -> list[tuple[str, str, list[SimulationRecord]]]:
+    """``(group, domain, simulations)`` in group order (first seen), then domain; pooled
+    partitions last when asked and there is more than one group."""
+    groups = list(dict.fromkeys(s.group for s in sims))
+    out = [
+        (g, d, [s for s in sims if s.group == g and s.domain == d])
+        for g in groups
+        for d in sorted({s.domain for s in sims if s.group == g})
+    ]
+    if pooled and len(groups) > 1:
+        out += [
+            (POOLED, d, [s for s in sims if s.domain == d])
+            for d in sorted({s.domain for s in sims})
+        ]
+    return out
+
+
+def _class_row(
+    group: str,
+    domain: str,
+    gold: str,
+    members: Sequence[SimulationRecord],
+    settings: DiagnosticsSettings,
+    path: str | None,
+) -> dict[str, Any]:
+    known = [s for s in members if s.gar[gold] is not None]
+    cases = [
+        CaseClasses(
+            id=s.id,
+            category=domain,
+            gold_class=gold,
+            turn_classes=[s.message_classes],
+            union=s.union,
+            gar_case=bool(s.gar[gold]),
+            due_hits=[],
+            passed=s.passed,
+            error=s.error,
+        )
+        for s in known
+    ]
+    row = category_row(domain, cases, settings, None)
+    if row.get("acc_source") == "cases":
+        row["acc_source"] = "reward"
+    failures = Counter(k for s in known for k in s.check_failures if gold == TOOL_CALL)
+    row.update(
+        gold_class=gold,
+        group=group,
+        domain=domain,
+        path=path,
+        gar_rule=GAR_RULES[gold],
+        n_tasks=len({s.task_id for s in members}),
+        n_gar_unknown=len(members) - len(known),
+        n_no_reward=sum(s.passed is None for s in known),
+        n_max_steps=sum(s.max_steps for s in members),
+        n_write_path=sum(s.path == "write" for s in members),
+        n_read_path=sum(s.path == "read-only" for s in members),
+        check_failures={k: failures[k] for k in ("count", "arguments", "order", "other")},
+        emission_gold_k=sum(gold in s.union for s in known),
+    )
+    return row
+
+
 def _gold_rows(
-    sims: Sequence[SimulationRecord], settings: DiagnosticsSettings
+    sims: Sequence[SimulationRecord], settings: DiagnosticsSettings, pooled: bool = False
 ) -> list[dict[str, Any]]:
+    """One row per (group, domain, gold class); a TOOL_CALL row is followed by its write-path
+    and read-only-path rows when the tasks have both. Excluded simulations are left out."""
     rows = []
-    for domain in sorted({s.domain for s in sims}):
+    kept = [s for s in sims if s.excluded is None]
+    for group, domain, d_sims in _partitions(kept, pooled):
         for gold in GOLD_ORDER:
-            members = [s for s in sims if s.domain == domain and gold in s.gar]
+            members = [s for s in d_sims if gold in s.gar]
             if not members:
                 continue
-            known = [s for s in members if s.gar[gold] is not None]
-            cases = [
-                CaseClasses(
-                    id=s.id,
-                    category=domain,
-                    gold_class=gold,
-                    turn_classes=[s.message_classes],
-                    union=s.union,
-                    gar_case=bool(s.gar[gold]),
-                    due_hits=[],
-                    passed=s.passed,
-                    error=s.error,
-                )
-                for s in known
-            ]
-            row = category_row(domain, cases, settings, None)
-            if row.get("acc_source") == "cases":
-                row["acc_source"] = "reward"
-            row.update(
-                gold_class=gold,
-                domain=domain,
-                gar_rule=GAR_RULES[gold],
-                n_tasks=len({s.task_id for s in members}),
-                n_gar_unknown=len(members) - len(known),
-                n_no_reward=sum(s.passed is None for s in known),
-                emission_gold_k=sum(gold in s.union for s in known),
-            )
-            rows.append(row)
+            rows.append(_class_row(group, domain, gold, members, settings, None))
+            paths = [p for p in ("write", "read-only") if any(s.path == p for s in members)]
+            if gold == TOOL_CALL and len(paths) > 1:
+                for path in paths:
+                    sub = [s for s in members if s.path == path]
+                    rows.append(_class_row(group, domain, gold, sub, settings, path))
+    return rows
+
+
+def _acc_rows(
+    sims: Sequence[SimulationRecord], runs: Sequence[Tau2Run], z: float, pooled: bool = False
+) -> list[dict[str, Any]]:
+    """The file-level Acc (the leaderboard's pass^1: share of simulations with reward 1,
+    Wilson interval, over every simulation with a reward) per (group, domain), with the
+    simulations that ended on ``max_steps``, in error, without reward, or were excluded."""
+    rows = []
+    for group, domain, members in _partitions(sims, pooled):
+        rewarded = [s for s in members if s.passed is not None]
+        k = sum(bool(s.passed) for s in rewarded)
+        acc, lo, hi = rate_ci(k, len(rewarded), z)
+        sources = sorted({s.source for s in members})
+        pair = next((r for r in runs if r.source in sources), None)
+        rows.append(
+            {
+                "group": group,
+                "domain": domain,
+                "agent": pair.agent if pair and group != POOLED else None,
+                "user": pair.user if pair and group != POOLED else None,
+                "sources": sources,
+                "n_simulations": len(members),
+                "n_tasks": len({s.task_id for s in members}),
+                "acc_k": k,
+                "acc_n": len(rewarded),
+                "acc": acc,
+                "acc_ci_low": lo,
+                "acc_ci_high": hi,
+                "n_no_reward": len(members) - len(rewarded),
+                "n_max_steps": sum(s.max_steps for s in members),
+                "n_errors": sum(s.error is not None for s in members),
+                "n_mismatch": sum(s.mismatch is not None for s in members),
+                "n_excluded": sum(s.excluded is not None for s in members),
+            }
+        )
     return rows
 
 
@@ -247,22 +380,25 @@ def _confirm_summary(calls: Sequence[CallRecord], z: float) -> dict[str, Any]:
 def _domain_rows(
     sims: Sequence[SimulationRecord],
     calls: Sequence[CallRecord],
-    runs: Sequence[Tau2Run],
+    modes: Mapping[str, str],
     writes: Mapping[str, Mapping[str, Mapping[str, Any]]],
     z: float,
+    pooled: bool = False,
 ) -> list[dict[str, Any]]:
+    """Per (group, domain): emission class counts, the SAAG stage mix of the agent's calls
+    (``stage_mode``: ``schemas`` = the run's own, ``stock schemas`` = τ²'s stock ones,
+    ``names_only``, or ``mixed``), the write tools and CONFIRM."""
     rows = []
-    for domain in sorted({s.domain for s in sims} | {r.domain for r in runs}):
-        d_sims = [s for s in sims if s.domain == domain]
-        d_calls = [c for c in calls if c.domain == domain]
+    for group, domain, d_sims in _partitions(sims, pooled):
+        ids = {(s.source, s.id) for s in d_sims}
+        d_calls = [c for c in calls if (c.source, c.simulation_id) in ids]
         counts = Counter(c for s in d_sims for m in s.message_classes for c in m)
         stages = Counter("unchecked" if c.stage is None else str(c.stage) for c in d_calls)
-        with_schemas = [r.functions is not None for r in runs if r.domain == domain]
-        mode = (
-            "schemas" if all(with_schemas) else "names_only" if not any(with_schemas) else "mixed"
-        )
+        kinds = {modes.get(s.source, "names_only") for s in d_sims}
+        mode = kinds.pop() if len(kinds) == 1 else "mixed"
         rows.append(
             {
+                "group": group,
                 "domain": domain,
                 "n_simulations": len(d_sims),
                 "n_tasks": len({s.task_id for s in d_sims}),
@@ -285,13 +421,19 @@ def _domain_rows(
 class Tau2Diagnostics:
     """Result of :func:`tau2_diagnostics`.
 
-    ``rows``: one per (domain, gold class), with the keys of
-    :mod:`callscope.calibration.diagnostics` rows (``category`` = domain) plus ``domain``,
-    ``gar_rule``, ``n_tasks``, ``n_gar_unknown``, ``n_no_reward``, ``emission_gold_k``.
-    ``domain_rows``: per domain, emission class counts, the SAAG stage mix of the agent's tool
-    calls, the write tools and CONFIRM (rule, and judge with agreement when it ran).
-    ``ask_candidates``: the ASK scan hits for a person to check. ``write_tools``: per domain,
-    each tool's write decision and its source. ``problems``: what could not be read.
+    ``rows``: one per (group, domain, gold class [, reference path]), with the keys of
+    :mod:`callscope.calibration.diagnostics` rows (``category`` = domain) plus ``group`` (the
+    agent / user simulator pair), ``domain``, ``path`` (``None``, ``write`` or
+    ``read-only``), ``gar_rule``, ``n_tasks``, ``n_gar_unknown``, ``n_no_reward``,
+    ``n_max_steps``, ``n_write_path`` / ``n_read_path``, ``check_failures`` (failed agent
+    checks by kind), ``emission_gold_k``. ``acc_rows``: the file-level Acc (pass^1) per
+    (group, domain). ``domain_rows``: per (group, domain), emission class counts, the SAAG
+    stage mix of the agent's tool calls, the write tools and CONFIRM (rule, and judge with
+    agreement when it ran). ``groups``: the agent / user pairs in row order.
+    ``ask_candidates``: the ASK scan hits for a person to check (``boilerplate``: every cue
+    only in shared scenario text). ``write_tools``: per domain, each tool's write decision
+    and its source. ``warnings``: what makes numbers untrustworthy (task-id mismatches, a
+    failing capability check); ``problems``: what could not be read or used.
     """
 
     rows: list[dict[str, Any]]
@@ -307,11 +449,17 @@ class Tau2Diagnostics:
     config: dict[str, Any]
     simulations: list[SimulationRecord] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
+    acc_rows: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self, include_details: bool = False) -> dict[str, Any]:
         """A JSON-serialisable dict; ``include_details`` adds every simulation and call."""
         d: dict[str, Any] = {
             "benchmark": "tau2",
+            "warnings": self.warnings,
+            "groups": self.groups,
+            "acc_rows": self.acc_rows,
             "rows": self.rows,
             "domain_rows": self.domain_rows,
             "class_counts": self.class_counts,
@@ -330,12 +478,34 @@ class Tau2Diagnostics:
         return d
 
     def to_markdown(self) -> str:
-        """Both tables, the ASK candidates, the write tools and the problems, as Markdown."""
+        """Warnings, file Acc, one GAR table per group, the domain table, the ASK candidates,
+        the write tools and the problems, as Markdown."""
         return report_markdown(self)
 
+    def group_rows(self, group: str) -> list[dict[str, Any]]:
+        """The (domain, gold class) rows of one group."""
+        return [r for r in self.rows if r.get("group") == group]
+
+    def rich_tables(self) -> list[RichTable]:
+        """One GAR / Acc table per group (pooled last when computed), for the terminal."""
+        groups = list(dict.fromkeys(r.get("group") for r in self.rows)) or [None]
+        return [
+            gar_table(
+                self.rows if g is None else self.group_rows(g),
+                f"τ²-bench action-class diagnostics: {g}"
+                if g
+                else "τ²-bench action-class diagnostics",
+            ).to_rich()
+            for g in groups
+        ]
+
     def rich_table(self, title: str | None = "τ²-bench action-class diagnostics") -> RichTable:
-        """The (domain, gold class) rows as a :class:`rich.table.Table`."""
+        """All (group, domain, gold class) rows as one :class:`rich.table.Table`."""
         return gar_table(self.rows, title).to_rich()
+
+    def rich_acc_table(self, title: str | None = "τ²-bench file-level Acc (pass^1)") -> RichTable:
+        """The file-level Acc rows as a :class:`rich.table.Table`."""
+        return acc_table(self.acc_rows, title).to_rich()
 
     def rich_domain_table(self, title: str | None = "τ²-bench tool calls and CONFIRM") -> RichTable:
         """The per-domain rows as a :class:`rich.table.Table`."""
@@ -343,6 +513,23 @@ class Tau2Diagnostics:
 
 
 # --------------------------------------------------------------------------- entry point
+
+
+def _tasks_mismatch(run: Tau2Run, external: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why a tasks file does not belong to ``run`` (``None`` when it does): another domain
+    (by the tasks' ``instructions.domain``, else by their action names against τ²'s stock
+    tools), or no task id shared with the run's simulations."""
+    domains = {d for t in external.values() if (d := task_domain(t))}
+    if not domains:
+        names = {str(a.get("name")) for t in external.values() for a in task_actions(t) or []}
+        stock = stock_domain_of_tools(names)
+        domains = {stock} if stock else set()
+    if domains and run.domain not in domains:
+        return f"the tasks file is of domain {', '.join(sorted(domains))}, not {run.domain}"
+    used = {str(sim["task_id"]) for sim in run.simulations}
+    if used and not used & set(external):
+        return "the tasks file shares no task id with its simulations"
+    return None
 
 
 def tau2_diagnostics(
@@ -356,8 +543,10 @@ def tau2_diagnostics(
     a path may be: :func:`callscope.benchmarks.tau2.reader.find_tau2_runs`).
 
     ``tasks``: a tasks file path or a list of task objects, overriding the runs' embedded
-    tasks by id. ``judge``: a :class:`~callscope.models.base.ChatModel` asked about every
-    write call (CONFIRM); its agreement with the rule is reported. Raises
+    tasks by id in the runs they belong to (not used, and said so, for a run of another
+    domain or sharing no task id with it; refused, :class:`Tau2FormatError`, when they
+    belong to no run). ``judge``: a :class:`~callscope.models.base.ChatModel` asked about
+    every write call (CONFIRM); its agreement with the rule is reported. Raises
     ``FileNotFoundError`` / :class:`Tau2FormatError` when a path holds no τ² results.
     ``config`` may also be a bare :class:`~callscope.calibration.classify.ClassifierConfig`
     (e.g. a classifier preset): the other settings then take their defaults.
@@ -372,47 +561,75 @@ def tau2_diagnostics(
         runs.extend(found)
         problems.extend(found_problems)
     external = {str(t["id"]): t for t in load_tasks(tasks)}
+    foreign = {r.source: why for r in runs if external and (why := _tasks_mismatch(r, external))}
+    if external and len(foreign) == len(runs):
+        raise Tau2FormatError(
+            "refusing the tasks file: " + "; ".join(f"{src}: {why}" for src, why in foreign.items())
+        )
+    for src, why in foreign.items():
+        problems.append(f"{src}: tasks file not used ({why})")
 
     sims: list[SimulationRecord] = []
     calls: list[CallRecord] = []
     candidates: list[dict[str, Any]] = []
     writes: dict[str, dict[str, dict[str, Any]]] = {}
+    modes: dict[str, str] = {}
+    warnings: list[str] = []
     seen_candidates: set[tuple[str, str]] = set()
     for run in runs:
         problems.extend(run.problems)
+        group = f"{run.agent} (user: {run.user})"
         task_map = {str(t["id"]): t for t in run.tasks if t.get("id") is not None}
-        task_map.update(external)
+        if run.source not in foreign:
+            task_map.update(external)
         used = {str(sim["task_id"]) for sim in run.simulations}
         run_tasks = {tid: t for tid, t in task_map.items() if tid in used}
+        boiler = boilerplate_sentences(scenario_text(t) for t in run_tasks.values())
         cand_cues: dict[str, list[str]] = {}
         for tid, task in run_tasks.items():
-            hits = ask_cue_hits(scenario_text(task), config.ask_cues)
-            if hits:
+            text = scenario_text(task)
+            specific, only_boiler = classify_cue_hits(text, config.ask_cues, boiler)
+            hits = specific or only_boiler
+            if not hits:
+                continue
+            is_boiler = not specific
+            if not is_boiler or config.boilerplate_ask:
                 cand_cues[tid] = hits
-                if (run.domain, tid) not in seen_candidates:
-                    seen_candidates.add((run.domain, tid))
-                    candidates.append(
-                        {
-                            "domain": run.domain,
-                            "task_id": tid,
-                            "cues": hits,
-                            "snippet": cue_snippet(scenario_text(task), hits[0]),
-                            "used_as_gold": is_ask_gold(run.domain, tid, True, config),
-                        }
-                    )
+            if (run.domain, tid) not in seen_candidates:
+                seen_candidates.add((run.domain, tid))
+                candidates.append(
+                    {
+                        "domain": run.domain,
+                        "task_id": tid,
+                        "cues": hits,
+                        "snippet": cue_snippet(text, hits[0]),
+                        "boilerplate": is_boiler,
+                        "used_as_gold": is_ask_gold(run.domain, tid, tid in cand_cues, config),
+                    }
+                )
         names = {
             c["name"]
             for s in run.simulations
             for m in s["messages"]
             if m.get("role") == "assistant"
             for c in agent_calls(m)
-        }
-        run_writes = decide_write_tools(names, run.functions, tool_types(run.simulations), config)
+        } | {str(a.get("name")) for t in run_tasks.values() for a in task_actions(t) or []}
+        stock = stock_functions(run.domain) if config.use_stock_schemas else None
+        if run.functions is not None:
+            modes[run.source] = "schemas"
+        elif stock is not None:
+            modes[run.source] = "stock schemas"
+        else:
+            modes[run.source] = "names_only"
+        run_writes = decide_write_tools(
+            names, run.functions, tool_types(run.simulations), config, run.domain
+        )
         domain_writes = writes.setdefault(run.domain, {})
         for name, decision in run_writes.items():
             domain_writes.setdefault(name, decision)
-        known = known_tool_names(run, run_tasks) if run.functions is None else set()
+        known = known_tool_names(run, run_tasks) if modes[run.source] == "names_only" else set()
         no_gold: set[str] = set()
+        run_sims: list[SimulationRecord] = []
         for sim in run.simulations:
             tid = str(sim["task_id"])
             task = task_map.get(tid)
@@ -423,10 +640,12 @@ def tau2_diagnostics(
                 )
             elif task_gold_class(task) is None and tid not in no_gold:
                 no_gold.add(tid)
-                problems.append(
-                    f"{run.source}: task {tid!r} has no evaluation_criteria.actions; "
-                    "no TOOL_CALL/REFUSE gold"
+                why = (
+                    "every expected action is the user's"
+                    if user_only_actions(task)
+                    else "it has no evaluation_criteria.actions"
                 )
+                problems.append(f"{run.source}: task {tid!r}: no TOOL_CALL/REFUSE gold ({why})")
             ask_gold = is_ask_gold(run.domain, tid, tid in cand_cues, config)
             record, sim_calls = diagnose_simulation(
                 run,
@@ -438,22 +657,48 @@ def tau2_diagnostics(
                 config.classifier,
                 config.confirm,
                 judge,
+                group=group,
+                functions=stock,
             )
-            sims.append(record)
+            record.mismatch = task_mismatch(sim, task)
+            run_sims.append(record)
             calls.extend(sim_calls)
+        mismatched = [r for r in run_sims if r.mismatch]
+        if mismatched:
+            with_checks = sum(r.action_checks is not None or r.user_checks > 0 for r in run_sims)
+            first = mismatched[0]
+            text = (
+                f"TASK-ID MISMATCH in {run.source}: the action checks of {len(mismatched)} of "
+                f"{with_checks} simulations with checks belong to another task than their "
+                f"task_id (e.g. simulation {first.id}: {first.mismatch})"
+            )
+            if config.allow_task_mismatch:
+                warnings.append(text + "; per-class rows computed anyway, as asked")
+            else:
+                warnings.append(
+                    text + "; its per-class GAR rows are withheld (file-level Acc still "
+                    "shown; --allow-task-mismatch computes them anyway)"
+                )
+                for r in run_sims:
+                    r.excluded = "task-id mismatch in its run"
+        sims.extend(run_sims)
 
     settings = config.settings()
     totals = Counter(c for s in sims for m in s.message_classes for c in m)
     class_counts = {c: totals.get(c, 0) for c in ACTION_CLASSES}
     if config.ask_tasks is None:
-        ask_source = "unchecked candidates from the scenario cue scan"
+        ask_source = "unchecked candidates from the scenario cue scan" + (
+            "" if config.boilerplate_ask else " (boilerplate-only candidates not used)"
+        )
     else:
         ask_source = f"checked list of {len(config.ask_tasks)} task(s)"
+    capability = capability_check(class_counts, config.t_cap)
+    rows = _gold_rows(sims, settings, config.pooled)
     return Tau2Diagnostics(
-        rows=_gold_rows(sims, settings),
-        domain_rows=_domain_rows(sims, calls, runs, writes, config.z),
+        rows=rows,
+        domain_rows=_domain_rows(sims, calls, modes, writes, config.z, config.pooled),
         class_counts=class_counts,
-        capability=capability_check(class_counts, config.t_cap),
+        capability=capability,
         confirm=_confirm_summary(calls, config.z),
         ask_candidates=candidates,
         ask_gold_source=ask_source,
@@ -463,8 +708,11 @@ def tau2_diagnostics(
                 "source": r.source,
                 "layout": r.layout,
                 "domain": r.domain,
+                "agent": r.agent,
+                "user": r.user,
                 "n_simulations": len(r.simulations),
                 "tool_schemas": r.functions is not None,
+                "stage_mode": modes.get(r.source),
             }
             for r in runs
         ],
@@ -472,4 +720,7 @@ def tau2_diagnostics(
         config=config.to_dict(),
         simulations=sims,
         calls=calls,
+        acc_rows=_acc_rows(sims, runs, config.z, config.pooled),
+        groups=list(dict.fromkeys(s.group for s in sims)),
+        warnings=warnings,
     )

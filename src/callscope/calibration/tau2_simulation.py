@@ -3,12 +3,17 @@ every agent tool call, CONFIRM before every write, and GAR per gold class.
 
 The GAR rules (:data:`GAR_RULES`, calibration paper §4.2, as read by
 :mod:`callscope.calibration.tau2`): REFUSE = the agent called no write tool; ASK = at least
-one agent message is an ask (multi-label classifier); TOOL_CALL = no failed action check
-(``None``, no verdict, when the simulation has no action checks). Acc is ``reward == 1``.
+one agent message is an ask (multi-label classifier); TOOL_CALL = no failed action check of
+the *agent's* actions (checks of the user's actions, ``action.requestor == "user"``, are left
+out; ``None``, no verdict, when the simulation has no agent action checks). Acc is
+``reward == 1``. A TOOL_CALL task's reference path is ``write`` when one of its expected agent
+actions is a write tool, else ``read-only``; a failed simulation's failed checks are sorted by
+kind (:func:`callscope.benchmarks.tau2.messages.failed_check_kinds`).
 
 SAAG stage of a call: :func:`callscope.saag.cascade.diagnose` against the run's tool schemas
-and the user text so far; without schemas, stage 1 only against the tool names known from the
-run, a known name then being ``unchecked`` (stage ``None``).
+(else τ²'s stock schemas of its domain) and the user text so far; without any schemas, stage 1
+only against the tool names known from the run, a known name then being ``unchecked`` (stage
+``None``).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from callscope.benchmarks.tau2.messages import (
     action_check_counts,
     agent_calls,
     call_arguments,
+    failed_check_kinds,
     reward_of,
 )
 from callscope.benchmarks.tau2.reader import Tau2Run
-from callscope.benchmarks.tau2.tasks import task_gold_class
+from callscope.benchmarks.tau2.tasks import task_actions, task_gold_class
 from callscope.calibration.classify import ClassifierConfig, emission_classes
 from callscope.calibration.confirm import (
     ConfirmConfig,
@@ -42,7 +48,7 @@ from callscope.types import ACTION_CLASSES, ASK, OTHER, REFUSE, TOOL_CALL, ToolC
 GOLD_ORDER: tuple[str, ...] = (TOOL_CALL, ASK, REFUSE)
 
 GAR_RULES: dict[str, str] = {
-    TOOL_CALL: "no failed action check",
+    TOOL_CALL: "no failed action check of the agent's actions",
     ASK: "an ask was detected",
     REFUSE: "no write tool called",
 }
@@ -68,6 +74,7 @@ class CallRecord:
     nearest: str | None = None
     confirm_rule: ConfirmDecision | None = None
     confirm_judge: JudgeVerdict | None = None
+    source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,7 +86,12 @@ class CallRecord:
 @dataclass
 class SimulationRecord:
     """One simulation as diagnosed: gold classes, per-message classes, GAR per gold class
-    (``None`` = no verdict), Acc, and counts."""
+    (``None`` = no verdict), Acc, and counts. ``group``: the agent / user simulator label
+    the rows are grouped by; ``path``: ``write`` / ``read-only`` reference path of a TOOL_CALL
+    task; ``check_failures``: kinds of the failed agent checks; ``user_checks``: action checks
+    of the user's actions (not counted); ``mismatch``: why the action checks do not belong
+    to the task (``None`` when they do); ``excluded``: why the simulation is left out of the
+    per-class rows (``None`` when it is in)."""
 
     domain: str
     source: str
@@ -98,6 +110,17 @@ class SimulationRecord:
     action_checks: int | None
     failed_action_checks: int | None
     gar: dict[str, bool | None]
+    group: str = ""
+    path: str | None = None
+    check_failures: list[str] = field(default_factory=list)
+    user_checks: int = 0
+    mismatch: str | None = None
+    excluded: str | None = None
+
+    @property
+    def max_steps(self) -> bool:
+        """Whether the simulation ended on τ²'s step limit."""
+        return self.termination_reason == "max_steps"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,13 +168,18 @@ def diagnose_simulation(
     classifier: ClassifierConfig,
     confirm: ConfirmConfig,
     judge: ChatModel | None,
+    group: str = "",
+    functions: list[dict[str, Any]] | None = None,
 ) -> tuple[SimulationRecord, list[CallRecord]]:
     """Diagnose one simulation of ``run``: the classes of every agent message, the SAAG stage
     of every agent tool call (against ``run.functions``, else the ``known`` tool names), the
     CONFIRM verdicts of every write call (``writes``: the run's write decisions; the rule,
     and ``judge`` when given), and GAR per gold class by :data:`GAR_RULES` (the task's
     TOOL_CALL / REFUSE gold, and ASK when ``ask_gold``). ``task`` is ``None`` when the
-    simulation's task is unknown: no TOOL_CALL / REFUSE verdict then."""
+    simulation's task is unknown: no TOOL_CALL / REFUSE verdict then. ``group``: the label
+    of the agent / user simulator pair the rows group by. ``functions``: the tool schemas to
+    check calls against when the run has none (τ²'s stock schemas)."""
+    schemas = run.functions if run.functions is not None else functions
     messages: list[dict[str, Any]] = sim["messages"]
     sim_id = str(sim.get("id") or f"{sim['task_id']}#{sim.get('trial')}")
     task_id = str(sim["task_id"])
@@ -169,9 +197,7 @@ def diagnose_simulation(
         query = "\n".join(user_texts)
         for call in agent_calls(msg):
             args = call_arguments(call.get("arguments"))
-            stage, kinds, nearest = _stage(
-                ToolCall(call["name"], args), run.functions, known, query
-            )
+            stage, kinds, nearest = _stage(ToolCall(call["name"], args), schemas, known, query)
             is_write = bool(writes.get(call["name"], {}).get("write"))
             rec = CallRecord(
                 domain=run.domain,
@@ -184,6 +210,7 @@ def diagnose_simulation(
                 stage=stage,
                 failure_kinds=kinds,
                 nearest=nearest,
+                source=run.source,
             )
             if is_write:
                 rec.confirm_rule = detect_confirmation(messages, i, confirm, classifier)
@@ -200,8 +227,13 @@ def diagnose_simulation(
     union = {c for classes in message_classes for c in classes}
     write_calls = sum(c.write for c in calls)
     n_checks, n_failed = action_check_counts(sim)
+    n_all, _ = action_check_counts(sim, agent_only=False)
     reward = reward_of(sim)
     gold = task_gold_class(task) if task is not None else None
+    path = None
+    if gold == TOOL_CALL and task is not None:
+        names = {str(a.get("name")) for a in task_actions(task) or []}
+        path = "write" if any(writes.get(n, {}).get("write") for n in names) else "read-only"
     gar: dict[str, bool | None] = {}
     if gold == REFUSE:
         gar[REFUSE] = write_calls == 0
@@ -230,5 +262,9 @@ def diagnose_simulation(
         action_checks=n_checks,
         failed_action_checks=n_failed,
         gar=gar,
+        group=group,
+        path=path,
+        check_failures=failed_check_kinds(sim, task) if gold == TOOL_CALL else [],
+        user_checks=(n_all or 0) - (n_checks or 0),
     )
     return record, calls

@@ -1,13 +1,15 @@
 """The tables of the τ²-bench diagnostic (:mod:`callscope.calibration.tau2`), built as
 :class:`callscope.core.table.Table` and rendered as Markdown or for the terminal.
 
-* GAR / Acc per (domain, gold class): :func:`gar_table` (percentages, Wilson 95% intervals,
-  GAR − Acc in pp, the flags of :func:`callscope.calibration.diagnostics.row_flags` plus
-  simulations without a GAR verdict or without a reward);
+* GAR / Acc per (domain, gold class [, reference path]) of one agent / user group:
+  :func:`gar_table` (percentages, Wilson 95% intervals, GAR − Acc in pp, the flags of
+  :func:`callscope.calibration.diagnostics.row_flags` plus simulations without a GAR verdict
+  or without a reward, ended on ``max_steps``, and the kinds of failed action checks);
+* the file-level Acc (the leaderboard's pass^1) per group and domain: :func:`acc_table`;
 * per domain: the SAAG stage mix of the agent's tool calls and CONFIRM (rule, and judge with
   agreement and Cohen's kappa when it ran): :func:`domain_table`;
-* :func:`report_markdown`: both tables with the GAR rules, the ASK candidates, the write
-  tools and the problems.
+* :func:`report_markdown`: the warnings, the file Acc, one GAR table per group with the GAR
+  rules, the domain table, the ASK candidates, every write-tool decision and the problems.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ GAR_COLUMNS: tuple[str, ...] = (
     "GAR−Acc pp",
     "Flags",
 )
+ACC_COLUMNS: tuple[str, ...] = (
+    "Agent (user simulator)",
+    "Domain",
+    "sims",
+    "Acc (pass^1) % [95% CI]",
+    "Notes",
+)
 DOMAIN_COLUMNS: tuple[str, ...] = (
+    "Group",
     "Domain",
     "sims",
     "tool calls",
@@ -43,16 +53,33 @@ DOMAIN_COLUMNS: tuple[str, ...] = (
 )
 
 
+def gold_label(row: Mapping[str, Any]) -> str:
+    """The Gold cell: the class, and the reference path of a path row."""
+    path = row.get("path")
+    return str(row["gold_class"]) + (f" · {path} path" if path else "")
+
+
 def _gar_cells(row: Mapping[str, Any]) -> list[str]:
     gap = row.get("gap")
     flags = [f for f in [row_flags(row)] if f]
     if row.get("n_gar_unknown"):
-        flags.append(f"{row['n_gar_unknown']} without GAR verdict")
+        flags.append(
+            f"{row['n_gar_unknown']} without agent action checks (left out of GAR and Acc)"
+        )
     if row.get("n_no_reward"):
         flags.append(f"{row['n_no_reward']} without reward")
+    if row.get("n_max_steps"):
+        flags.append(f"{row['n_max_steps']} ended on max_steps")
+    failures = {k: v for k, v in (row.get("check_failures") or {}).items() if v}
+    if failures:
+        flags.append("failed checks: " + ", ".join(f"{k} {v}" for k, v in failures.items()))
+    if row.get("gold_class") == "TOOL_CALL" and not row.get("path"):
+        w, r = row.get("n_write_path") or 0, row.get("n_read_path") or 0
+        if w or r:
+            flags.append(f"reference paths: {w} write, {r} read-only")
     return [
         str(row["domain"]),
-        str(row["gold_class"]),
+        gold_label(row),
         str(row["n"]),
         pct_ci(row.get("gar_case"), row.get("gar_case_ci_low"), row.get("gar_case_ci_high")),
         pct_ci(row.get("acc"), row.get("acc_ci_low"), row.get("acc_ci_high")),
@@ -72,16 +99,46 @@ def _domain_cells(row: Mapping[str, Any]) -> list[str]:
         agree = f"{pct(judge['agreement'])} / {kappa}"
     else:
         judge_cell = agree = "not run"
+    mode = row["stage_mode"]
     return [
+        str(row.get("group") or ""),
         str(row["domain"]),
         str(row["n_simulations"]),
-        str(row["tool_calls"]) + ("" if row["stage_mode"] == "schemas" else " (names only)"),
+        str(row["tool_calls"]) + ("" if mode == "schemas" else f" ({mode.replace('_', ' ')})"),
         "/".join(str(mix[k]) for k in ("0", "1", "2", "3", "unchecked")),
         str(conf["write_calls"]),
         pct_ci(rule["rate"], rule["ci_low"], rule["ci_high"]),
         judge_cell,
         agree,
     ]
+
+
+def _acc_cells(row: Mapping[str, Any]) -> list[str]:
+    notes = []
+    if row.get("n_max_steps"):
+        notes.append(f"{row['n_max_steps']} ended on max_steps")
+    if row.get("n_errors"):
+        notes.append(f"{row['n_errors']} ended in error")
+    if row.get("n_no_reward"):
+        notes.append(f"{row['n_no_reward']} without reward (left out)")
+    if row.get("n_mismatch"):
+        notes.append(f"{row['n_mismatch']} with another task's action checks")
+    if row.get("n_excluded"):
+        notes.append(f"{row['n_excluded']} withheld from the GAR rows")
+    return [
+        str(row.get("group") or ""),
+        str(row["domain"]),
+        str(row["n_simulations"]),
+        pct_ci(row.get("acc"), row.get("acc_ci_low"), row.get("acc_ci_high"))
+        + f" ({row.get('acc_k', 0)}/{row.get('acc_n', 0)})",
+        "; ".join(notes),
+    ]
+
+
+def acc_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
+    """The file-level Acc rows (pass^1 over every simulation with a reward) as a
+    :class:`Table`."""
+    return Table(ACC_COLUMNS, [_acc_cells(r) for r in rows], title=title, align=_align(ACC_COLUMNS))
 
 
 def _align(columns: Sequence[str]) -> str:
@@ -117,17 +174,78 @@ def domain_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return domain_table(rows).to_markdown()
 
 
+def acc_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The file-level Acc rows as a Markdown table."""
+    return acc_table(rows).to_markdown()
+
+
+def group_rows(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """``(group, rows)`` in the rows' group order."""
+    groups = list(dict.fromkeys(str(r.get("group") or "") for r in rows))
+    return [(g, [r for r in rows if str(r.get("group") or "") == g]) for g in groups]
+
+
+def capability_text(cap: Mapping[str, Any]) -> str | None:
+    """The capability-check line when it fails (``None`` when every class is emitted often
+    enough)."""
+    below = cap.get("below") or []
+    if not below:
+        return None
+    return (
+        f"Capability check failed: emitted fewer than {cap.get('t_cap')} times: "
+        f"{', '.join(map(str, below))} (GAR and bound flags of these classes say little)."
+    )
+
+
+def ask_candidate_lines(diag: Tau2Diagnostics) -> list[str]:
+    """One line per ASK candidate: task, cues, snippet, boilerplate and use."""
+    out = []
+    for c in diag.ask_candidates:
+        tags = []
+        if c.get("boilerplate"):
+            tags.append("boilerplate: cue only in scenario text shared by the tasks")
+        if not c["used_as_gold"]:
+            tags.append("not used")
+        out.append(
+            f"{c['domain']} task {c['task_id']}: cues {', '.join(c['cues'])} — “{c['snippet']}”"
+            + (f" ({'; '.join(tags)})" if tags else "")
+        )
+    return out
+
+
+def write_tool_lines(diag: Tau2Diagnostics) -> list[str]:
+    """One line per domain: every tool's write decision and its source."""
+    return [
+        f"{d}: "
+        + "; ".join(
+            f"{n} {'WRITE' if w['write'] else 'not write'} ({w['source']})"
+            for n, w in tools.items()
+        )
+        for d, tools in diag.write_tools.items()
+    ]
+
+
 def report_markdown(diag: Tau2Diagnostics) -> str:
-    """Both tables, the GAR rules, CONFIRM agreement, the ASK candidates, the write tools and
-    the problems, as Markdown."""
-    parts = [
-        "### τ²-bench action-class diagnostic\n",
-        gar_markdown(diag.rows),
+    """The warnings, the file Acc, one GAR table per group with the GAR rules, the domain
+    table, CONFIRM agreement, the ASK candidates, the write-tool decisions and the problems,
+    as Markdown."""
+    parts = ["### τ²-bench action-class diagnostic\n"]
+    warn = list(diag.warnings)
+    if (cap := capability_text(diag.capability)) is not None:
+        warn.append(cap)
+    if warn:
+        parts.append("\n" + "".join(f"> **Warning**: {w}\n>\n" for w in warn))
+    parts.append("\n**File-level Acc (pass^1)**\n\n" + acc_markdown(diag.acc_rows))
+    for group, rows in group_rows(diag.rows):
+        parts.append(f"\n**GAR and Acc: {group}**\n\n" + gar_markdown(rows))
+    if not diag.rows:
+        parts.append("\n(no per-class rows)\n")
+    parts.append(
         "\nGAR rules: "
         + "; ".join(f"{k} = {v}" for k, v in GAR_RULES.items())
-        + f". ASK gold: {diag.ask_gold_source}. Acc = reward == 1.\n",
-        "\n" + domain_markdown(diag.domain_rows),
-    ]
+        + f". ASK gold: {diag.ask_gold_source}. Acc = reward == 1.\n"
+    )
+    parts.append("\n" + domain_markdown(diag.domain_rows))
     if diag.confirm.get("judge"):
         j = diag.confirm["judge"]
         parts.append(
@@ -138,18 +256,10 @@ def report_markdown(diag: Tau2Diagnostics) -> str:
         )
     if diag.ask_candidates:
         parts.append("\n**ASK candidates** (check these by reading the scenario):\n")
-        for c in diag.ask_candidates:
-            parts.append(
-                f"- {c['domain']} task {c['task_id']}: cues {', '.join(c['cues'])}"
-                f" — “{c['snippet']}”" + ("" if c["used_as_gold"] else " (not used)") + "\n"
-            )
-    writes = [
-        f"{d}: "
-        + (", ".join(f"{n} ({w['source']})" for n, w in tools.items() if w["write"]) or "none")
-        for d, tools in diag.write_tools.items()
-    ]
+        parts.extend(f"- {line}\n" for line in ask_candidate_lines(diag))
+    writes = write_tool_lines(diag)
     if writes:
-        parts.append("\n**Write tools**: " + "; ".join(writes) + "\n")
+        parts.append("\n**Write-tool decisions**:\n" + "".join(f"- {w}\n" for w in writes))
     if diag.problems:
         parts.append("\n**Problems**:\n" + "".join(f"- {p}\n" for p in diag.problems))
     return "".join(parts)

@@ -174,7 +174,7 @@ def _capability_html(cap: dict[str, Any]) -> str:
         else f"Capability check: emitted fewer than {t_cap} times over the run: "
         f"{', '.join(map(str, below))} (GAR of these classes says little)."
     )
-    return f'<p class="capability">{_esc(text)}</p>'
+    return f'<p class="capability{" warn" if below else ""}">{_esc(text)}</p>'
 
 
 _ABLATION_CAPTION = (
@@ -197,6 +197,9 @@ def diagnostic_html(conv: dict[str, Any]) -> str:
     for i, run in enumerate(conv.get("runs") or []):
         label = f"{run['model']} — {run['probe']}"
         parts.append(f'<h3 id="diag-{i}">{_esc(label)}</h3>')
+        cap = run.get("capability") or {}
+        if cap.get("below"):  # a failed capability check is read first
+            parts.append(_capability_html(cap))
         parts.append(
             cells_table_html(
                 f"diag-{i}",
@@ -215,7 +218,8 @@ def diagnostic_html(conv: dict[str, Any]) -> str:
                 "report diag",
             )
         )
-        parts.append(_capability_html(run.get("capability") or {}))
+        if not cap.get("below"):
+            parts.append(_capability_html(cap))
     for j, comp in enumerate(conv.get("comparisons") or []):
         label = f"{comp['probe']} vs baseline ({comp['model']})"
         parts.append(f'<h3 id="compare-{j}">Paired comparison: {_esc(label)}</h3>')
@@ -406,16 +410,36 @@ def build_report(
 
 
 def build_diagnostic_page(
-    out_dir: str | Path, title: str, tables: list[tuple[str, str, str]], notes: list[str] = ()
+    out_dir: str | Path,
+    title: str,
+    tables: list[tuple[str, str, str | Table]],
+    notes: list[str] = (),
+    *,
+    warnings: list[str] = (),
+    lists: list[tuple[str, list[str]]] = (),
 ) -> Path:
     """``report.html`` for a diagnostic computed from another tool's results (BFCL's result
     trees, τ²-bench runs): the calibrate report's tables and styling, without conversations.
-    ``tables`` are ``(title, caption, markdown table)``; ``notes`` are shown as text."""
+    ``tables`` are ``(title, caption, markdown table or Table)`` (a :class:`Table` keeps its
+    ``row_styles``: bound violations are highlighted); ``warnings`` are shown first,
+    highlighted; ``notes`` as text; ``lists`` as ``(heading, items)`` lists after the tables.
+    The title is shown once (``<h1>``)."""
 
-    parts = [f'<section id="diagnostic"><h2>{_esc(title)}</h2>']
+    parts = ['<section id="diagnostic">']
+    parts.extend(f'<p class="note warn">{_esc(w)}</p>' for w in warnings)
     for i, (name, caption, md) in enumerate(tables):
-        parts.append(cells_table_html(f"ext-{i}", name, caption, markdown_table(md), "report diag"))
+        if isinstance(md, Table):
+            t = Table(md.columns, md.rows, title=name, caption=caption, row_styles=md.row_styles)
+            parts.append(t.to_html(f"ext-{i}", "report diag"))
+        else:
+            parts.append(
+                cells_table_html(f"ext-{i}", name, caption, markdown_table(md), "report diag")
+            )
     parts.extend(f'<p class="note">{_esc(n)}</p>' for n in notes)
+    for heading, items in lists:
+        parts.append(f"<h3>{_esc(heading)}</h3><ul>")
+        parts.extend(f"<li>{_esc(item)}</li>" for item in items)
+        parts.append("</ul>")
     parts.append("</section>")
     page = (
         "\n".join(

@@ -6,14 +6,23 @@ Layout written by ``bfcl generate`` / ``bfcl evaluate`` (bfcl-eval 2026.3.23)::
     <scores>/<model>/multi_turn/BFCL_v4_multi_turn_<cat>_score.json
 
 ``<model>`` is the registry name with ``/`` replaced by ``_``. Both files hold one JSON object
-per line.
+per line. Files are found **by name anywhere under the given path** (:func:`find_bfcl_files`):
+BFCL v3 names (``BFCL_v3_multi_turn_base_result.json``) as well as v4, in the nested layout
+above or the flat one (``<model>/BFCL_v4_multi_turn_<cat>_result.json``, older BFCL and files
+moved around, the model name possibly kept with its ``/``), the path being a results root, a
+model folder or a folder holding both the result and the score tree. The model is the folder
+that holds the files (the one above ``multi_turn/``); :attr:`BfclRun.version` and
+:attr:`BfclRun.layout` say what was found. Score files are looked for under ``scores`` when
+given, else under the results path itself.
 
 * Result line: ``{"id", "result", ...}``. ``result`` is, per turn, the list of the model's
   per-step responses: raw text for prompt-mode models, and for function-calling (``-FC``)
   models either ``[{tool_name: arguments}]`` (arguments a JSON string or an object) when the
-  step made calls, or the message text (possibly ``null``) when it did not. When inference
-  crashed, ``result`` is the string ``"Error during inference: ..."``; the record then has no
-  emissions and carries that message as ``error``.
+  step made calls, or the message text (possibly ``null``) when it did not. Some prompt-mode
+  models' files save a turn as one string instead of a list of steps; such a turn is read
+  as one emission (as the paper's code does) and counted in :attr:`BfclRun.problems`. When
+  inference crashed, ``result`` is the string ``"Error during inference: ..."``; the record
+  then has no emissions and carries that message as ``error``.
 * Score file: the first line is the header ``{"accuracy", "correct_count", "total_count"}``;
   every following line is one FAILED case (``{"id", "valid": false, "error": {...}, ...}``).
   A case of the result file passes when its id is not among the failures.
@@ -31,6 +40,7 @@ Nothing here raises on a missing or malformed file: problems are collected as me
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,28 +58,159 @@ from callscope.benchmarks.records import CaseRecord
 
 VERSION_PREFIX = "BFCL_v4"
 GROUP_DIR = "multi_turn"
+#: a BFCL multi-turn result or score file name: version, category, kind
+FILE_NAME = re.compile(r"BFCL_v(\d+)_multi_turn_([a-z_]+?)_(result|score)\.json")
+#: top folders of BFCL's own trees, dropped from a model's name
+TREE_DIRS = frozenset({"result", "results", "score", "scores"})
+NESTED, FLAT = "nested <model>/multi_turn/", "flat <model>/"
 
 GroundTruthLoader = Callable[[str], tuple[dict[str, list[list[str]]], dict[str, dict[str, Any]]]]
 
 
-def result_file_name(category: str) -> str:
+def result_file_name(category: str, version: int = 4) -> str:
     """``BFCL_v4_multi_turn_<cat>_result.json``."""
-    return f"{VERSION_PREFIX}_multi_turn_{category}_result.json"
+    return f"BFCL_v{version}_multi_turn_{category}_result.json"
 
 
-def score_file_name(category: str) -> str:
+def score_file_name(category: str, version: int = 4) -> str:
     """``BFCL_v4_multi_turn_<cat>_score.json``."""
-    return f"{VERSION_PREFIX}_multi_turn_{category}_score.json"
+    return f"BFCL_v{version}_multi_turn_{category}_score.json"
+
+
+def looked_for(path: str | Path, kind: str = "result") -> str:
+    """What :func:`find_bfcl_files` looks for, in words (for "nothing found" messages)."""
+    return (
+        f"BFCL_v3/v4_multi_turn_<{'|'.join(CATEGORIES)}>_{kind}.json anywhere under {path} "
+        f"(nested <model>/{GROUP_DIR}/ or flat <model>/ layout)"
+    )
+
+
+@dataclass(frozen=True)
+class BfclFile:
+    """One result or score file found by name: its version, category, kind and model folder."""
+
+    path: Path
+    version: int
+    category: str
+    kind: str
+    model_dir: Path
+    layout: str
+    model: str
+
+    @property
+    def label(self) -> str:
+        return f"v{self.version}, {self.layout}"
+
+
+def _model_name(model_dir: Path, root: Path) -> str:
+    """The model folder's path below ``root`` without BFCL's ``result``/``score`` top folder
+    (``airev-ai/AIREV-Agent-0.8B``), or its own name when it is ``root``."""
+    try:
+        parts = list(model_dir.relative_to(root).parts)
+    except ValueError:
+        parts = []
+    while parts and parts[0] in TREE_DIRS and len(parts) > 1:
+        parts = parts[1:]
+    return "/".join(parts) if parts else model_dir.name
+
+
+def find_bfcl_files(root: str | Path, kind: str = "result") -> list[BfclFile]:
+    """Every BFCL multi-turn ``kind`` file (``result`` or ``score``) under ``root`` (or
+    ``root`` itself when it is one), sorted by path. Unknown categories are left out."""
+    root = Path(root)
+    if root.is_file():
+        candidates, base = [root], root.parent
+    elif root.is_dir():
+        candidates, base = sorted(root.rglob(f"BFCL_v*_multi_turn_*_{kind}.json")), root
+    else:
+        return []
+    found: list[BfclFile] = []
+    for path in candidates:
+        m = FILE_NAME.fullmatch(path.name)
+        if not m or m.group(3) != kind or m.group(2) not in CATEGORIES or not path.is_file():
+            continue
+        nested = path.parent.name == GROUP_DIR
+        model_dir = path.parent.parent if nested else path.parent
+        found.append(
+            BfclFile(
+                path=path,
+                version=int(m.group(1)),
+                category=m.group(2),
+                kind=kind,
+                model_dir=model_dir,
+                layout=NESTED if nested else FLAT,
+                model=_model_name(model_dir, base),
+            )
+        )
+    return found
+
+
+def _model_matches(file: BfclFile, model: str) -> bool:
+    flat = model.replace("/", "_")
+    return model in (file.model, file.model_dir.name) or flat in (
+        file.model.replace("/", "_"),
+        file.model_dir.name,
+    )
+
+
+def _one_per_category(files: list[BfclFile], problems: list[str]) -> dict[str, BfclFile]:
+    """The file to read per category: the highest version, nested before flat."""
+    chosen: dict[str, BfclFile] = {}
+    for f in sorted(files, key=lambda f: (f.category, -f.version, f.layout != NESTED)):
+        if f.category in chosen:
+            problems.append(f"{f.path}: another {f.kind} file for {f.category} read instead")
+            continue
+        chosen[f.category] = f
+    return chosen
+
+
+def select_model(
+    files: list[BfclFile], model: str | None, root: Path
+) -> tuple[list[BfclFile], str | None, str]:
+    """The files of one model: ``model`` (matched by name, with ``/`` or ``_``) or the only
+    one. Returns ``(files, model name, problem or "")``."""
+    if model is not None:
+        mine = [f for f in files if _model_matches(f, model)]
+        if not mine:
+            names = ", ".join(sorted({f.model for f in files})) or "none"
+            return [], model, f"no result files for model {model!r} under {root} (found: {names})"
+        files = mine
+    models = sorted({f.model_dir for f in files})
+    if len(models) > 1:
+        names = ", ".join(sorted({f.model for f in files}))
+        return [], None, f"several models under {root} ({names}); pass model="
+    return files, files[0].model, ""
+
+
+def _describe(files: Iterable[BfclFile]) -> tuple[str | None, str | None]:
+    files = list(files)
+    if not files:
+        return None, None
+    versions = ", ".join(f"v{v}" for v in sorted({f.version for f in files}))
+    layouts = ", ".join(sorted({f.layout for f in files}))
+    return versions, layouts
 
 
 @dataclass
 class BfclRun:
-    """What was read: the records, BFCL's header counts per category, and every problem."""
+    """What was read: the records, BFCL's header counts per category, and every problem.
+
+    ``version`` / ``layout`` describe the result files found (``"v4"``, ``"flat <model>/"``;
+    several joined by ``", "``), ``score_version`` / ``score_layout`` the score files;
+    ``files`` lists every file read; ``looked_for`` says what was searched when nothing was
+    found; ``single_string_turns`` counts turns saved as one string."""
 
     model: str | None
     records: list[CaseRecord] = field(default_factory=list)
     headers: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    version: str | None = None
+    layout: str | None = None
+    score_version: str | None = None
+    score_layout: str | None = None
+    files: list[Path] = field(default_factory=list)
+    looked_for: str = ""
+    single_string_turns: int = 0
 
     def header_acc(self) -> dict[str, tuple[int, int]]:
         """``{category: (correct_count, total_count)}`` from the score headers that have them,
@@ -80,6 +221,17 @@ class BfclRun:
             if isinstance(correct, int) and isinstance(total, int) and 0 <= correct <= total:
                 out[cat] = (correct, total)
         return out
+
+    def found(self) -> str:
+        """What was found, in one line (``BFCL v4 result files (flat <model>/) ...``)."""
+        if not self.records and not self.version:
+            return f"nothing read: looked for {self.looked_for}"
+        text = f"BFCL {self.version} result files ({self.layout}) of {self.model}"
+        if self.score_version:
+            text += f"; score files {self.score_version} ({self.score_layout})"
+        else:
+            text += "; no score files"
+        return text
 
 
 def bfcl_package_ground_truth(
@@ -93,30 +245,6 @@ def bfcl_package_ground_truth(
     answers = {r["id"]: r.get("ground_truth", []) for r in read_bfcl_jsonl(answer_file(full))}
     questions = {r["id"]: r for r in read_bfcl_jsonl(question_file(full))}
     return answers, questions
-
-
-def resolve_model_dir(results_dir: Path, model: str | None) -> tuple[Path | None, str | None, str]:
-    """Find ``<results>/<model>``; returns ``(dir, model dir name, problem or "")``.
-
-    With ``model=None``: ``results_dir`` itself when it holds ``multi_turn/``, else its only
-    subdirectory that holds ``multi_turn/``."""
-    if model is not None:
-        name = model.replace("/", "_")
-        path = results_dir / name
-        if not (path / GROUP_DIR).is_dir():
-            return None, name, f"no {GROUP_DIR}/ folder for model {model!r} under {results_dir}"
-        return path, name, ""
-    if (results_dir / GROUP_DIR).is_dir():
-        return results_dir, results_dir.name, ""
-    if not results_dir.is_dir():
-        return None, None, f"results folder {results_dir} does not exist"
-    candidates = sorted(p for p in results_dir.iterdir() if (p / GROUP_DIR).is_dir())
-    if len(candidates) == 1:
-        return candidates[0], candidates[0].name, ""
-    if not candidates:
-        return None, None, f"no <model>/{GROUP_DIR}/ folder under {results_dir}"
-    names = ", ".join(p.name for p in candidates)
-    return None, None, f"several models under {results_dir} ({names}); pass model="
 
 
 def _read_jsonl(path: Path, problems: list[str]) -> list[tuple[int, dict[str, Any]]]:
@@ -141,15 +269,16 @@ def _read_jsonl(path: Path, problems: list[str]) -> list[tuple[int, dict[str, An
     return rows
 
 
-def _turns_of(result: Any) -> tuple[list[list[Any]], str | None]:
-    """Per-turn emissions of a ``result`` value, and an error when it is not per-turn lists."""
+def _turns_of(result: Any) -> tuple[list[list[Any]], str | None, int]:
+    """Per-turn emissions of a ``result`` value, an error when it is not a list of turns,
+    and how many turns were one value (a string) instead of a list of steps: each such turn
+    is one emission."""
     if isinstance(result, str):
-        return [], result or "empty result"
+        return [], result or "empty result", 0
     if not isinstance(result, list):
-        return [], f"result is {type(result).__name__}, not a list of turns"
-    if not all(isinstance(turn, list) for turn in result):
-        return [], "result is not a list of per-turn lists"
-    return [list(turn) for turn in result], None
+        return [], f"result is {type(result).__name__}, not a list of turns", 0
+    turns = [list(turn) if isinstance(turn, list) else [turn] for turn in result]
+    return turns, None, sum(not isinstance(turn, list) for turn in result)
 
 
 def read_score_file(path: Path, problems: list[str]) -> tuple[dict[str, Any] | None, set[str]]:
@@ -185,22 +314,57 @@ def load_bfcl_run(
 
     ``categories`` are short names (``base``, ``miss_param``, ...). ``ground_truth`` returns
     ``({id: ground_truth}, {id: question})`` for a category; the default reads the installed
-    ``bfcl_eval`` data. Without ``scores_dir`` every record has ``passed=None``. A missing
-    result file, score file or ground truth is recorded in ``problems`` and skipped.
+    ``bfcl_eval`` data. Score files are searched under ``scores_dir``, else under
+    ``results_dir``; without any every record has ``passed=None``. A missing result file,
+    score file or ground truth is recorded in ``problems`` and skipped; when no result file
+    is found at all, ``records`` is empty and ``looked_for`` says what was searched.
     """
     results_root = Path(results_dir)
-    model_dir, model_name, problem = resolve_model_dir(results_root, model)
-    run = BfclRun(model=model_name)
-    if model_dir is None:
+    run = BfclRun(model=None, looked_for=looked_for(results_root))
+    if not results_root.exists():
+        run.problems.append(f"results folder {results_root} does not exist")
+        return run
+    all_results = find_bfcl_files(results_root, "result")
+    if not all_results:
+        run.problems.append(f"no result files: looked for {run.looked_for}")
+        return run
+    mine, run.model, problem = select_model(all_results, model, results_root)
+    if problem:
         run.problems.append(problem)
         return run
+    wanted = [short_category(c) for c in categories]
+    result_files = _one_per_category([f for f in mine if f.category in wanted], run.problems)
+    run.version, run.layout = _describe(result_files.values())
+
+    score_root = Path(scores_dir) if scores_dir is not None else results_root
+    score_files: dict[str, BfclFile] = {}
+    all_scores = find_bfcl_files(score_root, "score")
+    if all_scores:
+        model_dir = next(iter(result_files.values())).model_dir if result_files else None
+        same = [
+            f
+            for f in all_scores
+            if f.model_dir == model_dir or (run.model and _model_matches(f, run.model))
+        ]
+        if not same and len({f.model_dir for f in all_scores}) == 1:
+            same = all_scores
+            run.problems.append(
+                f"score files of {all_scores[0].model} read for results of {run.model}"
+            )
+        score_files = _one_per_category([f for f in same if f.category in wanted], run.problems)
+        run.score_version, run.score_layout = _describe(score_files.values())
+    elif scores_dir is not None:
+        run.problems.append(f"no score files: looked for {looked_for(score_root, 'score')}")
+
     loader = ground_truth or bfcl_package_ground_truth
-    for category in categories:
-        category = short_category(category)
-        result_path = model_dir / GROUP_DIR / result_file_name(category)
-        if not result_path.is_file():
-            run.problems.append(f"{result_path}: no result file; category {category} skipped")
+    for category in wanted:
+        if category not in result_files:
+            run.problems.append(
+                f"{result_file_name(category)}: no result file; category {category} skipped"
+            )
             continue
+        result_path = result_files[category].path
+        run.files.append(result_path)
         try:
             category_gold = gold_class(category)
         except ValueError as exc:
@@ -216,18 +380,19 @@ def load_bfcl_run(
 
         header: dict[str, Any] | None = None
         failed: set[str] | None = None
-        if scores_dir is not None:
-            score_path = (
-                Path(scores_dir) / (model_name or "") / GROUP_DIR / score_file_name(category)
+        if category in score_files:
+            score_path = score_files[category].path
+            run.files.append(score_path)
+            header, failed = read_score_file(score_path, run.problems)
+            if header is not None:
+                run.headers[category] = header
+        elif scores_dir is not None or score_files:
+            run.problems.append(
+                f"{score_file_name(category)}: no score file; Acc unknown for {category}"
             )
-            if score_path.is_file():
-                header, failed = read_score_file(score_path, run.problems)
-                if header is not None:
-                    run.headers[category] = header
-            else:
-                run.problems.append(f"{score_path}: no score file; Acc unknown for {category}")
 
         seen: set[str] = set()
+        single = single_cases = 0
         for lineno, row in _read_jsonl(result_path, run.problems):
             case_id = row.get("id")
             if not isinstance(case_id, str) or not case_id:
@@ -237,7 +402,9 @@ def load_bfcl_run(
                 run.problems.append(f"{result_path}:{lineno}: duplicate id {case_id}; skipped")
                 continue
             seen.add(case_id)
-            turns, error = _turns_of(row.get("result"))
+            turns, error, n_single = _turns_of(row.get("result"))
+            single += n_single
+            single_cases += bool(n_single)
             if case_id in answers:
                 question = questions.get(case_id) or {}
                 due = due_turns(category, answers[case_id], question.get("missed_function"))
@@ -255,6 +422,12 @@ def load_bfcl_run(
                     passed=None if failed is None else case_id not in failed,
                     error=error,
                 )
+            )
+        if single:
+            run.single_string_turns += single
+            run.problems.append(
+                f"{result_path.name}: {single} turns of {single_cases} cases saved as one "
+                "string instead of a list of steps; each read as one emission"
             )
         if failed is not None:
             for orphan in sorted(failed - seen):

@@ -7,17 +7,25 @@ messages have a ``role`` (``user``, ``assistant``, ``tool``), ``content`` and, f
 assistant message answer its calls (matched by ``id``, else by position), with ``error``
 set when the call failed. ``reward_info`` holds ``reward`` (1 = task passed) and
 ``action_checks`` (per expected action: ``action``, ``action_match``, ``tool_type`` in newer
-τ² versions).
+τ² versions). Checks of actions the *user* performs (``action.requestor == "user"``, telecom's
+device toggles) are not the agent's: :func:`action_check_counts` leaves them out by default.
+
+:func:`task_mismatch` checks that a simulation's action checks belong to its task (action
+ids, else names and arguments); :func:`failed_check_kinds` says why the agent's failed checks
+failed (``count``: the tool was called fewer times than the task expects it; ``arguments``:
+called often enough, but never with the expected arguments; ``order``: every expected action
+has a matching call, but not in the reference order; ``other``: none of these).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from callscope.benchmarks.tau2.reader import Tau2Run, as_dict
-from callscope.benchmarks.tau2.tasks import task_actions
+from callscope.benchmarks.tau2.tasks import all_task_actions, task_actions
 
 #: ``termination_reason`` values that mark a simulation as ended in error.
 TERMINATION_ERRORS: frozenset[str] = frozenset(
@@ -97,14 +105,117 @@ def reward_of(sim: Mapping[str, Any]) -> float | None:
     return None
 
 
-def action_check_counts(sim: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """``(checks, failed)`` of ``reward_info.action_checks`` (a check fails unless its
-    ``action_match`` is true); ``(None, None)`` when the simulation has no action checks."""
+def action_checks(sim: Mapping[str, Any], agent_only: bool = True) -> list[dict[str, Any]]:
+    """``reward_info.action_checks`` of a simulation (objects only); with ``agent_only`` the
+    checks of the user's actions (``action.requestor == "user"``) are left out."""
     checks = as_dict(sim.get("reward_info")).get("action_checks")
-    if not isinstance(checks, list) or not checks:
+    if not isinstance(checks, list):
+        return []
+    out = [c for c in checks if isinstance(c, dict)]
+    if agent_only:
+        out = [c for c in out if as_dict(c.get("action")).get("requestor") != "user"]
+    return out
+
+
+def action_check_counts(
+    sim: Mapping[str, Any], agent_only: bool = True
+) -> tuple[int | None, int | None]:
+    """``(checks, failed)`` of ``reward_info.action_checks`` (a check fails unless its
+    ``action_match`` is true; with ``agent_only``, the agent's checks only);
+    ``(None, None)`` when the simulation has no such checks."""
+    checks = action_checks(sim, agent_only)
+    if not checks:
         return None, None
-    failed = sum(not (isinstance(c, dict) and c.get("action_match") is True) for c in checks)
+    failed = sum(c.get("action_match") is not True for c in checks)
     return len(checks), failed
+
+
+def _action_key(action: Mapping[str, Any]) -> tuple[str, str]:
+    args = action.get("arguments") or {}
+    return str(action.get("name")), json.dumps(args, sort_keys=True, default=str)
+
+
+def task_mismatch(sim: Mapping[str, Any], task: Mapping[str, Any] | None) -> str | None:
+    """Why the simulation's action checks do not belong to ``task`` (``None`` when they do,
+    when there are no checks, or when the task is unknown). Compared by ``action_id`` when
+    the checks and the task both have ids, else by action name and arguments."""
+    checks = action_checks(sim, agent_only=False)
+    if not checks or task is None:
+        return None
+    expected = all_task_actions(task) or []
+    actions = [as_dict(c.get("action")) for c in checks]
+    ids = [a.get("action_id") for a in actions]
+    task_ids = {a.get("action_id") for a in expected}
+    if all(isinstance(i, str) for i in ids) and None not in task_ids:
+        foreign = [i for i in ids if i not in task_ids]
+        if foreign:
+            return (
+                f"action checks {', '.join(map(str, foreign[:4]))}"
+                + (" ..." if len(foreign) > 4 else "")
+                + f" are not actions of task {sim.get('task_id')!r}"
+                + f" (its actions: {', '.join(sorted(map(str, task_ids))) or 'none'})"
+            )
+        return None
+    keys = {_action_key(a) for a in expected}
+    foreign_names = [a.get("name") for a in actions if _action_key(a) not in keys]
+    if foreign_names:
+        return (
+            f"action checks of {', '.join(map(str, foreign_names[:4]))} do not match the "
+            f"expected actions of task {sim.get('task_id')!r}"
+        )
+    return None
+
+
+def _matches(call: tuple[str, dict[str, Any]], action: Mapping[str, Any]) -> bool:
+    name, args = call
+    if name != action.get("name"):
+        return False
+    want = as_dict(action.get("arguments"))
+    keys = action.get("compare_args")
+    keys = list(want) if not isinstance(keys, list) else keys
+    return all(k in args and args[k] == want.get(k) for k in keys)
+
+
+def simulation_calls(sim: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The agent's tool calls of a simulation in order, as ``(name, arguments)``."""
+    return [
+        (c["name"], call_arguments(c.get("arguments")))
+        for m in sim.get("messages") or []
+        if isinstance(m, dict) and m.get("role") == "assistant"
+        for c in agent_calls(m)
+    ]
+
+
+def failed_check_kinds(sim: Mapping[str, Any], task: Mapping[str, Any] | None) -> list[str]:
+    """Why the simulation's agent action checks failed, one kind per failed check
+    (``count`` / ``arguments`` / ``other``, see the module docstring), plus ``order`` once
+    when the simulation failed (a failed check or a reward below 1), every expected agent
+    action has a matching call, and the first matching calls are out of reference order.
+    ``[]`` when nothing failed or the task is unknown."""
+    if task is None:
+        return []
+    expected = task_actions(task) or []
+    calls = simulation_calls(sim)
+    n_expected = Counter(str(a.get("name")) for a in expected)
+    n_called = Counter(name for name, _ in calls)
+    kinds: list[str] = []
+    for check in action_checks(sim):
+        if check.get("action_match") is True:
+            continue
+        action = as_dict(check.get("action"))
+        name = str(action.get("name"))
+        if n_called[name] < max(1, n_expected[name]):
+            kinds.append("count")
+        elif not any(_matches(c, action) for c in calls):
+            kinds.append("arguments")
+        else:
+            kinds.append("other")
+    reward = reward_of(sim)
+    if expected and (kinds or (reward is not None and reward < 1)):
+        firsts = [next((i for i, c in enumerate(calls) if _matches(c, a)), None) for a in expected]
+        if None not in firsts and firsts != sorted(firsts):  # type: ignore[type-var]
+            kinds.append("order")
+    return kinds
 
 
 def tool_types(sims: Iterable[Mapping[str, Any]]) -> dict[str, str]:

@@ -42,8 +42,10 @@ class Tau2FormatError(DataFormatError):
 class Tau2Run:
     """One τ² run as read: where from (``source``, ``layout`` ``"file"`` or ``"dir"``), its
     ``domain``, ``info``, embedded ``tasks``, ``simulations`` (raw dicts that passed the
-    shape check), the tool schemas it exposes (``functions``, ``None`` when absent) and the
-    ``problems`` met while reading."""
+    shape check), the tool schemas it exposes (``functions``, ``None`` when absent), the
+    ``problems`` met while reading, and who ran it: ``agent`` and ``user`` (the agent's and
+    the user simulator's model, from ``info.agent_info`` / ``info.user_info``; ``"unknown"``
+    when absent)."""
 
     source: str
     layout: str
@@ -53,6 +55,20 @@ class Tau2Run:
     simulations: list[dict[str, Any]]
     functions: list[dict[str, Any]] | None
     problems: list[str] = field(default_factory=list)
+    agent: str = "unknown"
+    user: str = "unknown"
+
+
+def participant(info: Mapping[str, Any], key: str) -> str:
+    """The model of ``info[key]`` (``agent_info`` / ``user_info``): its ``llm``, with the
+    ``implementation`` when it is not τ²'s stock one; ``"unknown"`` when absent."""
+    part = as_dict(info.get(key))
+    llm = part.get("llm")
+    impl = part.get("implementation")
+    name = llm if isinstance(llm, str) and llm else "unknown"
+    if isinstance(impl, str) and impl and impl not in ("llm_agent", "user_simulator"):
+        name = f"{name} ({impl})"
+    return name
 
 
 def _load_json(path: Path) -> Any:
@@ -228,6 +244,8 @@ def read_tau2_run(path: str | Path) -> Tau2Run:
         simulations=sims,
         functions=tool_functions(info),
         problems=problems,
+        agent=participant(info, "agent_info"),
+        user=participant(info, "user_info"),
     )
 
 

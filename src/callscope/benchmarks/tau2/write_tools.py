@@ -1,14 +1,17 @@
 """Which τ²-bench tools write to the database.
 
-τ² results do not label tools read/write except, in newer versions, through
-``action_checks[].tool_type``. A tool name is decided, first rule that applies
+τ² labels every tool of its stock domains ``@is_tool(ToolType.X)`` (READ, WRITE, THINK,
+GENERIC; :mod:`callscope.benchmarks.tau2.stock_tools`), and newer τ² versions copy the label
+into ``action_checks[].tool_type``. A tool name is decided, first rule that applies
 (:func:`decide_write_tools`): ``read_tools`` (never write), ``write_tools`` (always write), a
-``tool_type`` seen in the run's action checks (``"write"`` is write; ``read``/``think``/
-``generic`` are not), ``write_pattern`` on the name (default: a verb prefix such as
-``update_``, ``cancel_``, ``book_``, ``modify_``, ``exchange_``, ``return_``, ``send_``,
-``transfer_``, see :data:`WRITE_VERBS`), and, when the run exposes tool descriptions, a
-description whose first word is one of :data:`WRITE_VERBS` ("Issue a certificate ...").
-Otherwise the tool is read-only. The decision and its source are reported per tool.
+``tool_type`` seen in the run's own action checks (``"write"`` is write; ``read``/``think``/
+``generic`` are not), τ²'s stock label for the run's domain (so ``transfer_to_human_agents``,
+GENERIC, is not a write). Only a tool unknown to both is guessed: ``write_pattern`` on the
+name (default: a verb prefix such as ``update_``, ``cancel_``, ``book_``, ``modify_``,
+``exchange_``, ``return_``, ``send_``, ``transfer_``, see :data:`WRITE_VERBS`), then, when the
+run exposes tool descriptions, a description whose first word is one of :data:`WRITE_VERBS`
+("Issue a certificate ..."); otherwise it is read-only. The decision, its source and, for a
+guess, that the tool is unknown are reported per tool.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from callscope.benchmarks.tau2.stock_tools import stock_tool_type
 
 #: Verbs whose tools change the database (name prefixes ``<verb>_`` and description openings).
 WRITE_VERBS: tuple[str, ...] = (
@@ -69,18 +74,22 @@ class WriteToolRules(Protocol):
     def use_tau2_tool_types(self) -> bool: ...
     @property
     def use_tool_docs(self) -> bool: ...
+    @property
+    def use_stock_types(self) -> bool: ...
 
 
 @dataclass(frozen=True)
 class WriteRules:
     """The write-tool rules on their own: tools declared write / read, the name pattern,
-    and whether τ²'s ``tool_type`` labels and tool descriptions are used."""
+    and whether the run's ``tool_type`` labels, τ²'s stock labels and tool descriptions are
+    used."""
 
     write_tools: frozenset[str] = frozenset()
     read_tools: frozenset[str] = frozenset()
     write_pattern: str = DEFAULT_WRITE_PATTERN
     use_tau2_tool_types: bool = True
     use_tool_docs: bool = True
+    use_stock_types: bool = True
 
     def __post_init__(self) -> None:
         re.compile(self.write_pattern)
@@ -105,30 +114,42 @@ def decide_write_tools(
     functions: Sequence[Mapping[str, Any]] | None,
     tau2_types: Mapping[str, str],
     config: WriteToolRules = DEFAULT_WRITE_RULES,
+    domain: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{name: {"write": bool, "source": why}}`` for every name in ``names`` and every tool
-    of ``functions`` (the run's tool definitions, ``None`` when absent), by the first rule
-    of the module docstring that applies. ``tau2_types``: tool name -> τ²'s ``tool_type``
-    from the run's action checks (:func:`callscope.benchmarks.tau2.messages.tool_types`).
-    ``config``: any object with the fields of :class:`WriteRules` (e.g. the diagnostic's
+    """``{name: {"write": bool, "source": why, "tool_type": τ²'s label or None, "known":
+    bool}}`` for every name in ``names`` and every tool of ``functions`` (the run's tool
+    definitions, ``None`` when absent), by the first rule of the module docstring that
+    applies. ``tau2_types``: tool name -> τ²'s ``tool_type`` from the run's action checks
+    (:func:`callscope.benchmarks.tau2.messages.tool_types`). ``domain``: the run's domain,
+    for τ²'s stock labels. ``known`` is false when the decision is a guess (name pattern,
+    description verb or the read default for a tool τ² does not label). ``config``: any
+    object with the fields of :class:`WriteRules` (e.g. the diagnostic's
     :class:`~callscope.calibration.tau2.Tau2Config`)."""
     docs = {f["name"]: f.get("description") or "" for f in functions or []}
     pattern = re.compile(config.write_pattern, re.I)
+    use_stock = getattr(config, "use_stock_types", True)
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(set(names) | set(docs)):
+        label = tau2_types.get(name) if config.use_tau2_tool_types else None
+        stock = stock_tool_type(domain, name) if (domain and use_stock) else None
+        kind = label or stock
         if name in config.read_tools:
-            out[name] = {"write": False, "source": "config read_tools"}
+            d: dict[str, Any] = {"write": False, "source": "config read_tools"}
         elif name in config.write_tools:
-            out[name] = {"write": True, "source": "config write_tools"}
-        elif config.use_tau2_tool_types and name in tau2_types:
-            kind = tau2_types[name]
-            out[name] = {"write": kind == "write", "source": f"τ² tool_type {kind!r}"}
+            d = {"write": True, "source": "config write_tools"}
+        elif label is not None:
+            d = {"write": label == "write", "source": f"τ² tool_type {label!r} in the file"}
+        elif stock is not None:
+            d = {"write": stock == "write", "source": f"τ² stock label {stock!r} ({domain})"}
         elif pattern.search(name):
-            out[name] = {"write": True, "source": "name pattern"}
+            d = {"write": True, "source": "name pattern (no τ² label)"}
         elif config.use_tool_docs and (verb := _doc_verb(name, docs.get(name, ""))) in set(
             WRITE_VERBS
         ):
-            out[name] = {"write": True, "source": f"description verb {verb!r}"}
+            d = {"write": True, "source": f"description verb {verb!r} (no τ² label)"}
         else:
-            out[name] = {"write": False, "source": "default (read)"}
+            d = {"write": False, "source": "default read (no τ² label)"}
+        d["tool_type"] = kind
+        d["known"] = kind is not None
+        out[name] = d
     return out

@@ -166,3 +166,29 @@ def replayed_run() -> Callable[..., Path]:
 def report_payload() -> str:
     """The hostile model text the payload run carries (it must reach the page only escaped)."""
     return PAYLOAD
+
+
+# ------------------------------------------------------------------ skipped browser tests
+
+
+def browser_skips(skipped: list) -> list[str]:
+    """The skip reasons among ``skipped`` (pytest reports) that name Chromium."""
+    reasons = []
+    for rep in skipped:
+        longrepr = getattr(rep, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        if "chromium" in str(reason).lower():
+            reasons.append(str(reason).removeprefix("Skipped: "))
+    return reasons
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """One line at the end of the run when browser tests were skipped, and why."""
+    reasons = browser_skips(terminalreporter.stats.get("skipped", []))
+    if reasons:
+        why = sorted(set(reasons))[0]
+        terminalreporter.write_line(
+            f"{len(reasons)} browser test(s) skipped ({why}): install Chromium "
+            "(`apt-get install chromium`, as .ci/run does; see the README's test section)",
+            yellow=True,
+        )

@@ -52,7 +52,7 @@ def test_bench_build_reports_a_missing_glaive_file(tmp_path: Path) -> None:
             str(tmp_path / "x"),
         ],
     )
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     assert "no Glaive file" in res.output
 
 
@@ -108,4 +108,4 @@ def test_experiment_rejects_unknown_keys(tmp_path: Path) -> None:
     toml = tmp_path / "bad.toml"
     toml.write_text('models = ["replay:x"]\nmodel_typo = 1\n')
     res = CliRunner().invoke(app, ["experiment", str(toml)])
-    assert res.exit_code == 1 and "model_typo" in res.output
+    assert res.exit_code == 2 and "model_typo" in res.output

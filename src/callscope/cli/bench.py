@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from callscope.cli.common import console
+from callscope.cli.common import EXIT_FAILED, EXIT_OK, console, fail
 
 bench_app = typer.Typer(no_args_is_help=True, help="Build benchmarks (cases files for `run`).")
 
@@ -55,11 +55,15 @@ def bench_build(
             allow_download=allow_download,
         )
     except (ValueError, FileNotFoundError, ImportError) as exc:
-        console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(1) from None
+        fail(str(exc))
     count = benchmark_to_jsonl(built.cases, output)
     console.print(
-        f"{source}: {built.source_cases} usable single-call queries; wrote {count} cases ({n} queries × scales {scales}) to {output}"
+        f"{source}: {built.source_cases} usable single-call queries; wrote {count} cases ({n} queries × scales {scales}) to {output}",
+        markup=False,
     )
     for reason, k in sorted(built.dropped.items()):
-        console.print(f"  dropped {reason}: {k}")
+        console.print(f"  dropped {reason}: {k}", markup=False)
+    # exit 1 when rows could not be read at all (bad JSON, not an object); filtering drops
+    # (no call, several calls, a schema off) are the benchmark's definition, not errors
+    unreadable = sum(k for r, k in built.dropped.items() if r.split(":")[-1] == "malformed_row")
+    raise typer.Exit(EXIT_FAILED if unreadable else EXIT_OK)

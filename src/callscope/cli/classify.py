@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from callscope.calibration.classify import classify_jsonl, preset
-from callscope.cli.common import console
+from callscope.cli.common import console, fail
 
 
 def classify(
@@ -19,15 +20,19 @@ def classify(
         str, typer.Option("--preset", help="default | ask_over_tool_call")
     ] = "default",
 ) -> None:
-    """Classify emissions as TOOL_CALL / ASK / REFUSE / CONFIRM / OTHER."""
+    """Classify emissions as TOOL_CALL / ASK / REFUSE / CONFIRM / OTHER.
+
+    Exit code 1 when some rows were malformed, 2 when the input is missing or empty."""
     summary = classify_jsonl(input, output, preset(preset_name))
+    if not summary["rows"]:
+        fail(f"{input} holds no rows; write one JSON object {{id, emission}} per line")
     t = Table(
-        title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {preset_name}"
+        title=f"{summary['rows']} emissions ({summary['errors']} malformed), preset {escape(preset_name)}"
     )
     t.add_column("class")
     t.add_column("count", justify="right")
     for cls, k in summary["counts"].items():
-        t.add_row(cls, str(k))
+        t.add_row(escape(str(cls)), str(k))
     console.print(t)
-    console.print(f"wrote {output}")
+    console.print(f"wrote {escape(str(output))}")
     raise typer.Exit(1 if summary["errors"] else 0)

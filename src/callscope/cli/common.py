@@ -1,28 +1,133 @@
 """What the command modules share: the stderr console, the options several commands take,
-and the few steps (reading rows, opening a model, writing the report) more than one runs."""
+the few steps (reading rows, opening a model, writing the report) more than one runs, and
+the one exit-code scheme of every command.
+
+Exit codes (every command; ``docs/architecture.md`` and the README list them):
+
+* ``0`` (:data:`EXIT_OK`): success.
+* ``1`` (:data:`EXIT_FAILED`): the command ran, but some rows or cases failed or were
+  malformed (``score`` error rows, ``run`` skipped cases or backend errors, a run stopped
+  early, ``classify`` malformed rows, ``calibrate`` cases that ended in a backend error).
+* ``2`` (:data:`EXIT_USAGE`): a usage or input error: a missing file, a bad option, a bad
+  experiment file, nothing to read. One line says what was wrong and what to do
+  (:func:`handle_errors`, :func:`fail`); the traceback only with ``callscope --debug`` or
+  ``CALLSCOPE_DEBUG=1``. Click's own usage errors (an unknown option) exit 2 as well.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
+import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from callscope.core.jsonl import read_jsonl
+from callscope.errors import CallscopeError
 from callscope.models.base import ChatModel
 from callscope.models.registry import DEFAULT_SPEC, backend_help
 from callscope.runs import experiment as runs_experiment
 from callscope.runs.runner import RunSummary
+from callscope.saag.groundings import grounding_help
 
 #: progress, summaries and messages go to stderr; data (``score`` rows, tables of
 #: ``compare`` / ``calibrate``) to stdout
 console = Console(stderr=True)
 
 DEFAULT_MODEL = DEFAULT_SPEC
+
+#: exit codes of every command (see the module docstring)
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+#: set to ``1`` to get the traceback of a user error (as ``callscope --debug``)
+DEBUG_ENV = "CALLSCOPE_DEBUG"
+_debug_flag = [False]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def set_debug(on: bool) -> None:
+    """``callscope --debug``: user errors re-raise (full traceback) for this invocation."""
+    _debug_flag[0] = on
+
+
+def debug_enabled() -> bool:
+    """``--debug`` was given or ``CALLSCOPE_DEBUG`` is set to anything but ``""``/``0``."""
+    env = os.environ.get(DEBUG_ENV, "").strip().lower()
+    return _debug_flag[0] or env not in ("", "0", "false", "no")
+
+
+def user_error_message(exc: BaseException) -> str | None:
+    """The one-line message (what was wrong, what to do) of an error the user can fix, or
+    ``None`` for anything else (a bug: its traceback is shown).
+
+    User errors: a missing / unreadable path (``FileNotFoundError``, ``IsADirectoryError``,
+    ``NotADirectoryError``, ``PermissionError``), every :class:`~callscope.errors.CallscopeError`
+    (bad input files, unreachable setup, a store of a newer schema, bfcl-eval missing) and
+    the ``ValueError`` callscope raises on a bad option or input (unknown mode, backend,
+    benchmark, a run directory of another configuration, undecodable text)."""
+    own = isinstance(exc, OSError) and exc.filename is None and exc.errno is None
+    if own and isinstance(exc, FileNotFoundError | IsADirectoryError | NotADirectoryError):
+        # raised by callscope with its own message (``FileNotFoundError("no run store at ...")``)
+        return f"{' '.join(str(exc).split())}; check the path"
+    name = getattr(exc, "filename", None)
+    if isinstance(exc, FileNotFoundError):
+        return f"{name}: no such file or directory; check the path"
+    if isinstance(exc, IsADirectoryError):
+        return f"{name} is a folder; pass a file"
+    if isinstance(exc, NotADirectoryError):
+        return f"{name}: not a folder; check the path"
+    if isinstance(exc, PermissionError):
+        return f"{name}: permission denied; check the path and its permissions"
+    if isinstance(exc, CallscopeError | ValueError):
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return text
+    return None
+
+
+def print_error(message: str) -> None:
+    """``error: <message>`` on stderr as one line (escaped: it may quote user text)."""
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+
+
+def fail(message: str) -> NoReturn:
+    """End the command with a usage / input error: one line, exit code 2."""
+    print_error(message)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Wrap a command: a user error (:func:`user_error_message`) prints one line and exits 2
+    (re-raised with its traceback under :func:`debug_enabled`); typer / click exits, usage
+    errors and Ctrl-C pass through; any other exception is a bug and keeps its traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:
+            message = user_error_message(exc)
+            if message is None or debug_enabled():
+                raise
+            if not isinstance(exc, OSError):
+                message += " (callscope --debug shows the traceback)"
+            print_error(message)
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return wrapper
+
 
 ModelOpt = Annotated[str, typer.Option("-m", "--model", help=backend_help())]
 BaseUrlOpt = Annotated[
@@ -48,6 +153,7 @@ CacheOpt = Annotated[
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="always ask the model")]
 StyleOpt = Annotated[str, typer.Option("--style", help="auto | native | prompt")]
 MaxTokensOpt = Annotated[int, typer.Option("--max-tokens")]
+GroundingOpt = Annotated[str, typer.Option("--grounding", help=grounding_help())]
 
 
 @contextmanager
@@ -103,23 +209,41 @@ def open_model(
 
 def print_run_summary(summary: RunSummary) -> None:
     """The ``run`` / ``experiment`` summary of one model."""
-    t = Table(title=f"{summary.model}: {summary.ran} ran, {summary.skipped} already done")
+    t = Table(title=f"{escape(summary.model)}: {summary.ran} ran, {summary.skipped} already done")
     for col in ("mode", "cases", "solve rate", "mean attempts"):
         t.add_column(col, justify="right" if col != "mode" else "left")
     for mode in summary.n:
         t.add_row(
-            mode,
+            escape(mode),
             str(summary.n[mode]),
             f"{summary.solve_rate[mode]:.3f}",
             f"{summary.mean_attempts[mode]:.2f}",
         )
     console.print(t)
+    if summary.concurrency_note:
+        console.print(f"[yellow]{escape(summary.concurrency_note)}[/yellow]")
     if summary.errors:
-        console.print("errors by kind: " + ", ".join(f"{k}={v}" for k, v in summary.errors.items()))
-    if summary.aborted:
         console.print(
-            f"[red]stopped early: {summary.aborted}. Re-run the same command to resume.[/red]"
+            "errors by kind: " + ", ".join(f"{escape(k)}={v}" for k, v in summary.errors.items())
         )
+    if summary.aborted:
+        print_stopped_early(summary.aborted)
+
+
+def print_stopped_early(message: str) -> None:
+    """The line of a run that stopped early on an unreachable backend (``run``, ``experiment``,
+    ``calibrate``): the backend's message and how to resume."""
+    console.print(
+        f"[red]stopped early: {escape(message)}. Re-run the same command to resume.[/red]",
+        soft_wrap=True,
+    )
+
+
+def run_exit_code(summaries: list[RunSummary], malformed: int = 0) -> int:
+    """``run`` / ``experiment`` / ``demo``: :data:`EXIT_FAILED` when cases were malformed
+    (skipped), an outcome ended in a backend error, or a run stopped early; else 0."""
+    failed = malformed or any(s.aborted or sum(s.errors.values()) for s in summaries)
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def write_report(run_dir: Path) -> None:
@@ -127,4 +251,4 @@ def write_report(run_dir: Path) -> None:
     from callscope.report.html import build_report  # lazy: pandas + matplotlib (~1 s)
 
     path = build_report(run_dir)
-    console.print(f"report: {path}")
+    console.print(f"report: {escape(str(path))}")

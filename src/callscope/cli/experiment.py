@@ -10,9 +10,10 @@ import typer
 from callscope.cli.common import (
     DEFAULT_MODEL,
     ModelOpt,
-    console,
+    fail,
     interruptible,
     print_run_summary,
+    run_exit_code,
     write_report,
 )
 from callscope.runs.experiment import Experiment, run_experiment
@@ -27,8 +28,7 @@ def _run_experiment_and_report(exp: Experiment, quiet: bool) -> None:
     for s in summaries:
         print_run_summary(s)
     write_report(exp.output)
-    if any(s.aborted for s in summaries):
-        raise typer.Exit(2)
+    raise typer.Exit(run_exit_code(summaries))
 
 
 def experiment(
@@ -38,11 +38,12 @@ def experiment(
     quiet: Annotated[bool, typer.Option("--quiet")] = False,
 ) -> None:
     """Run models × scales × modes from one file, then write tables, figures and report.html."""
+    if not config.is_file():
+        fail(f"{config}: no such experiment file; pass a TOML file (see the README's Experiments)")
     try:
         exp = Experiment.load(config)
     except (OSError, ValueError) as exc:
-        console.print(f"[red]{config}: {exc}[/red]")
-        raise typer.Exit(1) from None
+        fail(f"{config}: {exc}")
     _run_experiment_and_report(exp, quiet)
 
 

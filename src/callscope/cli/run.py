@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from callscope.cli.common import (
     DEFAULT_MODEL,
     ApiKeyOpt,
     BaseUrlOpt,
     CacheOpt,
+    GroundingOpt,
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
@@ -20,14 +22,17 @@ from callscope.cli.common import (
     TimeoutOpt,
     comma_list,
     console,
+    fail,
     interruptible,
     open_model,
     print_run_summary,
     read_rows,
+    run_exit_code,
     style_arg,
 )
 from callscope.models.base import Decoding
 from callscope.runs.runner import run_cases
+from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import Case
 
@@ -76,11 +81,20 @@ def run(
     cache: CacheOpt = None,
     no_cache: NoCacheOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
-    """Run the SAAG correction loop for one model over a cases file (resumable)."""
+    """Run the SAAG correction loop for one model over a cases file (resumable).
+
+    Exit code 1 when cases were malformed (skipped), an outcome ended in a backend error or
+    the run stopped early; 2 when the file is missing or holds no usable case."""
     cases, problems = load_cases(cases_file)
     for p in problems:
-        console.print(f"[yellow]skipped malformed case: {p}[/yellow]")
+        console.print(f"[yellow]skipped malformed case: {escape(p)}[/yellow]")
+    if not cases:
+        fail(
+            f"{cases_file} holds no usable case ({len(problems)} malformed); "
+            "write one JSON object {id, query, functions, gold?} per line or use `callscope bench build`"
+        )
     m = open_model(
         model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
     )
@@ -97,7 +111,12 @@ def run(
             concurrency=concurrency,
             decoding=Decoding(temperature=0.0, seed=seed, max_tokens=max_tokens),
             show_progress=not quiet,
+            grounding=get_grounding(grounding).name,
         )
     print_run_summary(summary)
-    console.print(f"run directory: {out} (final rows: {out / 'final.jsonl'})")
-    raise typer.Exit(code=2 if summary.aborted else 0)
+    console.print(
+        f"run directory: {escape(str(out))} (final rows: {escape(str(out / 'final.jsonl'))})"
+    )
+    if problems:
+        console.print(f"[yellow]{len(problems)} malformed case(s) skipped[/yellow]")
+    raise typer.Exit(run_exit_code([summary], malformed=len(problems)))

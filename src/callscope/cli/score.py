@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from callscope.cli.common import console, read_rows
+from callscope.cli.common import GroundingOpt, console, fail, read_rows
+from callscope.core.jsonl import dumps_row
+from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.saag.score import GOLD_KEYS, METRICS, ScoreSummary, score_row, summarize
 
 
@@ -40,14 +42,18 @@ def score(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="write scored rows here (default: stdout)")
     ] = None,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
     """Score model outputs with the SAAG cascade (and extrinsic metrics when gold is given)."""
+    mode = get_grounding(grounding)
     rows = read_rows(input)
+    if not rows:
+        fail(f"{input} holds no rows; write one JSON object per line")
     out_rows = [
-        {"id": r.get("_line"), "error": r["_error"]} if "_error" in r else score_row(r)
+        {"id": r.get("_line"), "error": r["_error"]} if "_error" in r else score_row(r, mode)
         for r in rows
     ]
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out_rows)
+    text = "".join(dumps_row(r) + "\n" for r in out_rows)  # lone surrogates escaped
     if output is None:
         sys.stdout.write(text)
     else:
@@ -56,5 +62,5 @@ def score(
     print_score_summary(summary)
     for r in out_rows:
         if "error" in r:
-            console.print(f"[red]row {r['id']}: {r['error']}[/red]")
+            console.print(f"[red]row {escape(str(r['id']))}: {escape(str(r['error']))}[/red]")
     raise typer.Exit(code=1 if summary.errors else 0)

@@ -19,7 +19,8 @@ probe comparison (:mod:`callscope.calibration.paired`) and the SAAG stage mix
   :func:`latex_escape`.
 * :meth:`Table.to_csv`: the text cells as CSV (the report writes its raw numbers separately).
 * :meth:`Table.to_rich`: a :class:`rich.table.Table` for the terminal (``row_styles`` colour
-  rows, e.g. bound violations in red).
+  rows, e.g. bound violations in red), fitted to the terminal width (see
+  :func:`fit_terminal`); every header and cell is escaped (``[/red]`` is shown, not parsed).
 * :meth:`Table.cells`: ``{"columns", "rows", "notes"}``, the form the HTML report embeds as
   JSON (the inverse of reading back the Markdown with
   :func:`callscope.report.conversations.markdown_table`).
@@ -33,10 +34,16 @@ from __future__ import annotations
 import csv
 import html
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table as RichTable
 
 #: HTML body of a table without rows
@@ -57,6 +64,175 @@ def pct_ci(x: float | None, lo: float | None, hi: float | None, signed: bool = F
     if x is None:
         return "n/a"
     return f"{pct(x, signed)} [{pct(lo, signed)}, {pct(hi, signed)}]"
+
+
+#: ``"50.0 [9.5, 90.5] (header)"``: a value, its interval and an optional remark
+_INTERVAL = re.compile(r"(?P<x>[^\s\[\]]+) \[(?P<lo>[^\s,\[\]]+), (?P<hi>[^\s\[\]]+)\](?P<rest>.*)")
+#: a header's bracketed suffix, e.g. ``" [95% CI]"`` in ``"Acc % [95% CI]"``
+_HEADER_SUFFIX = re.compile(r"\s+\[[^\[\]]+\]$")
+_MIN_FREE_TEXT = 12
+
+
+def compact_interval(cell: str) -> str:
+    """``"50.0 [9.5, 90.5] (header)"`` -> ``"50.0 (header)\n[9.5,90.5]"``: the value on the
+    first line, its interval without the space on the second; other text unchanged."""
+    m = _INTERVAL.fullmatch(cell)
+    if m is None:
+        return cell
+    return f"{m['x']}{m['rest']}\n[{m['lo']},{m['hi']}]"
+
+
+def _common_prefix(cells: Sequence[str]) -> str:
+    """The longest prefix ending in ``_`` that every cell has and none is only (``""`` with
+    fewer than two distinct cells)."""
+    if len(set(cells)) < 2:
+        return ""
+    prefix = cells[0]
+    for c in cells[1:]:
+        while not c.startswith(prefix):
+            prefix = prefix[:-1]
+    cut = prefix.rfind("_")
+    prefix = prefix[: cut + 1] if cut >= 2 else ""
+    return prefix if prefix and all(len(c) > len(prefix) for c in cells) else ""
+
+
+def _width(text: str) -> int:
+    return max((cell_len(line) for line in text.split("\n")), default=0)
+
+
+def _header_width(text: str) -> int:
+    """The narrowest a header gets when it wraps at spaces (its longest word)."""
+    return max((cell_len(w) for w in text.split()), default=0)
+
+
+@dataclass
+class TerminalLayout:
+    """What :func:`fit_terminal` chose: the columns kept (their indices and headers), the
+    cells, whether the compact style is on, and the notes it adds to the caption."""
+
+    keep: list[int]
+    columns: list[str]
+    rows: list[list[str]]
+    compact: bool
+    notes: list[str]
+
+
+def _compact_cells(table: Table) -> tuple[list[str], list[list[str]], list[str]]:
+    """Headers without their bracketed suffix, cells with stacked intervals and shared
+    prefixes left out, and the notes that say so."""
+    notes: list[str] = []
+    suffixes = sorted({m.group().strip() for c in table.columns if (m := _HEADER_SUFFIX.search(c))})
+    heads = [_HEADER_SUFFIX.sub("", c) for c in table.columns]
+    cells = [[compact_interval(c) for c in r] for r in table.rows]
+    if suffixes and any(
+        c != o for r, ro in zip(cells, table.rows, strict=True) for c, o in zip(r, ro, strict=True)
+    ):
+        notes.append(f"[lo,hi] under each value: {', '.join(s.strip('[]') for s in suffixes)}")
+    for i, head in enumerate(heads):
+        prefix = _common_prefix([r[i] for r in cells]) if cells else ""
+        if prefix:
+            cells = [[*r[:i], r[i][len(prefix) :], *r[i + 1 :]] for r in cells]
+            notes.append(f"{head}: {prefix!r} left out")
+    return heads, cells, notes
+
+
+def _rich_from(table: Table, layout: TerminalLayout, pin: bool = True) -> RichTable:
+    """The rich table of ``layout`` (every text escaped as rich markup); ``pin``: compact
+    columns keep their natural width (else rich folds them to fit)."""
+    caption = "; ".join(t for t in (table.caption, table.note, *layout.notes) if t) or None
+    out = RichTable(
+        title=escape(table.title) if table.title is not None else None,
+        caption=escape(caption) if caption is not None else None,
+        box=box.SIMPLE_HEAD if layout.compact else box.HEAVY_HEAD,
+        show_edge=not layout.compact,
+        pad_edge=not layout.compact,
+        padding=(0, 1, 0, 0) if layout.compact else (0, 1),
+    )
+    last = len(layout.columns) - 1
+    for i, col in enumerate(layout.columns):
+        right = (table.align or "")[layout.keep[i]] == "r"
+        free = layout.compact and i == last and last > 0
+        need = max([_header_width(col), *(_width(r[i]) for r in layout.rows)])
+        out.add_column(
+            escape(col),
+            justify="right" if right else "left",
+            no_wrap=not layout.compact,
+            overflow="fold",
+            min_width=(min(need, _MIN_FREE_TEXT) if free else need)
+            if layout.compact and pin
+            else None,
+            max_width=need if layout.compact and pin and not free else None,
+        )
+    styles = table.row_styles or [None] * len(table.rows)
+    for row, style in zip(layout.rows, styles, strict=True):
+        out.add_row(*(escape(c) for c in row), style=style)
+    return out
+
+
+def fit_terminal(table: Table, width: int) -> tuple[TerminalLayout, RichTable]:
+    """Choose how ``table`` fits ``width`` terminal columns, measured by rich itself.
+
+    The full table (rich's heavy box, one line per cell) when its natural width fits.
+    Otherwise, in this order until its narrowest layout fits: the compact style (no vertical
+    rules, headers wrapped at spaces, a bracketed header suffix such as ``[95% CI]`` moved to
+    the caption, intervals as the value over ``[lo,hi]`` (:func:`compact_interval`), a
+    ``_``-ended prefix every cell of a column shares left out and named; the last column, free
+    text, may wrap); then the columns in ``table.terminal_drop`` left out, in that order
+    (named in the caption). Returns the layout and its rich table."""
+    console = Console(width=100_000)  # unclamped: measurements are the tables' own
+
+    def measure(rt: RichTable) -> Measurement:
+        return Measurement.get(console, console.options, rt)
+
+    n = len(table.columns)
+    layout = TerminalLayout(
+        list(range(n)), list(table.columns), [list(r) for r in table.rows], False, []
+    )
+    rich_table = _rich_from(table, layout)
+    if n == 0 or measure(rich_table).maximum <= width:
+        return layout, rich_table
+    heads, cells, notes = _compact_cells(table)
+    keep = list(range(n))
+    todo = [table.columns.index(c) for c in table.terminal_drop if c in table.columns]
+    dropped: list[str] = []
+    while True:
+        shown = notes + (
+            [f"not shown at this width: {', '.join(dropped)} (see the .md or the report)"]
+            if dropped
+            else []
+        )
+        layout = TerminalLayout(
+            list(keep), [heads[i] for i in keep], [[r[i] for i in keep] for r in cells], True, shown
+        )
+        rich_table = _rich_from(table, layout)
+        if measure(rich_table).minimum <= width:
+            return layout, rich_table
+        if not todo or len(keep) == 1:  # still too wide: rich folds the cells to fit
+            return layout, _rich_from(table, layout, pin=False)
+        i = todo.pop(0)
+        if i in keep:
+            keep.remove(i)
+            dropped.append(heads[i])
+
+
+class FittedTable(RichTable):
+    """A rich table that lays ``source`` out again for the width it is rendered at
+    (:func:`fit_terminal`), or always for ``width`` when given. Its own attributes (title,
+    columns, rows) are those of the 80-column layout (or ``width``'s)."""
+
+    def __init__(self, source: Table, width: int | None = None) -> None:
+        self.__dict__.update(fit_terminal(source, width or 80)[1].__dict__)
+        self._source = source
+        self._fixed_width = width
+
+    def _fitted(self, options: ConsoleOptions) -> RichTable:
+        return fit_terminal(self._source, self._fixed_width or options.max_width)[1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._fitted(options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._fitted(options))
 
 
 def markdown_escape(text: Any) -> str:
@@ -98,7 +274,9 @@ class Table:
     ``rows``: one list per row, as long as ``columns`` (values other than text are converted
     with ``str``). ``align``: one ``l``/``r`` per column (default all ``l``). ``row_styles``:
     one rich style (or ``None``) per row. ``empty``: the Markdown line shown instead of the
-    header when there are no rows (``None``: the header alone)."""
+    header when there are no rows (``None``: the header alone). ``terminal_drop``: columns
+    (headers) the terminal leaves out, in this order, when the table does not fit otherwise
+    (:func:`fit_terminal`)."""
 
     columns: Sequence[str]
     rows: Sequence[Sequence[Any]]
@@ -109,6 +287,7 @@ class Table:
     align: str | None = None
     row_styles: Sequence[str | None] | None = None
     empty: str | None = None
+    terminal_drop: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         self.columns = [str(c) for c in self.columns]
@@ -146,10 +325,15 @@ class Table:
 
     def to_html(self, table_id: str | None = None, cls: str = "report") -> str:
         """Escaped HTML; ``id="table-<table_id>"`` (default: the table's ``name``), CSS class
-        ``cls``. The caption is the bold title, then the caption and the note."""
+        ``cls``. The caption is the bold title, then the caption and the note. A row with a
+        ``row_styles`` entry gets ``class="row-<style>"`` (e.g. ``row-red``)."""
         head = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
+        styles = self.row_styles or [None] * len(self.rows)
         body = "".join(
-            "<tr>" + "".join(f"<td>{_esc(v)}</td>" for v in row) + "</tr>" for row in self.rows
+            (f'<tr class="row-{_esc(st)}">' if st else "<tr>")
+            + "".join(f"<td>{_esc(v)}</td>" for v in row)
+            + "</tr>"
+            for row, st in zip(self.rows, styles, strict=True)
         )
         if not self.rows:
             body = f'<tr><td colspan="{max(1, len(self.columns))}">{NO_ROWS_HTML}</td></tr>'
@@ -193,17 +377,13 @@ class Table:
         writer.writerows(self.rows)
         return buf.getvalue()
 
-    def to_rich(self) -> RichTable:
+    def to_rich(self, width: int | None = None) -> RichTable:
         """A :class:`rich.table.Table` with the title, ``align`` as justification and
-        ``row_styles``; the caption and note (if any) as its caption."""
-        caption = " ".join(t for t in (self.caption, self.note) if t) or None
-        table = RichTable(title=self.title, caption=caption)
-        for col, a in zip(self.columns, self.align or "", strict=True):
-            table.add_column(col, justify="right" if a == "r" else "left")
-        styles = self.row_styles or [None] * len(self.rows)
-        for row, style in zip(self.rows, styles, strict=True):
-            table.add_row(*row, style=style)
-        return table
+        ``row_styles``; the caption and note (if any) as its caption, then what the fitting
+        changed. Laid out by :func:`fit_terminal` for ``width`` columns, or (``None``) for
+        the width of the console it is printed on, when printed: a wider terminal gets the
+        full table. Every text is escaped as rich markup."""
+        return FittedTable(self, width)
 
     def cells(self) -> dict[str, Any]:
         """``{"columns", "rows", "notes"}`` as JSON-ready lists (the note, if any, as the one

@@ -4,7 +4,15 @@ run store.
 
 The benchmark is any :class:`~callscope.benchmarks.protocol.MultiTurnBenchmark` (BFCL
 multi-turn by default): cases, tools at a turn, a fresh environment per run, grade, gold class
-and due turns come from it and from nothing else."""
+and due turns come from it and from nothing else.
+
+Backend errors (a :class:`~callscope.errors.ModelError` that ended a conversation: the server
+unreachable, 5xx after retries, an undecodable reply) are not model behaviour: such cases are
+stored with their error, left out of GAR and Acc (:attr:`CalibrationResult.errored` counts them
+by kind; the numbers cover the rest) and run again on resume. After
+:data:`~callscope.runs.runner.MAX_CONSECUTIVE_CONNECTION_ERRORS` consecutive cases that could
+not reach the backend the run stops early, as ``run`` does
+(:attr:`CalibrationRun.aborted`)."""
 
 from __future__ import annotations
 
@@ -42,8 +50,15 @@ from callscope.calibration.probes import PROBES, get_probe
 from callscope.core.table import Table, pct
 from callscope.models.base import ChatModel, Decoding
 from callscope.runs.conversation import run_conversation
-from callscope.runs.runner import resolve_style
+from callscope.runs.runner import (
+    MAX_CONSECUTIVE_CONNECTION_ERRORS,
+    UNREACHABLE_KINDS,
+    effective_concurrency,
+    in_parallel,
+    resolve_style,
+)
 from callscope.saag.cascade import diagnose
+from callscope.saag.groundings import get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import ToolCall
 
@@ -101,12 +116,18 @@ def case_record(
 
 
 def saag_stage_mix(
-    bench: MultiTurnBenchmark[Any], case: Any, trajectory: dict[str, Any]
+    bench: MultiTurnBenchmark[Any],
+    case: Any,
+    trajectory: dict[str, Any],
+    grounding: str | None = None,
 ) -> Counter[str]:
     """Beyond the paper: every parsed call checked by the SAAG cascade against the tools
-    available at its turn and the user text so far (stage 0 = passed all three)."""
+    available at its turn and the user text so far (stage 0 = passed all three), in the
+    ``grounding`` mode; the outputs of earlier tool calls are the grounding context."""
     mix: Counter[str] = Counter()
     user_text: list[str] = []
+    observed: list[str] = []
+    mode = get_grounding(grounding)
     for turn in trajectory.get("turns") or []:
         idx = int(turn["index"])
         user_text.extend(str(m.get("content") or "") for m in turn.get("user_messages") or [])
@@ -117,13 +138,29 @@ def saag_stage_mix(
                     ToolCall(call["name"], call.get("arguments") or {}),
                     functions,
                     "\n".join(user_text),
+                    grounding=mode,
+                    context=observed,
                 )
                 mix[f"stage{d.stage}"] += 1
+            observed.extend(
+                str(r.get("output") or "") for r in step.get("results") or [] if r.get("accepted")
+            )
     return mix
+
+
+def backend_error(trajectory: dict[str, Any]) -> dict[str, Any] | None:
+    """The backend error that ended a stored conversation (``{"kind", "message", ...}``), or
+    ``None`` when it ran to its end."""
+    err = trajectory.get("error")
+    return err if isinstance(err, dict) else None
 
 
 @dataclass
 class CalibrationResult:
+    """GAR / Acc diagnostics of one (model, probe). ``errored``: cases that ended in a backend
+    error, by kind, left out of the diagnostics (``error_message``: the last one's message);
+    ``aborted``: why the run stopped early, if it did."""
+
     model: str
     probe: str
     diagnostics: Diagnostics
@@ -131,6 +168,27 @@ class CalibrationResult:
     ran: int = 0
     skipped: int = 0
     seconds: float = 0.0
+    errored: Counter[str] = field(default_factory=Counter)
+    error_message: str | None = None
+    aborted: str | None = None
+
+    @property
+    def n_errored(self) -> int:
+        """Cases left out of GAR and Acc because a backend error ended them."""
+        return sum(self.errored.values())
+
+    def errored_note(self) -> str | None:
+        """``2 cases ended in a backend error (connection: 2) and are left out: GAR and Acc
+        cover the other 6.``; ``None`` when none did."""
+        if not self.n_errored:
+            return None
+        kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.errored.items()))
+        rest = len(self.diagnostics.cases)
+        cases, verb = ("case", "is") if self.n_errored == 1 else ("cases", "are")
+        return (
+            f"{self.n_errored} {cases} ended in a backend error ({kinds}) and {verb} left out: "
+            f"GAR and Acc cover the other {rest}."
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         """Diagnostic rows with the SAAG stage mix of tool calls added per category."""
@@ -146,6 +204,20 @@ class CalibrationResult:
         return out
 
 
+@dataclass
+class CalibrationRun:
+    """What :func:`run_calibration_cases` did: cases ``ran`` and ``skipped`` (already stored
+    without a backend error), ``errored`` (ran and ended in a backend error, by kind) and
+    ``aborted`` (the message of the error that stopped the run early, else ``None``)."""
+
+    ran: int = 0
+    skipped: int = 0
+    errored: Counter[str] = field(default_factory=Counter)
+    aborted: str | None = None
+    #: why fewer conversations ran at once than asked (``None``: as asked)
+    concurrency_note: str | None = None
+
+
 def run_calibration(
     model: ChatModel,
     store: RunStore,
@@ -158,13 +230,50 @@ def run_calibration(
     probe: str | None = None,
     show_progress: bool = True,
 ) -> tuple[int, int]:
-    """Run every case without a stored conversation for (model, probe); returns (ran, skipped)."""
+    """:func:`run_calibration_cases`, returning only (ran, skipped)."""
+    done = run_calibration_cases(
+        model,
+        store,
+        cases,
+        benchmark=benchmark,
+        style=style,
+        max_steps=max_steps,
+        decoding=decoding,
+        probe=probe,
+        show_progress=show_progress,
+    )
+    return done.ran, done.skipped
+
+
+def run_calibration_cases(
+    model: ChatModel,
+    store: RunStore,
+    cases: Sequence[Any],
+    *,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
+    style: str = "native",
+    max_steps: int = 20,
+    decoding: Decoding | None = None,
+    probe: str | None = None,
+    show_progress: bool = True,
+    concurrency: int = 1,
+) -> CalibrationRun:
+    """Run every case without a stored conversation for (model, probe), and again every case
+    whose stored conversation ended in a backend error. Stops early after
+    :data:`~callscope.runs.runner.MAX_CONSECUTIVE_CONNECTION_ERRORS` consecutive cases that
+    could not reach the backend (``connection`` / ``timeout``). ``concurrency`` conversations
+    run at once (:func:`~callscope.runs.runner.effective_concurrency`), each on its own
+    environment; grading and saving stay on the calling thread, in the order they finish."""
     probe_cfg = None
     if probe and probe != BASELINE:
         probe_cfg = get_probe(probe)
     probe_name = probe or BASELINE
     bench = benchmark_or_default(benchmark)
-    done = store.conversations_done(model.spec, probe_name)
+    done = store.conversations_done(model.spec, probe_name) - {
+        c["case_id"]
+        for c in store.conversations(model.spec, probe_name)
+        if backend_error(c["trajectory"])
+    }
     # cases with the same tools run back to back: an embedded model then re-uses the KV
     # cache of their (long) shared system prompt; results do not depend on the order
     todo = sorted(
@@ -179,13 +288,20 @@ def run_calibration(
         disable=not show_progress,
     )
     events_path = store.run_dir / "events.jsonl"
+    summary = CalibrationRun(skipped=len(cases) - len(todo))
+    streak = 0
     with progress:
         task = progress.add_task("cases", total=len(cases), completed=len(cases) - len(todo))
-        for case in todo:
-            kwargs: dict[str, Any] = {"style": style, "max_steps": max_steps, "decoding": decoding}
-            if probe_cfg is not None:
-                kwargs["probe"] = probe_cfg
-            traj = run_conversation(model, case, env=bench.environment(case), **kwargs)
+        kwargs: dict[str, Any] = {"style": style, "max_steps": max_steps, "decoding": decoding}
+        if probe_cfg is not None:
+            kwargs["probe"] = probe_cfg
+
+        def converse(case: Any) -> Any:
+            # each case on its own fresh environment (BFCL: its own simulator instances)
+            return run_conversation(model, case, env=bench.environment(case), **kwargs)
+
+        workers, summary.concurrency_note = effective_concurrency(model, concurrency)
+        for case, traj in in_parallel(converse, todo, workers):
             verdict = bench.grade(case, traj)
             tdict = traj.to_dict()
             store.save_conversation(model.spec, probe_name, case.category, tdict, verdict.to_dict())
@@ -197,7 +313,15 @@ def run_calibration(
                             json.dumps({"model": model.spec, "probe": probe_name, **ev}) + "\n"
                         )
             progress.advance(task)
-    return len(todo), len(cases) - len(todo)
+            summary.ran += 1
+            err = backend_error(tdict)
+            if err is not None:
+                summary.errored[str(err.get("kind") or "error")] += 1
+            streak = streak + 1 if err is not None and err.get("kind") in UNREACHABLE_KINDS else 0
+            if streak >= MAX_CONSECUTIVE_CONNECTION_ERRORS:
+                summary.aborted = str((err or {}).get("message") or "backend unreachable")
+                break
+    return summary
 
 
 def diagnose_store(
@@ -219,16 +343,30 @@ def diagnose_store(
         by_id = {c.id: c for c in bench.cases(cats)} if cats else {}
     records: list[CaseRecord] = []
     mix: dict[str, Counter[str]] = {}
+    errored: Counter[str] = Counter()
+    message: str | None = None
     for conv in convs:
         case = by_id.get(conv["case_id"])
         if case is None:
+            continue
+        err = backend_error(conv["trajectory"])
+        if err is not None:  # not model behaviour: left out of GAR and Acc
+            errored[str(err.get("kind") or "error")] += 1
+            message = str(err.get("message") or "") or message
             continue
         records.append(case_record(bench, case, conv["trajectory"], conv["passed"]))
         mix.setdefault(case.category, Counter()).update(
             saag_stage_mix(bench, case, conv["trajectory"])
         )
     diag = compute_diagnostics(records, config, settings)
-    return CalibrationResult(model=model, probe=probe, diagnostics=diag, stage_mix=mix)
+    return CalibrationResult(
+        model=model,
+        probe=probe,
+        diagnostics=diag,
+        stage_mix=mix,
+        errored=errored,
+        error_message=message,
+    )
 
 
 def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
@@ -239,12 +377,19 @@ def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
         "probe": result.probe,
         "rows": result.rows(),
         "diagnostics": result.diagnostics.to_dict(),
+        "errored": dict(result.errored),
+        "aborted": result.aborted,
     }
     stem.with_suffix(".json").write_text(
         json.dumps(payload, indent=2, default=str), encoding="utf-8"
     )
+    note = result.errored_note()
     stem.with_suffix(".md").write_text(
-        to_markdown(result.rows()) + "\n" + stage_mix_markdown(result.rows()), encoding="utf-8"
+        (f"{note}\n\n" if note else "")
+        + to_markdown(result.rows())
+        + "\n"
+        + stage_mix_markdown(result.rows()),
+        encoding="utf-8",
     )
     return stem.with_suffix(".md")
 
@@ -366,6 +511,7 @@ def calibrate_model(
     preset_name: str = "default",
     show_progress: bool = True,
     benchmark: MultiTurnBenchmark[Any] | None = None,
+    concurrency: int = 1,
 ) -> ModelCalibration:
     """The ``calibrate`` model run, resumable in the run directory ``out``: run the cases not
     yet stored (:func:`run_calibration`; ``style`` ``None`` = the backend's own), diagnose
@@ -375,6 +521,7 @@ def calibrate_model(
     baseline over every case both hold in the directory (not only ``cases``):
     :func:`ablation_with_baseline` writes ``probe-<P>.md`` for each and ``probe-ablation.md``.
     ``benchmark``: the multi-turn benchmark the cases come from (BFCL by default).
+    ``concurrency``: conversations run at once (HTTP backends).
     """
     out = Path(out)
     config = preset(preset_name)
@@ -383,7 +530,7 @@ def calibrate_model(
         store.set_meta("classifier_preset", preset_name)
         store.set_meta(BENCHMARK_META, (benchmark.name if benchmark else DEFAULT_BENCHMARK))
         t0 = time.perf_counter()
-        ran, skipped = run_calibration(
+        runs = run_calibration_cases(
             model,
             store,
             cases,
@@ -393,11 +540,17 @@ def calibrate_model(
             probe=probe,
             show_progress=show_progress,
             benchmark=benchmark,
+            concurrency=concurrency,
         )
         result = diagnose_store(
             store, model.spec, probe or BASELINE, cases, config=config, benchmark=benchmark
         )
-        result.ran, result.skipped, result.seconds = ran, skipped, time.perf_counter() - t0
+        result.ran, result.skipped, result.seconds = (
+            runs.ran,
+            runs.skipped,
+            time.perf_counter() - t0,
+        )
+        result.aborted = runs.aborted
         done = ModelCalibration(result=result, path=write_outputs(out, result))
         if probe and probe != BASELINE:
             if store.conversations_done(model.spec, BASELINE) >= {c.id for c in cases}:

@@ -6,6 +6,7 @@ Example ``experiment.toml``::
     models = ["local:qwen2.5-coder-0.5b", "ollama:llama3.2:3b"]
     modes = ["direct", "binary", "structured"]
     max_attempts = 15
+    grounding = "registry"   # or "lexical": the SAAG paper's stage 3
 
     [benchmark]
     source = "bfcl"          # or "glaive:/data/glaive-function-calling-v2.json", or:
@@ -24,21 +25,64 @@ Example ``experiment.toml``::
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.benchmarks.registry_builder import benchmark_to_jsonl
-from callscope.benchmarks.sources import build_benchmark
 from callscope.core.jsonl import read_jsonl
 from callscope.core.paths import responses_path
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.cache import CachedModel
 from callscope.models.registry import load_model
 from callscope.runs.runner import RunSummary, run_cases
+from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import MODES, Case
+
+#: the keys an experiment file may hold, per table (``""`` = the top level)
+EXPERIMENT_KEYS: dict[str, tuple[str, ...]] = {
+    "": ("output", "models", "modes", "max_attempts", "grounding", "benchmark", "run"),
+    "benchmark": (
+        "source",
+        "cases",
+        "scales",
+        "n",
+        "seed",
+        "distractors",
+        "gold_position",
+        "allow_download",
+    ),
+    "run": ("style", "concurrency", "max_tokens", "base_url", "timeout", "cache", "use_cache"),
+}
+
+
+def unknown_key_message(key: str, table: str, valid: Iterable[str]) -> str:
+    """``unknown key 'soruce' in [benchmark] (did you mean 'source'?); valid keys: ...``: the
+    nearest valid key by :func:`difflib.get_close_matches` (ratio >= 0.6), when there is one."""
+    valid = sorted(valid)
+    where = f"in [{table}]" if table else "at the top level"
+    near = difflib.get_close_matches(key, valid, n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"unknown key {key!r} {where}{hint}; valid keys: {', '.join(valid)}"
+
+
+def check_keys(d: Mapping[str, Any]) -> None:
+    """``ValueError`` on the first unknown key at any level of an experiment file (sorted,
+    top level first), naming the key and the nearest valid one; also when ``[benchmark]`` or
+    ``[run]`` is not a table."""
+    for key in sorted(d):
+        if key not in EXPERIMENT_KEYS[""]:
+            raise ValueError(unknown_key_message(key, "", EXPERIMENT_KEYS[""]))
+    for table in ("benchmark", "run"):
+        sub = d.get(table, {})
+        if not isinstance(sub, Mapping):
+            raise ValueError(f"{table!r} must be a table ([{table}]), not {type(sub).__name__}")
+        for key in sorted(sub):
+            if key not in EXPERIMENT_KEYS[table]:
+                raise ValueError(unknown_key_message(key, table, EXPERIMENT_KEYS[table]))
 
 
 @dataclass
@@ -47,6 +91,7 @@ class Experiment:
     models: list[str]
     modes: list[str] = field(default_factory=lambda: list(MODES))
     max_attempts: int = 15
+    grounding: str = DEFAULT_GROUNDING
     source: str | None = "bfcl"
     cases_file: Path | None = None
     scales: list[int] = field(default_factory=lambda: [5, 10, 15])
@@ -65,10 +110,9 @@ class Experiment:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], base: Path = Path(".")) -> Experiment:
-        known = {"output", "models", "modes", "max_attempts", "benchmark", "run"}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown experiment keys: {', '.join(sorted(unknown))}")
+        """An experiment from a parsed TOML file; ``ValueError`` on an unknown key at any
+        level (:func:`check_keys`) or no models."""
+        check_keys(d)
         if not d.get("models"):
             raise ValueError("the experiment names no models (models = [...])")
         bench = d.get("benchmark", {})
@@ -80,6 +124,7 @@ class Experiment:
             models=list(d["models"]),
             modes=list(d.get("modes", MODES)),
             max_attempts=int(d.get("max_attempts", 15)),
+            grounding=get_grounding(d.get("grounding", DEFAULT_GROUNDING)).name,
             source=None if cases else bench.get("source", "bfcl"),
             cases_file=base / cases if cases else None,
             scales=[int(s) for s in bench.get("scales", [5, 10, 15])],
@@ -99,9 +144,14 @@ class Experiment:
 
     @classmethod
     def load(cls, path: str | Path) -> Experiment:
+        """Read an experiment TOML file (``ValueError`` on TOML syntax errors too)."""
         path = Path(path)
         with path.open("rb") as fh:
-            return cls.from_dict(tomllib.load(fh), base=path.parent)
+            try:
+                data = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise ValueError(f"not valid TOML: {exc}") from exc
+        return cls.from_dict(data, base=path.parent)
 
 
 def open_model(
@@ -127,6 +177,10 @@ def experiment_cases(exp: Experiment) -> list[Case]:
     path = exp.cases_file or (saved if saved.exists() else None)
     if path is None:
         assert exp.source is not None
+        # lazy: the builders pull in numpy; `score` and `run` import this module
+        from callscope.benchmarks.registry_builder import benchmark_to_jsonl
+        from callscope.benchmarks.sources import build_benchmark  # lazy: numpy, httpx (glaive)
+
         built = build_benchmark(
             exp.source,
             scales=exp.scales,
@@ -172,6 +226,7 @@ def run_experiment(exp: Experiment, *, show_progress: bool = True) -> list[RunSu
                         decoding=Decoding(max_tokens=exp.max_tokens, seed=exp.seed),
                         concurrency=exp.concurrency,
                         show_progress=show_progress,
+                        grounding=exp.grounding,
                     )
                 )
             finally:

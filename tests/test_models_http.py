@@ -9,6 +9,7 @@ from fakeserver import FakeServer, Step, ollama_reply, openai_reply
 
 from callscope.errors import ModelError
 from callscope.models.base import Decoding
+from callscope.models.http import MAX_HTTP_CONCURRENCY
 from callscope.models.registry import load_model
 
 TOOLS = [
@@ -238,7 +239,7 @@ def test_openai_tool_call_reply_and_request(server):
         "max_tokens": 100,
         "tools": TOOLS,
     }
-    assert model.max_concurrency == 4
+    assert model.max_concurrency == MAX_HTTP_CONCURRENCY  # no cap unless asked for
 
 
 def test_openai_sends_string_arguments_and_no_auth_without_key(server, monkeypatch):

@@ -25,13 +25,14 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.types import ModelReply
+
+if TYPE_CHECKING:  # httpx (~60 ms to import) is loaded when a client is made
+    import httpx
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ def post_json(
     Raises :class:`ModelError` after the retry budget is spent or at once on a non-retryable
     failure; a 2xx body that is not a JSON object is ``kind="malformed"``.
     """
+    import httpx  # loaded by the client already; here for its exception types
+
     last_kind = "connection"
     last_msg = ""
     for attempt in range(1, policy.attempts + 1):
@@ -257,6 +260,22 @@ def evaluated_tokens(prompt_tokens: int | None, cached_tokens: int | None) -> in
     return max(0, prompt_tokens - cached_tokens)
 
 
+#: requests one HTTP backend runs at once unless told fewer (``max_concurrency``): no cap in
+#: practice, so ``--concurrency N`` is what runs; a server that queues requests (Ollama per
+#: model) queues them itself
+MAX_HTTP_CONCURRENCY = 1024
+
+
+def pool_limits(concurrency: int) -> httpx.Limits:
+    """Connection pool limits for ``concurrency`` requests at once: as many open and as many
+    idle (kept-alive) connections, so that every request in flight reuses a connection
+    instead of opening a new one (httpx keeps only 20 idle connections by default)."""
+    import httpx  # lazy: only commands that talk to a server pay for it
+
+    n = max(1, int(concurrency))
+    return httpx.Limits(max_connections=n, max_keepalive_connections=n)
+
+
 class HTTPChatModel(ChatModel):
     """A chat model behind a JSON-over-HTTP endpoint (``<backend>:<model>``). Thread-safe.
 
@@ -264,7 +283,9 @@ class HTTPChatModel(ChatModel):
     ``policy`` (:func:`post_json`), and turns the reply into a :class:`ModelReply` with
     :meth:`_parse`: the text and tool calls of the object at :attr:`MESSAGE_PATH`, and the
     token counts of :meth:`_usage` (prompt tokens actually evaluated: :func:`evaluated_tokens`).
-    The request context is not sent (it is not part of the request).
+    The request context is not sent (it is not part of the request). One client (one
+    connection pool, :func:`pool_limits`) serves every thread; ``max_concurrency`` (default
+    :data:`MAX_HTTP_CONCURRENCY`) is the most requests it runs at once.
     """
 
     #: the prefix of ``spec`` and the backend name every error message starts with
@@ -282,7 +303,7 @@ class HTTPChatModel(ChatModel):
         *,
         base: str,
         policy: RetryPolicy | None = None,
-        max_concurrency: int = 1,
+        max_concurrency: int | None = None,
     ) -> None:
         if not model:
             raise ValueError(
@@ -292,8 +313,12 @@ class HTTPChatModel(ChatModel):
         self.spec = f"{self.BACKEND}:{model}"
         self.url = self._endpoint(base)
         self.policy = policy or RetryPolicy()
-        self.max_concurrency = max(1, int(max_concurrency))
-        self._client = httpx.Client()
+        self.max_concurrency = (
+            MAX_HTTP_CONCURRENCY if max_concurrency is None else max(1, int(max_concurrency))
+        )
+        import httpx  # lazy: only commands that talk to a server pay for it
+
+        self._client = httpx.Client(limits=pool_limits(self.max_concurrency))
 
     @abstractmethod
     def _endpoint(self, base: str) -> str:

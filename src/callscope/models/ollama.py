@@ -81,8 +81,9 @@ def to_ollama_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class OllamaModel(HTTPChatModel):
-    """An Ollama model by name (``ollama:<model>``). Thread-safe; ``max_concurrency``
-    defaults to 2 (Ollama queues parallel requests per model). Token counts are Ollama's
+    """An Ollama model by name (``ollama:<model>``). Thread-safe; no cap on requests at
+    once unless ``max_concurrency`` is given (Ollama queues parallel requests per model
+    beyond its ``OLLAMA_NUM_PARALLEL``). Token counts are Ollama's
     ``prompt_eval_count``, ``eval_count`` and ``prompt_eval_cached_count``."""
 
     BACKEND = "ollama"
@@ -95,7 +96,7 @@ class OllamaModel(HTTPChatModel):
         *,
         base_url: str | None = None,
         policy: RetryPolicy | None = None,
-        max_concurrency: int = 2,
+        max_concurrency: int | None = None,
         num_ctx: int | None = None,
     ) -> None:
         super().__init__(
@@ -105,12 +106,12 @@ class OllamaModel(HTTPChatModel):
 
     @classmethod
     def from_spec(cls, name: str, options: BackendOptions) -> OllamaModel:
-        """``ollama:<name>``; options ``max_concurrency`` (default 2) and ``num_ctx``."""
+        """``ollama:<name>``; options ``max_concurrency`` (default: no cap) and ``num_ctx``."""
         return cls(
             name,
             base_url=options.base_url,
             policy=policy_from_opts(options.timeout, options.retries, options.extra),
-            max_concurrency=int(options.extra.get("max_concurrency") or 2),
+            max_concurrency=options.extra.get("max_concurrency"),
             num_ctx=options.extra.get("num_ctx"),
         )
 

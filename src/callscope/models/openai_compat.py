@@ -77,7 +77,7 @@ class OpenAICompatModel(HTTPChatModel):
         base_url: str | None = None,
         api_key: str | None = None,
         policy: RetryPolicy | None = None,
-        max_concurrency: int = 4,
+        max_concurrency: int | None = None,
         max_tokens_field: str = "max_tokens",
     ) -> None:
         super().__init__(
@@ -88,14 +88,14 @@ class OpenAICompatModel(HTTPChatModel):
 
     @classmethod
     def from_spec(cls, name: str, options: BackendOptions) -> OpenAICompatModel:
-        """``openai:<name>``; options ``max_concurrency`` (default 4) and
+        """``openai:<name>``; options ``max_concurrency`` (default: no cap) and
         ``max_tokens_field`` (default ``max_tokens``)."""
         return cls(
             name,
             base_url=options.base_url,
             api_key=options.api_key,
             policy=policy_from_opts(options.timeout, options.retries, options.extra),
-            max_concurrency=int(options.extra.get("max_concurrency") or 4),
+            max_concurrency=options.extra.get("max_concurrency"),
             max_tokens_field=str(options.extra.get("max_tokens_field") or "max_tokens"),
         )
 

@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
-
 from callscope.core.paths import models_dir
 from callscope.errors import ModelError
 
@@ -176,6 +174,8 @@ def ensure_weights(
     if is_ready(spec, target):
         return target
     directory.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock  # only needed when weights are joined (~20 ms to import)
+
     with FileLock(str(target) + ".lock"):
         if is_ready(spec, target):
             return target

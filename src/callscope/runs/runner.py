@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.progress import (
     BarColumn,
@@ -22,12 +22,68 @@ from rich.progress import (
 
 from callscope.models.base import ChatModel, Decoding
 from callscope.runs.loop import first_attempt, run_loop
+from callscope.saag.groundings import get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import MODES, Case, Mode, Style
 
 #: after this many consecutive unreachable-backend errors the run stops (resume later)
 MAX_CONSECUTIVE_CONNECTION_ERRORS = 5
 _UNREACHABLE = {"connection", "timeout"}
+#: the error kinds that mean the backend could not be reached (``calibrate`` stops on them too)
+UNREACHABLE_KINDS = frozenset(_UNREACHABLE)
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def effective_concurrency(model: ChatModel, concurrency: int) -> tuple[int, str | None]:
+    """How many requests run at once for ``--concurrency`` ``concurrency``: the number asked
+    for, unless the backend can run fewer at once (the embedded model: one; an HTTP backend
+    given ``max_concurrency``); then also the sentence saying so, for the user."""
+    asked = max(1, int(concurrency))
+    used = max(1, min(asked, int(model.max_concurrency)))
+    if used == asked:
+        return used, None
+    return used, (
+        f"concurrency {asked} lowered to {used}: {model.spec} runs at most "
+        f"{used} request{'s' if used != 1 else ''} at once"
+    )
+
+
+def in_parallel(
+    fn: Callable[[_T], _R], items: Iterable[_T], workers: int
+) -> Iterator[tuple[_T, _R]]:
+    """``(item, fn(item))`` for every item, ``workers`` at a time, in the order they finish
+    (with one worker: in order, on the calling thread). Items are submitted only as workers
+    free up, so a consumer that stops early (``break``) starts no further item; the ones
+    already running are waited for. An exception of ``fn`` is raised to the consumer."""
+    if workers <= 1:
+        for item in items:
+            yield item, fn(item)
+        return
+    it = iter(items)
+    pool = ThreadPoolExecutor(max_workers=workers)
+    pending: dict[Future[_R], _T] = {}
+    try:
+        while True:
+            while len(pending) < workers:
+                nxt = next(it, _DONE)
+                if nxt is _DONE:
+                    break
+                pending[pool.submit(fn, nxt)] = nxt  # type: ignore[arg-type]
+            if not pending:
+                return
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                yield pending.pop(fut), fut.result()
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True)
+
+
+_DONE: Any = object()
 
 
 @dataclass
@@ -41,13 +97,16 @@ class RunSummary:
     n: dict[str, int] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     aborted: str | None = None
+    #: requests run at once, and why it is fewer than asked (``None``: as asked)
+    concurrency: int = 1
+    concurrency_note: str | None = None
 
 
 def _check_config(store: RunStore, config: dict[str, Any]) -> None:
     """A run directory belongs to one configuration per model; refuse silent mixing."""
     key = f"config:{config['model']}"
     old = store.get_meta(key)
-    fixed = ("style", "max_attempts", "decoding")
+    fixed = ("style", "max_attempts", "decoding", "grounding")
     if old is not None:
         diffs = [k for k in fixed if old.get(k) != config.get(k)]
         if diffs:
@@ -77,12 +136,18 @@ def run_cases(
     concurrency: int = 1,
     show_progress: bool = True,
     retry_errors: bool = True,
+    grounding: str | None = None,
 ) -> RunSummary:
     """Run every (case, mode) that has no outcome yet for ``model``; return a summary.
 
-    The first attempt is computed once per case and shared by all modes. Interrupting this
-    function at any point loses at most the (case, mode) units in flight."""
+    The first attempt is computed once per case and shared by all modes. ``concurrency``
+    cases run at once (fewer only when the backend cannot run that many:
+    :func:`effective_concurrency`; ``RunSummary.concurrency_note`` then says why).
+    Interrupting this function at any point loses at most the (case, mode) units in flight.
+    ``grounding`` names the stage-3 mode (:data:`callscope.saag.groundings.GROUNDINGS`),
+    recorded in the run's configuration; a run directory holds one mode per model."""
     decoding = decoding or Decoding()
+    mode_name = get_grounding(grounding).name
     resolved = resolve_style(model, style)
     for m in modes:
         if m not in MODES:
@@ -94,6 +159,7 @@ def run_cases(
             "style": resolved,
             "max_attempts": max_attempts,
             "decoding": decoding.to_dict(),
+            "grounding": mode_name,
         },
     )
     store.add_cases(list(cases))
@@ -102,7 +168,8 @@ def run_cases(
     todo = [(c, ms) for c, ms in todo if ms]
     summary = RunSummary(model=model.spec, total=len(cases) * len(modes))
     summary.skipped = summary.total - sum(len(ms) for _, ms in todo)
-    workers = max(1, min(concurrency, model.max_concurrency))
+    workers, summary.concurrency_note = effective_concurrency(model, concurrency)
+    summary.concurrency = workers
     stop = threading.Event()
     streak = [0]
     lock = threading.Lock()
@@ -110,7 +177,7 @@ def run_cases(
     def work(case: Case, case_modes: list[Mode]) -> int:
         if stop.is_set():
             return 0
-        first = first_attempt(model, case, resolved, decoding)
+        first = first_attempt(model, case, resolved, decoding, mode_name)
         for mode in case_modes:
             outcome = run_loop(
                 model,
@@ -120,6 +187,7 @@ def run_cases(
                 style=resolved,
                 max_attempts=max_attempts,
                 decoding=decoding,
+                grounding=mode_name,
             )
             store.save_outcome(model.spec, case.scale, outcome)
             with lock:

@@ -411,12 +411,15 @@ def audit_table(results: Sequence[AuditResult]) -> Table:
     )
 
 
-def write_audit(results: Sequence[AuditResult], out_dir: Path) -> dict[str, Path]:
-    """``audit.json`` (every summary, per category, false alarms by reason with examples),
-    ``audit.csv`` (one line per mode, category and kind) and ``audit.md``; returns the paths."""
+def write_audit(
+    results: Sequence[AuditResult], out_dir: Path, extra: dict[str, Any] | None = None
+) -> dict[str, Path]:
+    """``audit.json`` (every summary, per category, false alarms by reason with examples, and
+    ``extra``), ``audit.csv`` (one line per mode, category and kind) and ``audit.md``; returns
+    the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {k: out_dir / f"audit.{k}" for k in ("json", "csv", "md")}
-    payload = {"audits": [r.to_dict() for r in results]}
+    payload = {"audits": [r.to_dict() for r in results], **(extra or {})}
     paths["json"].write_text(json.dumps(payload, indent=1, ensure_ascii=True) + "\n")
     lines = ["grounding,category,kind,polarity,stage,n,flagged,rate,lo,hi,at_stage"]
     for r in results:

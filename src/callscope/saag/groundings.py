@@ -233,6 +233,9 @@ class RegistryGrounding:
         arguments: Mapping[str, Any],
         siblings: frozenset[Any] = frozenset(),
     ) -> str | None:
+        enum = n.schema_enum(schema)
+        if enum and "enum" not in self.disabled and not any(_equal_values(value, m) for m in enum):
+            return None  # outside the parameter's enum: the registry itself rules it out
         reason = self._stated(value, ev)
         if reason:
             return reason
@@ -263,7 +266,6 @@ class RegistryGrounding:
             for phrase in n.described_phrases(value, schema):
                 if all(f" {w}" in ev.words for w in phrase[:2]):
                     return "described"
-        enum = n.schema_enum(schema)
         others_stated = [
             m
             for m in enum

@@ -158,6 +158,27 @@ _FREQUENCIES = {
     "weekly": 52,
     "daily": 365,
 }
+#: month names as numbers ("February" states 2); "may" and "march" are left out (common words)
+_MONTH_NUMBERS = {
+    m: i + 1
+    for i, m in enumerate(
+        (
+            "january",
+            "february",
+            "",
+            "april",
+            "",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        )
+    )
+    if m
+}
 _SUFFIX_SCALE = {
     "k": 1000,
     "thousand": 1000,
@@ -203,6 +224,8 @@ def _word_numbers(text: str) -> list[int | float]:
                 out.append(_ORDINALS[word])
             elif word in _FREQUENCIES:
                 out.append(_FREQUENCIES[word])
+            elif word in _MONTH_NUMBERS:
+                out.append(_MONTH_NUMBERS[word])
             elif word in _SCALES:  # "a hundred"
                 out.append(_SCALES[word])
     if active:
@@ -224,6 +247,9 @@ def number_evidence(text: str) -> tuple[int | float, ...]:
         if sign:
             n = -n
         out.append(n)
+        groups = body.split(",")
+        if len(groups) >= 3 and len(groups[0]) == 3 and "." not in body:
+            out.extend(int(part) for part in groups)  # "200,300,400" may be a list
         if suffix in ("%", "percent"):
             out.append(n / 100)
         elif suffix in _SUFFIX_SCALE:
@@ -339,8 +365,9 @@ def unit_groups_stated(text: str) -> frozenset[int]:
 # --------------------------------------------------------------------------- defaults
 
 _DEFAULT_IN_DESCRIPTION = re.compile(
-    r"default(?:s|ed)?(?:\s+value)?(?:\s+(?:is|to|of|will\s+be|being))?\s*[:=]?\s*"
-    r"(?:'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`|(-?\d+(?:\.\d+)?|[A-Za-z][\w.-]{0,40}))",
+    r"default(?:s|ed)?(?:\s+value)?(\s+(?:is|to|of|will\s+be|being)|\s*[:=])?\s*"
+    r"(?:'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`|(-?\d+(?:\.\d+)?)(?![\w.])"
+    r"|([A-Za-z][\w.-]{0,40}))",
     re.I,
 )
 _NOT_A_DEFAULT = frozenset(
@@ -360,13 +387,14 @@ def schema_defaults(schema: dict[str, Any] | None) -> tuple[Any, ...]:
     desc = schema.get("description")
     if isinstance(desc, str) and "default" in desc.lower():
         for m in _DEFAULT_IN_DESCRIPTION.finditer(desc[:4000]):
-            quoted = m.group(1) or m.group(2) or m.group(3)
-            bare = m.group(4)
+            connector, number, word = m.group(1), m.group(5), m.group(6)
+            quoted = m.group(2) or m.group(3) or m.group(4)
             if quoted is not None:
                 out.append(quoted)
-            elif bare is not None and bare.lower() not in _NOT_A_DEFAULT:
-                num = parse_number_string(bare)
-                out.append(num if num is not None else bare.rstrip("."))
+            elif number is not None:
+                out.append(_as_number(number))
+            elif word is not None and connector and word.lower() not in _NOT_A_DEFAULT:
+                out.append(word.rstrip("."))  # a bare word only after "is" / "to" / ":" ...
     return tuple(out)
 
 
@@ -511,7 +539,8 @@ def date_time_stated(
         return False
     if tm is not None:
         h, mi = int(tm.group(1)), int(tm.group(2))
-        if (h, mi) not in times:
+        whole_day = vdates and (h, mi) in ((0, 0), (23, 59))  # a date's start or end
+        if (h, mi) not in times and not whole_day:
             return False
     if vdates:
         for y, m, d in vdates:

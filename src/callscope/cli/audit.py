@@ -1,0 +1,87 @@
+"""`callscope audit`: how far the cascade's diagnosis can be trusted on a cases file."""
+
+from __future__ import annotations
+
+import random
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from callscope.cli.common import BaseUrlOpt, console, fail, open_model, read_rows
+from callscope.runs.judge import ModelJudge
+from callscope.saag.audit import audit, audit_table, write_audit
+from callscope.saag.groundings import GROUNDINGS, get_grounding
+from callscope.types import Case
+
+
+def audit_command(
+    cases_file: Annotated[
+        Path, typer.Argument(help="JSONL cases with gold calls (e.g. from `callscope bench build`)")
+    ],
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="folder for audit.json / audit.csv / audit.md")
+    ] = Path("audit"),
+    grounding: Annotated[
+        str,
+        typer.Option(
+            "--grounding", help=f"comma list of modes to audit side by side ({', '.join(GROUNDINGS)})"
+        ),
+    ] = ",".join(GROUNDINGS),
+    seed: Annotated[int, typer.Option("--seed", help="seed of the perturbations and sample")] = 0,
+    n: Annotated[
+        int | None, typer.Option("--n", min=1, help="audit a seeded sample of this many cases")
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="also audit each mode with this judge model on the values its rules flag "
+            "(e.g. local:qwen2.5-coder-1.5b); off by default",
+        ),
+    ] = None,
+    base_url: BaseUrlOpt = None,
+) -> None:
+    """Detector validity audit: false alarms on gold calls and detection of calls made wrong on
+    purpose, per cascade stage and failure kind (Wilson 95% intervals).
+
+    Exit code 1 when rows were malformed (they are left out), 2 when no case has a gold call."""
+    modes = [get_grounding(m.strip()) for m in grounding.split(",") if m.strip()]
+    cases: list[Case] = []
+    bad = 0
+    for row in read_rows(cases_file):
+        try:
+            if "_error" in row:
+                raise ValueError(row["_error"])
+            cases.append(Case.from_dict(row))
+        except ValueError as exc:
+            bad += 1
+            console.print(f"[yellow]skipped row: {escape(str(exc))}[/yellow]")
+    if not any(c.gold for c in cases):
+        fail(f"{cases_file} holds no case with a gold call; the audit needs gold")
+    cases = [c for c in cases if c.gold]
+    if n is not None and n < len(cases):
+        cases = sorted(random.Random(seed).sample(cases, n), key=lambda c: c.id)
+    results = [audit(cases, grounding=m, seed=seed) for m in modes]
+    judge_stats = []
+    if judge is not None:
+        model = open_model(judge, base_url=base_url)
+        with closing(model):
+            for m in modes:
+                j = ModelJudge(model)
+                t0 = time.perf_counter()
+                r = audit(cases, grounding=m, seed=seed, judge=j)
+                r.grounding = f"{r.grounding}+judge"
+                results.append(r)
+                judge_stats.append({**j.stats(), "mode": m.name, "seconds": time.perf_counter() - t0})
+    paths = write_audit(results, out, extra={"judge": judge_stats} if judge_stats else None)
+    console.print(audit_table(results).to_rich())
+    for r in results:
+        console.print(escape(r.headline()))
+    for s in judge_stats:
+        console.print(escape(f"judge {s['model']} on {s['mode']}: {s}"))
+    console.print(f"wrote {escape(', '.join(str(p) for p in paths.values()))}")
+    raise typer.Exit(1 if bad else 0)

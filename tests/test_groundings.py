@@ -1,0 +1,253 @@
+"""The registry-aware grounding (the default): each normalisation rule and acceptance reason on
+hand-worked cases, including values that must still be flagged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from callscope.errors import ConfigError
+from callscope.saag import normalise as n
+from callscope.saag.cascade import diagnose
+from callscope.saag.groundings import (
+    DEFAULT_GROUNDING,
+    GROUNDINGS,
+    RegistryGrounding,
+    get_grounding,
+)
+from callscope.saag.messages import correction_message
+from callscope.types import ToolCall
+
+
+def one(value: Any, query: str, schema: dict[str, Any] | None = None, **kw: Any) -> Any:
+    """Diagnose f(v=value) against a one-function registry whose v has ``schema``."""
+    spec = {
+        "name": "f",
+        "parameters": {"type": "object", "properties": {"v": schema or {"type": "string"}}},
+    }
+    return diagnose(ToolCall("f", {"v": value}), [spec], query, **kw)
+
+
+def reason(value: Any, query: str, schema: dict[str, Any] | None = None, **kw: Any) -> str | None:
+    d = one(value, query, schema, **kw)
+    return d.grounded.get("v") if d.stage == 0 else None
+
+
+# --------------------------------------------------------------------------- normalise
+
+
+def test_norm_words_folds_case_quotes_punctuation_and_separators() -> None:
+    assert n.norm_words("Six_Months") == " six months "
+    assert n.norm_words("“New-York”, NY!") == " new york ny "
+    assert n.words_state("six_months", n.norm_words("the last six months"))
+    assert not n.words_state("six", n.norm_words("sixty days"))  # word boundary kept
+
+
+def test_compact_writes_power_as_caret() -> None:
+    assert n.compact("x ** 2") == n.compact("x^2") == "x^2"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("twenty-five people", {25}),
+        ("one hundred and twenty", {120}),
+        ("three million", {3_000_000}),
+        ("a dozen eggs", {12}),
+        ("1,250 units", {1250}),
+        ("40% off", {40, 0.4}),
+        ("1/2 cup", {1, 2, 0.5}),
+        ("5k run", {5, 5000}),
+        ("3 minutes", {3, 180}),
+        ("charge 1e-9", {1e-9}),
+        ("compounded quarterly", {4}),
+        ("it is -3 degrees", {-3}),
+    ],
+)
+def test_number_evidence(text: str, expected: set[float]) -> None:
+    assert set(n.number_evidence(text)) == expected
+
+
+def test_dates_in_words_and_numbers() -> None:
+    dates, years = n.date_evidence("on the 14th of March 2023 and April 5")
+    assert (2023, 3, 14) in dates and (None, 4, 5) in dates and years == {2023}
+    times = n.time_evidence("at 7 PM, or 10:30 a.m., or 3 in the afternoon")
+    assert times == {(19, 0), (10, 30), (15, 0)}
+    assert n.date_time_stated("2023-03-14", dates, years, frozenset())
+    assert n.date_time_stated("03/14/2023", dates, years, frozenset())
+    # April 5 with no year: the stated year 2023 is the only one allowed
+    assert n.date_time_stated("2023-04-05", dates, years, frozenset())
+    assert not n.date_time_stated("2022-04-05", dates, years, frozenset())
+    assert not n.date_time_stated("2023-03-15", dates, years, frozenset())
+    assert n.date_time_stated("2023-03-14T19:00:00", dates, years, times)
+    assert not n.date_time_stated("2023-03-14T18:00:00", dates, years, times)
+
+
+def test_schema_defaults_from_field_and_description() -> None:
+    assert n.schema_defaults({"default": 9.81}) == (9.81,)
+    assert n.schema_defaults({"description": "The unit (defaults to 'units' if not set)"}) == (
+        "units",
+    )
+    assert n.schema_defaults({"description": "Gravity. Default is 9.8"}) == (9.8,)
+    assert n.schema_defaults({"description": "No default here"}) == ()
+
+
+def test_units_short_forms_only_after_a_number() -> None:
+    assert n.unit_group("km") in n.unit_groups_stated("a 10 kilometers run")
+    assert n.unit_group("celsius") in n.unit_groups_stated("25°C outside")
+    assert n.unit_group("meters") in n.unit_groups_stated("a 100m sprint")
+    # "m" alone, not after a number, states no unit
+    assert n.unit_group("meters") not in n.unit_groups_stated("call m soon")
+
+
+# --------------------------------------------------------------------------- reasons
+
+
+def test_default_mode_is_registry_and_modes_are_registered() -> None:
+    assert DEFAULT_GROUNDING == "registry" and set(GROUNDINGS) == {"lexical", "registry"}
+    assert one("x", "x").grounding == "registry"
+    with pytest.raises(ConfigError, match="choose one of: lexical, registry"):
+        get_grounding("semantic")
+
+
+@pytest.mark.parametrize(
+    ("value", "query", "schema", "expected"),
+    [
+        ("Berlin", "weather in Berlin", None, "stated"),
+        ("six_months", "sales over the last six months", None, "normalised"),
+        ("x**2", "integrate y=x^2 from 1 to 3", None, "normalised"),
+        (25, "twenty-five people", {"type": "integer"}, "normalised"),
+        (0.4, "a 40% share", {"type": "number"}, "normalised"),
+        ("2023-03-14", "a table on the 14th of March 2023", None, "normalised"),
+        ("Sheeran Ed", "play Ed Sheeran", None, "normalised"),
+        ("tolls", "avoid toll roads", None, "normalised"),
+        ("km", "a distance of 10 kilometers", None, "unit"),
+        (
+            "Berkeley, CA",
+            "a counselor in Berkeley",
+            {"type": "string", "description": "in the format of 'City, State'"},
+            "format",
+        ),
+        (
+            1,
+            "cleaning in Bangkok",
+            {"type": "integer", "description": "ID, e.g. 1 for Bangkok, 2 for Chiang Mai"},
+            "described",
+        ),
+        (
+            "summary",
+            "stock information of Apple",
+            {"type": "string", "enum": ["summary", "detailed"]},
+            "enum",
+        ),
+        ("units", "area of a triangle", {"type": "string", "default": "units"}, "default"),
+        (
+            9.81,
+            "time for a stone to fall",
+            {"type": "number", "description": "Default 9.81"},
+            "default",
+        ),
+    ],
+)
+def test_acceptance_reasons(value: Any, query: str, schema: Any, expected: str) -> None:
+    assert reason(value, query, schema) == expected
+
+
+def test_context_reason_for_earlier_turns_and_tool_results() -> None:
+    assert reason("f-123", "cancel that order", context=["order id f-123 found"]) == "context"
+    assert reason("f-123", "cancel that order") is None
+
+
+@pytest.mark.parametrize(
+    ("value", "query", "schema"),
+    [
+        # a stated unit does not ground another unit
+        ("Fahrenheit", "the temperature in Celsius", {"type": "string"}),
+        # an enum member the request contradicts
+        ("Fahrenheit", "in celsius", {"type": "string", "enum": ["celsius", "fahrenheit"]}),
+        # a default the request contradicts (another member stated)
+        (
+            "celsius",
+            "show it in fahrenheit",
+            {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"},
+        ),
+        # a numeric default while the request states a number no argument uses
+        (2023, "songs from 2019", {"type": "integer", "default": 2023}),
+        # unstated strings and numbers
+        ("Zanzibar", "weather in Berlin", None),
+        (62, "the next three days", {"type": "integer"}),
+        # a fragment of a word (the paper's h is 0 here)
+        ("San Fra", "flights to San Francisco", None),
+        # another date
+        ("2023-03-15", "on March 14th 2023", None),
+        # a compound whose leading part is not stated
+        (
+            "Seattle, WA",
+            "events in Portland",
+            {"type": "string", "description": "in the format of 'City, State' e.g. 'Seattle, WA'"},
+        ),
+    ],
+)
+def test_still_flagged(value: Any, query: str, schema: Any) -> None:
+    d = one(value, query, schema)
+    assert d.stage == 3 and "v" not in d.grounded
+
+
+def test_lexical_mode_keeps_the_paper_definition() -> None:
+    # the paper: "six_months" is not verbatim, "San Fra" is a substring (h = 0, passes)
+    assert one("six_months", "over the last six months", grounding="lexical").stage == 3
+    assert one("San Fra", "flights to San Francisco", grounding="lexical").stage == 0
+    assert one(3, "no digits here", {"type": "integer"}, grounding="lexical").vhr is None
+
+
+def test_containers_need_every_leaf_and_siblings_do_not_contradict_enums() -> None:
+    schema = {
+        "type": "array",
+        "items": {"type": "string", "enum": ["vegan", "gluten-free", "halal"]},
+    }
+    d = one(["vegan", "gluten-free"], "vegan and gluten-free food", schema)
+    assert d.stage == 0 and d.grounded["v"] == "stated"
+    d = one(["vegan", "halal"], "vegan and gluten-free food", schema)
+    assert d.stage == 3  # halal: a member, but the request states another one (gluten-free)
+
+
+def test_corrections_never_name_an_accepted_value() -> None:
+    spec = {
+        "name": "convert",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "unit": {"type": "string", "enum": ["km", "mi"]},
+                "note": {"type": "string"},
+            },
+        },
+    }
+    call = ToolCall("convert", {"amount": 10, "unit": "km", "note": "Zanzibar"})
+    d = diagnose(call, [spec], "convert ten kilometers, 2 decimals")
+    assert d.grounded == {"amount": "normalised", "unit": "unit"} and d.hard == ["note"]
+    msg = correction_message(d)
+    assert msg is not None and "note" in msg and "amount" not in msg and "unit" not in msg
+    lexical = diagnose(call, [spec], "convert ten kilometers, 2 decimals", grounding="lexical")
+    assert lexical.numeric == ["amount"]  # the paper's mode asks to fix the stated "ten"
+
+
+def test_rules_can_be_switched_off_for_ablation() -> None:
+    schema = {"type": "string", "default": "units"}
+    assert reason("units", "area", schema) == "default"
+    d = one("units", "area", schema, grounding=RegistryGrounding(disabled=frozenset({"default"})))
+    assert d.stage == 3
+
+
+def test_judge_is_consulted_only_for_flagged_values() -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def judge(param: str, value: Any, query: str) -> bool:
+        seen.append((param, value))
+        return value == "CAD"
+
+    assert reason("CAD", "convert to Canadian dollars", judge=judge) == "judge"
+    assert reason("Berlin", "weather in Berlin", judge=judge) == "stated"
+    assert one("EUR", "convert to Canadian dollars", judge=judge).stage == 3
+    assert seen == [("v", "CAD"), ("v", "EUR")]

@@ -251,3 +251,13 @@ def test_judge_is_consulted_only_for_flagged_values() -> None:
     assert reason("Berlin", "weather in Berlin", judge=judge) == "stated"
     assert one("EUR", "convert to Canadian dollars", judge=judge).stage == 3
     assert seen == [("v", "CAD"), ("v", "EUR")]
+
+
+def test_relative_dates_from_a_stated_reference_date() -> None:
+    # 2023-10-10 is a Tuesday: "tomorrow" is the 11th, "next Friday" the 13th (or the 20th)
+    q = "Today is 2023-10-10. Book it for tomorrow, or next Friday"
+    assert reason("2023-10-11", q) == "normalised"
+    assert reason("2023-10-13", q) == "normalised"
+    assert reason("2023-10-20", q) == "normalised"
+    assert reason("2023-10-12", q) is None  # Thursday: named by nothing
+    assert reason("2023-10-11", "Book it for tomorrow") is None  # no reference date

@@ -24,14 +24,19 @@ if TYPE_CHECKING:
     from callscope.calibration.classify import classify_emission
     from callscope.calibration.diagnostics import compute_diagnostics
     from callscope.errors import CallscopeError, DataFormatError, ModelError
+    from callscope.guard import guard_check, guard_repair
+    from callscope.guard.check import TurnVerdict
+    from callscope.guard.repair import RepairResult
     from callscope.models.base import ChatModel, Decoding, RequestContext
     from callscope.models.registry import load_model
     from callscope.parse import parse_output, parse_text
     from callscope.report.html import build_report
     from callscope.runs.loop import run_loop
     from callscope.runs.runner import run_cases
+    from callscope.saag.audit import audit
     from callscope.saag.cascade import Diagnosis, diagnose
     from callscope.saag.extrinsic import extrinsic
+    from callscope.saag.groundings import GROUNDINGS
     from callscope.saag.messages import correction_message
     from callscope.saag.score import score_row
     from callscope.store.run_store import RunStore
@@ -53,6 +58,8 @@ _EXPORTS: dict[str, str] = {
     "diagnose": "callscope.saag.cascade",
     "Diagnosis": "callscope.saag.cascade",
     "correction_message": "callscope.saag.messages",
+    "GROUNDINGS": "callscope.saag.groundings",
+    "audit": "callscope.saag.audit",
     "extrinsic": "callscope.saag.extrinsic",
     "score_row": "callscope.saag.score",
     # models and the correction loop
@@ -66,6 +73,11 @@ _EXPORTS: dict[str, str] = {
     "classify_emission": "callscope.calibration.classify",
     "compute_diagnostics": "callscope.calibration.diagnostics",
     "CaseRecord": "callscope.benchmarks.records",
+    # the guard: a live agent's calls checked and repaired
+    "guard_check": "callscope.guard",
+    "guard_repair": "callscope.guard",
+    "TurnVerdict": "callscope.guard.check",
+    "RepairResult": "callscope.guard.repair",
     # store and report
     "RunStore": "callscope.store.run_store",
     "build_report": "callscope.report.html",
@@ -86,6 +98,8 @@ __all__ = [
     "diagnose",
     "Diagnosis",
     "correction_message",
+    "GROUNDINGS",
+    "audit",
     "extrinsic",
     "score_row",
     "load_model",
@@ -97,6 +111,10 @@ __all__ = [
     "classify_emission",
     "compute_diagnostics",
     "CaseRecord",
+    "guard_check",
+    "guard_repair",
+    "TurnVerdict",
+    "RepairResult",
     "RunStore",
     "build_report",
     "CallscopeError",

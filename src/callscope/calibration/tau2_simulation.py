@@ -147,14 +147,17 @@ def _stage(
     functions: list[dict[str, Any]] | None,
     known: set[str],
     query: str,
+    observed: list[str] | None = None,
 ) -> tuple[int | None, list[str], str | None]:
-    """``(stage, failure kinds, nearest name)`` of a call (see the module docstring)."""
+    """``(stage, failure kinds, nearest name)`` of a call (see the module docstring); the
+    outputs of earlier tool calls (``observed``) are the grounding context."""
+    context = observed or ()
     if functions is not None:
-        d = diagnose(call, functions, query)
+        d = diagnose(call, functions, query, context=context)
         return d.stage, d.failure_kinds(), d.nearest
     if call.name in known:
         return None, [], None
-    d = diagnose(call, [{"name": n} for n in sorted(known)], query)
+    d = diagnose(call, [{"name": n} for n in sorted(known)], query, context=context)
     return d.stage, d.failure_kinds(), d.nearest
 
 
@@ -184,6 +187,7 @@ def diagnose_simulation(
     sim_id = str(sim.get("id") or f"{sim['task_id']}#{sim.get('trial')}")
     task_id = str(sim["task_id"])
     user_texts: list[str] = []
+    observed: list[str] = []
     message_classes: list[list[str]] = []
     calls: list[CallRecord] = []
     for i, msg in enumerate(messages):
@@ -191,13 +195,18 @@ def diagnose_simulation(
         if role == "user" and isinstance(msg.get("content"), str) and msg["content"].strip():
             user_texts.append(msg["content"])
             continue
+        if role == "tool" and isinstance(msg.get("content"), str):
+            observed.append(msg["content"][:20000])
+            continue
         if role != "assistant":
             continue
         message_classes.append(message_classes_of(msg, classifier))
         query = "\n".join(user_texts)
         for call in agent_calls(msg):
             args = call_arguments(call.get("arguments"))
-            stage, kinds, nearest = _stage(ToolCall(call["name"], args), schemas, known, query)
+            stage, kinds, nearest = _stage(
+                ToolCall(call["name"], args), schemas, known, query, observed
+            )
             is_write = bool(writes.get(call["name"], {}).get("write"))
             rec = CallRecord(
                 domain=run.domain,

@@ -28,7 +28,8 @@ def audit_command(
     grounding: Annotated[
         str,
         typer.Option(
-            "--grounding", help=f"comma list of modes to audit side by side ({', '.join(GROUNDINGS)})"
+            "--grounding",
+            help=f"comma list of modes to audit side by side ({', '.join(GROUNDINGS)})",
         ),
     ] = ",".join(GROUNDINGS),
     seed: Annotated[int, typer.Option("--seed", help="seed of the perturbations and sample")] = 0,
@@ -68,7 +69,9 @@ def audit_command(
     results = [audit(cases, grounding=m, seed=seed) for m in modes]
     judge_stats = []
     if judge is not None:
-        model = open_model(judge, base_url=base_url)
+        model = open_model(
+            judge, base_url=base_url, api_key=None, timeout=300.0, cache=None, no_cache=False
+        )
         with closing(model):
             for m in modes:
                 j = ModelJudge(model)
@@ -76,7 +79,9 @@ def audit_command(
                 r = audit(cases, grounding=m, seed=seed, judge=j)
                 r.grounding = f"{r.grounding}+judge"
                 results.append(r)
-                judge_stats.append({**j.stats(), "mode": m.name, "seconds": time.perf_counter() - t0})
+                judge_stats.append(
+                    {**j.stats(), "mode": m.name, "seconds": time.perf_counter() - t0}
+                )
     paths = write_audit(results, out, extra={"judge": judge_stats} if judge_stats else None)
     console.print(audit_table(results).to_rich())
     for r in results:

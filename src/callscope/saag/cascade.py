@@ -354,7 +354,7 @@ def diagnose(
     # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
     mode = get_grounding(grounding)
-    evidence = Evidence(query, context)
+    evidence = Evidence.of(query, context)
     props = _properties(spec)
     verdicts: dict[str, ArgVerdict] = {}
     for p, v in call.arguments.items():

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from callscope.errors import ConfigError
@@ -90,6 +90,13 @@ class Evidence:
         self.query = query
         self.context = tuple(c for c in context if c)
 
+    @staticmethod
+    def of(query: str, context: Iterable[str] = ()) -> Evidence:
+        """The :class:`Evidence` of ``query`` and ``context``, shared by every call scored
+        against the same text (the attempts and modes of one case): derived forms are then
+        computed once per request, not once per call."""
+        return _evidence(query, tuple(c for c in context if c))
+
     @cached_property
     def all_text(self) -> str:
         return "\n".join((*self.context, self.query)) if self.context else self.query
@@ -116,7 +123,8 @@ class Evidence:
 
     @cached_property
     def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
-        return n.date_evidence(self.query)
+        dates, years = n.date_evidence(self.query)
+        return dates | n.relative_dates(self.query, dates), years
 
     @cached_property
     def times(self) -> frozenset[tuple[int, int]]:
@@ -125,6 +133,11 @@ class Evidence:
     @cached_property
     def context_evidence(self) -> Evidence | None:
         return Evidence("\n".join(self.context)) if self.context else None
+
+
+@lru_cache(maxsize=512)
+def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
+    return Evidence(query, context)
 
 
 class Grounding(Protocol):
@@ -207,13 +220,14 @@ class RegistryGrounding:
         if on:
             if n.words_state(value, ev.words):
                 return "normalised"
-            num = n.parse_number_string(value)
+            digits = any(ch.isdigit() for ch in value)
+            num = n.parse_number_string(value) if digits else None
             if num is not None and _number_stated(num, ev.numbers):
                 return "normalised"
             c = n.compact(value)
             if len(c) >= 2 and not c.isalnum() and c in ev.compact:
                 return "normalised"
-            if any(ch.isdigit() for ch in value) and n.date_time_stated(value, *ev.dates, ev.times):
+            if digits and n.date_time_stated(value, *ev.dates, ev.times):
                 return "normalised"
             words = n.norm_words(value).split()
             if words and all(n.stem(w) in ev.stems for w in words):
@@ -302,6 +316,10 @@ class RegistryGrounding:
         """Accept each leaf by the rules; a container is grounded when every scored leaf is
         (its reason the least direct of theirs); otherwise h is the paper's h(v) of the worst
         ungrounded leaf, over the request and the context."""
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            reason = self._accept_leaf(param, value, schema, evidence, arguments)
+            if reason:
+                return ArgVerdict(0.0, reason, value)
         worst: ArgVerdict | None = None
         reasons: list[str] = []
         leaves = list(_leaves(value, schema))

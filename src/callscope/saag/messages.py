@@ -6,7 +6,13 @@ metrics only: nothing here ever sees the ground truth.
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from typing import Any
+
 from callscope.saag.cascade import Diagnosis
+from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
+from callscope.types import ToolCall
 
 BINARY_FEEDBACK = "No"
 
@@ -70,3 +76,60 @@ def correction_message(d: Diagnosis) -> str | None:
             if names:
                 parts.append(template.format(params=", ".join(names)))
     return " ".join(parts)
+
+
+# --------------------------------------------------------------------------- gated (issue 17)
+
+KEEP_NAME = 'The function name "{name}" is right: keep it.'
+KEEP_ARGS = "These arguments are right: keep them unchanged: {args}."
+#: the longest rendering of one kept argument value (longer ones are shown cut, with "...")
+MAX_KEPT_VALUE_CHARS = 120
+
+
+def _shown(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = str(value)
+    if len(text) > MAX_KEPT_VALUE_CHARS:
+        text = text[: MAX_KEPT_VALUE_CHARS - 3] + "..."
+    return text
+
+
+def already_right(d: Diagnosis, call: ToolCall | None) -> str:
+    """What of the model's own ``call`` already passed the cascade, as a sentence or ``""``:
+    the name once stage 1 passed; at a stage-3 failure also the arguments stage 3 grounded
+    (``d.grounded``), each with the model's own value. Never reads the gold."""
+    if call is None or d.stage in (0, 1) or d.predicted is None:
+        return ""
+    parts = [KEEP_NAME.format(name=d.predicted)]
+    if d.stage == 3:
+        kept = [k for k in call.arguments if k in d.grounded]
+        if kept:
+            shown = ", ".join(f"{k} = {_shown(call.arguments[k])}" for k in kept)
+            parts.append(KEEP_ARGS.format(args=shown))
+    return " ".join(parts)
+
+
+def gated_message(
+    d: Diagnosis, call: ToolCall | None, settings: GatedSettings = GATED_DEFAULT
+) -> str | None:
+    """The gated mode's feedback for diagnosis ``d`` of the model's ``call``, or ``None`` when
+    no correction is sent: the call passed, or (``settings.confident_only``) only a soft
+    drift is left (:func:`callscope.saag.gated.confident_kinds`). The correction is the
+    paper's template (:func:`correction_message`) restricted to the confident kinds, followed
+    (``settings.keep_right``) by :func:`already_right`."""
+    if d.stage == 0:
+        return None
+    if settings.confident_only:
+        kinds = confident_kinds(d)
+        if not kinds:
+            return None
+        if d.stage == 3:
+            d = replace(d, soft=[])
+    fix = correction_message(d) or ""
+    if settings.keep_right:
+        keep = already_right(d, call)
+        if keep:
+            fix = f"{fix} {keep}"
+    return fix

@@ -44,6 +44,7 @@ def norm_words(text: str) -> str:
     return " " + _SEPARATORS.sub(" ", t).strip() + " "
 
 
+@lru_cache(maxsize=8192)
 def compact(text: str) -> str:
     """``text`` lower-cased with all whitespace removed and ``**`` written ``^`` (math
     notation: "x ** 2", "x**2" and "x^2" are one form)."""
@@ -274,6 +275,7 @@ def number_evidence(text: str) -> tuple[int | float, ...]:
     return tuple(uniq)
 
 
+@lru_cache(maxsize=8192)
 def parse_number_string(value: str) -> int | float | None:
     """The number a string value holds ("10", "1,000", "2.5"), else ``None``."""
     v = value.strip()
@@ -605,3 +607,44 @@ def described_phrases(value: Any, schema: dict[str, Any] | None) -> tuple[tuple[
     if not isinstance(desc, str) or isinstance(value, bool):
         return ()
     return _described_table(desc[:4000]).get(str(value).strip().lower(), ())
+
+
+# --------------------------------------------------------------------------- relative dates
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_RELATIVE_DAYS = {"tomorrow": 1, "yesterday": -1, "today": 0, "tonight": 0}
+
+
+def relative_dates(text: str, dates: frozenset[Date]) -> frozenset[Date]:
+    """Dates a request states relative to a full date it also states ("today is 2023-10-01 ...
+    tomorrow", "next Wednesday", "a week later"): from each stated ``(year, month, day)``, the
+    day before and after, the day after tomorrow, the next two occurrences of every weekday the
+    text names, and a week later."""
+    import datetime as dt  # lazy: only requests with a full date and a relative word need it
+
+    low = text.lower()
+    words = set(_WORD_TOKEN.findall(low))
+    offsets = {v for k, v in _RELATIVE_DAYS.items() if k in words}
+    if "day after tomorrow" in low:
+        offsets.add(2)
+    if "week" in words:
+        offsets.add(7)
+    weekdays = [i for i, w in enumerate(_WEEKDAYS) if w in words]
+    if not offsets and not weekdays:
+        return frozenset()
+    out: set[Date] = set()
+    for y, m, d in dates:
+        if y is None:
+            continue
+        try:
+            ref = dt.date(y, m, d)
+        except ValueError:
+            continue
+        days = set(offsets)
+        for w in weekdays:
+            ahead = (w - ref.weekday()) % 7 or 7
+            days |= {ahead, ahead + 7}
+        for k in days:
+            x = ref + dt.timedelta(days=k)
+            out.add((x.year, x.month, x.day))
+    return frozenset(out)

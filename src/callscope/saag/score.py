@@ -38,7 +38,21 @@ def score_parsed(
     call = parsed.first
     mode = get_grounding(grounding)
     d = diagnose(call, case.functions, case.query, grounding=mode, judge=judge)
-    row: dict[str, Any] = {"id": case.id, "stage": d.stage}
+    row = diagnosis_row(case.id, d, mode.name, parsed.error)
+    if case.gold is not None:
+        ext = extrinsic(call, case.gold, case.functions)
+        row.update(ext)
+        row["solved"] = d.passed and bool(ext["name_match"])
+    return d, row
+
+
+def diagnosis_row(
+    case_id: str, d: Diagnosis, grounding: str, parse_error: str | None = None
+) -> dict[str, Any]:
+    """The gold-free part of a ``score`` row for a diagnosis made in the ``grounding`` mode:
+    ``id``, ``stage``, the metrics, the failure lists, the fix, the parse error, the mode's
+    name and the grounded values."""
+    row: dict[str, Any] = {"id": case_id, "stage": d.stage}
     for m in METRICS:
         row[m] = getattr(d, m)
     row.update(
@@ -47,15 +61,11 @@ def score_parsed(
         drifted=d.drifted,
         spurious=d.spurious,
         fix=correction_message(d),
-        parse_error=parsed.error,
-        grounding=mode.name,
+        parse_error=parse_error,
+        grounding=grounding,
         grounded=d.grounded,
     )
-    if case.gold is not None:
-        ext = extrinsic(call, case.gold, case.functions)
-        row.update(ext)
-        row["solved"] = d.passed and bool(ext["name_match"])
-    return d, row
+    return row
 
 
 def score_row(

@@ -1,0 +1,105 @@
+"""Gated correction (issue 17): correct only what the cascade is sure of, keep what is right.
+
+The SAAG paper's main caveat is *overcorrection*: feedback that moves a correct prediction
+away (section 5, "Limitations"); it names confidence-gated correction as future work. The
+gated mode of :func:`callscope.runs.loop.run_loop` is built from four switchable
+ingredients, held in one frozen :class:`GatedSettings` (the guard library and proxy import
+it; :data:`GATED_DEFAULT` is the setting the comparison measured best):
+
+* ``confident_only`` -- a correction is sent only for a *confident* diagnosis
+  (:func:`confident_kinds`): every stage-1 failure (no name, a name not in the registry: both
+  certain), every stage-2 failure (a missing required, spurious or drifted parameter: checked
+  against the schema, certain), and a numeric or hard stage-3 failure (a number the user did
+  not state, a value with no grounding). A *soft* drift (a value related to the query above
+  the similarity threshold but not exact) is not corrected: when it is all that is left the
+  gate closes and the loop stops with that attempt.
+* ``keep_right`` -- the message also says what is already right, from the model's own
+  prediction and the cascade only (never the gold): the predicted name once it passed
+  stage 1, and the arguments stage 3 grounded (stage 3 failures) -- so that fixing one
+  argument does not move the rest.
+* ``best_so_far`` -- the loop's answer is its best attempt (:func:`attempt_rank`: deepest
+  stage reached, then fewest flagged values), not its last.
+* ``stop_on_regression`` -- the loop stops as soon as a revision ranks below the best attempt
+  so far (the answer is then that best attempt when ``best_so_far`` is on).
+
+Everything here is a pure function of a :class:`~callscope.saag.cascade.Diagnosis`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from callscope.saag.cascade import Diagnosis
+
+#: stage-3 failure kinds a gated loop corrects; ``soft`` is left alone
+CONFIDENT_STAGE3: tuple[str, ...] = ("numeric", "hard")
+
+
+@dataclass(frozen=True)
+class GatedSettings:
+    """The gated mode's ingredients (module docstring); every one on by default."""
+
+    #: correct only confident diagnoses; stop when only a soft drift is left
+    confident_only: bool = True
+    #: say which name and arguments of the model's own call already passed
+    keep_right: bool = True
+    #: the loop's answer is its best attempt (:func:`attempt_rank`), not its last
+    best_so_far: bool = True
+    #: stop as soon as a revision ranks below the best attempt so far
+    stop_on_regression: bool = True
+
+
+#: the full gated mode (all four ingredients)
+GATED_DEFAULT = GatedSettings()
+
+#: the gated loop modes: ``gated`` and one ablation per ingredient switched off (the names are
+#: :data:`callscope.types.GATED_MODES`)
+GATED_VARIANTS: dict[str, GatedSettings] = {
+    "gated": GATED_DEFAULT,
+    "gated-ungated": replace(GATED_DEFAULT, confident_only=False),
+    "gated-nokeep": replace(GATED_DEFAULT, keep_right=False),
+    "gated-nobest": replace(GATED_DEFAULT, best_so_far=False, stop_on_regression=False),
+}
+
+
+def gated_settings(mode: str) -> GatedSettings | None:
+    """The settings of a gated loop mode, ``None`` for the paper's modes."""
+    return GATED_VARIANTS.get(mode)
+
+
+def confident_kinds(d: Diagnosis) -> list[str]:
+    """The failure kinds of ``d`` a gated loop corrects (in cascade order): all kinds at
+    stages 1 and 2, ``numeric`` and ``hard`` at stage 3; ``[]`` when the call passed or only
+    a soft drift is left (the gate is closed)."""
+    kinds = d.failure_kinds() if d.stage else []
+    if d.stage == 3:
+        return [k for k in kinds if k in CONFIDENT_STAGE3]
+    return kinds
+
+
+def flagged_values(d: Diagnosis) -> int:
+    """How many parameters or values the diagnosis flags (missing + spurious + drifted +
+    numeric + hard + soft); a stage-1 failure flags its name (1)."""
+    if d.stage == 1:
+        return 1
+    return sum(len(x) for x in (d.missing, d.spurious, d.drifted, d.numeric, d.hard, d.soft))
+
+
+def diagnosis_from_dict(d: dict[str, Any]) -> Diagnosis:
+    """A :class:`Diagnosis` from its ``to_dict`` form (unknown keys ignored)."""
+    names = {f.name for f in fields(Diagnosis)}
+    return Diagnosis(**{k: v for k, v in d.items() if k in names})
+
+
+def attempt_rank(d: Diagnosis | dict[str, Any] | None) -> tuple[int, int]:
+    """How good an attempt is by the cascade alone, larger is better: ``(depth, -flags)`` with
+    depth 4 for a pass, 3 / 2 / 1 for a failure at stage 3 / 2 / 1, 0 for no diagnosis (a
+    model error); ties broken by fewer :func:`flagged_values`. Accepts a diagnosis dict as the
+    run store keeps it."""
+    if d is None:
+        return (0, 0)
+    if isinstance(d, dict):
+        d = diagnosis_from_dict(d)
+    depth = 4 if d.stage == 0 else 4 - d.stage
+    return (depth, -flagged_values(d))

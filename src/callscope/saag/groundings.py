@@ -35,6 +35,7 @@ for values the rules still flag; an accepted value then has reason ``judge``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -63,6 +64,8 @@ _RANK = {r: i for i, r in enumerate(REASONS)}
 #: soft drift with this small h instead
 FRAGMENT_H = 0.05
 
+_DIGIT = re.compile(r"\d")
+
 #: a judge: is ``value`` of parameter ``param`` stated or directly implied by ``query``?
 Judge = Callable[[str, Any, str], bool]
 
@@ -89,6 +92,8 @@ class Evidence:
     def __init__(self, query: str, context: Iterable[str] = ()) -> None:
         self.query = query
         self.context = tuple(c for c in context if c)
+        #: (rules off, enum) -> the members the request states (see ``_stated_members``)
+        self.member_cache: dict[Any, tuple[Any, ...]] = {}
 
     @staticmethod
     def of(query: str, context: Iterable[str] = ()) -> Evidence:
@@ -220,7 +225,7 @@ class RegistryGrounding:
         if on:
             if n.words_state(value, ev.words):
                 return "normalised"
-            digits = any(ch.isdigit() for ch in value)
+            digits = _DIGIT.search(value) is not None
             num = n.parse_number_string(value) if digits else None
             if num is not None and _number_stated(num, ev.numbers):
                 return "normalised"
@@ -237,6 +242,20 @@ class RegistryGrounding:
             if unit is not None and unit in ev.units:
                 return "unit"
         return None
+
+    def _stated_members(self, enum: tuple[Any, ...], ev: Evidence) -> tuple[Any, ...]:
+        """The members of ``enum`` the request states (computed once per request and enum)."""
+        if not enum:
+            return ()
+        try:
+            key = (self.disabled, enum)
+            hit = ev.member_cache.get(key)
+        except TypeError:  # an unhashable member: no caching
+            return tuple(m for m in enum if self._stated(m, ev) is not None)
+        if hit is None:
+            hit = tuple(m for m in enum if self._stated(m, ev) is not None)
+            ev.member_cache[key] = hit
+        return hit
 
     def _accept_leaf(
         self,
@@ -282,10 +301,9 @@ class RegistryGrounding:
                     return "described"
         others_stated = [
             m
-            for m in enum
+            for m in self._stated_members(enum, ev)
             if not _equal_values(value, m)
             and not (isinstance(m, str | int | float) and m in siblings)
-            and self._stated(m, ev) is not None
         ]
         if (
             "enum" not in self.disabled
@@ -316,23 +334,25 @@ class RegistryGrounding:
         """Accept each leaf by the rules; a container is grounded when every scored leaf is
         (its reason the least direct of theirs); otherwise h is the paper's h(v) of the worst
         ungrounded leaf, over the request and the context."""
-        if isinstance(value, str | int | float) and not isinstance(value, bool):
+        scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
+        if scalar:
             reason = self._accept_leaf(param, value, schema, evidence, arguments)
             if reason:
                 return ArgVerdict(0.0, reason, value)
         worst: ArgVerdict | None = None
         reasons: list[str] = []
-        leaves = list(_leaves(value, schema))
+        leaves = [(value, schema)] if scalar else list(_leaves(value, schema))
         siblings = frozenset(
             leaf for leaf, _ in leaves if isinstance(leaf, str | int | float) and len(leaves) > 1
         )
         for leaf, leaf_schema in leaves:
             if isinstance(leaf, bool) or leaf is None:
                 continue  # assumed: no grounding context (as in the paper)
-            reason = self._accept_leaf(param, leaf, leaf_schema, evidence, arguments, siblings)
-            if reason:
-                reasons.append(reason)
-                continue
+            if not scalar:  # (a scalar was tried above)
+                reason = self._accept_leaf(param, leaf, leaf_schema, evidence, arguments, siblings)
+                if reason:
+                    reasons.append(reason)
+                    continue
             h = g.hallucination(leaf, evidence.all_text)
             if h is None and g.is_number(leaf) and evidence.numbers:
                 h = 1.0  # the request states numbers (perhaps in words), not this one

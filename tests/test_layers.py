@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("calibration",),
     ("runs",),
+    ("guard",),
     ("report",),
     ("cli",),
     ("__init__",),

@@ -25,6 +25,7 @@ from callscope.cli.experiment import demo, experiment
 from callscope.cli.report import compare, report
 from callscope.cli.run import run
 from callscope.cli.score import score
+from callscope.cli.serve import serve
 
 app = typer.Typer(
     add_completion=False,
@@ -47,7 +48,7 @@ def _main(
     set_debug(debug)
 
 
-for _command in (score, run, experiment, demo, report, compare, classify, calibrate):
+for _command in (score, run, experiment, demo, report, compare, classify, calibrate, serve):
     app.command()(handle_errors(_command))
 app.command("audit")(handle_errors(audit_command))
 for _info in bench_app.registered_commands:

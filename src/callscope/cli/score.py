@@ -38,13 +38,32 @@ def print_score_summary(s: ScoreSummary) -> None:
 
 
 def score(
-    input: Annotated[Path, typer.Argument(help="JSONL rows {id, query, functions, output, gold?}")],
+    input: Annotated[
+        Path | None, typer.Argument(help="JSONL rows {id, query, functions, output, gold?}")
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="write scored rows here (default: stdout)")
     ] = None,
     grounding: GroundingOpt = DEFAULT_GROUNDING,
+    from_chat: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from-chat",
+            help="instead: recorded OpenAI chat logs ({messages, tools} lines, or batch "
+            "input/output files; repeat for each file): every tool call diagnosed",
+        ),
+    ] = None,
+    report_dir: Annotated[
+        Path | None, typer.Option("--report", help="with --from-chat: write a run store + report")
+    ] = None,
 ) -> None:
     """Score model outputs with the SAAG cascade (and extrinsic metrics when gold is given)."""
+    if from_chat:
+        from callscope.cli.chatlog import score_chat  # lazy: the guard package, only here
+
+        score_chat(list(from_chat) + ([input] if input else []), output, grounding, report_dir)
+    if input is None:
+        fail("give a rows file, or --from-chat FILE for recorded chat logs")
     mode = get_grounding(grounding)
     rows = read_rows(input)
     if not rows:

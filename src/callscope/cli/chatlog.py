@@ -1,0 +1,84 @@
+"""`callscope score --from-chat FILE`: recorded chat logs through the guard
+(:mod:`callscope.guard.chatlog`): a table of the stage mix, and optionally a report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from callscope.cli.common import console, fail, write_report
+from callscope.core.jsonl import dumps_row
+from callscope.guard.chatlog import (
+    ChatLogSummary,
+    call_rows,
+    diagnose_conversations,
+    read_chat_logs,
+    summarize_turns,
+    write_chatlog_store,
+)
+from callscope.saag.groundings import get_grounding
+
+STAGE_LABELS = {0: "passed all", 1: "1 registry", 2: "2 structure", 3: "3 grounding"}
+#: conversations listed in the per-conversation table (the rows file has them all)
+MAX_LISTED = 40
+
+
+def print_chatlog_summary(s: ChatLogSummary) -> None:
+    """The stage mix over all calls, the action mix, and each conversation's stage counts."""
+    t = Table(
+        title=f"chat log: {s.conversations} conversations, {s.turns} assistant turns, "
+        f"{s.calls} tool calls, {s.malformed} malformed lines"
+    )
+    t.add_column("first failing stage")
+    t.add_column("calls", justify="right")
+    t.add_column("share", justify="right")
+    for stage in (0, 1, 2, 3):
+        n = s.stages.get(stage, 0)
+        t.add_row(STAGE_LABELS[stage], str(n), f"{n / s.calls:.1%}" if s.calls else "-")
+    console.print(t)
+    a = Table(title="action class of each assistant turn")
+    a.add_column("action")
+    a.add_column("turns", justify="right")
+    for action, n in sorted(s.actions.items(), key=lambda kv: (-kv[1], kv[0])):
+        a.add_row(escape(action), str(n))
+    console.print(a)
+    c = Table(title="per conversation (tool calls by first failing stage)")
+    c.add_column("conversation")
+    for stage in (0, 1, 2, 3):
+        c.add_column(STAGE_LABELS[stage], justify="right")
+    for i, (conv, counts) in enumerate(s.per_conversation.items()):
+        if i == MAX_LISTED:
+            c.add_row(f"... {len(s.per_conversation) - MAX_LISTED} more", "", "", "", "")
+            break
+        c.add_row(escape(conv), *(str(counts.get(st, 0)) for st in (0, 1, 2, 3)))
+    console.print(c)
+
+
+def score_chat(
+    files: list[Path], output: Path | None, grounding: str, report_dir: Path | None
+) -> None:
+    """Diagnose every tool call of ``files``; rows to ``output`` (default stdout)."""
+    mode = get_grounding(grounding).name
+    conversations, errors = read_chat_logs(files)
+    if not conversations and not errors:
+        fail(f"{', '.join(map(str, files))} holds no lines; write one JSON object per line")
+    turns = diagnose_conversations(conversations, mode)
+    rows = call_rows(turns)
+    text = "".join(dumps_row(r) + "\n" for r in rows)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+    print_chatlog_summary(summarize_turns(turns, malformed=len(errors)))
+    for err in errors[:20]:
+        console.print(f"[red]{escape(err)}[/red]")
+    if len(errors) > 20:
+        console.print(f"[red]... {len(errors) - 20} more malformed lines[/red]")
+    if report_dir is not None:
+        write_chatlog_store(report_dir, turns, mode)
+        write_report(report_dir)
+    raise typer.Exit(code=1 if errors else 0)

@@ -1,0 +1,74 @@
+"""`callscope serve`: the repair proxy (:mod:`callscope.guard.proxy`) in the foreground."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from callscope.cli.common import GroundingOpt, console, fail
+from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS
+from callscope.models.registry import DEFAULT_SPEC as DEFAULT_LOCAL_MODEL
+from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
+
+
+def serve(
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream",
+            help="the OpenAI-compatible base URL to guard, with its /v1 (default: serve the "
+            f"embedded {DEFAULT_LOCAL_MODEL})",
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option(help="address to bind (127.0.0.1: this machine only)")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    out: Annotated[
+        Path, typer.Option("-o", "--out", help="run store for every decision (`callscope report`)")
+    ] = Path("callscope-proxy"),
+    attempts: Annotated[
+        int, typer.Option(help="re-asks at most per failing response", min=0, max=20)
+    ] = DEFAULT_REPAIR_ATTEMPTS,
+    repair_timeout: Annotated[
+        float, typer.Option(help="seconds after the first answer in which re-asks may start")
+    ] = 30.0,
+    upstream_timeout: Annotated[float, typer.Option(help="seconds per upstream request")] = 120.0,
+    max_body_mb: Annotated[float, typer.Option(help="largest request body accepted, MiB")] = 4.0,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
+) -> None:
+    """Serve an OpenAI-compatible /v1/chat/completions that checks and repairs tool calls."""
+    from callscope.guard.proxy import ProxyConfig, make_server  # lazy: httpx (~60 ms)
+
+    if repair_timeout <= 0 or upstream_timeout <= 0 or max_body_mb <= 0:
+        fail("--repair-timeout, --upstream-timeout and --max-body-mb must be positive")
+    config = ProxyConfig(
+        upstream=upstream,
+        host=host,
+        port=port,
+        run_dir=out,
+        attempts=attempts,
+        repair_timeout=repair_timeout,
+        upstream_timeout=upstream_timeout,
+        max_body_bytes=int(max_body_mb * 1024 * 1024),
+        grounding=get_grounding(grounding).name,
+    )
+    try:
+        server = make_server(config)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port")
+    target = upstream or DEFAULT_LOCAL_MODEL
+    console.print(
+        f"callscope guard on {escape(server.url)} -> {escape(target)}; decisions in "
+        f"{escape(str(out))} (`callscope report {escape(str(out))}`); Ctrl-C stops"
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    raise typer.Exit(code=0)

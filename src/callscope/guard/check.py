@@ -1,0 +1,346 @@
+"""The guard's verdict on one model response: every tool call through the SAAG cascade.
+
+:func:`check` takes what an agent got back from its model (an OpenAI-style assistant message,
+a whole ``chat.completion``, a :class:`~callscope.types.ModelReply` or plain text), the
+request's ``tools`` and its ``messages``, and returns a :class:`TurnVerdict`: the action class
+of the turn (:func:`callscope.calibration.classify.classify_emission`) and one
+:class:`CallVerdict` per tool call (stage, reasons, the structured correction of
+:func:`callscope.saag.messages.correction_message`).
+
+Evidence (:func:`evidence_of`): the text of the last user message is the query; the earlier
+user messages and the tool results are the context stage 3 may also ground values in. The
+system prompt and the assistant's own text are not evidence (a value the model only saw in
+the system prompt is flagged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from callscope.calibration.classify import classify_emission
+from callscope.parse import parse_output
+from callscope.parse.json_calls import parse_native
+from callscope.saag.cascade import Diagnosis, diagnose
+from callscope.saag.groundings import Grounding
+from callscope.saag.messages import NO_NAME, correction_message
+from callscope.types import TOOL_CALL, ParseResult, ToolCall
+
+#: ``CallVerdict.reached`` of a call that passed every stage (one past stage 3)
+PASSED_ALL = 4
+
+
+@dataclass(frozen=True)
+class CallVerdict:
+    """The cascade's verdict on one tool call of a response.
+
+    ``index`` is the call's position in the response, ``id`` its ``tool_call`` id (``None`` for
+    a call parsed from text); ``stage`` is 0 when it passed, else the first failing stage;
+    ``reasons`` say what failed, one line each; ``correction`` is the structured feedback
+    (SAAG paper, Table 4) or ``None`` when it passed."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: dict[str, Any]
+    stage: int
+    reasons: tuple[str, ...]
+    correction: str | None
+    diagnosis: Diagnosis
+
+    @property
+    def passed(self) -> bool:
+        return self.stage == 0
+
+    @property
+    def reached(self) -> int:
+        """The deepest stage the call reached: its failing stage, or :data:`PASSED_ALL`."""
+        return PASSED_ALL if self.stage == 0 else self.stage
+
+    @property
+    def flagged(self) -> int:
+        """How many names or values the failing stage flagged (0 when it passed)."""
+        if self.stage == 0:
+            return 0
+        if self.stage == 1:
+            return 1
+        d = self.diagnosis
+        return (
+            len(d.missing)
+            + len(d.spurious)
+            + len(d.drifted)
+            + len(d.numeric)
+            + len(d.hard)
+            + len(d.soft)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "stage": self.stage,
+            "reasons": list(self.reasons),
+            "correction": self.correction,
+            "diagnosis": self.diagnosis.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """The guard's verdict on one response: its action class and each call's verdict.
+
+    ``calls`` is empty when the turn made no tool call (``action`` then says what it did:
+    ``ASK``, ``REFUSE``, ``CONFIRM`` or ``OTHER``); ``parse_error`` says why native
+    ``tool_calls`` could not be read (the turn then holds one stage-1 call verdict)."""
+
+    action: str
+    calls: tuple[CallVerdict, ...] = ()
+    parse_error: str | None = None
+    query: str = ""
+    content: str = ""
+    native: bool = False
+    functions: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def checked(self) -> bool:
+        """Whether the turn had tool calls to check."""
+        return bool(self.calls)
+
+    @property
+    def passed(self) -> bool:
+        """Every call passed (a turn without calls has nothing to fail)."""
+        return all(c.passed for c in self.calls)
+
+    @property
+    def stage(self) -> int:
+        """0 when every call passed, else the earliest stage any call failed at."""
+        failing = [c.stage for c in self.calls if not c.passed]
+        return min(failing) if failing else 0
+
+    @property
+    def reached(self) -> int:
+        """The deepest stage the turn's worst call reached (0: no call at all)."""
+        return min((c.reached for c in self.calls), default=0)
+
+    @property
+    def flagged(self) -> int:
+        """Names and values flagged over all the turn's calls."""
+        return sum(c.flagged for c in self.calls)
+
+    @property
+    def worst(self) -> CallVerdict | None:
+        """The first call failing at :attr:`stage` (the first call when all passed)."""
+        for c in self.calls:
+            if not c.passed and c.stage == self.stage:
+                return c
+        return self.calls[0] if self.calls else None
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(ToolCall(c.name or "", c.arguments) for c in self.calls if c.name)
+
+    @property
+    def correction(self) -> str | None:
+        """The feedback to send: the failing call's correction, each prefixed with the call it
+        is for when the turn made several calls; ``None`` when every call passed."""
+        failing = [c for c in self.calls if not c.passed]
+        if not failing:
+            return None
+        if len(self.calls) == 1:
+            return failing[0].correction
+        return " ".join(
+            f"Call {c.index + 1} ({c.name or 'unnamed'}): {c.correction}" for c in failing
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "checked": self.checked,
+            "passed": self.passed,
+            "stage": self.stage,
+            "calls": [c.to_dict() for c in self.calls],
+            "parse_error": self.parse_error,
+            "correction": self.correction,
+        }
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def functions_of(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
+    {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries
+    without a string name are left out."""
+    out: list[dict[str, Any]] = []
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        if isinstance(spec.get("name"), str) and spec["name"]:
+            out.append(spec)
+    return out
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's ``content``: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else p
+            for p in content
+        ]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:
+    """(query, context) of a request: the last user message's text, and the earlier user
+    messages and tool results, in order."""
+    texts: list[tuple[str, str]] = []
+    for m in messages or ():
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if role in ("user", "tool", "function"):
+            text = content_text(m.get("content"))
+            if text:
+                texts.append((role, text))
+    last_user = max((i for i, (role, _) in enumerate(texts) if role == "user"), default=None)
+    if last_user is None:
+        return "", [t for _, t in texts]
+    return texts[last_user][1], [t for i, (_, t) in enumerate(texts) if i != last_user]
+
+
+def message_of(response: Any) -> dict[str, Any]:
+    """The assistant message of a response: a ``chat.completion`` (its first choice), a
+    message dict, a :class:`~callscope.types.ModelReply` or text."""
+    if isinstance(response, str):
+        return {"role": "assistant", "content": response}
+    if hasattr(response, "tool_calls") and hasattr(response, "text"):  # ModelReply
+        return {"role": "assistant", "content": response.text, "tool_calls": response.tool_calls}
+    if isinstance(response, dict):
+        choices = response.get("choices")
+        if isinstance(choices, list):
+            first = choices[0] if choices and isinstance(choices[0], dict) else {}
+            msg = first.get("message")
+            return msg if isinstance(msg, dict) else {"role": "assistant", "content": None}
+        return response
+    raise TypeError(f"unsupported response type {type(response).__name__}")
+
+
+def _reasons(d: Diagnosis, call: ToolCall | None) -> tuple[str, ...]:
+    if d.stage == 0:
+        return ()
+    if d.stage == 1:
+        if d.fnem == -1:
+            return ("no_name: no function name found",)
+        near = f" (nearest: {d.nearest!r})" if d.nearest else ""
+        return (f"wrong_name: {d.predicted!r} is not in the tools{near}",)
+    args = call.arguments if call is not None else {}
+    out: list[str] = []
+    if d.stage == 2:
+        out += [f"missing: required argument {p!r} is absent" for p in d.missing]
+        out += [f"spurious: argument {p!r} is not in the schema" for p in d.spurious]
+        out += [f"drifted: argument {p!r} looks like {d.drift_targets.get(p)!r}" for p in d.drifted]
+        return tuple(out)
+    for kind, what in (
+        ("numeric", "does not match a number the user stated"),
+        ("hard", "has no grounding in the user's text"),
+        ("soft", "is only loosely related to the user's text"),
+    ):
+        for p in getattr(d, kind):
+            out.append(f"{kind}: {p}={_short(args.get(p))} {what}")
+    return tuple(out)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _call_verdict(
+    index: int,
+    call_id: str | None,
+    call: ToolCall | None,
+    functions: list[dict[str, Any]],
+    query: str,
+    context: Sequence[str],
+    grounding: str | Grounding | None,
+) -> CallVerdict:
+    d = diagnose(call, functions, query, grounding=grounding, context=context)
+    return CallVerdict(
+        index=index,
+        id=call_id,
+        name=call.name if call is not None else None,
+        arguments=dict(call.arguments) if call is not None else {},
+        stage=d.stage,
+        reasons=_reasons(d, call),
+        correction=correction_message(d),
+        diagnosis=d,
+    )
+
+
+def check(
+    response: Any,
+    tools: Sequence[Any] | None,
+    messages: Sequence[Any],
+    grounding: str | Grounding | None = None,
+) -> TurnVerdict:
+    """The guard's verdict on ``response`` to a request of ``messages`` with ``tools``.
+
+    Native ``tool_calls`` are always checked (an unreadable list is one stage-1 verdict with
+    the parse error); calls written in the text are checked when the turn's action class is
+    ``TOOL_CALL``. ``grounding`` names the stage-3 mode (default
+    :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`). Nothing is evaluated: calls are
+    parsed as data (:mod:`callscope.parse`)."""
+    message = message_of(response)
+    functions = functions_of(tools)
+    query, context = evidence_of(messages)
+    text = content_text(message.get("content"))
+    native_calls = message.get("tool_calls")
+    try:
+        action = classify_emission(
+            {"content": text, "tool_calls": native_calls} if native_calls else {"content": text}
+        )
+    except TypeError:
+        action = TOOL_CALL if native_calls else "OTHER"
+    parsed: ParseResult
+    ids: list[str | None]
+    if native_calls:
+        parsed = parse_native(native_calls)
+        ids = [
+            str(tc["id"]) if isinstance(tc, dict) and tc.get("id") is not None else None
+            for tc in (native_calls if isinstance(native_calls, list) else [])
+        ]
+    elif action == TOOL_CALL:
+        parsed = parse_output(text)
+        ids = []
+    else:
+        return TurnVerdict(action=action, query=query, content=text, functions=functions)
+    verdicts: list[CallVerdict]
+    if parsed.calls:
+        verdicts = [
+            _call_verdict(
+                i, ids[i] if i < len(ids) else None, c, functions, query, context, grounding
+            )
+            for i, c in enumerate(parsed.calls)
+        ]
+    else:
+        verdicts = [_call_verdict(0, None, None, functions, query, context, grounding)]
+    return TurnVerdict(
+        action=action,
+        calls=tuple(verdicts),
+        parse_error=parsed.error,
+        query=query,
+        content=text,
+        native=bool(native_calls),
+        functions=functions,
+    )
+
+
+#: the feedback sent after a re-asked turn that made no call at all
+NO_CALL_FEEDBACK = NO_NAME

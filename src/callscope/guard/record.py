@@ -1,0 +1,158 @@
+"""Guard decisions as run-store records, so ``callscope report`` shows them like a SAAG run.
+
+Each checked response becomes one :class:`~callscope.types.Case` (the user's query and the
+request's functions, no gold) and one :class:`~callscope.store.records.Outcome` in mode
+``structured`` whose attempts are the asks of the repair (one attempt when nothing was
+re-asked). An attempt's ``row`` is the ``score`` row of the turn's worst call
+(:func:`callscope.saag.score.diagnosis_row`) with the turn's ``action``, ``calls`` and
+``stages`` added; its ``diagnosis`` is that call's cascade diagnosis.
+
+:class:`StoreWriter` writes them on a background thread, so a proxied request never waits
+for SQLite.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from callscope.guard.check import TurnVerdict, message_of
+from callscope.guard.repair import RepairResult
+from callscope.saag.groundings import get_grounding
+from callscope.saag.score import diagnosis_row
+from callscope.store.records import Attempt, Outcome
+from callscope.store.run_store import RunStore
+from callscope.types import Case
+
+#: the store mode guard outcomes are kept under (the feedback is the structured correction)
+GUARD_MODE = "structured"
+
+
+def verdict_row(case_id: str, verdict: TurnVerdict, grounding: str | None) -> dict[str, Any]:
+    """The ``score`` row of a turn: its worst call's row plus ``action``, ``calls`` (how many)
+    and ``stages`` (each call's stage)."""
+    worst = verdict.worst
+    name = get_grounding(grounding).name
+    if worst is None:
+        row: dict[str, Any] = {"id": case_id, "stage": None}
+    else:
+        row = diagnosis_row(case_id, worst.diagnosis, name, verdict.parse_error)
+        row["fix"] = verdict.correction
+    row.update(
+        action=verdict.action, calls=len(verdict.calls), stages=[c.stage for c in verdict.calls]
+    )
+    return row
+
+
+def _reply(response: Any) -> dict[str, Any] | None:
+    try:
+        msg = message_of(response)
+    except TypeError:
+        return None
+    content = msg.get("content")
+    return {
+        "text": content if isinstance(content, str) else "",
+        "tool_calls": msg.get("tool_calls"),
+    }
+
+
+def guard_records(
+    case_id: str,
+    result: RepairResult,
+    grounding: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> tuple[Case, Outcome]:
+    """The case and outcome a repair is stored as (see the module docstring)."""
+    first = result.attempts[0].verdict
+    assert first is not None
+    case = Case(id=case_id, query=first.query, functions=first.functions, meta=dict(meta or {}))
+    attempts = []
+    for a in result.attempts:
+        if a.verdict is None:
+            attempts.append(
+                Attempt(
+                    attempt=a.attempt,
+                    messages=a.messages,
+                    reply=None,
+                    parsed=[],
+                    row=None,
+                    diagnosis=None,
+                    error=a.error,
+                    error_kind="upstream",
+                    latency_s=a.latency_s,
+                )
+            )
+            continue
+        worst = a.verdict.worst
+        attempts.append(
+            Attempt(
+                attempt=a.attempt,
+                messages=a.messages,
+                reply=_reply(a.response),
+                parsed=[c.to_dict() for c in a.verdict.tool_calls],
+                row=verdict_row(case_id, a.verdict, grounding),
+                diagnosis=worst.diagnosis.to_dict() if worst is not None else None,
+                feedback=a.feedback,
+                latency_s=a.latency_s,
+            )
+        )
+    return case, Outcome(case_id=case_id, mode=GUARD_MODE, attempts=attempts)
+
+
+class StoreWriter:
+    """Writes guard records to a run store from one background thread.
+
+    :meth:`submit` queues ``(model, case, outcome)``; :meth:`count` tallies a decision kind
+    (``passed``, ``repaired``, ``unrepaired``, ``unchecked``, ``stream``, ``error``...) kept
+    in the store's meta as ``guard:decisions``; :meth:`flush` waits until everything queued is
+    written; :meth:`close` flushes and closes the store."""
+
+    def __init__(self, run_dir: str | Path, config: dict[str, Any] | None = None) -> None:
+        self.store = RunStore(run_dir)
+        self.config = dict(config or {})
+        self._models: set[str] = set()
+        self._counts: Counter[str] = Counter(self.store.get_meta("guard:decisions") or {})
+        self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._work, name="callscope-store", daemon=True)
+        self._thread.start()
+
+    def submit(self, model: str, case: Case, outcome: Outcome) -> None:
+        self._queue.put(("outcome", (model, case, outcome)))
+
+    def count(self, decision: str) -> None:
+        self._queue.put(("count", decision))
+
+    def flush(self) -> None:
+        self._queue.join()
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+        self.store.close()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                kind, payload = item
+                if kind == "count":
+                    self._counts[payload] += 1
+                    self.store.set_meta("guard:decisions", dict(self._counts))
+                else:
+                    model, case, outcome = payload
+                    if model not in self._models:
+                        self._models.add(model)
+                        self.store.set_meta(f"config:{model}", {**self.config, "model": model})
+                    self.store.add_cases([case])
+                    self.store.save_outcome(model, None, outcome)
+            except Exception as exc:  # noqa: BLE001 - a failed write must not stop the thread
+                self._counts["store_error"] += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+            finally:
+                self._queue.task_done()

@@ -1,0 +1,164 @@
+"""Repair a failing response by re-asking with the structured correction.
+
+:func:`repair` asks any chat function, checks the answer (:func:`callscope.guard.check.check`)
+and, while a call fails, appends the model's answer and the correction of
+:func:`callscope.saag.messages.correction_message` (the SAAG loop's ``structured`` mode,
+section 2.4) and asks again, at most ``k`` times. It keeps the best response seen: the one
+whose worst call reached the deepest stage, then the one with the fewest flagged names and
+values, then the earliest. Every re-asked answer is checked against the *original* messages:
+the correction is never evidence for grounding.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from callscope.guard.check import NO_CALL_FEEDBACK, TurnVerdict, check, message_of
+from callscope.models.prompting import assistant_turn
+from callscope.saag.groundings import Grounding
+from callscope.types import ParseResult
+
+#: Re-asks after the first response when ``k`` is not given. Issue 17's ``gated`` feedback
+#: mode (runs/loop.py) is measuring the best budget; when it lands, set this to its best
+#: setting (the one place the guard, the proxy and ``callscope serve --attempts`` read it).
+DEFAULT_REPAIR_ATTEMPTS = 3
+
+#: ``chat_fn(messages, tools) -> response`` (an OpenAI message or completion, a ModelReply,
+#: or text); it may raise to say no answer could be had
+ChatFn = Callable[[list[dict[str, Any]], Sequence[Any] | None], Any]
+
+
+@dataclass
+class RepairAttempt:
+    """One ask: what was sent, what came back, the verdict, and the feedback sent after it."""
+
+    attempt: int
+    messages: list[dict[str, Any]]
+    response: Any = None
+    verdict: TurnVerdict | None = None
+    feedback: str | None = None
+    error: str | None = None
+    latency_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
+            "feedback": self.feedback,
+            "error": self.error,
+            "latency_s": self.latency_s,
+        }
+
+
+@dataclass
+class RepairResult:
+    """What :func:`repair` did. ``response`` is the best response (unchanged when the first
+    passed or made no call), ``best_attempt`` its 1-based attempt; ``stopped`` says why the
+    re-asking ended: ``passed``, ``no_call`` (the first turn made no tool call),
+    ``budget`` (``k`` re-asks spent), ``deadline`` or ``error`` (the chat function raised)."""
+
+    response: Any
+    verdict: TurnVerdict
+    best_attempt: int
+    stopped: str
+    attempts: list[RepairAttempt] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @property
+    def repaired(self) -> bool:
+        """The first response failed and a re-asked one passed."""
+        return self.verdict.passed and self.best_attempt > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "repaired": self.repaired,
+            "best_attempt": self.best_attempt,
+            "stopped": self.stopped,
+            "attempts": [a.to_dict() for a in self.attempts],
+        }
+
+
+def rank(verdict: TurnVerdict) -> tuple[int, int]:
+    """Keep-best order of two responses (higher is better): the deepest stage the worst call
+    reached (:attr:`TurnVerdict.reached`), then fewer flagged names and values."""
+    return verdict.reached, -verdict.flagged
+
+
+def repair(
+    chat_fn: ChatFn,
+    messages: Sequence[dict[str, Any]],
+    tools: Sequence[Any] | None,
+    *,
+    k: int = DEFAULT_REPAIR_ATTEMPTS,
+    grounding: str | Grounding | None = None,
+    first: Any = None,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> RepairResult:
+    """Ask ``chat_fn`` (or take ``first``, an answer already had), then re-ask with the
+    correction up to ``k`` times while the answer fails; return the best answer and the record.
+
+    ``deadline`` is a ``clock()`` time after which no further re-ask starts. An exception from
+    the first ask propagates; one from a re-ask ends the repair with the best answer so far
+    (``stopped="error"``)."""
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    base = [dict(m) for m in messages]
+    t0 = clock()
+    response = chat_fn(list(base), tools) if first is None else first
+    verdict = check(response, tools, base, grounding)
+    attempts = [RepairAttempt(1, base, response, verdict, latency_s=clock() - t0)]
+    if not verdict.checked:
+        return RepairResult(response, verdict, 1, "no_call", attempts)
+    best = 0
+    convo = list(base)
+    stopped = "passed"
+    while not attempts[best].verdict.passed:  # type: ignore[union-attr]
+        if len(attempts) > k:
+            stopped = "budget"
+            break
+        if deadline is not None and clock() >= deadline:
+            stopped = "deadline"
+            break
+        last = attempts[-1]
+        last_verdict = last.verdict
+        assert last_verdict is not None
+        feedback = last_verdict.correction or NO_CALL_FEEDBACK
+        last.feedback = feedback
+        convo = [
+            *convo,
+            _assistant(last.response, last_verdict),
+            {"role": "user", "content": feedback},
+        ]
+        n = len(attempts) + 1
+        t0 = clock()
+        try:
+            reply = chat_fn(list(convo), tools)
+        except Exception as exc:  # noqa: BLE001 - any failure of the chat function ends it
+            attempts.append(RepairAttempt(n, list(convo), error=str(exc), latency_s=clock() - t0))
+            stopped = "error"
+            break
+        v = check(reply, tools, base, grounding)
+        attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
+        if rank(v) > rank(attempts[best].verdict):  # type: ignore[arg-type]
+            best = len(attempts) - 1
+    chosen = attempts[best]
+    assert chosen.verdict is not None
+    return RepairResult(chosen.response, chosen.verdict, chosen.attempt, stopped, attempts)
+
+
+def _assistant(response: Any, verdict: TurnVerdict) -> dict[str, Any]:
+    """The answer as it is appended before the correction: a call as its JSON text, so the
+    next turn can be a plain user message (OpenAI wants tool results after ``tool_calls``)."""
+    try:
+        text = verdict.content or str(message_of(response).get("content") or "")
+    except TypeError:
+        text = ""
+    return assistant_turn(text, ParseResult(calls=verdict.tool_calls), True)

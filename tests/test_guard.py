@@ -1,0 +1,260 @@
+"""The guard library: ``check`` (per-call verdicts, action class, evidence) and ``repair``
+(k re-asks with the structured correction, keep-best). Expected stages and messages are
+worked out by hand from the cascade's rules (SAAG paper, section 2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import callscope
+from callscope.guard import DEFAULT_REPAIR_ATTEMPTS, check, repair
+from callscope.guard.check import evidence_of, functions_of
+from callscope.saag.messages import MISSING
+from callscope.types import ModelReply
+
+SPEC = {
+    "name": "book_table",
+    "description": "Book a restaurant table",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "restaurant": {"type": "string"},
+            "people": {"type": "integer"},
+            "time": {"type": "string"},
+        },
+        "required": ["restaurant", "people"],
+    },
+}
+TOOLS = [{"type": "function", "function": SPEC}]
+MESSAGES = [
+    {"role": "system", "content": "You book tables. The default restaurant is Chez Nous."},
+    {"role": "user", "content": "Book a table at Luigi's for 4 people at 7pm"},
+]
+
+
+def msg(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a) in enumerate(calls)
+        ],
+    }
+
+
+GOOD = ("book_table", {"restaurant": "Luigi's", "people": 4, "time": "7pm"})
+
+
+def test_a_good_call_passes_with_its_action_class() -> None:
+    v = check(msg(GOOD), TOOLS, MESSAGES)
+    assert (v.action, v.checked, v.passed, v.stage, v.correction) == (
+        "TOOL_CALL",
+        True,
+        True,
+        0,
+        None,
+    )
+    (c,) = v.calls
+    assert (c.index, c.id, c.name, c.stage, c.reasons) == (0, "c0", "book_table", 0, ())
+    assert v.query == "Book a table at Luigi's for 4 people at 7pm"
+
+
+@pytest.mark.parametrize(
+    ("call", "stage", "reasons"),
+    [
+        (
+            ("book_tabel", GOOD[1]),
+            1,
+            ["wrong_name: 'book_tabel' is not in the tools (nearest: 'book_table')"],
+        ),
+        (
+            ("book_table", {"restaurant": "Luigi's"}),
+            2,
+            ["missing: required argument 'people' is absent"],
+        ),
+        (
+            ("book_table", {"restaurant": "Luigi's", "people": 4, "table_id": 9}),
+            2,
+            ["spurious: argument 'table_id' is not in the schema"],
+        ),
+        (
+            ("book_table", {"restaurant": "Luigi's", "people": 6}),
+            3,
+            ["numeric: people=6 does not match a number the user stated"],
+        ),
+        (
+            ("book_table", {"restaurant": "Chez Nous", "people": 4}),
+            3,
+            ["hard: restaurant='Chez Nous' has no grounding in the user's text"],
+        ),
+    ],
+)
+def test_each_stage_fails_with_its_reason(call: Any, stage: int, reasons: list[str]) -> None:
+    v = check(msg(call), TOOLS, MESSAGES)
+    assert (v.passed, v.stage, list(v.calls[0].reasons)) == (False, stage, reasons)
+    assert v.correction == v.calls[0].correction  # one call: its own correction
+
+
+def test_several_calls_each_get_a_verdict_and_a_labelled_correction() -> None:
+    v = check(msg(GOOD, ("book_table", {"restaurant": "Luigi's"})), TOOLS, MESSAGES)
+    assert [c.stage for c in v.calls] == [0, 2]
+    assert (v.stage, v.reached, v.flagged, v.worst.index) == (2, 2, 1, 1)
+    assert v.correction == f"Call 2 (book_table): {MISSING}"
+
+
+def test_text_turns_are_classified_and_text_calls_are_checked() -> None:
+    ask = check("Which restaurant would you like?", TOOLS, MESSAGES)
+    assert (ask.action, ask.checked, ask.passed) == ("ASK", False, True)
+    text_call = check(
+        '{"name": "book_table", "arguments": {"restaurant": "Luigi\'s"}}', TOOLS, MESSAGES
+    )
+    assert (text_call.action, text_call.stage, text_call.calls[0].id) == ("TOOL_CALL", 2, None)
+    reply = check(
+        ModelReply(text="", tool_calls=[{"name": GOOD[0], "arguments": GOOD[1]}]), TOOLS, MESSAGES
+    )
+    completion = check({"choices": [{"message": msg(GOOD)}]}, TOOLS, MESSAGES)
+    assert reply.passed and completion.passed
+
+
+def test_unreadable_native_calls_are_one_stage_1_verdict() -> None:
+    bad = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"function": {"name": "", "arguments": "{"}}],
+    }
+    v = check(bad, TOOLS, MESSAGES)
+    assert (v.stage, v.calls[0].reasons, v.parse_error is not None) == (
+        1,
+        ("no_name: no function name found",),
+        True,
+    )
+
+
+def test_evidence_is_the_user_text_and_tool_results_not_the_system_prompt() -> None:
+    convo = [
+        MESSAGES[0],
+        {"role": "user", "content": "Find me an Italian place"},
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "tool", "content": '{"restaurant": "Trattoria Roma"}'},
+        {"role": "user", "content": [{"type": "text", "text": "Book it for 2"}]},
+    ]
+    assert evidence_of(convo) == (
+        "Book it for 2",
+        ["Find me an Italian place", '{"restaurant": "Trattoria Roma"}'],
+    )
+    assert check(
+        msg(("book_table", {"restaurant": "Trattoria Roma", "people": 2})), TOOLS, convo
+    ).passed
+    # "Chez Nous" is only in the system prompt: not evidence
+    assert (
+        check(msg(("book_table", {"restaurant": "Chez Nous", "people": 2})), TOOLS, convo).stage
+        == 3
+    )
+    assert functions_of(
+        [SPEC, {"type": "function", "function": {"description": "no name"}}, 3]
+    ) == [SPEC]
+
+
+class Scripted:
+    """A chat function answering from a script, recording what it was sent."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.sent: list[list[dict[str, Any]]] = []
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any) -> Any:
+        self.sent.append(messages)
+        answer = self.answers[min(len(self.sent) - 1, len(self.answers) - 1)]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_repair_re_asks_with_the_correction_until_it_passes() -> None:
+    chat = Scripted(msg(("book_table", {"restaurant": "Luigi's"})), msg(GOOD))
+    result = repair(chat, MESSAGES, TOOLS)
+    assert (result.passed, result.repaired, result.best_attempt, result.stopped) == (
+        True,
+        True,
+        2,
+        "passed",
+    )
+    assert result.response == msg(GOOD)
+    second = chat.sent[1]
+    assert second[:2] == MESSAGES
+    assert json.loads(second[2]["content"]) == {
+        "name": "book_table",
+        "arguments": {"restaurant": "Luigi's"},
+    }
+    assert second[3] == {"role": "user", "content": MISSING}
+    assert [a.feedback for a in result.attempts] == [MISSING, None]
+
+
+def test_repair_keeps_the_best_and_stops_at_k() -> None:
+    # stage 1, stage 3 with two flagged values, stage 3 with one, stage 2: the third is best
+    chat = Scripted(
+        msg(("book", GOOD[1])),
+        msg(("book_table", {"restaurant": "Chez Nous", "people": 9})),
+        msg(("book_table", {"restaurant": "Chez Nous", "people": 4})),
+        msg(("book_table", {"people": 4})),
+    )
+    result = repair(chat, MESSAGES, TOOLS)
+    assert len(chat.sent) == 1 + DEFAULT_REPAIR_ATTEMPTS == 4
+    assert (result.passed, result.best_attempt, result.stopped) == (False, 3, "budget")
+    assert [a.verdict.stage for a in result.attempts] == [1, 3, 3, 2]
+    assert [a.verdict.flagged for a in result.attempts] == [1, 2, 1, 1]
+    one = repair(Scripted(msg(("book", GOOD[1])), msg(GOOD)), MESSAGES, TOOLS, k=0)
+    assert (one.best_attempt, one.stopped, len(one.attempts)) == (1, "budget", 1)
+
+
+def test_the_correction_is_never_evidence() -> None:
+    # the invented value is in the re-asked conversation (the model's own turn): still flagged
+    invented = msg(("book_table", {"restaurant": "Chez Nous", "people": 4}))
+    result = repair(Scripted(invented), MESSAGES, TOOLS, k=2)
+    assert [a.verdict.stage for a in result.attempts] == [3, 3, 3]
+    assert result.best_attempt == 1  # ties go to the earliest
+
+
+def test_repair_ends_on_errors_deadlines_and_non_calls() -> None:
+    failing = msg(("book", GOOD[1]))
+    err = repair(Scripted(failing, RuntimeError("upstream down")), MESSAGES, TOOLS)
+    assert (err.stopped, err.best_attempt, err.attempts[-1].error) == ("error", 1, "upstream down")
+    ticks = [0.0, 0.0, 5.0, 5.0]  # first ask; one re-ask starts at 5 < 10; then 20 >= 10
+    late = repair(
+        Scripted(failing),
+        MESSAGES,
+        TOOLS,
+        deadline=10.0,
+        clock=lambda: ticks.pop(0) if ticks else 20.0,
+    )
+    assert (late.stopped, len(late.attempts)) == ("deadline", 2)
+    text = repair(Scripted("Which restaurant?"), MESSAGES, TOOLS)
+    assert (text.stopped, text.passed, len(text.attempts)) == ("no_call", True, 1)
+    given = repair(Scripted(msg(GOOD)), MESSAGES, TOOLS, first=failing)
+    assert (given.best_attempt, given.response) == (2, msg(GOOD))
+    with pytest.raises(ValueError, match="k must be"):
+        repair(Scripted(failing), MESSAGES, TOOLS, k=-1)
+
+
+def test_the_guard_is_public() -> None:
+    assert callscope.guard_check is check and callscope.guard_repair is repair
+
+
+def test_the_readme_guard_example_runs() -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = text.index("### Guard your agent")
+    code = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
+    assert len(code.strip().splitlines()) == 5
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out.startswith("TOOL_CALL 3 (\"hard: city='London' has no grounding")

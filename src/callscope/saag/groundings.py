@@ -7,26 +7,36 @@ the cascade (``--grounding NAME``; ``grounding = "NAME"`` in an experiment file)
   grounded when it occurs verbatim in the query (:func:`callscope.saag.grounding.exact_match`);
   its h(v) is :func:`callscope.saag.grounding.hallucination`. Kept so the paper's tables can
   be reproduced.
-* ``registry`` (the default): beyond the paper. A value is grounded when, in this order,
+* ``registry`` (the default): beyond the paper. A value outside the parameter's ``enum`` is
+  never grounded (the registry itself rules it out). Otherwise a value is grounded when, in
+  this order,
 
   1. ``stated``: the paper's exact match in the request;
   2. ``normalised``: the request states it after the rules of :mod:`callscope.saag.normalise`
-     (words, math notation, numbers in words / percent / fractions / scale words, a number
-     string as a number);
+     (words, word order and inflection, math notation, numbers in words / percent /
+     fractions / scale words / durations, a number string as a number, dates and times in
+     any format, also relative to a date the request states);
   3. ``unit``: the value names a unit the request states in another spelling ("km" for
      "kilometers"; "Fahrenheit" is *not* stated by "Celsius");
   4. ``context``: the conversation before the request states it (earlier user turns, tool
      results), by rules 1-3;
-  5. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
+  5. ``format``: the request states the leading part and the parameter's description shows
+     the format that completes it ("Berkeley" -> "Berkeley, CA" for ``'City, State'``;
+     "track:Friends artist:Marshmello" when the words not stated are the template's);
+  6. ``described``: the description maps the value to words the request states ("1 for
+     Bangkok");
+  7. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
      other member;
-  6. ``default``: the value is the parameter's default (schema ``default`` or the
+  8. ``default``: the value is the parameter's default (schema ``default`` or the
      description's "defaults to ...") and the request does not state a different one: no
      other enum member, and for numbers no number of the request that no other argument of
      the call uses.
 
-  A value that none of these accepts keeps the paper's h(v) over the request and context.
-  Rules 5 and 6 keep detecting values taken from elsewhere: a member or default the request
-  contradicts is still flagged.
+  A value that none of these accepts keeps the paper's h(v) over the request and context,
+  except that it is always flagged: a number when the request states numbers only in words,
+  and a string the request holds only as a fragment of a word (the paper's h is 0 there,
+  see :data:`FRAGMENT_H`). Rules 7 and 8 keep detecting values taken from elsewhere: a
+  member or default the request contradicts is still flagged.
 
 Every accepted value carries its reason; :class:`ArgVerdict` is the verdict on one argument.
 A *judge* (any callable ``(param, value, query) -> bool``, e.g. a model) may be consulted

@@ -187,3 +187,100 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, server, sig) ->
         done.stderr.split()
     )
     check_complete(out)
+
+
+# ------------------------------------------------------------- byte-identical resumes (issue 15)
+
+#: fields that measure the machine, not the run: left out of the store comparison
+VOLATILE = frozenset({"latency_s", "cached"})
+#: the report tables compared byte for byte (figures and the page embed rendering details)
+TABLE_SUFFIXES = (".md", ".csv", ".tex")
+
+
+def _strip(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def store_dump(out: Path) -> list[str]:
+    """Every row of every table, JSON columns decoded with :data:`VOLATILE` left out, in
+    key order."""
+    con = sqlite3.connect(out / "store.sqlite")
+    try:
+        lines: list[str] = []
+        for table in ("meta", "cases", "outcomes", "attempts", "conversations"):
+            for row in sorted(con.execute(f"SELECT * FROM {table}").fetchall(), key=repr):
+                cells = []
+                for cell in row:
+                    if isinstance(cell, str) and cell[:1] in "{[":
+                        cell = json.dumps(_strip(json.loads(cell)))
+                    cells.append(cell)
+                lines.append(f"{table}: {cells!r}")
+        return lines
+    finally:
+        con.close()
+
+
+def report_tables(out: Path) -> dict[str, bytes]:
+    env = {**os.environ, "OPENAI_API_KEY": "test"}
+    done = subprocess.run(
+        [sys.executable, "-m", "callscope.cli", "report", str(out)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.suffix in TABLE_SUFFIXES
+    }
+
+
+def cached_command(cases: Path, out: Path, url: str, cache: Path) -> list[str]:
+    cmd = [c for c in command(cases, out, url) if c != "--no-cache"]
+    return [*cmd, "--cache", str(cache)]
+
+
+def run_to_end(cmd: list[str]) -> None:
+    done = subprocess.run(
+        cmd, env={**os.environ, "OPENAI_API_KEY": "test"}, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def resumed_trial(tmp: Path, url: str, cases: Path, at_least: int) -> tuple[int, Path]:
+    """SIGKILL a cached, concurrent run after ``at_least`` outcomes, then resume it; returns
+    the outcomes stored at the kill and the run folder."""
+    out, cache = tmp / "run", tmp / "cache.sqlite"
+    cmd = cached_command(cases, out, url, cache)
+    kill_midway(cmd, out / "store.sqlite", signal.SIGKILL, at_least=at_least)
+    partial = count_outcomes(out / "store.sqlite")
+    run_to_end(cmd)
+    return partial, out
+
+
+def reference_run(tmp: Path, url: str, cases: Path) -> Path:
+    out = tmp / "run"
+    run_to_end(cached_command(cases, out, url, tmp / "cache.sqlite"))
+    return out
+
+
+@pytest.mark.parametrize("at_least", [3, 17])
+def test_sigkilled_cached_run_resumes_byte_identical(tmp_path, server, at_least) -> None:
+    """Concurrency 2, the response cache on: after a SIGKILL and a resume, the store (less
+    latencies), ``final.jsonl`` and every report table equal an uninterrupted run's."""
+    cases = tmp_path / "cases.jsonl"
+    write_cases(cases)
+    ref = reference_run(tmp_path / "ref", server, cases)
+    partial, out = resumed_trial(tmp_path / "trial", server, cases, at_least)
+    assert 0 < partial <= N_CASES * len(MODES)
+    check_complete(out)
+    assert store_dump(out) == store_dump(ref)
+    assert (out / "final.jsonl").read_bytes() == (ref / "final.jsonl").read_bytes()
+    tables = report_tables(out)
+    assert len(tables) >= 9
+    assert tables == report_tables(ref)

@@ -11,9 +11,19 @@ from typing import Any, Literal
 
 from callscope.errors import DataFormatError
 
-#: The correction loop's feedback modes (SAAG paper, section 2.4).
-Mode = Literal["direct", "binary", "structured"]
-MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
+#: The correction loop's feedback modes: the SAAG paper's three (section 2.4) and callscope's
+#: ``gated`` (issue 17, :mod:`callscope.saag.gated`), then the gated ablations (one
+#: ingredient off each; run them by naming them, they are not in :data:`MODES`).
+Mode = Literal[
+    "direct", "binary", "structured", "gated", "gated-ungated", "gated-nokeep", "gated-nobest"
+]
+MODES: tuple[Mode, ...] = ("direct", "binary", "structured", "gated")
+#: the SAAG paper's three modes
+PAPER_MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
+#: the gated loop modes, the full one first (settings: ``callscope.saag.gated.GATED_VARIANTS``)
+GATED_MODES: tuple[Mode, ...] = ("gated", "gated-ungated", "gated-nokeep", "gated-nobest")
+#: every mode a loop runs
+LOOP_MODES: tuple[Mode, ...] = (*MODES, *GATED_MODES[1:])
 #: How the registry reaches a model: the backend's native ``tools`` field, or rendered into the
 #: system prompt (SAAG paper, Fig. 5).
 Style = Literal["native", "prompt"]
@@ -103,19 +113,55 @@ class Case:
             isinstance(f, dict) and isinstance(f.get("name"), str) for f in functions
         ):
             raise DataFormatError("'functions' must be a list of objects with a string 'name'")
+        for f in functions:
+            if f.get("parameters") is not None and not isinstance(f["parameters"], dict):
+                raise DataFormatError(f"'parameters' of function {f['name']!r} must be an object")
         gold = d.get("gold")
-        if gold is not None and not (isinstance(gold, dict) and isinstance(gold.get("name"), str)):
-            raise DataFormatError("'gold' must be an object with a string 'name'")
-        scale = d.get("scale")
+        if gold is not None:
+            _check_gold(gold)
         meta = d.get("meta") or {}
+        try:
+            case_id = str(d["id"])
+        except ValueError as exc:  # an integer over Python's int/str digit limit
+            raise DataFormatError(f"'id' cannot be read as text: {exc}") from None
         return cls(
-            id=str(d["id"]),
+            id=case_id,
             query=query,
             functions=functions,
             gold=gold,
-            scale=int(scale) if scale is not None else None,
+            scale=_scale(d.get("scale")),
             meta=dict(meta) if isinstance(meta, dict) else {},
         )
+
+
+def _scale(value: Any) -> int | None:
+    """A row's ``scale``: ``None``, an integer, or text / a number ``int`` reads exactly."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise DataFormatError(f"'scale' must be an integer, got {type(value).__name__}")
+    try:
+        scale = int(value)
+    except (ValueError, OverflowError):
+        raise DataFormatError(f"'scale' must be an integer, got {str(value)[:40]!r}") from None
+    if isinstance(value, float) and scale != value:
+        raise DataFormatError(f"'scale' must be an integer, got {value!r}")
+    return scale
+
+
+def _check_gold(gold: Any) -> None:
+    """A gold call: ``{"name": str, "arguments"?: object, "acceptable"?: {param: [values]}}``."""
+    if not (isinstance(gold, dict) and isinstance(gold.get("name"), str)):
+        raise DataFormatError("'gold' must be an object with a string 'name'")
+    if gold.get("arguments") is not None and not isinstance(gold["arguments"], dict):
+        raise DataFormatError("'gold.arguments' must be an object")
+    acceptable = gold.get("acceptable")
+    if acceptable is not None:
+        if not isinstance(acceptable, dict):
+            raise DataFormatError("'gold.acceptable' must be an object of lists")
+        for key, values in acceptable.items():
+            if not isinstance(values, list):
+                raise DataFormatError(f"'gold.acceptable' value of {key!r} must be a list")
 
 
 @dataclass

@@ -78,6 +78,19 @@ _CALL_TAG = "<functioncall>"
 _END_TAG = "<|endoftext|>"
 _TURN_RE = re.compile(r"(?m)^[ \t]*(USER|ASSISTANT|FUNCTION RESPONSE):[ \t]?")
 _DECODER = json.JSONDecoder(strict=False)
+#: a lone surrogate: what the ``surrogateescape`` reading of a JSON-list file makes of a byte
+#: that is not UTF-8 (or a ``\\udXXX`` escape that is not a pair)
+_BAD_TEXT = re.compile("[\ud800-\udfff]")
+
+
+def _has_text(row: Any) -> bool:
+    """Whether ``row`` is a dict with ``system`` and ``chat`` texts (what is checked for bad
+    UTF-8; anything else is dropped as ``malformed_row`` by :func:`row_to_case`)."""
+    return (
+        isinstance(row, dict)
+        and isinstance(row.get("system"), str)
+        and isinstance(row.get("chat"), str)
+    )
 
 
 class GlaiveSourceError(DataFormatError):
@@ -96,12 +109,15 @@ class GlaiveCallError(DataFormatError):
 class GlaiveLoad:
     """Result of ``load_glaive``: the kept cases, why the others were dropped, rows seen.
 
-    ``total == len(cases) + sum(dropped.values())`` always holds.
+    ``total == len(cases) + sum(dropped.values())`` always holds. ``problems`` says, for each
+    ``malformed_row`` drop, where it is (``line N`` in JSON Lines, ``row N`` (1-based) in a
+    JSON list) and why: bad JSON, bad UTF-8, nesting too deep, not an object...
     """
 
     cases: list[Case]
     dropped: Counter[str] = field(default_factory=Counter)
     total: int = 0
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -287,7 +303,20 @@ def cases_from_rows(rows: Iterator[Any]) -> GlaiveLoad:
     seen_queries: set[str] = set()
     for index, row in enumerate(rows):
         result.total += 1
-        outcome = "malformed_row" if isinstance(row, Exception) else row_to_case(row, index)
+        problem: str | None = None
+        if isinstance(row, Exception):
+            problem = str(row) if str(row).startswith("line ") else f"row {index + 1}: {row}"
+        elif _has_text(row) and (_BAD_TEXT.search(row["system"]) or _BAD_TEXT.search(row["chat"])):
+            problem = f"row {index + 1} is not valid UTF-8 (or holds a lone surrogate)"
+        if problem is not None:
+            outcome: Case | str = "malformed_row"
+        else:
+            try:
+                outcome = row_to_case(row, index)
+            except RecursionError:
+                outcome, problem = "malformed_row", f"row {index + 1} is nested too deeply"
+        if problem is not None:
+            result.problems.append(problem)
         if isinstance(outcome, str):
             result.dropped[outcome] += 1
             continue
@@ -311,18 +340,24 @@ def iter_glaive_rows(path: str | Path) -> Iterator[Any]:
     Raises ``GlaiveSourceError`` when a JSON-list file does not decode as a whole.
     """
     path = Path(path)
-    with open(path, encoding="utf-8-sig") as fh:
+    with open(path, encoding="utf-8-sig", errors="surrogateescape") as fh:
         head = fh.read(4096).lstrip()
     if head.startswith("["):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        try:  # bytes that are not UTF-8 become lone surrogates: their row is dropped
+            data = json.loads(path.read_text(encoding="utf-8-sig", errors="surrogateescape"))
         except json.JSONDecodeError as exc:
             raise GlaiveSourceError(f"{path}: not a valid JSON list: {exc}") from exc
+        except RecursionError:
+            raise GlaiveSourceError(f"{path}: the JSON list is nested too deeply") from None
+        except ValueError as exc:  # an integer over Python's int/str digit limit
+            raise GlaiveSourceError(f"{path}: not a readable JSON list: {exc}") from None
         if not isinstance(data, list):
             raise GlaiveSourceError(f"{path}: top-level JSON value is not a list")
         yield from data
         return
-    for _line, row in read_jsonl(path):
+    for line, row in read_jsonl(path):
+        if isinstance(row, Exception) and not str(row).startswith("line "):
+            row = ValueError(f"line {line}: {row}")
         yield row
 
 

@@ -125,7 +125,12 @@ def build_benchmark(
     """Source cases → one case per (query, scale) with nested registries."""
     cases, dropped = load_source(source, allow_download=allow_download)
     if n is not None and n > len(cases):
-        raise ValueError(f"asked for n={n} queries but {source} yields only {len(cases)}")
+        why = (
+            "; dropped: " + ", ".join(f"{k} {reason}" for reason, k in sorted(dropped.items()))
+            if dropped
+            else "; it holds no rows"
+        )
+        raise ValueError(f"asked for n={n} queries but {source} yields only {len(cases)}{why}")
     built = build_registry_benchmark(
         cases,
         scales=scales,

@@ -1,31 +1,60 @@
 """JSON Lines helpers shared by the dataset loaders and benchmark builders.
 
 ``read_jsonl`` never stops at a bad line: it yields the parse error in place of the row so
-callers can count or report malformed rows. ``write_jsonl`` writes atomically (temporary
-file in the same folder, then ``os.replace``), so a reader never sees a half-written file.
+callers can count or report malformed rows (bad JSON, bad UTF-8, an integer too long to
+read, nesting too deep: each is that line's error, with its number). ``write_jsonl`` writes
+atomically (temporary file in the same folder, then ``os.replace``), so a reader never sees a
+half-written file.
+
+Writing never fails on a value JSON-in-UTF-8 cannot hold as is (:func:`dumps_safe`, the one
+writer of that rule, also used by the run store and the response cache): a lone surrogate
+(``"\\ud800"``, which a model or a file can produce) is written as its JSON escape, and an
+integer too long for Python's ``int``/``str`` conversion limit as its hexadecimal string;
+a dict so written gets the key :data:`ESCAPED_KEY` listing what was escaped
+(``["huge_int", "surrogate"]``), so the value is never dropped and never silently changed.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+#: the key a written dict gets when some value in it had to be escaped (:func:`dumps_safe`)
+ESCAPED_KEY = "escaped"
+#: characters the ``surrogateescape`` decoder makes of bytes that are not UTF-8
+_BAD_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
     """Yield ``(line_number, row)`` for each non-blank line of a UTF-8 JSON Lines file.
 
     Line numbers start at 1 and count blank lines too, so they match an editor's view.
-    A line that is not valid JSON yields the ``json.JSONDecodeError``; a line that is valid
-    JSON but not an object yields a ``ValueError``. A UTF-8 byte-order mark is ignored.
+    A line that is not valid JSON yields the ``json.JSONDecodeError``; any other bad line (not
+    UTF-8, an integer over Python's digit limit, nested too deeply, valid JSON but not an
+    object) yields a ``ValueError`` naming the line. A UTF-8 byte-order mark is ignored.
     """
-    with open(path, encoding="utf-8-sig") as fh:
+    with open(path, "rb") as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape")
         for number, line in enumerate(fh, start=1):
             text = line.strip()
             if not text:
+                continue
+            bad = _BAD_BYTE.search(text)
+            if bad is not None:
+                byte = ord(bad.group()) - 0xDC00
+                yield (
+                    number,
+                    ValueError(
+                        f"line {number} is not valid UTF-8 "
+                        f"(byte 0x{byte:02x} at column {bad.start() + 1})"
+                    ),
+                )
                 continue
             try:
                 value = json.loads(text)
@@ -34,6 +63,9 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
                 continue
             except RecursionError:
                 yield number, ValueError(f"line {number} is nested too deeply to read")
+                continue
+            except ValueError as exc:  # an integer longer than the int/str digit limit
+                yield number, ValueError(f"line {number}: {exc}")
                 continue
             if isinstance(value, dict):
                 yield number, value
@@ -44,9 +76,67 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
                 )
 
 
+def _escape_huge_ints(value: Any, found: set[str]) -> Any:
+    """Copy of ``value`` with every ``int`` that ``str`` refuses (over the digit limit)
+    replaced by its ``hex`` string; adds ``"huge_int"`` to ``found`` when there is one.
+    Recursive, like ``json.dumps`` itself."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        try:
+            str(value)
+        except ValueError:
+            found.add("huge_int")
+            return hex(value)
+        return value
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = _escape_huge_ints(k, found) if isinstance(k, int) else k
+            out[key] = _escape_huge_ints(v, found)
+        return out
+    if isinstance(value, list | tuple):
+        return [_escape_huge_ints(v, found) for v in value]
+    return value
+
+
+def dumps_safe(
+    value: Any,
+    *,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
+    """``json.dumps(value, ensure_ascii=False, ...)`` whenever its text is valid UTF-8 (the
+    common case, byte for byte), else an escaped but lossless form (module docstring): huge
+    integers as ``hex`` strings, then, if the text still is not UTF-8 (lone surrogates), the
+    ASCII-escaped JSON. A dict so escaped carries :data:`ESCAPED_KEY`."""
+    kwargs: dict[str, Any] = {"sort_keys": sort_keys, "separators": separators, "default": default}
+    found: set[str] = set()
+    try:
+        text = json.dumps(value, ensure_ascii=False, **kwargs)
+    except ValueError as exc:
+        if "digit" not in str(exc):  # not the int/str limit (a circular reference...)
+            raise
+        value = _escape_huge_ints(value, found)
+        text = json.dumps(value, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        found.add("surrogate")
+    if not found:
+        return text
+    if isinstance(value, dict):
+        earlier = value.get(ESCAPED_KEY)
+        found |= set(earlier) if isinstance(earlier, list) else set()
+        value = {**value, ESCAPED_KEY: sorted(found)}
+    return json.dumps(value, ensure_ascii="surrogate" in found, **kwargs)
+
+
 def dumps_row(row: dict[str, Any]) -> str:
-    """Serialise one row exactly as ``write_jsonl`` does (key order kept, UTF-8 kept)."""
-    return json.dumps(row, sort_keys=False, ensure_ascii=False)
+    """Serialise one row exactly as ``write_jsonl`` does (key order kept, UTF-8 kept; a value
+    UTF-8 JSON cannot hold escaped, :func:`dumps_safe`)."""
+    return dumps_safe(row)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:

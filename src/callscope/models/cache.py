@@ -4,8 +4,13 @@ The key is the SHA-256 of the canonical JSON of ``(spec, messages, tools, decodi
 (:func:`request_key`; the request context is not part of it, so caches written before it was
 an argument keep hitting), so a rerun with the same model, prompts and decoding answers from
 disk, and changing any of them is a miss. Hits come back with ``cached=True`` and the
-latency measured when the answer was first made. Errors are never cached. The store is a
-SQLite file in WAL mode, safe to share between threads and processes.
+latency measured when the answer was first made, and exactly as it was first made: the
+reply is stored with its keys in their order (a call's ``{"zeta": 1, "alpha": 2}`` comes back
+so, and a resumed conversation is byte-equal to an uninterrupted one; entries written before
+this kept sorted keys). Text that is not valid UTF-8 (a lone surrogate) is stored escaped
+(:func:`~callscope.core.jsonl.dumps_safe`) and hashed by its ``surrogatepass`` bytes. Errors
+are never cached. The store is a SQLite file in WAL mode, safe to share between threads and
+processes.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from callscope.core.jsonl import dumps_safe
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.types import ModelReply
 
 
 def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, UTF-8 kept: equal data always gives equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Sorted keys, no whitespace, UTF-8 kept: equal data always gives equal text (a value
+    plain JSON cannot write is escaped, :func:`~callscope.core.jsonl.dumps_safe`)."""
+    return dumps_safe(value, sort_keys=True, separators=(",", ":"))
 
 
 def request_key(
@@ -41,7 +48,8 @@ def request_key(
         decoding = Decoding()
     dec = decoding.to_dict() if isinstance(decoding, Decoding) else dict(decoding)
     payload = {"spec": spec, "messages": messages, "tools": tools, "decoding": dec}
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    text = canonical_json(payload)  # ASCII-escaped when it holds a lone surrogate
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 _SCHEMA = """
@@ -89,7 +97,7 @@ class CachedModel(ChatModel):
         with self._lock:
             self._conn.execute(
                 "INSERT OR REPLACE INTO responses (key, spec, reply, created) VALUES (?,?,?,?)",
-                (key, self.spec, canonical_json(data), time.time()),
+                (key, self.spec, dumps_safe(data, separators=(",", ":")), time.time()),
             )
             self._conn.commit()
 
@@ -123,10 +131,8 @@ class CachedModel(ChatModel):
             ).fetchall()
         with open(path, "w", encoding="utf-8") as fh:
             for key, spec, reply in rows:
-                fh.write(
-                    canonical_json({"request_hash": key, "spec": spec, "output": json.loads(reply)})
-                    + "\n"
-                )
+                row = {"request_hash": key, "spec": spec, "output": json.loads(reply)}
+                fh.write(dumps_safe(row, separators=(",", ":")) + "\n")  # reply's key order kept
         return len(rows)
 
     def close(self) -> None:

@@ -14,10 +14,12 @@ from typing import Any
 
 from callscope.parse.literals import (
     MAX_CANDIDATES,
+    MAX_NATIVE_CHARS,
     Rejected,
     check_depth,
     json_loads,
     json_raw_decode,
+    json_size,
 )
 from callscope.types import ParseResult, ToolCall
 
@@ -71,9 +73,18 @@ def _calls_from_json_value(value: Any) -> list[ToolCall]:
 
 
 def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
-    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions)."""
+    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions).
+
+    The list as a whole (names and arguments, JSON strings or objects) must be at most
+    :data:`~callscope.parse.literals.MAX_NATIVE_CHARS` large (:func:`json_size`); a larger
+    one is rejected before any of it is decoded or checked."""
     if not isinstance(tool_calls, list | tuple):
         return ParseResult(error="native tool_calls is not a list", form="native")
+    if json_size(tool_calls, MAX_NATIVE_CHARS) > MAX_NATIVE_CHARS:
+        return ParseResult(
+            error=f"native tool calls rejected: larger than {MAX_NATIVE_CHARS} characters",
+            form="native",
+        )
     calls: list[ToolCall] = []
     try:
         for tc in tool_calls:

@@ -3,6 +3,8 @@
 * Input caps: :data:`MAX_INPUT_CHARS` (text beyond it is ignored), :data:`MAX_CALL_CHARS` (a
   call written in prose is at most this long), :data:`MAX_CANDIDATES` (positions tried per
   scan, so that garbage costs linear time).
+* :data:`MAX_NATIVE_CHARS`: native tool calls larger than this (:func:`json_size`) are
+  rejected, as text beyond :data:`MAX_INPUT_CHARS` is ignored.
 * :data:`MAX_ARGUMENT_DEPTH`: arguments nested deeper than this are rejected. It is the one
   nesting limit of callscope: the SAAG cascade (:mod:`callscope.saag.cascade`) and the BFCL
   executor (:mod:`callscope.benchmarks.bfcl.env`) use it too, so a call the parser accepts is
@@ -34,6 +36,10 @@ MAX_ARGUMENT_DEPTH = 32
 MAX_CANDIDATES = 64
 #: a call written in prose is at most this long (bounds the bracket matching)
 MAX_CALL_CHARS = 20_000
+#: native tool calls (a backend's ``tool_calls``: names plus arguments, as JSON text or as
+#: decoded objects) are at most this large, measured by :func:`json_size`; the same bound as
+#: text, so that no reply costs more downstream than the longest text the parser reads
+MAX_NATIVE_CHARS = MAX_INPUT_CHARS
 
 
 class Rejected(ValueError):
@@ -74,6 +80,43 @@ def check_depth(value: Any) -> None:
             stack.extend((x, depth + 1) for x in v.values())
         elif isinstance(v, list):
             stack.extend((x, depth + 1) for x in v)
+
+
+def json_size(value: Any, limit: int) -> int:
+    """About how many characters ``value`` takes as compact JSON text (strings and keys by
+    length plus quotes, numbers by digit count, one separator per item), counted
+    iteratively and stopping as soon as the count exceeds ``limit`` (so a huge value costs
+    at most ``limit`` steps; the result is then some number above ``limit``)."""
+    total = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 3  # quotes and a separator
+        elif isinstance(v, bool) or v is None:
+            total += 5
+        elif isinstance(v, int):  # digits from the bit length: no str() of a huge int
+            total += v.bit_length() * 3 // 10 + 2
+        elif isinstance(v, float):
+            total += 25
+        elif isinstance(v, dict):
+            total += 2
+            for k, x in v.items():
+                stack.append(k)
+                stack.append(x)
+                if total + len(stack) > limit:
+                    break
+        elif isinstance(v, list | tuple):
+            total += 2
+            for x in v:
+                stack.append(x)
+                if total + len(stack) > limit:
+                    break
+        else:
+            total += 25
+        if total > limit or total + len(stack) > limit:
+            return max(total, limit + 1)
+    return total
 
 
 def json_like(value: Any, depth: int = 0) -> Any:

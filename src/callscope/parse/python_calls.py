@@ -28,8 +28,11 @@ from typing import Any
 from callscope.parse.literals import MAX_CANDIDATES, Rejected, balanced_end, json_like
 from callscope.types import ToolCall
 
-#: where a call may start in prose: ``name(`` or ``[name(``, not inside a longer name
-CALL_START = re.compile(r"(?<![\w.])\[?\s*[A-Za-z_][\w.]*\s*\(")
+#: where a call may start in prose: ``name(`` or ``[name(``, not inside a longer name. A
+#: match starts only at ``[`` or at a name's first letter, and every repetition is possessive,
+#: so a search reads each character a bounded number of times (linear on any input; a blank
+#: run is never rescanned from each of its positions)
+CALL_START = re.compile(r"(?<![\w.])(?:\[\s*+)?[A-Za-z_][\w.]*+\s*+\(")
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,53 @@ from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
 from callscope.parse.python_calls import CALL_START, parse_python_calls, scan_python
 from callscope.types import ParseResult, ToolCall
 
-_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
-_FUNCTIONCALL = re.compile(r"<functioncall>\s*", re.S)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
+_TOOL_CALL_OPEN = "<tool_call>"
+_TOOL_CALL_CLOSE = "</tool_call>"
+_FUNCTIONCALL = re.compile(r"<functioncall>\s*+")
+_FENCE_MARK = "```"
+#: a fence's opening line after the backticks: blanks, a language tag, blanks, a newline;
+#: possessive, so each character is read once
+_FENCE_HEAD = re.compile(r"[ \t]*+([A-Za-z0-9_+-]*+)[ \t]*+\n?")
+
+
+def tool_call_blocks(text: str) -> list[str]:
+    """The inside (stripped) of every ``<tool_call>`` block, in order; a block runs to the
+    next ``</tool_call>`` or to the end of the text. One left-to-right pass (``str.find``):
+    linear time on any input."""
+    blocks: list[str] = []
+    pos = 0
+    while True:
+        start = text.find(_TOOL_CALL_OPEN, pos)
+        if start < 0:
+            return blocks
+        body = start + len(_TOOL_CALL_OPEN)
+        close = text.find(_TOOL_CALL_CLOSE, body)
+        end = len(text) if close < 0 else close
+        blocks.append(text[body:end].strip())
+        if close < 0:
+            return blocks
+        pos = close + len(_TOOL_CALL_CLOSE)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of every closed fenced block: `````` ``` ``````, optional blanks, an
+    optional language tag (``[A-Za-z0-9_+-]``), optional blanks, an optional newline, the body
+    up to the next `````` ``` ``````. Linear time: the opening line is read by a possessive
+    pattern, the closing fence by ``str.find``, and a fence that never closes ends the scan
+    (no later one can close either)."""
+    blocks: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        start = text.find(_FENCE_MARK, pos)
+        if start < 0:
+            return blocks
+        head = _FENCE_HEAD.match(text, start + len(_FENCE_MARK))
+        assert head is not None  # every part of the pattern may be empty
+        close = text.find(_FENCE_MARK, head.end())
+        if close < 0:
+            return blocks
+        blocks.append((head.group(1), text[head.end() : close]))
+        pos = close + len(_FENCE_MARK)
 
 
 def _json_or_python(body: str) -> tuple[list[ToolCall], str | None]:
@@ -59,8 +103,8 @@ def parse_text(text: str) -> ParseResult:
     last_error: str | None = None
 
     tag_calls: list[ToolCall] = []
-    for m in _TOOL_CALL_TAG.finditer(stripped):
-        found, err = _json_or_python(m.group(1))
+    for block in tool_call_blocks(stripped):
+        found, err = _json_or_python(block)
         tag_calls.extend(found)
         last_error = err or last_error
     if tag_calls:
@@ -78,8 +122,8 @@ def parse_text(text: str) -> ParseResult:
         return ParseResult(calls=tuple(fc_calls), form="functioncall")
 
     fenced: list[ToolCall] = []
-    for m in _FENCE.finditer(stripped):
-        found, err = _json_or_python(m.group(2))
+    for _language, body in fenced_blocks(stripped):
+        found, err = _json_or_python(body)
         fenced.extend(found)
         last_error = err or last_error
     if fenced:

@@ -32,9 +32,10 @@ from typing import Any
 
 import pandas as pd
 
-from callscope.core.stats import bootstrap_ci, mean_sample_std, mean_std, wilson
+from callscope.core.stats import bootstrap_ci, mean_sample_std, mean_std, newcombe_paired, wilson
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, METRIC_SPECS, specs
 from callscope.store.run_store import STORE_FILE, RunStore
+from callscope.types import LOOP_MODES
 
 OutcomeRow = dict[str, Any]
 
@@ -56,7 +57,7 @@ FAILURE_KINDS: tuple[str, ...] = (
     "soft",
 )
 STAGE_LABELS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3", "error")
-MODE_ORDER: tuple[str, ...] = ("direct", "binary", "structured")
+MODE_ORDER: tuple[str, ...] = LOOP_MODES
 ALL = "all"
 NO_SCALE = "-"
 
@@ -70,7 +71,8 @@ _EXTRINSIC_KEY = {m.key: m.row_key for m in specs("extrinsic") if m.row_key not 
 
 def load_outcomes(run_dir: str | Path) -> list[OutcomeRow]:
     """Every outcome of a run directory, each with ``first_diagnosis`` (attempt 1's cascade
-    diagnosis or None) and ``has_gold`` added. Raises FileNotFoundError without a store."""
+    diagnosis or None), ``final_diagnosis`` (the last attempt's) and ``has_gold`` added.
+    Raises FileNotFoundError without a store."""
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise FileNotFoundError(f"no run store at {run_dir / STORE_FILE}")
@@ -81,6 +83,10 @@ def load_outcomes(run_dir: str | Path) -> list[OutcomeRow]:
         for o in store.outcomes():
             attempts = store.attempts(o["model"], o["case_id"], o["mode"])
             o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
+            o["trajectory"] = [
+                trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")
+            ]
+            o["final_diagnosis"] = attempts[-1].get("diagnosis") if attempts else None
             o["has_gold"] = gold.get(o["case_id"], True)
             out.append(o)
         return out
@@ -189,9 +195,16 @@ def _sorted_keys(keys: Iterable[tuple[str, ...]], names: Sequence[str]) -> list[
     return sorted(keys, key=key)
 
 
+def order_free(values: Iterable[float]) -> list[float]:
+    """``values`` sorted (NaN last), so that a bootstrap over them depends only on which
+    values there are, never on the order the rows came in (a resumed or concurrent run
+    stores rows in another order; the resampled indices must pick the same values)."""
+    return sorted(values, key=lambda v: (math.isnan(v), 0.0 if math.isnan(v) else v))
+
+
 def _summary(values: list[float], prefix: str, n_boot: int, seed: int) -> dict[str, float]:
     mean, std = mean_std(values)
-    lo, hi = bootstrap_ci(values, n_boot=n_boot, seed=seed)
+    lo, hi = bootstrap_ci(order_free(values), n_boot=n_boot, seed=seed)
     return {
         prefix: mean,
         f"{prefix}_std": std,
@@ -340,11 +353,16 @@ def first_stage(o: OutcomeRow) -> str:
 def first_kinds(o: OutcomeRow) -> list[str]:
     """Failure kinds of attempt 1 (several may apply): from its diagnosis when loaded, else
     from the attempt-1 score row (which lacks the stage-3 lists numeric/hard/soft)."""
-    first = o.get("first")
-    if not first or first.get("stage") in (None, 0):
+    return attempt_kinds(o.get("first"), o.get("first_diagnosis"))
+
+
+def attempt_kinds(row: dict[str, Any] | None, diagnosis: dict[str, Any] | None) -> list[str]:
+    """Failure kinds of one attempt, from its score ``row`` and (when loaded) its cascade
+    ``diagnosis``: ``[]`` when it passed or has no reply."""
+    if not row or row.get("stage") in (None, 0):
         return []
-    diag = o.get("first_diagnosis") or first
-    if int(first["stage"]) == 1:
+    diag = diagnosis or row
+    if int(row["stage"]) == 1:
         return ["no_name" if diag.get("fnem") == -1 else "wrong_name"]
     return [k for k in FAILURE_KINDS[2:] if diag.get(k)]
 
@@ -438,7 +456,7 @@ def overcorrection(
             for o in g
         ]
         mean, _ = mean_std(deltas)
-        lo, hi = bootstrap_ci(deltas, n_boot=n_boot, seed=seed)
+        lo, hi = bootstrap_ci(order_free(deltas), n_boot=n_boot, seed=seed)
         row.update(f1_delta=mean, f1_delta_lo=lo, f1_delta_hi=hi)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -459,3 +477,213 @@ def errors_by_kind(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
         )
     ]
     return pd.DataFrame(rows, columns=["model", "mode", "error_kind", "count"])
+
+
+# --------------------------------------------------------------------------- revisions (issue 17)
+
+#: what an attempt can have right, in cascade order, then against the gold: passing stage 1
+#: (a registered name), stage 2 (the schema's parameters), stage 3 (grounded values: the
+#: attempt passed), the gold name, the gold arguments (precision = recall = 1)
+KEPT_ITEMS: tuple[str, ...] = ("stage1", "stage2", "stage3", "name", "args")
+
+
+def trajectory_step(attempt: int, row: dict[str, Any]) -> dict[str, Any]:
+    """One scored attempt as the revision analysis needs it: ``attempt``, ``stage`` and, with
+    gold, ``name`` (gold name) and ``args`` (gold arguments); the stage items of
+    :data:`KEPT_ITEMS` follow from ``stage``."""
+    step: dict[str, Any] = {"attempt": int(attempt), "stage": row.get("stage")}
+    if "name_match" in row:
+        step["name"] = bool(row.get("name_match"))
+        step["args"] = _gold_args(row)
+    return step
+
+
+def is_right(step: dict[str, Any], item: str) -> bool | None:
+    """Whether attempt ``step`` had ``item`` (:data:`KEPT_ITEMS`) right; ``None`` when that
+    cannot be told (no stage; no gold for ``name``/``args``). A stage is passed when the
+    attempt failed at a later one or passed all three (``stage == 0``)."""
+    if item in ("name", "args"):
+        return step.get(item)
+    stage = step.get("stage")
+    if stage is None:
+        return None
+    k = int(item[-1])
+    return stage == 0 or stage > k
+
+
+def trajectory_of(o: OutcomeRow) -> tuple[list[dict[str, Any]], int]:
+    """The scored attempts of an outcome (``o["trajectory"]``; without it, attempt 1 and the
+    final row) and the index of its answer in that list: attempt ``final["answer_at"]`` when
+    the loop recorded one (the gated modes' best so far), else the last."""
+    traj = o.get("trajectory")
+    final = o.get("final") or {}
+    if traj is None:
+        traj = []
+        if o.get("first") and o["first"].get("stage") is not None:
+            traj.append(trajectory_step(1, o["first"]))
+        n = int(o.get("n_attempts") or 1)
+        if n > 1 and final.get("stage") is not None:
+            traj.append(trajectory_step(n, final))
+    answer = len(traj) - 1
+    at = final.get("answer_at")
+    if at is not None:
+        answer = next((i for i, s in enumerate(traj) if s["attempt"] == at), answer)
+    return traj, answer
+
+
+def revision_flags(o: OutcomeRow) -> dict[str, dict[str, bool]]:
+    """Per item of :data:`KEPT_ITEMS`: ``lost`` (some attempt before the answer had it right,
+    the answer does not) and ``gained`` (attempt 1 did not have it right, the answer does).
+    Items that cannot be told (no gold) are left out. Pure; the definition of overcorrection
+    is the SAAG paper's (section 5: feedback "moving correct predictions away"), applied to
+    every revision of the loop rather than to attempt 1 only."""
+    traj, answer = trajectory_of(o)
+    out: dict[str, dict[str, bool]] = {}
+    if not traj or answer < 0:
+        return out
+    for item in KEPT_ITEMS:
+        now = is_right(traj[answer], item)
+        if now is None:
+            continue
+        had = any(is_right(s, item) for s in traj[:answer])
+        out[item] = {
+            "lost": had and not now,
+            "gained": is_right(traj[0], item) is False and now,
+        }
+    return out
+
+
+def lost_any(o: OutcomeRow) -> bool:
+    """The answer lost something an earlier attempt had right (any item of
+    :data:`KEPT_ITEMS`): the per-outcome *overcorrection* indicator."""
+    return any(f["lost"] for f in revision_flags(o).values())
+
+
+def revision_tradeoff(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
+    """Per (model, mode): what the loop's revisions lost and gained, by stage and against the
+    gold (:func:`revision_flags`), each as a count and a rate over the ``n`` outcomes (Wilson
+    95% intervals, so modes run on the same cases share the denominator); ``overcorrection``:
+    the share of outcomes whose answer lost anything (:func:`lost_any`). Columns per item
+    ``<item>_lost, <item>_lost_rate, <item>_lost_lo, <item>_lost_hi`` and the same for
+    ``gained``, with ``<item>_n`` outcomes where the item can be told. Outcomes that ended in
+    a model error or have no scored attempt are left out."""
+    names = ("model", "mode")
+    usable = [o for o in outcomes if not is_error(o) and trajectory_of(o)[0]]
+    groups = _group(usable, names)
+    rows = []
+    for key in _sorted_keys(groups, names):
+        g = groups[key]
+        flags = [revision_flags(o) for o in g]
+        row: dict[str, Any] = {**dict(zip(names, key, strict=True)), "n": len(g)}
+        for item in KEPT_ITEMS:
+            told = [f[item] for f in flags if item in f]
+            row[f"{item}_n"] = len(told)
+            for what in ("lost", "gained"):
+                k = sum(1 for t in told if t[what])
+                lo, hi = wilson(k, len(told))
+                row.update(
+                    {
+                        f"{item}_{what}": k,
+                        f"{item}_{what}_rate": k / len(told) if told else math.nan,
+                        f"{item}_{what}_lo": lo,
+                        f"{item}_{what}_hi": hi,
+                    }
+                )
+        k = sum(1 for f in flags if any(x["lost"] for x in f.values()))
+        lo, hi = wilson(k, len(g))
+        row.update(overcorrected=k, overcorrection=k / len(g), overcorrection_lo=lo)
+        row["overcorrection_hi"] = hi
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- paired modes
+
+#: (key, label, kind) of the per-case values :func:`paired_modes` compares: ``rate`` values
+#: are 0/1 (Newcombe's paired interval), ``mean`` values get a bootstrap of the differences
+PAIRED_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("solve_rate", "Solve", "rate"),
+    ("name_acc", "Name acc", "rate"),
+    ("arg_precision", "Arg P", "mean"),
+    ("arg_recall", "Arg R", "mean"),
+    ("arg_f1", "Arg F1", "mean"),
+    ("vhr", "VHR", "mean"),
+    ("overcorrection", "Overcorr.", "rate"),
+    ("attempts", "Attempts", "mean"),
+)
+
+
+def case_value(o: OutcomeRow, key: str) -> float | None:
+    """One outcome's value of a :data:`PAIRED_METRICS` key (None where undefined): solved,
+    the extrinsic metrics (:func:`extrinsic_value`), VHR of the answer (where stage 3 ran),
+    :func:`lost_any`, and the attempts the loop made."""
+    if key == "solve_rate":
+        return (1.0 if is_solved(o) else 0.0) if has_gold(o) else None
+    if key in EXTRINSIC:
+        return extrinsic_value(o, key)
+    if key == "overcorrection":
+        return None if is_error(o) else float(lost_any(o))
+    if key == "attempts":
+        return float(o.get("n_attempts") or 0)
+    return intrinsic_value(o, key)
+
+
+def paired_modes(
+    outcomes: Iterable[OutcomeRow],
+    base: str,
+    other: str,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per model and :data:`PAIRED_METRICS` metric: ``other − base`` on the cases both modes
+    ran (paired by ``case_id``), with a paired 95% interval: Newcombe's method 10
+    (:func:`callscope.core.stats.newcombe_paired`) for 0/1 values, else a percentile
+    bootstrap of the per-case differences (:func:`callscope.core.stats.bootstrap_ci`).
+    Columns: model, base, other, metric, n (pairs where both values exist), base_value,
+    other_value, diff, lo, hi, better / worse (cases where ``other`` is above / below)."""
+    by: dict[tuple[str, str], dict[str, OutcomeRow]] = {}
+    for o in outcomes:
+        by.setdefault((o["model"], o["mode"]), {})[o["case_id"]] = o
+    rows = []
+    for model in sorted({m for m, _ in by}):
+        a, b = by.get((model, base), {}), by.get((model, other), {})
+        shared = sorted(set(a) & set(b))
+        if not shared:
+            continue
+        for key, label, kind in PAIRED_METRICS:
+            pairs = [
+                (x, y)
+                for c in shared
+                if (x := case_value(a[c], key)) is not None
+                and (y := case_value(b[c], key)) is not None
+            ]
+            row: dict[str, Any] = {
+                "model": model,
+                "base": base,
+                "other": other,
+                "metric": label,
+                "key": key,
+                "n": len(pairs),
+                "better": sum(1 for x, y in pairs if y > x),
+                "worse": sum(1 for x, y in pairs if y < x),
+            }
+            if not pairs:
+                row.update(base_value=math.nan, other_value=math.nan, diff=math.nan)
+                row.update(lo=math.nan, hi=math.nan)
+            elif kind == "rate":
+                both = sum(1 for x, y in pairs if x and y)
+                only_other = sum(1 for x, y in pairs if y and not x)
+                only_base = sum(1 for x, y in pairs if x and not y)
+                theta, lo, hi = newcombe_paired(
+                    both, only_other, only_base, len(pairs) - both - only_other - only_base
+                )
+                row.update(base_value=(both + only_base) / len(pairs))
+                row.update(other_value=(both + only_other) / len(pairs), diff=theta, lo=lo, hi=hi)
+            else:
+                diffs = [y - x for x, y in pairs]
+                lo, hi = bootstrap_ci(order_free(diffs), n_boot=n_boot, seed=seed)
+                row.update(base_value=sum(x for x, _ in pairs) / len(pairs))
+                row.update(other_value=sum(y for _, y in pairs) / len(pairs))
+                row.update(diff=sum(diffs) / len(pairs), lo=lo, hi=hi)
+            rows.append(row)
+    return pd.DataFrame(rows)

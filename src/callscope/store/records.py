@@ -40,9 +40,19 @@ class Outcome:
     attempts: list[Attempt] = field(default_factory=list)
     error: str | None = None
     error_kind: str | None = None
+    #: the attempt that is the loop's answer (the gated mode's best so far); None: the last
+    answer_at: int | None = None
+    #: why the loop stopped: passed, budget, error, gate (nothing confident to correct),
+    #: regression (a revision ranked below the best so far); None when not recorded
+    stop: str | None = None
 
     @property
     def final_row(self) -> dict[str, Any] | None:
+        """The answer's score row: attempt ``answer_at`` when set, else the last scored one."""
+        if self.answer_at is not None:
+            for a in self.attempts:
+                if a.attempt == self.answer_at and a.row is not None:
+                    return a.row
         rows = [a.row for a in self.attempts if a.row is not None]
         return rows[-1] if rows else None
 
@@ -63,6 +73,10 @@ class Outcome:
             model=model,
             scale=scale,
         )
+        if self.answer_at is not None:
+            row["answer_at"] = self.answer_at
+        if self.stop is not None:
+            row["stop"] = self.stop
         if self.error:
             row["error"] = self.error
             row["error_kind"] = self.error_kind

@@ -9,6 +9,13 @@ store is stamped with it; a store from before versioning (``user_version`` 0, to
 tables) is accepted and stamped in place; a store with a higher version, written by a newer
 callscope, is refused with :class:`~callscope.errors.StoreSchemaError` before anything is
 written to it. Every JSON column is written by :func:`encode` and read by :func:`decode`.
+
+Nothing a model or a dataset can produce makes a write fail or is dropped: JSON columns are
+written by :func:`callscope.core.jsonl.dumps_safe` (a lone surrogate as its JSON escape, an
+integer over Python's digit limit as its ``hex`` string, the record flagged with
+``"escaped"``); a plain text column (an id, an error message) that is not valid UTF-8 is
+stored as the BLOB of its ``surrogatepass`` bytes (:func:`sql_text`) and read back as the very
+same string (:func:`from_sql`), so keys stay exact and resuming still finds them.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from callscope.core.jsonl import dumps_safe
 from callscope.errors import StoreSchemaError
 from callscope.store.records import Outcome
 from callscope.types import Case
@@ -57,8 +65,26 @@ SCHEMA_VERSION = 1
 
 def encode(value: Any) -> str:
     """The JSON text a store column holds for ``value`` (a record's dict, a meta value):
-    UTF-8 kept as is, anything JSON cannot represent written as its ``str``."""
-    return json.dumps(value, ensure_ascii=False, default=str)
+    UTF-8 kept as is, anything JSON cannot represent written as its ``str``, a value UTF-8
+    JSON cannot hold escaped and flagged (:func:`~callscope.core.jsonl.dumps_safe`)."""
+    return dumps_safe(value, default=str)
+
+
+def sql_text(value: str | None) -> str | bytes | None:
+    """A plain text column's value: the string itself, or, when it is not valid UTF-8 (a lone
+    surrogate), the BLOB of its ``surrogatepass`` bytes, which :func:`from_sql` reverses."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def from_sql(value: Any) -> Any:
+    """The string a :func:`sql_text` cell was made from (other values unchanged)."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def decode(text: str | None) -> Any:
@@ -107,13 +133,14 @@ class RunStore:
     # ---------------------------------------------------------------- meta / config
 
     def get_meta(self, key: str) -> Any:
-        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (sql_text(key),)).fetchone()
         return decode(row[0]) if row else None
 
     def set_meta(self, key: str, value: Any) -> None:
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, encode(value))
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (sql_text(key), encode(value)),
             )
 
     # ---------------------------------------------------------------- cases
@@ -123,7 +150,7 @@ class RunStore:
             self._db.execute("BEGIN")
             self._db.executemany(
                 "INSERT OR IGNORE INTO cases(case_id, scale, data) VALUES (?, ?, ?)",
-                [(c.id, c.scale, encode(c.to_dict())) for c in cases],
+                [(sql_text(c.id), c.scale, encode(c.to_dict())) for c in cases],
             )
             self._db.execute("COMMIT")
 
@@ -138,12 +165,12 @@ class RunStore:
         sql = "SELECT case_id, mode FROM outcomes WHERE model=?"
         if not include_errors:
             sql += " AND error IS NULL"
-        return {(r[0], r[1]) for r in self._db.execute(sql, (model,))}
+        return {(from_sql(r[0]), from_sql(r[1])) for r in self._db.execute(sql, (sql_text(model),))}
 
     def save_outcome(self, model: str, scale: int | None, outcome: Outcome) -> None:
         """Write one outcome and all its attempts atomically (replacing an earlier try)."""
         first = outcome.attempts[0].row if outcome.attempts else None
-        key = (model, outcome.case_id, outcome.mode)
+        key = (sql_text(model), sql_text(outcome.case_id), sql_text(outcome.mode))
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -160,8 +187,8 @@ class RunStore:
                         scale,
                         len(outcome.attempts),
                         outcome.solved_at,
-                        outcome.error,
-                        outcome.error_kind,
+                        sql_text(outcome.error),
+                        sql_text(outcome.error_kind),
                         encode(outcome.export_row(model, scale)),
                         encode(first),
                     ),
@@ -172,7 +199,12 @@ class RunStore:
                 raise
 
     def outcomes(self, model: str | None = None) -> Iterator[dict[str, Any]]:
-        """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded."""
+        """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded.
+
+        In a stable order that does not depend on when each finished (so a resumed or
+        concurrent run reads, exports and reports exactly as a serial one): by model, then
+        the case's position in :meth:`cases`, then mode (``direct, binary, structured``, others
+        by name), then case id."""
         sql = (
             "SELECT model, case_id, mode, scale, n_attempts, solved_at, error, error_kind,"
             " final, first FROM outcomes"
@@ -180,8 +212,12 @@ class RunStore:
         args: tuple[Any, ...] = ()
         if model is not None:
             sql += " WHERE model=?"
-            args = (model,)
-        sql += " ORDER BY rowid"
+            args = (sql_text(model),)
+        sql += (
+            " ORDER BY model, (SELECT c.rowid FROM cases c WHERE c.case_id = outcomes.case_id),"
+            " CASE mode WHEN 'direct' THEN 0 WHEN 'binary' THEN 1 WHEN 'structured' THEN 2"
+            " ELSE 3 END, mode, case_id"
+        )
         cols = (
             "model",
             "case_id",
@@ -195,7 +231,7 @@ class RunStore:
             "first",
         )
         for r in self._db.execute(sql, args).fetchall():
-            d = dict(zip(cols, r, strict=True))
+            d = dict(zip(cols, (from_sql(v) for v in r), strict=True))
             d["final"] = decode(d["final"])
             d["first"] = decode(d["first"])
             yield d
@@ -203,7 +239,7 @@ class RunStore:
     def attempts(self, model: str, case_id: str, mode: str) -> list[dict[str, Any]]:
         rows = self._db.execute(
             "SELECT data FROM attempts WHERE model=? AND case_id=? AND mode=? ORDER BY attempt",
-            (model, case_id, mode),
+            (sql_text(model), sql_text(case_id), sql_text(mode)),
         ).fetchall()
         return [decode(r[0]) for r in rows]
 
@@ -211,14 +247,17 @@ class RunStore:
 
     def conversations_done(self, model: str, probe: str) -> set[str]:
         rows = self._db.execute(
-            "SELECT case_id FROM conversations WHERE model=? AND probe=?", (model, probe)
+            "SELECT case_id FROM conversations WHERE model=? AND probe=?",
+            (sql_text(model), sql_text(probe)),
         )
-        return {r[0] for r in rows}
+        return {from_sql(r[0]) for r in rows}
 
     def conversation_probes(self, model: str) -> set[str]:
         """The probes (``baseline`` included) ``model`` has conversations under."""
-        rows = self._db.execute("SELECT DISTINCT probe FROM conversations WHERE model=?", (model,))
-        return {r[0] for r in rows}
+        rows = self._db.execute(
+            "SELECT DISTINCT probe FROM conversations WHERE model=?", (sql_text(model),)
+        )
+        return {from_sql(r[0]) for r in rows}
 
     def save_conversation(
         self,
@@ -234,10 +273,10 @@ class RunStore:
                 "INSERT OR REPLACE INTO conversations(model, probe, case_id, category, passed,"
                 " error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
                 (
-                    model,
-                    probe,
-                    trajectory["case_id"],
-                    category,
+                    sql_text(model),
+                    sql_text(probe),
+                    sql_text(trajectory["case_id"]),
+                    sql_text(category),
                     int(bool(verdict["passed"])),
                     encode(trajectory.get("error")) if trajectory.get("error") else None,
                     encode(trajectory),
@@ -255,17 +294,17 @@ class RunStore:
         for col, val in (("model", model), ("probe", probe)):
             if val is not None:
                 where.append(f"{col}=?")
-                args.append(val)
+                args.append(sql_text(val))
         if where:
             sql += " WHERE " + " AND ".join(where)
         for m, p, cid, cat, passed, traj, verdict in self._db.execute(
             sql + " ORDER BY rowid", args
         ):
             yield {
-                "model": m,
-                "probe": p,
-                "case_id": cid,
-                "category": cat,
+                "model": from_sql(m),
+                "probe": from_sql(p),
+                "case_id": from_sql(cid),
+                "category": from_sql(cat),
                 "passed": bool(passed),
                 "trajectory": decode(traj),
                 "verdict": decode(verdict),

@@ -3,7 +3,7 @@
 Guarantees a user relies on:
 
 * **Nothing the model wrote is evaluated.** A call reaches a simulator only when its name
-  matches ``^[A-Za-z_][A-Za-z0-9_]*$``, is among the tools available at that turn and is a
+  matches ``\\A[A-Za-z_][A-Za-z0-9_]*\\Z``, is among the tools available at that turn and is a
   public method of an involved simulator; every argument name is a Python identifier (not a
   keyword) and every value is a literal of an exact built-in type (``str``, ``int``, finite
   ``float``, ``bool``, ``None``, ``list``, ``dict`` with scalar keys), nested at most
@@ -13,6 +13,13 @@ Guarantees a user relies on:
   from model text.
 * **Rejected calls** get an error text the model can read (``Error: function 'x' is not
   available``, ``Error: argument 'a' is not a literal``...) and a machine-readable ``reason``.
+* **Bounded executions.** Arguments are size-capped (:data:`MAX_ITEMS` values,
+  :data:`MAX_INT_BITS`-bit integers, :data:`MAX_CALL_TEXT_CHARS` of rebuilt text) and calls
+  whose cost grows with an argument's value (``power`` of two integers, ``logarithm`` /
+  ``square_root`` precision, ``round_number`` places) are refused beyond their bound
+  (:data:`COST_GUARDS`) with ``Error: call to 'f' exceeds the execution bounds (...)``, reason
+  ``too_costly``. The precision such calls set (``mpmath.mp``, the ``decimal`` context) is
+  restored after every call and every sandbox (:func:`numeric_state`).
 * **Fresh state per environment.** :class:`SafeEnv` builds its own instances with BFCL's
   ``_load_scenario(deepcopy(config), long_context=...)`` (as ``execute_multi_turn_func_call``
   does) and then deep-copies them, so that no instance shares objects with simulator module
@@ -33,6 +40,7 @@ Results are formatted as BFCL's executor formats them: strings as they are, dict
 from __future__ import annotations
 
 import copy
+import decimal
 import importlib
 import inspect
 import json
@@ -41,7 +49,7 @@ import math
 import re
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,8 +58,19 @@ from callscope.benchmarks.records import ExecResult
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.types import ToolCall
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: a function or argument name: the WHOLE string (``\Z``, not ``$``, which also matches before
+#: a final newline, so ``"folder\n"`` would pass and BFCL's checker would read ``folder``)
+NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_ITEMS = 100_000
+#: the largest integer argument, in bits (about 4,200 digits: under Python's 4,300-digit
+#: ``int``/``str`` conversion limit, so every accepted value can be rebuilt with ``repr`` and
+#: read back by BFCL's checker)
+MAX_INT_BITS = 14_000
+#: execution bounds of the simulators' value-driven costs (see :data:`COST_GUARDS`): the
+#: largest exact integer power, in bits, and the largest precision or rounding position, in
+#: digits, a call may ask for (BFCL's own data asks for at most a few dozen)
+MAX_POWER_RESULT_BITS = 1 << 16
+MAX_PRECISION_DIGITS = 1_000
 #: the longest call text rebuilt for BFCL's checker
 MAX_CALL_TEXT_CHARS = 1_000_000
 #: names BFCL's executor refuses before eval (kept so results match it)
@@ -82,6 +101,8 @@ def _check_literal(value: Any, depth: int, budget: list[int]) -> None:
     if depth > MAX_ARGUMENT_DEPTH:
         raise CallRejected("argument is nested too deeply", "too_deep")
     t = type(value)
+    if t is int and value.bit_length() > MAX_INT_BITS:
+        raise CallRejected(f"integer is longer than {MAX_INT_BITS} bits", "too_large")
     if value is None or t in (str, int, bool):
         return
     if t is float:
@@ -100,9 +121,62 @@ def _check_literal(value: Any, depth: int, budget: list[int]) -> None:
                 or (type(key) is float and math.isfinite(key))
             ):
                 raise CallRejected("argument has a non-literal dict key", "not_literal")
+            if type(key) is int and key.bit_length() > MAX_INT_BITS:
+                raise CallRejected(f"integer is longer than {MAX_INT_BITS} bits", "too_large")
             _check_literal(item, depth + 1, budget)
         return
     raise CallRejected(f"value of type {t.__name__} is not a literal", "not_literal")
+
+
+def _number(value: Any) -> float | int | None:
+    """``value`` when it is an ``int`` or ``float`` (not ``bool``), else ``None``."""
+    return value if type(value) in (int, float) else None
+
+
+def _power_guard(args: dict[str, Any]) -> str | None:
+    """``MathAPI.power`` computes ``base ** exponent``: with two integers that is exact and
+    costs time and memory in the result's size, ``exponent * log2(|base|)`` bits."""
+    base, exponent = _number(args.get("base")), _number(args.get("exponent"))
+    if type(base) is not int or type(exponent) is not int or exponent <= 0 or abs(base) < 2:
+        return None  # float powers overflow at once; 0, 1, -1 and negative exponents are cheap
+    if exponent * math.log2(abs(base)) > MAX_POWER_RESULT_BITS:
+        return f"the exact result would exceed {MAX_POWER_RESULT_BITS} bits"
+    return None
+
+
+def _precision_guard(args: dict[str, Any]) -> str | None:
+    """``MathAPI.logarithm`` (``mpmath.mp.dps``) and ``square_root`` (``decimal`` precision)
+    cost time growing with the precision asked for."""
+    precision = _number(args.get("precision"))
+    if precision is not None and abs(precision) > MAX_PRECISION_DIGITS:
+        return f"precision above {MAX_PRECISION_DIGITS} digits"
+    return None
+
+
+def _round_guard(args: dict[str, Any]) -> str | None:
+    """``MathAPI.round_number`` rounds an integer to ``decimal_places < 0`` via
+    ``10 ** -decimal_places``."""
+    places = _number(args.get("decimal_places"))
+    if places is not None and abs(places) > MAX_PRECISION_DIGITS:
+        return f"decimal_places beyond {MAX_PRECISION_DIGITS} digits"
+    return None
+
+
+#: function name -> guard: the reason a call would exceed the execution bounds, or ``None``.
+#: Checked by :func:`validate_call`, so an over-bound call is refused before it reaches a
+#: simulator and is never replayed by BFCL's checker; add one with :func:`register_cost_guard`.
+COST_GUARDS: dict[str, Callable[[dict[str, Any]], str | None]] = {}
+
+
+def register_cost_guard(name: str, guard: Callable[[dict[str, Any]], str | None]) -> None:
+    """Bound the cost of calls to the simulator function ``name`` (see :data:`COST_GUARDS`)."""
+    COST_GUARDS[name] = guard
+
+
+register_cost_guard("power", _power_guard)
+register_cost_guard("logarithm", _precision_guard)
+register_cost_guard("square_root", _precision_guard)
+register_cost_guard("round_number", _round_guard)
 
 
 def check_literal(value: Any) -> None:
@@ -118,7 +192,8 @@ def rebuild_call(name: str, arguments: dict[str, Any]) -> str:
 def validate_call(call: ToolCall, available: set[str] | frozenset[str]) -> str:
     """The rebuilt call string of an acceptable call; raises :class:`CallRejected`.
 
-    Order of checks: name syntax, availability, argument names, argument values.
+    Order of checks: name syntax, availability, argument names, argument values, the
+    function's execution bounds (:data:`COST_GUARDS`), the rebuilt text's length.
     """
     name = call.name
     if not isinstance(name, str) or not NAME_RE.match(name):
@@ -137,6 +212,12 @@ def validate_call(call: ToolCall, available: set[str] | frozenset[str]) -> str:
             raise CallRejected(
                 f"Error: argument '{key}' is not a literal ({exc})", exc.reason
             ) from None
+    guard = COST_GUARDS.get(name)
+    bound = guard(args) if guard is not None else None
+    if bound is not None:
+        raise CallRejected(
+            f"Error: call to '{name}' exceeds the execution bounds ({bound})", "too_costly"
+        )
     text = rebuild_call(name, args)
     if len(text) > MAX_CALL_TEXT_CHARS:
         raise CallRejected(f"Error: call to '{name}' is too large", "too_large")
@@ -222,10 +303,30 @@ def unique_model_name(tag: str = "") -> str:
 
 
 @contextmanager
+def numeric_state() -> Iterator[None]:
+    """Restore, afterwards, the process-wide numeric settings simulators change:
+    ``mpmath.mp``'s precision (``MathAPI.logarithm`` sets ``mp.dps``) and this thread's
+    ``decimal`` context (``MathAPI.square_root`` sets its ``prec``)."""
+    try:
+        mp = importlib.import_module("mpmath").mp
+    except ImportError:  # bfcl-eval not installed: nothing sets it
+        mp = None
+    prec = mp.prec if mp is not None else None
+    context = decimal.getcontext().copy()
+    try:
+        yield
+    finally:
+        if mp is not None:
+            mp.prec = prec
+        decimal.setcontext(context)
+
+
+@contextmanager
 def bfcl_sandbox(executor_prefix: str | None = None) -> Iterator[None]:
-    """Hold :data:`BFCL_LOCK`; afterwards restore module globals and, with a prefix, delete
-    the executor instances created under it (also when the body raises)."""
-    with BFCL_LOCK:
+    """Hold :data:`BFCL_LOCK`; afterwards restore module globals and the numeric settings
+    (:func:`numeric_state`) and, with a prefix, delete the executor instances created under it
+    (also when the body raises)."""
+    with BFCL_LOCK, numeric_state():
         _ensure_pristine()
         try:
             yield
@@ -291,7 +392,8 @@ class SafeEnv:
         method = getattr(instance, call.name)
         kwargs = copy.deepcopy(args)
         try:
-            output = format_result(method(**kwargs))
+            with numeric_state():  # no precision set by one call leaks into the next
+                output = format_result(method(**kwargs))
         except Exception as exc:  # noqa: BLE001 - a simulator error is a result, as in BFCL
             output = f"Error during execution: {exc}"
         return ExecResult(call.name, args, True, output, text, None)

@@ -1,0 +1,270 @@
+"""Hostile input (issue 15): never a hang by construction, a crash, an execution or a lost row.
+
+A sample of ``tests/hostile.py``'s generator goes through parse + score + the store codec;
+the full 100,000 with timings is ``benchmarks/hostile.py``. The other tests pin each fix with
+values worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hostile import FAMILIES, FUNCTIONS, QUERY, hostile_outputs
+
+from callscope.core.jsonl import ESCAPED_KEY, dumps_safe, read_jsonl, write_jsonl
+from callscope.errors import DataFormatError
+from callscope.models.base import ChatModel
+from callscope.models.cache import CachedModel
+from callscope.parse import parse_output, parse_text
+from callscope.parse.literals import MAX_NATIVE_CHARS
+from callscope.parse.text import fenced_blocks, tool_call_blocks
+from callscope.report.aggregate import group_metrics, order_free
+from callscope.saag.score import score_row
+from callscope.store.records import Attempt, Outcome
+from callscope.store.run_store import RunStore
+from callscope.types import Case, ModelReply
+
+# ------------------------------------------------------------------ the generator, sampled
+
+
+def test_a_sample_of_hostile_outputs_never_crashes_executes_or_fails_to_write(tmp_path):
+    marker = tmp_path / "INJECTED"
+    seen: dict[str, int] = {}
+    for i, (family, output) in enumerate(hostile_outputs(350, seed=15, marker=marker)):
+        seen[family] = seen.get(family, 0) + 1
+        row = score_row({"id": f"h{i}", "query": QUERY, "functions": FUNCTIONS, "output": output})
+        assert row["id"] == f"h{i}"
+        text = dumps_safe(row)
+        text.encode("utf-8")  # always writable
+        back = json.loads(text)
+        assert {k: v for k, v in back.items() if k != ESCAPED_KEY} == json.loads(
+            json.dumps({k: v for k, v in row.items()})
+        )
+    assert seen == {name: 50 for name in FAMILIES}
+    assert not marker.exists()
+
+
+def test_the_generator_is_deterministic(tmp_path):
+    a = list(hostile_outputs(14, seed=3, marker=tmp_path / "m"))
+    b = list(hostile_outputs(14, seed=3, marker=tmp_path / "m"))
+    assert a == b
+
+
+# ------------------------------------------------------------------ item 1: linear readers
+
+
+@pytest.mark.parametrize(
+    ("text", "blocks"),
+    [
+        ("<tool_call> a </tool_call>x<tool_call>b", ["a", "b"]),
+        ("<tool_call>\n{}\n</tool_call></tool_call>", ["{}"]),
+        ("no tags", []),
+        ("<tool_call>x" + " " * 5 + "y", ["x     y"]),
+    ],
+)
+def test_tool_call_blocks(text, blocks):
+    assert tool_call_blocks(text) == blocks
+
+
+@pytest.mark.parametrize(
+    ("text", "blocks"),
+    [
+        ("```json\n{}\n```", [("json", "{}\n")]),
+        ("``` python  f()```", [("python", "f()")]),
+        ("```a``` ```b```", [("a", ""), ("b", "")]),  # a word after the backticks is the tag
+        ("````x````", [("", "`x")]),
+        ("```" + " " * 9 + "x", []),
+        ("``` never closed", []),
+    ],
+)
+def test_fenced_blocks_read_as_the_old_pattern_did(text, blocks):
+    old = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
+    assert [(m.group(1), m.group(2)) for m in old.finditer(text)] == blocks
+    assert fenced_blocks(text) == blocks
+
+
+def test_the_linear_readers_agree_with_the_old_patterns_on_random_text():
+    """Differential check on 3,000 short random texts (short, so the old backtracking
+    patterns are fast): same blocks, same order."""
+    import random
+
+    old_fence = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n?(.*?)```", re.S)
+    old_tag = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+    rng = random.Random(7)
+    alphabet = ["`", "```", " ", "\t", "\n", "a", "py", "-", "<tool_call>", "</tool_call>", "x"]
+    for _ in range(3_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 25))).strip()
+        assert fenced_blocks(text) == [(m.group(1), m.group(2)) for m in old_fence.finditer(text)]
+        assert tool_call_blocks(text) == [m.group(1) for m in old_tag.finditer(text)]
+
+
+def test_call_start_after_blank_runs_still_finds_calls():
+    assert parse_text("[   get_weather(city='Oslo')]").calls[0].arguments == {"city": "Oslo"}
+    assert parse_text("see   get_weather(city='Oslo') now").calls[0].name == "get_weather"
+    long = "[" + " " * 50_000 + "a"
+    assert parse_text(long).error == "no tool call found in output"
+
+
+# ------------------------------------------------------------------ item 2: native size cap
+
+
+def test_native_arguments_are_capped():
+    big = {"tool_calls": [{"name": "f", "arguments": {"a": [0] * 1_000_000}}]}
+    r = parse_output(big)
+    assert not r.ok and f"larger than {MAX_NATIVE_CHARS}" in (r.error or "")
+    huge_text = {"tool_calls": [{"name": "f", "arguments": json.dumps({"a": "x" * 10**6})}]}
+    assert not parse_output(huge_text).ok
+    # just under the cap: 199,000 characters of string is accepted
+    ok = {"tool_calls": [{"name": "f", "arguments": {"a": "x" * 199_000}}]}
+    assert parse_output(ok).calls[0].arguments["a"] == "x" * 199_000
+
+
+# ------------------------------------------------------------------ items 4, 5: writing
+
+
+def test_dumps_safe_keeps_plain_rows_and_escapes_with_a_flag():
+    assert dumps_safe({"a": "é", "b": 1}) == '{"a": "é", "b": 1}'
+    assert dumps_safe({"a": "\ud800"}) == '{"a": "\\ud800", "escaped": ["surrogate"]}'
+    big = 16**5000 - 1  # 5,000 hex digits "f"
+    assert json.loads(dumps_safe({"n": [big]})) == {
+        "n": ["0x" + "f" * 5000],
+        "escaped": ["huge_int"],
+    }
+
+
+def test_the_store_keeps_surrogates_and_huge_ints(tmp_path):
+    store = RunStore(tmp_path / "run")
+    cid = "case\ud800"
+    store.add_cases([Case(id=cid, query="q\udfff", functions=[{"name": "f"}])])
+    reply = {"text": "f(a='x', b=0x" + "f" * 4000 + ")\ud800", "tool_calls": None}
+    attempt = Attempt(1, [{"role": "user", "content": "q\udfff"}], reply, [], None, None)
+    attempt.parsed = [{"name": "f", "arguments": {"a": "x", "b": 16**4000 - 1}}]
+    outcome = Outcome(case_id=cid, mode="direct", attempts=[attempt], error="bad \ud800")
+    store.save_outcome("m\ud800", None, outcome)
+    assert store.done("m\ud800", include_errors=True) == {(cid, "direct")}
+    (o,) = store.outcomes()
+    assert (o["case_id"], o["model"], o["error"]) == (cid, "m\ud800", "bad \ud800")
+    (a,) = store.attempts("m\ud800", cid, "direct")
+    assert a["reply"]["text"] == reply["text"]
+    assert a["parsed"][0]["arguments"]["b"] == "0x" + "f" * 4000
+    assert a[ESCAPED_KEY] == ["huge_int", "surrogate"]
+    assert store.cases()[0].query == "q\udfff"
+    path = store.export_jsonl()
+    assert json.loads(path.read_text(encoding="utf-8"))["id"] == cid
+    store.close()
+
+
+def test_write_jsonl_and_read_jsonl_with_hostile_lines(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    write_jsonl(path, [{"id": "\ud800"}, {"n": 10**5000}])
+    rows = [r for _, r in read_jsonl(path)]
+    assert rows[0] == {"id": "\ud800", ESCAPED_KEY: ["surrogate"]}
+    assert rows[1]["n"].startswith("0x") and rows[1][ESCAPED_KEY] == ["huge_int"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"a": 1}\n{"b": "\xff"}\n\n{"c": ' + b"1" * 5000 + b'}\n{"d": "\\ud800"}\n')
+    got = list(read_jsonl(bad))
+    assert [n for n, _ in got] == [1, 2, 4, 5]
+    assert got[0][1] == {"a": 1} and got[3][1] == {"d": "\ud800"}
+    assert str(got[1][1]) == "line 2 is not valid UTF-8 (byte 0xff at column 8)"
+    assert str(got[2][1]).startswith("line 4: Exceeds the limit (4300 digits)")
+
+
+# ------------------------------------------------------------------ item 6: malformed rows
+
+F = [{"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}]
+BASE = {"id": "r", "query": "q", "functions": F, "output": '{"name": "f", "arguments": {}}'}
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"scale": [1]}, "'scale' must be an integer, got list"),
+        ({"scale": {"a": 1}}, "'scale' must be an integer, got dict"),
+        ({"scale": 2.5}, "'scale' must be an integer, got 2.5"),
+        ({"gold": {"name": "f", "acceptable": {"a": 5}}}, "value of 'a' must be a list"),
+        ({"gold": {"name": "f", "acceptable": [1]}}, "'gold.acceptable' must be an object"),
+        ({"gold": {"name": "f", "arguments": "abc"}}, "'gold.arguments' must be an object"),
+        ({"gold": {"name": "f", "arguments": 5}}, "'gold.arguments' must be an object"),
+        ({"functions": [{"name": "f", "parameters": [1]}]}, "'parameters' of function 'f'"),
+        ({"id": 10**5000}, "'id' cannot be read as text"),
+    ],
+)
+def test_each_malformed_row_is_one_error_row(change, reason):
+    row = {**BASE, **change}
+    with pytest.raises(DataFormatError, match=re.escape(reason)):
+        Case.from_dict(row)
+    out = score_row(row)
+    assert reason in out["error"]
+    dumps_safe(out).encode("utf-8")  # the huge id comes back as hex text
+
+
+def test_well_formed_rows_still_read():
+    case = Case.from_dict({**BASE, "scale": "5", "gold": {"name": "f", "acceptable": {"a": []}}})
+    assert case.scale == 5
+    assert Case.from_dict({**BASE, "scale": 10.0}).scale == 10
+
+
+# ------------------------------------------------------------------ item 8: order-free CIs
+
+
+def test_bootstrap_intervals_do_not_depend_on_row_order():
+    rows = [
+        {"model": "m", "case_id": f"c{i}", "mode": "direct", "error": None, "has_gold": True,
+         "solved_at": None, "final": {"name_match": True, "arg_f1": (i * 37 % 11) / 10,
+                                      "arg_precision": 1.0, "arg_recall": 1.0}}
+        for i in range(30)
+    ]  # fmt: skip
+    a = group_metrics(rows, n_boot=300)
+    b = group_metrics(rows[::-1], n_boot=300)
+    assert (a["arg_f1_lo"], a["arg_f1_hi"]) == (b["arg_f1_lo"], b["arg_f1_hi"])
+    assert order_free([3.0, math.nan, 1.0])[:2] == [1.0, 3.0]
+
+
+# ------------------------------------------------------------------ item 9: cache key order
+
+
+class _Once(ChatModel):
+    spec = "once:test"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, messages, tools=None, decoding=None, context=None) -> ModelReply:
+        self.calls += 1
+        return ModelReply(
+            text="\ud800", tool_calls=[{"name": "f", "arguments": {"zeta": 1, "alpha": 2}}]
+        )
+
+
+def test_a_cache_hit_keeps_argument_order_and_surrogates(tmp_path):
+    inner = _Once()
+    cache = CachedModel(inner, tmp_path / "c.sqlite")
+    msgs = [{"role": "user", "content": "hi \udc80"}]
+    first = cache.chat(msgs)
+    hit = cache.chat(msgs)
+    assert inner.calls == 1 and hit.cached
+    assert list(hit.tool_calls[0]["arguments"]) == ["zeta", "alpha"]
+    assert hit.text == first.text == "\ud800"
+    cache.close()
+    with sqlite3.connect(tmp_path / "c.sqlite") as con:
+        (n,) = con.execute("SELECT COUNT(*) FROM responses").fetchone()
+    assert n == 1
+
+
+def test_glaive_rows_that_cannot_be_read_are_counted_with_their_line(tmp_path):
+    from callscope.benchmarks.glaive import load_glaive
+
+    ext = Path(__file__).resolve().parents[2] / "shared" / "external" / "glaive"
+    if not (ext / "chat_data.jsonl").is_file():
+        pytest.skip("shared/external/glaive is absent")
+    lines = (ext / "chat_data.jsonl").read_bytes().splitlines()
+    path = tmp_path / "g.jsonl"
+    path.write_bytes(b"\n".join([lines[4], b'{"system": "\xff", "chat": "x"}', lines[2]]) + b"\n")
+    g = load_glaive(path)
+    assert (g.total, len(g.cases), g.dropped["malformed_row"]) == (3, 2, 1)
+    assert g.problems == ["line 2 is not valid UTF-8 (byte 0xff at column 13)"]

@@ -13,6 +13,7 @@ from fakeserver import FakeServer, Step, openai_reply
 from callscope.errors import ModelError
 from callscope.models.base import Decoding, RequestContext
 from callscope.models.cache import CachedModel, request_key
+from callscope.models.http import MAX_HTTP_CONCURRENCY
 from callscope.models.registry import load_model
 from callscope.models.replay import ReplayModel
 
@@ -74,10 +75,11 @@ def test_cache_hit_miss_and_persistence(server, tmp_path):
     db = tmp_path / "cache" / "responses.sqlite"
     server.push(Step(body=openai_reply("first", prompt_tokens=12, completion_tokens=3)))
     model = CachedModel(_openai(server), db)
+    # the wrapper passes the backend's own properties through (no HTTP cap by default)
     assert (model.spec, model.supports_native_tools, model.max_concurrency) == (
         "openai:gpt-test",
         True,
-        4,
+        MAX_HTTP_CONCURRENCY,
     )
 
     a = model.chat(MSGS, TOOLS, Decoding())

@@ -1,5 +1,5 @@
-"""Aggregation of a hand-made replay run (``replayed_run`` in conftest.py); every expected
-number is worked out by hand below.
+"""Aggregation of a hand-made replay run (``replayed_run`` in conftest.py) in the paper's
+lexical grounding; every expected number is worked out by hand below.
 
 The run: 4 queries x 2 registry scales (5, 10) x 3 modes, max 3 attempts.
 
@@ -35,7 +35,8 @@ from callscope.report import aggregate as agg
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> list[dict]:
-    return agg.load_outcomes(replayed_run(tmp_path_factory.mktemp("agg")))
+    # the hand-worked numbers follow the paper's lexical grounding ("two" does not state 2)
+    return agg.load_outcomes(replayed_run(tmp_path_factory.mktemp("agg"), grounding="lexical"))
 
 
 def _row(df, **keys):
@@ -318,7 +319,7 @@ def test_compare_outcomes() -> None:
 def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory, replayed_run) -> None:
     from callscope.report.compare import compare_runs
 
-    run_dir = replayed_run(tmp_path_factory.mktemp("cmp"))
+    run_dir = replayed_run(tmp_path_factory.mktemp("cmp"), grounding="lexical")
     df = compare_runs(run_dir, run_dir, n_boot=200)
     assert len(df) == 3 * 5  # three modes x five headline metrics, matched on (model, mode)
     row = df[(df["mode"] == "direct") & (df["metric"] == "solve rate")].iloc[0]

@@ -290,7 +290,43 @@ _JSON_LINE = re.compile(
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>.*?(?:</tool_call>|$)", re.S)
 _FUNCTIONCALL_BLOCK = re.compile(r"<functioncall>.*?(?:<\|endoftext\|>|$)", re.S)
 _FENCE_BLOCK = re.compile(r"```.*?(?:```|$)", re.S)
-_PY_CALL_START = re.compile(r"\[?\s*[A-Za-z_][\w.]*\s*\(")
+_IDENT_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _py_call_start(text: str, pos: int) -> tuple[int, int] | None:
+    """``(start, end)`` of the leftmost match at or after ``pos`` of
+    ``\\[?\\s*[A-Za-z_][\\w.]*\\s*\\(`` (an optional ``[``, blanks, a name, blanks, ``(``), or
+    ``None``. Linear time: each ``(`` is found by ``str.find`` and the text before it is read
+    backwards at most to the previous ``(`` (a regex search retries the name at every start
+    position: quadratic on a long word with no ``(``). ``\\s`` and ``\\w`` as :mod:`re` reads
+    them (``str.isspace``; ``str.isalnum`` or ``_``)."""
+    while True:
+        paren = text.find("(", pos)
+        if paren < 0:
+            return None
+        j = paren
+        while j > pos and text[j - 1].isspace():
+            j -= 1
+        name_end = j
+        while j > pos and (text[j - 1].isalnum() or text[j - 1] in "_."):
+            j -= 1
+        # the name starts at its first ASCII letter or underscore
+        k = j
+        while k < name_end and text[k] not in _IDENT_FIRST:
+            k += 1
+        if k == name_end:
+            pos = paren + 1
+            continue
+        if k > j:
+            return k, paren + 1  # a word character before the name: nothing to its left
+        start = k
+        while start > pos and text[start - 1].isspace():
+            start -= 1
+        if start > pos and text[start - 1] == "[":
+            start -= 1
+        return start, paren + 1
+
+
 _NATIVE_KEYS = frozenset({"name", "function", "arguments", "parameters", "type", "id"})
 _MESSAGE_KEYS = frozenset({"content", "text", "tool_calls", "role"})
 
@@ -516,17 +552,17 @@ def _strip_python_calls(text: str) -> str:
     out: list[str] = []
     pos = last = 0
     while True:
-        m = _PY_CALL_START.search(text, pos)
-        if not m:
+        m = _py_call_start(text, pos)
+        if m is None:
             break
-        start = m.start() + (len(m.group(0)) - len(m.group(0).lstrip()))
+        start = m[0] + (len(text[m[0] : m[1]]) - len(text[m[0] : m[1]].lstrip()))
         opener = start if text[start] == "[" else text.find("(", start)
         end = balanced_end(text, opener)
         if end > 0 and parse_text(text[start:end]).ok:
             out.append(text[last:start])
             pos = last = end
         else:
-            pos = m.end()
+            pos = m[1]
     out.append(text[last:])
     return "".join(out)
 

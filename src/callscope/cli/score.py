@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from callscope.cli.common import GroundingOpt, console, fail, read_rows
-from callscope.core.jsonl import dumps_row
+from callscope.cli.common import GroundingOpt, console, fail
+from callscope.core.jsonl import dumps_row, read_jsonl
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
-from callscope.saag.score import GOLD_KEYS, METRICS, ScoreSummary, score_row, summarize
+from callscope.saag.score import (
+    GOLD_KEYS,
+    METRICS,
+    ScoreSummary,
+    SummaryAccumulator,
+    score_row,
+)
 
 
 def print_score_summary(s: ScoreSummary) -> None:
@@ -65,21 +73,36 @@ def score(
     if input is None:
         fail("give a rows file, or --from-chat FILE for recorded chat logs")
     mode = get_grounding(grounding)
-    rows = read_rows(input)
-    if not rows:
+    rows = _input_rows(input)
+    first = next(rows, None)  # read before anything is written: a missing file writes nothing
+    if first is None:
         fail(f"{input} holds no rows; write one JSON object per line")
-    out_rows = [
-        {"id": r.get("_line"), "error": r["_error"]} if "_error" in r else score_row(r, mode)
-        for r in rows
-    ]
-    text = "".join(dumps_row(r) + "\n" for r in out_rows)  # lone surrogates escaped
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
-    summary = summarize(out_rows)
+    acc = SummaryAccumulator()
+    errors: list[tuple[Any, Any]] = []
+    sink = sys.stdout if output is None else output.open("w", encoding="utf-8")
+    try:
+        for r in itertools.chain([first], rows):  # one row in memory at a time
+            out = (
+                {"id": r.get("_line"), "error": r["_error"]}
+                if "_error" in r
+                else score_row(r, mode)
+            )
+            sink.write(dumps_row(out) + "\n")  # lone surrogates escaped
+            acc.add(out)
+            if "error" in out:
+                errors.append((out["id"], out["error"]))
+    finally:
+        if sink is not sys.stdout:
+            sink.close()
+    summary = acc.summary()
     print_score_summary(summary)
-    for r in out_rows:
-        if "error" in r:
-            console.print(f"[red]row {escape(str(r['id']))}: {escape(str(r['error']))}[/red]")
+    for rid, error in errors:
+        console.print(f"[red]row {escape(str(rid))}: {escape(str(error))}[/red]")
     raise typer.Exit(code=1 if summary.errors else 0)
+
+
+def _input_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a JSONL file, read lazily; a bad line becomes ``{"_line": n, "_error": ...}``
+    (as :func:`callscope.cli.common.read_rows` gives them, one at a time)."""
+    for n, row in read_jsonl(path):
+        yield row if isinstance(row, dict) else {"_line": n, "_error": f"line {n}: {row}"}

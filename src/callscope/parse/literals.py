@@ -66,9 +66,15 @@ def json_raw_decode(text: str, start: int) -> tuple[Any, int]:
     return _DECODER.raw_decode(text, start)
 
 
+#: value types that need no depth or finiteness check (exact types: a subclass goes the long way)
+_FLAT = frozenset({str, int, bool, type(None)})
+
+
 def check_depth(value: Any) -> None:
     """Reject containers nested deeper than ``MAX_ARGUMENT_DEPTH`` and non-finite numbers
     (iteratively: no recursion, so any input is safe)."""
+    if type(value) is dict and all(type(v) in _FLAT for v in value.values()):
+        return  # the common case: an object of strings, ints, bools and nulls only
     stack = [(value, 0)]
     while stack:
         v, depth = stack.pop()

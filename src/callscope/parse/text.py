@@ -101,6 +101,14 @@ def parse_text(text: str) -> ParseResult:
     if not stripped:
         return ParseResult(error="empty output")
     last_error: str | None = None
+    if (
+        _FENCE_MARK not in stripped
+        and _TOOL_CALL_OPEN not in stripped
+        and "<functioncall>" not in stripped
+    ):
+        # no wrapper can match (each needs its marker): straight to the JSON scan, the same
+        # result as running the three wrapper scans first
+        return _bare(stripped, last_error)
 
     tag_calls: list[ToolCall] = []
     for block in tool_call_blocks(stripped):
@@ -128,7 +136,11 @@ def parse_text(text: str) -> ParseResult:
         last_error = err or last_error
     if fenced:
         return ParseResult(calls=tuple(fenced), form="fenced")
+    return _bare(stripped, last_error)
 
+
+def _bare(stripped: str, last_error: str | None) -> ParseResult:
+    """The calls of text that holds no wrapper with calls: bare JSON, else Python syntax."""
     found, err = scan_json(stripped)
     if found:
         return ParseResult(calls=tuple(found), form="json")

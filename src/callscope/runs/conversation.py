@@ -63,6 +63,7 @@ from callscope.calibration.probes import (
     request_text,
     user_text,
 )
+from callscope.core.jsonl import dumps_safe
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.parse import parse_native, parse_output, parse_python_calls
@@ -151,7 +152,7 @@ def _native_assistant_message(
             {
                 "id": call_id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                "function": {"name": call.name, "arguments": dumps_safe(call.arguments)},
             }
         )
     return {"role": "assistant", "content": reply.text or "", "tool_calls": tool_calls}, ids

@@ -6,12 +6,12 @@ first failing stage; metrics of later stages stay ``None`` (they are stage-condi
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from statistics import fmean
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -27,6 +27,12 @@ DRIFT_THRESHOLD = 0.8
 #: NCS = max over candidates of 0.6 WRatio + 0.4 Jaccard (SAAG paper, Eq. 2)
 NCS_WRATIO_WEIGHT = 0.6
 NCS_JACCARD_WEIGHT = 0.4
+
+
+def _mean(values: list[float]) -> float:
+    """``statistics.fmean`` of a non-empty list, the same float (``fsum / n``) without its
+    per-call overhead."""
+    return math.fsum(values) / len(values)
 
 
 def _too_deep(value: Any) -> bool:
@@ -135,11 +141,15 @@ def _registry_trigrams(
     )
 
 
+#: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
+_Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
+
+
 class _RegistryIndex:
     """Stage 1's view of one registry: its names (``str`` of each ``name``), the first spec
     of each string name, and (built on the first NCS) the trigram and token indexes."""
 
-    __slots__ = ("source", "size", "names", "by_name", "_inverted")
+    __slots__ = ("source", "size", "names", "by_name", "_inverted", "_shapes")
 
     def __init__(self, source: Sequence[Any], names: list[str], by_name: dict[str, Any]) -> None:
         self.source = source
@@ -147,6 +157,18 @@ class _RegistryIndex:
         self.names = names
         self.by_name = by_name
         self._inverted: tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]] | None = None
+        self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
+
+    def shape(self, spec: dict[str, Any]) -> _Shape:
+        """``(A_req, A_all, set(A_all), properties)`` of one spec of this registry, read
+        once per spec (:func:`schema_params`, :func:`_properties`)."""
+        hit = self._shapes.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        a_req, a_all = schema_params(spec)
+        shape = (a_req, a_all, frozenset(a_all), _properties(spec))
+        self._shapes[id(spec)] = (spec, shape)
+        return shape
 
     def inverted(self) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
         if self._inverted is None:
@@ -311,7 +333,7 @@ def diagnose(
         return Diagnosis(stage=1, fnem=0, ncs=ncs, nearest=nearest, predicted=call.name)
 
     # Stage 2: structural completeness
-    a_req, a_all = schema_params(spec)
+    a_req, a_all, in_schema, props = registry.shape(spec)
     predicted = list(call.arguments)
     pset = set(predicted)
     rpr = sum(1 for a in a_req if a in pset) / len(a_req) if a_req else 1.0
@@ -321,7 +343,7 @@ def diagnose(
     targets: dict[str, str] = {}
     pds_values: list[float] = []
     for p in predicted:
-        if p in a_all:
+        if p in in_schema:
             continue
         best, best_name = 0.0, None
         for a in a_all:
@@ -334,7 +356,7 @@ def diagnose(
             targets[p] = best_name
         else:
             spurious.append(p)
-    pds = fmean(pds_values) if pds_values else None
+    pds = _mean(pds_values) if pds_values else None
     spr = len(spurious) / len(predicted) if predicted else 0.0
     d = Diagnosis(
         stage=2,
@@ -355,10 +377,9 @@ def diagnose(
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
     mode = get_grounding(grounding)
     evidence = Evidence.of(query, context)
-    props = _properties(spec)
     verdicts: dict[str, ArgVerdict] = {}
     for p, v in call.arguments.items():
-        if _too_deep(v):
+        if isinstance(v, dict | list | tuple) and _too_deep(v):
             verdicts[p] = ArgVerdict(1.0, None, None)
             continue
         verdict = mode.ground(p, v, props.get(p), evidence, call.arguments)
@@ -373,7 +394,7 @@ def diagnose(
         for p, v in call.arguments.items()
         if isinstance(v, str) and not verdicts[p].grounded
     ]
-    d.qslo = fmean(overlaps) if overlaps else None
+    d.qslo = _mean(overlaps) if overlaps else None
     hs: list[float] = []
     for p, verdict in verdicts.items():
         if verdict.h is None:
@@ -387,6 +408,6 @@ def diagnose(
                 d.hard.append(p)
             else:
                 d.soft.append(p)
-    d.vhr = fmean(hs) if hs else None
+    d.vhr = _mean(hs) if hs else None
     d.stage = 3 if any(h > 0 for h in hs) else 0
     return d

@@ -101,5 +101,5 @@ def attempt_rank(d: Diagnosis | dict[str, Any] | None) -> tuple[int, int]:
         return (0, 0)
     if isinstance(d, dict):
         d = diagnosis_from_dict(d)
-    depth = 4 if d.stage == 0 else 4 - d.stage
+    depth = 4 if d.stage == 0 else d.stage
     return (depth, -flagged_values(d))

@@ -75,6 +75,8 @@ def string_in_query(value: str, query: str) -> bool:
     if not needle:
         return False
     hay = _lower(query)
+    if len(needle) <= 64:  # one C-level scan; the loop below is Python-level per occurrence
+        return _bounded(needle).search(hay) is not None
     start = hay.find(needle)
     while start >= 0:
         end = start + len(needle)
@@ -84,6 +86,13 @@ def string_in_query(value: str, query: str) -> bool:
             return True
         start = hay.find(needle, start + 1)
     return False
+
+
+@lru_cache(maxsize=4096)
+def _bounded(needle: str) -> re.Pattern[str]:
+    """``needle`` with no word character immediately before or after it (the rule of
+    :func:`string_in_query`)."""
+    return re.compile(rf"(?<!\w){re.escape(needle)}(?!\w)")
 
 
 def exact_match(value: Any, query: str) -> bool:
@@ -102,8 +111,10 @@ def exact_match(value: Any, query: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)
 def partial_ratio(value: str, query: str) -> float:
-    """``rapidfuzz.fuzz.partial_ratio`` of the lower-cased strings, 0-100."""
+    """``rapidfuzz.fuzz.partial_ratio`` of the lower-cased strings, 0-100 (pure; the last
+    few hundred pairs are remembered: stage 3 asks for one value's ratio up to four times)."""
     return float(fuzz.partial_ratio(value.lower(), _lower(query)))
 
 
@@ -141,3 +152,31 @@ def worst_leaf(value: Any, query: str) -> Any:
         if h is not None and h > best_h:
             best, best_h = candidate, h
     return best
+
+
+def grounding_of(value: Any, query: str) -> tuple[bool, float | None, Any]:
+    """``(exact_match(value, query), hallucination(value, query), worst_leaf(value, query))``
+    in one pass over ``value``: each leaf is matched and scored once (the three functions
+    above call each other again per leaf). The same values as calling the three."""
+    if not isinstance(value, list | tuple | dict):
+        if exact_match(value, query):
+            return True, 0.0, value
+        if isinstance(value, str):
+            return False, 1.0 - partial_ratio(value, query) / 100.0, value
+        if is_number(value):
+            return False, (1.0 if _has_digit(query) else ASSUMED), value
+        return False, ASSUMED, value
+    leaves = value.values() if isinstance(value, dict) else value
+    matched = True
+    scores: list[float] = []
+    best, best_h = None, -1.0
+    for leaf in leaves:
+        em, h, candidate = grounding_of(leaf, query)
+        matched = matched and em
+        if h is not None:
+            scores.append(h)
+            if h > best_h:
+                best, best_h = candidate, h
+    if matched and len(value):
+        return True, 0.0, best
+    return False, (max(scores) if scores else ASSUMED), best

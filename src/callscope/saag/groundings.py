@@ -76,6 +76,11 @@ FRAGMENT_H = 0.05
 
 _DIGIT = re.compile(r"\d")
 
+#: at most this many distinct ungrounded leaves of one argument get the paper's h (a
+#: PartialRatio over the whole request each); the argument is flagged either way, and its h is
+#: the max over these (so a 10,000-element hallucinated list costs what 256 do)
+MAX_SCORED_LEAVES = 256
+
 #: a judge: is ``value`` of parameter ``param`` stated or directly implied by ``query``?
 Judge = Callable[[str, Any, str], bool]
 
@@ -183,10 +188,10 @@ class LexicalGrounding:
         evidence: Evidence,
         arguments: Mapping[str, Any],
     ) -> ArgVerdict:
-        q = evidence.query
-        reason = "stated" if g.exact_match(value, q) else None
-        h = 0.0 if reason else g.hallucination(value, q)
-        return ArgVerdict(h, reason, g.worst_leaf(value, q) if h else value)
+        matched, h, leaf = g.grounding_of(value, evidence.query)  # EM, h(v), worst leaf at once
+        if matched:
+            return ArgVerdict(0.0, "stated", value)
+        return ArgVerdict(h, None, leaf if h else value)
 
 
 def _numbers_claimed(arguments: Mapping[str, Any], skip: str) -> list[int | float]:
@@ -355,14 +360,23 @@ class RegistryGrounding:
         siblings = frozenset(
             leaf for leaf, _ in leaves if isinstance(leaf, str | int | float) and len(leaves) > 1
         )
+        seen: set[tuple[Any, ...]] = set()  # a repeated leaf is scored once
+        ungrounded = 0
         for leaf, leaf_schema in leaves:
             if isinstance(leaf, bool) or leaf is None:
                 continue  # assumed: no grounding context (as in the paper)
+            key = (type(leaf), leaf, id(leaf_schema))
+            if key in seen:
+                continue
+            seen.add(key)
             if not scalar:  # (a scalar was tried above)
                 reason = self._accept_leaf(param, leaf, leaf_schema, evidence, arguments, siblings)
                 if reason:
                     reasons.append(reason)
                     continue
+            ungrounded += 1
+            if ungrounded > MAX_SCORED_LEAVES:
+                break  # flagged already; h is the max over the first ones (bounded cost)
             h = g.hallucination(leaf, evidence.all_text)
             if h is None and g.is_number(leaf) and evidence.numbers:
                 h = 1.0  # the request states numbers (perhaps in words), not this one

@@ -4,10 +4,10 @@ The metric keys and their order come from :mod:`callscope.saag.metrics`."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import Any
 
 from callscope.parse import parse_output
@@ -101,14 +101,69 @@ class ScoreSummary:
     counts: dict[str, int] = field(default_factory=dict)
 
 
+class _ExactSum:
+    """A running sum whose total is ``math.fsum`` of every value added (Shewchuk's
+    non-overlapping partials, as ``math.fsum`` keeps them): O(1) memory in practice."""
+
+    __slots__ = ("partials",)
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+
+    def add(self, x: float) -> None:
+        i = 0
+        for y in self.partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo:
+                self.partials[i] = lo
+                i += 1
+            x = hi
+        self.partials[i:] = [x]
+
+    def total(self) -> float:
+        return math.fsum(self.partials)
+
+
+class SummaryAccumulator:
+    """:func:`summarize` one row at a time (``add``), for a stream of rows of any length;
+    ``summary()`` gives the same :class:`ScoreSummary` as :func:`summarize` over the rows
+    added: each mean is ``fsum / n`` (``statistics.fmean``'s definition) of the defined values."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.errors = 0
+        self.stages: Counter[int] = Counter()
+        self.sums = {key: _ExactSum() for key in (*METRICS, *GOLD_KEYS)}
+        self.counts = dict.fromkeys(self.sums, 0)
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows += 1
+        if "error" in row:
+            self.errors += 1
+            return
+        self.stages[row["stage"]] += 1
+        for key, acc in self.sums.items():
+            value = row.get(key)
+            if value is not None:
+                acc.add(float(value))
+                self.counts[key] += 1
+
+    def summary(self) -> ScoreSummary:
+        s = ScoreSummary(rows=self.rows, errors=self.errors, stages=Counter(self.stages))
+        for key, acc in self.sums.items():
+            n = self.counts[key]
+            s.counts[key] = n
+            s.means[key] = acc.total() / n if n else None
+        return s
+
+
 def summarize(rows: Iterable[dict[str, Any]]) -> ScoreSummary:
-    rows = list(rows)
-    s = ScoreSummary(rows=len(rows))
-    good = [r for r in rows if "error" not in r]
-    s.errors = len(rows) - len(good)
-    s.stages = Counter(r["stage"] for r in good)
-    for key in (*METRICS, *GOLD_KEYS):
-        vals = [float(r[key]) for r in good if r.get(key) is not None]
-        s.counts[key] = len(vals)
-        s.means[key] = fmean(vals) if vals else None
-    return s
+    """Rows (any iterable, read once) -> per-stage counts of the scored rows, how many were
+    malformed, and each metric's mean (``fsum / n``) over the rows where it is defined."""
+    acc = SummaryAccumulator()
+    for row in rows:
+        acc.add(row)
+    return acc.summary()

@@ -20,6 +20,7 @@ same string (:func:`from_sql`), so keys stay exact and resuming still finds them
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -27,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import dumps_safe
+from callscope.core.jsonl import ESCAPED_KEY, dumps_safe
 from callscope.errors import StoreSchemaError
 from callscope.store.records import Outcome
 from callscope.types import Case
@@ -54,13 +55,26 @@ CREATE TABLE IF NOT EXISTS attempts (
   PRIMARY KEY (model, case_id, mode, attempt)
 );
 """
+#: version 2: an attempt's message history lives in ``histories`` (each distinct history once,
+#: keyed by the SHA-256 of its JSON text; one that extends the previous attempt's history holds
+#: only the messages it adds, ``parent`` naming that history); the attempt's ``data`` keeps
+#: ``"messages": null`` in its place and ``messages_ref`` names the history
+SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS histories (
+  id TEXT PRIMARY KEY, parent TEXT, data TEXT NOT NULL
+);
+"""
 
 STORE_FILE = "store.sqlite"
 
 #: Version of :data:`SCHEMA`, kept in ``PRAGMA user_version``. Raise it (and teach
 #: :meth:`RunStore._open_schema` to upgrade from the old one) whenever the tables change.
 #: 0 is an unversioned store: one written before versioning, with version 1's tables.
-SCHEMA_VERSION = 1
+#: 2: message histories stored once (:data:`SCHEMA_V2`); a version 0 or 1 store is migrated
+#: in place when opened (:meth:`RunStore._migrate_histories`), and reads the same after.
+SCHEMA_VERSION = 2
+#: a history chain longer than this is corrupt (each link is one attempt of one outcome)
+_MAX_CHAIN = 10_000
 
 
 def encode(value: Any) -> str:
@@ -118,8 +132,45 @@ class RunStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
-        if version < SCHEMA_VERSION:  # a new file, or one from before versioning
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
+        if version < 2:  # a new file, one from before versioning, or version 1
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(SCHEMA_V2)  # one statement: executescript would commit
+                cols = {r[1] for r in self._db.execute("PRAGMA table_info(attempts)")}
+                if "messages_ref" not in cols:
+                    self._db.execute("ALTER TABLE attempts ADD COLUMN messages_ref TEXT")
+                self._migrate_histories()
+                self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        else:
+            self._db.executescript(SCHEMA_V2)
+
+    def _migrate_histories(self) -> None:
+        """Version 1 -> 2, inside the caller's transaction: every attempt's ``messages`` moved
+        to ``histories`` (each distinct history once, sharing the previous attempt's prefix);
+        the rest of the attempt's JSON, its ``escaped`` flags included, is kept as it was."""
+        rows = self._db.execute(
+            "SELECT rowid, model, case_id, mode, data FROM attempts"
+            " WHERE messages_ref IS NULL ORDER BY model, case_id, mode, attempt"
+        ).fetchall()
+        previous: tuple[Any, str, list[Any]] | None = None
+        for rowid, model, case_id, mode, data in rows:
+            d = decode(data)
+            messages = d.get("messages") if isinstance(d, dict) else None
+            if not isinstance(messages, list):
+                continue
+            key = (model, case_id, mode)
+            prior = previous[1:] if previous is not None and previous[0] == key else None
+            ref, _ = self._put_history(messages, prior)  # d keeps its own escaped flags
+            d["messages"] = None
+            self._db.execute(
+                "UPDATE attempts SET data=?, messages_ref=? WHERE rowid=?",
+                (encode(d), ref, rowid),
+            )
+            previous = (key, ref, messages)
 
     @property
     def schema_version(self) -> int:
@@ -176,8 +227,9 @@ class RunStore:
             try:
                 self._db.execute("DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key)
                 self._db.executemany(
-                    "INSERT INTO attempts(model, case_id, mode, attempt, data) VALUES (?,?,?,?,?)",
-                    [(*key, a.attempt, encode(a.to_dict())) for a in outcome.attempts],
+                    "INSERT INTO attempts(model, case_id, mode, attempt, data, messages_ref)"
+                    " VALUES (?,?,?,?,?,?)",
+                    [(*key, a.attempt, *data) for a, data in self._attempt_rows(outcome)],
                 )
                 self._db.execute(
                     "INSERT OR REPLACE INTO outcomes(model, case_id, mode, scale, n_attempts,"
@@ -197,6 +249,59 @@ class RunStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    # ---------------------------------------------------------------- message histories
+
+    def _put_history(
+        self, messages: list[Any], prior: tuple[str, list[Any]] | None
+    ) -> tuple[str, list[str]]:
+        """Store one message history (once: ``INSERT OR IGNORE`` by content hash) and return
+        its id and the ``escaped`` flags its JSON needed. ``prior`` is the previous attempt's
+        ``(id, messages)``: when it is a prefix, only the new messages are written."""
+        full = encode({"m": messages})
+        ref = hashlib.sha256(full.encode("utf-8")).hexdigest()
+        flags = decode(full).get(ESCAPED_KEY, []) if full.endswith("]}") else []
+        parent, tail = None, messages
+        if prior is not None and messages[: len(prior[1])] == prior[1]:
+            parent, tail = prior[0], messages[len(prior[1]) :]
+        self._db.execute(
+            "INSERT OR IGNORE INTO histories(id, parent, data) VALUES (?, ?, ?)",
+            (ref, parent, encode(tail)),
+        )
+        return ref, flags
+
+    def _history(self, ref: str) -> list[Any]:
+        """The message history ``ref`` names, decoded afresh (its chain of parents joined)."""
+        tails: list[list[Any]] = []
+        current: str | None = ref
+        while current is not None:
+            row = self._db.execute(
+                "SELECT parent, data FROM histories WHERE id=?", (current,)
+            ).fetchone()
+            if row is None or len(tails) > _MAX_CHAIN:
+                raise StoreSchemaError(f"{self.path}: message history {current} is missing")
+            tails.append(decode(row[1]))
+            current = row[0]
+        return [m for tail in reversed(tails) for m in tail]
+
+    def _attempt_rows(self, outcome: Outcome) -> list[tuple[Any, tuple[str, str | None]]]:
+        """Each attempt with its ``(data, messages_ref)``: the history stored apart, the
+        ``escaped`` flags its JSON needed kept in the attempt's (as one JSON text had them)."""
+        out: list[tuple[Any, tuple[str, str | None]]] = []
+        prior: tuple[str, list[Any]] | None = None
+        for a in outcome.attempts:
+            d = a.to_dict()
+            messages = d.get("messages")
+            if not isinstance(messages, list):
+                out.append((a, (encode(d), None)))
+                continue
+            ref, flags = self._put_history(messages, prior)
+            d["messages"] = None
+            if flags:
+                d[ESCAPED_KEY] = sorted(flags)
+            out.append((a, (encode(d), ref)))
+            prior = (ref, messages)
+        return out
 
     def outcomes(self, model: str | None = None) -> Iterator[dict[str, Any]]:
         """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded.
@@ -238,10 +343,17 @@ class RunStore:
 
     def attempts(self, model: str, case_id: str, mode: str) -> list[dict[str, Any]]:
         rows = self._db.execute(
-            "SELECT data FROM attempts WHERE model=? AND case_id=? AND mode=? ORDER BY attempt",
+            "SELECT data, messages_ref FROM attempts WHERE model=? AND case_id=? AND mode=?"
+            " ORDER BY attempt",
             (sql_text(model), sql_text(case_id), sql_text(mode)),
         ).fetchall()
-        return [decode(r[0]) for r in rows]
+        out = []
+        for data, ref in rows:
+            d = decode(data)
+            if ref is not None:
+                d["messages"] = self._history(ref)
+            out.append(d)
+        return out
 
     # ---------------------------------------------------------------- multi-turn
 

@@ -1,0 +1,108 @@
+"""Per-call throughput of callscope's full work against BFCL's AST checker (issue 16, item 4:
+goal >= 0.5x BFCL's), side by side on the same calls in one run, one core.
+
+The calls: the 10,511 calls of the BFCL grader-agreement harness
+(:func:`callscope.benchmarks.bfcl.agreement.agreement_report`): every single-call gold call of
+the four default categories and its systematic perturbations. callscope's work per call is
+what ``callscope score`` does with a row: parse the raw JSON text of the call
+(:func:`~callscope.parse.parse_output`), the cascade with all 8 metrics
+(:func:`~callscope.saag.cascade.diagnose`, in each grounding mode) and the extrinsic metrics
+against the gold (:func:`~callscope.saag.extrinsic.extrinsic`). BFCL's work is its own
+``ast_checker`` called directly with the entry, the call and the possible answer already
+resolved (our wrapper's look-ups are not counted against BFCL). CPU time of this process,
+best of ``--repeats``, sides interleaved. Prints microseconds per call, the split of
+callscope's time, and the throughput ratio BFCL-time / callscope-time.
+
+    python benchmarks/bfcl_throughput.py [--repeats 3] [--mode registry]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import time
+from typing import Any
+
+from callscope.benchmarks.bfcl.agreement import gold_call, perturbed_calls
+from callscope.benchmarks.bfcl.package import ast_checker, checker_model_name, python_language
+from callscope.benchmarks.bfcl.single import _resolve_entry, load_bfcl_single
+from callscope.parse import parse_output
+from callscope.saag.cascade import diagnose
+from callscope.saag.extrinsic import extrinsic
+from callscope.saag.groundings import GROUNDINGS, get_grounding
+
+
+def _work() -> list[tuple[Any, dict[str, Any], str, tuple[Any, ...]]]:
+    """``(case, call, raw text, BFCL checker arguments)`` for every harness call."""
+    out = []
+    language, model = python_language(), checker_model_name()
+    for case in load_bfcl_single():
+        calls = {"gold": gold_call(case)}
+        calls.update(perturbed_calls(case, random.Random(f"0:{case.id}")))
+        entry, ground_truth, name_map, category = _resolve_entry(case, None)
+        for call in calls.values():
+            if call is None:
+                continue
+            name = name_map.get(call["name"], call["name"])
+            bfcl_args = (
+                entry["function"],
+                [{name: dict(call["arguments"])}],
+                ground_truth,
+                language,
+                category,
+                model,
+            )
+            out.append((case, call, json.dumps(call), bfcl_args))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--mode", choices=[*GROUNDINGS, "all"], default="all")
+    args = ap.parse_args()
+    work = _work()
+    checker = ast_checker()
+    modes = list(GROUNDINGS) if args.mode == "all" else [args.mode]
+    best: dict[str, float] = {}
+
+    def keep(key: str, dt: float) -> None:
+        best[key] = min(best.get(key, dt), dt)
+
+    for _ in range(args.repeats):
+        t0 = time.process_time()
+        for *_, bfcl_args in work:
+            with contextlib.suppress(Exception):  # BFCL's checker indexes into odd outputs
+                checker(*bfcl_args)
+        keep("bfcl", time.process_time() - t0)
+        parsed = []
+        t0 = time.process_time()
+        for _case, _call, text, _ in work:
+            parsed.append(parse_output(text))
+        keep("parse", time.process_time() - t0)
+        t0 = time.process_time()
+        for (case, *_), p in zip(work, parsed, strict=True):
+            extrinsic(p.first, case.gold, case.functions)
+        keep("extrinsic", time.process_time() - t0)
+        for name in modes:
+            mode = get_grounding(name)
+            t0 = time.process_time()
+            for (case, *_), p in zip(work, parsed, strict=True):
+                diagnose(p.first, case.functions, case.query, grounding=mode)
+            keep(f"diagnose[{name}]", time.process_time() - t0)
+    per = {k: v / len(work) * 1e6 for k, v in best.items()}
+    print(f"{len(work)} BFCL calls (gold + perturbed), best of {args.repeats}, CPU time")
+    for k, v in per.items():
+        print(f"  {k:20s} {v:8.1f} us/call  ({v / per['bfcl']:.2f}x BFCL's time)")
+    for name in modes:
+        full = per["parse"] + per[f"diagnose[{name}]"] + per["extrinsic"]
+        print(
+            f"  full per-call [{name}]: {full:8.1f} us/call; "
+            f"throughput vs BFCL ast_checker: {per['bfcl'] / full:.2f}x (goal >= 0.5x)"
+        )
+
+
+if __name__ == "__main__":
+    main()

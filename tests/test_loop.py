@@ -133,18 +133,18 @@ def test_runner_shares_first_attempt_across_modes_and_resumes(tmp_path) -> None:
     model = scripted(script)
     store = RunStore(tmp_path / "run")
     summary = run_cases(model, cases, store, max_attempts=3, show_progress=False)
-    # per case: 1 shared first attempt + 1 binary retry + 1 structured retry
-    assert len(model.requests) == 3 * 3
-    assert summary.ran == 9 and summary.skipped == 0
-    assert summary.solve_rate == {"direct": 0.0, "binary": 0.0, "structured": 0.0}  # no gold
-    assert summary.mean_attempts == {"direct": 1.0, "binary": 2.0, "structured": 2.0}
+    # per case: 1 shared first attempt + 1 binary, 1 structured and 1 gated retry
+    assert len(model.requests) == 3 * 4
+    assert summary.ran == 12 and summary.skipped == 0
+    assert summary.solve_rate == dict.fromkeys(("direct", "binary", "structured", "gated"), 0.0)
+    assert summary.mean_attempts == {"direct": 1.0, "binary": 2.0, "structured": 2.0, "gated": 2.0}
     again = run_cases(model, cases, store, max_attempts=3, show_progress=False)
-    assert again.ran == 0 and again.skipped == 9 and len(model.requests) == 9
+    assert again.ran == 0 and again.skipped == 12 and len(model.requests) == 12
     rows = [
         json.loads(line) for line in (tmp_path / "run" / "final.jsonl").read_text().splitlines()
     ]
     assert sorted((r["id"], r["mode"]) for r in rows) == sorted(
-        (f"c{i}", m) for i in range(3) for m in ("direct", "binary", "structured")
+        (f"c{i}", m) for i in range(3) for m in ("direct", "binary", "structured", "gated")
     )
     assert all({"attempts", "mode", "solved_at", "stage", "fnem"} <= set(r) for r in rows)
 

@@ -66,7 +66,12 @@ def run(
     ] = Path("runs/run"),
     model: ModelOpt = DEFAULT_MODEL,
     modes: Annotated[
-        str, typer.Option("--modes", help="comma list of direct,binary,structured")
+        str,
+        typer.Option(
+            "--modes",
+            help="comma list of direct,binary,structured,gated "
+            "(ablations: gated-ungated,gated-nokeep,gated-nobest)",
+        ),
     ] = "direct,binary,structured",
     max_attempts: Annotated[int, typer.Option("--max-attempts", min=1)] = 15,
     style: StyleOpt = "auto",

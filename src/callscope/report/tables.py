@@ -20,6 +20,7 @@ from callscope.report.aggregate import (
     EXTRINSIC,
     FAILURE_KINDS,
     INTRINSIC,
+    KEPT_ITEMS,
     METRIC_LABELS,
     STAGE_LABELS,
 )
@@ -286,6 +287,60 @@ def overcorrection_table(df: pd.DataFrame) -> ReportTable:
         "attempt (95% bootstrap interval). Outcomes that ended in a model error are left out."
     )
     return ReportTable("overcorrection", "Overcorrection", caption, df, disp)
+
+
+#: :data:`callscope.report.aggregate.KEPT_ITEMS` -> column label
+KEPT_LABELS: dict[str, str] = {
+    "stage1": "Stage 1 (name in registry)",
+    "stage2": "Stage 2 (schema)",
+    "stage3": "Stage 3 (grounded)",
+    "name": "Gold name",
+    "args": "Gold args",
+}
+
+
+def revision_table(df: pd.DataFrame) -> ReportTable:
+    """Per (model, mode): what the loop's revisions lost and gained, by stage and against the
+    gold (:func:`callscope.report.aggregate.revision_tradeoff`), and the overcorrection rate."""
+    disp = _keys(df, ("model", "mode", "n"))
+    rows = list(df.iterrows())
+    disp["Overcorrection [95% Wilson]"] = [
+        f"{int(r['overcorrected'])} = "
+        + fmt_ci(r["overcorrection"], r["overcorrection_lo"], r["overcorrection_hi"])
+        for _, r in rows
+    ]
+    for item in KEPT_ITEMS:
+        disp[f"{KEPT_LABELS[item]}: lost / gained"] = [
+            f"{int(r[f'{item}_lost'])} / {int(r[f'{item}_gained'])} of {int(r[f'{item}_n'])}"
+            for _, r in rows
+        ]
+    caption = (
+        "The trade-off of each loop mode: an item is lost when some attempt before the loop's "
+        "answer had it right and the answer does not (a revision moved it away: the SAAG "
+        "paper's overcorrection, over every revision), gained when attempt 1 lacked it and the "
+        "answer has it. Items: passing stage 1, 2, 3 of the cascade (no gold needed), the gold "
+        "name and the gold arguments (precision = recall = 1). Overcorrection: outcomes whose "
+        "answer lost any item, over n (95% Wilson). The answer is the last attempt, or in the "
+        "gated modes the best so far. Outcomes that ended in a model error are left out."
+    )
+    return ReportTable("revisions", "Revisions: lost and gained", caption, df, disp)
+
+
+def paired_table(df: pd.DataFrame) -> ReportTable:
+    """Paired differences between two modes on the same cases
+    (:func:`callscope.report.aggregate.paired_modes`)."""
+    disp = _keys(df, ("model", "base", "other", "metric", "n"))
+    rows = list(df.iterrows())
+    disp["base value"] = [fmt_num(r["base_value"]) for _, r in rows]
+    disp["other value"] = [fmt_num(r["other_value"]) for _, r in rows]
+    disp["other − base [95% paired]"] = [fmt_ci(r["diff"], r["lo"], r["hi"]) for _, r in rows]
+    disp["cases up / down"] = [f"{int(r['better'])} / {int(r['worse'])}" for _, r in rows]
+    caption = (
+        "Paired differences between two feedback modes on the same cases: 0/1 metrics with "
+        "Newcombe's paired interval (method 10), means with a bootstrap of the per-case "
+        "differences; 'cases up / down': cases where the second mode's value is higher / lower."
+    )
+    return ReportTable("paired_modes", "Paired mode differences", caption, df, disp)
 
 
 def errors_table(df: pd.DataFrame) -> ReportTable:

@@ -1,7 +1,15 @@
-"""The SAAG correction loop (paper section 2.4): direct, binary ("No") and structured feedback.
+"""The SAAG correction loop (paper section 2.4): direct, binary ("No") and structured feedback,
+and callscope's gated feedback (:mod:`callscope.saag.gated`, issue 17).
 
 The ground truth is never used inside the loop: an attempt stops the loop when it passes all
 three cascade stages; gold is only read afterwards, for the extrinsic metrics.
+
+Why a loop stopped is recorded on its :class:`Outcome` (``stop``): ``passed`` (all three
+stages), ``budget`` (``max_attempts`` spent; direct mode's budget is 1), ``error`` (the
+backend failed), and in the gated modes ``gate`` (only a soft drift was left: nothing
+confident to correct) and ``regression`` (a revision ranked below the best attempt so far,
+:func:`callscope.saag.gated.attempt_rank`). A gated loop with ``best_so_far`` answers with its
+best attempt (``Outcome.answer_at``; ties go to the later attempt).
 """
 
 from __future__ import annotations
@@ -13,10 +21,16 @@ from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
-from callscope.saag.messages import BINARY_FEEDBACK
+from callscope.saag.gated import (
+    GatedSettings,
+    attempt_rank,
+    diagnosis_from_dict,
+    gated_settings,
+)
+from callscope.saag.messages import BINARY_FEEDBACK, gated_message
 from callscope.saag.score import score_parsed
 from callscope.store.records import Attempt, Outcome
-from callscope.types import Case, Mode, ModelReply, Style
+from callscope.types import Case, Mode, ModelReply, Style, ToolCall
 
 
 def _call(
@@ -95,29 +109,44 @@ def run_loop(
     max_attempts: int = 15,
     decoding: Decoding | None = None,
     grounding: str | None = None,
+    gated: GatedSettings | None = None,
 ) -> Outcome:
     """Continue from the shared first attempt until the call passes or the budget is spent.
     ``grounding`` names the stage-3 mode every attempt is scored in (its corrections never
-    ask to change a value that mode accepted)."""
+    ask to change a value that mode accepted). A gated mode (``gated``, ``gated-*``) runs with
+    its :data:`~callscope.saag.gated.GATED_VARIANTS` settings unless ``gated`` overrides
+    them; it may also stop at the gate or on a regression (module docstring)."""
     decoding = decoding or Decoding()
+    settings = gated if gated is not None and mode.startswith("gated") else gated_settings(mode)
     attempt1, messages, tools = first
     out = Outcome(case_id=case.id, mode=mode, attempts=[_copy(attempt1)])
     limit = 1 if mode == "direct" else max_attempts
     native = style == "native"
     messages = list(messages)
+    best: Attempt | None = None
     while True:
         last = out.attempts[-1]
         if last.error is not None:
             out.error, out.error_kind = last.error, last.error_kind
-            return out
+            return _finish(out, "error", best, settings)
+        if settings is not None:
+            if best is not None and settings.stop_on_regression and _rank(last) < _rank(best):
+                return _finish(out, "regression", best, settings)
+            if best is None or _rank(last) >= _rank(best):
+                best = last
         if last.row is not None and last.row["stage"] == 0:
-            return out
+            return _finish(out, "passed", best, settings)
         if last.attempt >= limit:
-            return out
-        feedback = BINARY_FEEDBACK if mode == "binary" else last.row["fix"]
-        last.feedback = feedback
+            return _finish(out, "budget", best, settings)
         reply_text = (last.reply or {}).get("text") or ""
         parsed = parse_output(ModelReply.from_dict(last.reply or {}))
+        if settings is not None:
+            feedback = _gated_feedback(last, parsed.first, settings)
+            if feedback is None:
+                return _finish(out, "gate", best, settings)
+        else:
+            feedback = BINARY_FEEDBACK if mode == "binary" else last.row["fix"]
+        last.feedback = feedback
         messages = [
             *messages,
             assistant_turn(reply_text, parsed, native),
@@ -130,6 +159,27 @@ def run_loop(
             out.attempts.append(_failed(n, messages, err, latency))
         else:
             out.attempts.append(_scored_attempt(n, case, messages, reply, latency, grounding))
+
+
+def _rank(a: Attempt) -> tuple[int, int]:
+    return attempt_rank(a.diagnosis)
+
+
+def _gated_feedback(a: Attempt, call: ToolCall | None, settings: GatedSettings) -> str | None:
+    """The gated message for attempt ``a`` (``None``: the gate is closed)."""
+    if a.diagnosis is None:
+        return None
+    return gated_message(diagnosis_from_dict(a.diagnosis), call, settings)
+
+
+def _finish(
+    out: Outcome, stop: str, best: Attempt | None, settings: GatedSettings | None
+) -> Outcome:
+    """Record why the loop stopped and, for a best-so-far gated loop, its answer attempt."""
+    out.stop = stop
+    if settings is not None and settings.best_so_far and best is not None:
+        out.answer_at = best.attempt
+    return out
 
 
 def _copy(a: Attempt) -> Attempt:

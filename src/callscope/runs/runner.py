@@ -24,7 +24,7 @@ from callscope.models.base import ChatModel, Decoding
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.saag.groundings import get_grounding
 from callscope.store.run_store import RunStore
-from callscope.types import MODES, Case, Mode, Style
+from callscope.types import LOOP_MODES, MODES, Case, Mode, Style
 
 #: after this many consecutive unreachable-backend errors the run stops (resume later)
 MAX_CONSECUTIVE_CONNECTION_ERRORS = 5
@@ -150,8 +150,8 @@ def run_cases(
     mode_name = get_grounding(grounding).name
     resolved = resolve_style(model, style)
     for m in modes:
-        if m not in MODES:
-            raise ValueError(f"unknown mode {m!r}; choose from {', '.join(MODES)}")
+        if m not in LOOP_MODES:
+            raise ValueError(f"unknown mode {m!r}; choose from {', '.join(LOOP_MODES)}")
     _check_config(
         store,
         {

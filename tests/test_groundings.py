@@ -261,3 +261,17 @@ def test_relative_dates_from_a_stated_reference_date() -> None:
     assert reason("2023-10-20", q) == "normalised"
     assert reason("2023-10-12", q) is None  # Thursday: named by nothing
     assert reason("2023-10-11", "Book it for tomorrow") is None  # no reference date
+
+
+def test_huge_hallucinated_containers_are_flagged_in_both_modes() -> None:
+    # thousands of distinct ungrounded strings: flagged, each mode scoring a bounded number
+    # of them against the long request (the rest count as ungrounded, h = 1)
+    from callscope.saag.grounding import MAX_RATIO_LEAVES
+    from callscope.saag.groundings import MAX_SCORED_LEAVES
+
+    query = "x" * 50_000 + " w1"
+    value = [f"w{i}" for i in range(3000)]
+    for mode in ("lexical", "registry"):
+        d = one(value, query, {"type": "array", "items": {"type": "string"}}, grounding=mode)
+        assert d.stage == 3 and d.vhr == 1.0 and "v" in d.hard
+    assert MAX_RATIO_LEAVES == MAX_SCORED_LEAVES == 32

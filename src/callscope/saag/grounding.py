@@ -5,6 +5,7 @@ All functions are pure and total: any JSON-like value in, a number / bool / ``No
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from functools import lru_cache
@@ -41,6 +42,50 @@ def _has_digit(text: str) -> bool:
     return any(ch.isdigit() for ch in text)
 
 
+class NumberIndex:
+    """A set of numbers that answers "does it hold one :func:`numbers_equal` to ``v``?" in
+    O(log n): finite values sorted as floats, each query checked against the few in its
+    tolerance window (and exactly, by :func:`numbers_equal`); values a float cannot hold are
+    checked one by one."""
+
+    def __init__(self, numbers: tuple[float | int, ...]) -> None:
+        pairs: list[tuple[float, float | int]] = []
+        self._other: list[float | int] = []
+        for x in numbers:
+            try:
+                f = float(x)
+            except OverflowError:
+                self._other.append(x)
+                continue
+            if math.isfinite(f):
+                pairs.append((f, x))
+            else:
+                self._other.append(x)
+        pairs.sort(key=lambda p: p[0])
+        self._keys = [p[0] for p in pairs]
+        self._values = [p[1] for p in pairs]
+
+    def contains(self, value: float | int) -> bool:
+        try:
+            f = float(value)
+        except OverflowError:
+            f = math.nan
+        if math.isfinite(f):
+            tol = abs(f) * 2e-9 + 1e-300
+            i = bisect.bisect_left(self._keys, f - tol)
+            while i < len(self._keys) and self._keys[i] <= f + tol:
+                if numbers_equal(value, self._values[i]):
+                    return True
+                i += 1
+            return any(numbers_equal(value, x) for x in self._other)
+        return any(numbers_equal(value, x) for x in (*self._values, *self._other))
+
+
+@lru_cache(maxsize=1024)
+def _token_index(query: str) -> NumberIndex:
+    return NumberIndex(_number_tokens(query))
+
+
 def number_tokens(query: str) -> list[float | int]:
     """The numbers written in ``query`` (commas dropped)."""
     out: list[float | int] = []
@@ -75,9 +120,12 @@ def string_in_query(value: str, query: str) -> bool:
     if not needle:
         return False
     hay = _lower(query)
-    if len(needle) <= 64:  # one C-level scan; the loop below is Python-level per occurrence
-        return _bounded(needle).search(hay) is not None
     start = hay.find(needle)
+    if start < 0:
+        return False
+    if len(needle) <= 64 and hay.count(needle, start) > 64:
+        # many occurrences: one C-level regex scan instead of a Python step per occurrence
+        return _bounded(needle).search(hay, start) is not None
     while start >= 0:
         end = start + len(needle)
         before_ok = start == 0 or not _WORD.match(hay[start - 1])
@@ -103,7 +151,7 @@ def exact_match(value: Any, query: str) -> bool:
     if isinstance(value, str):
         return string_in_query(value, query)
     if is_number(value):
-        return any(numbers_equal(value, tok) for tok in _number_tokens(query))
+        return _token_index(query).contains(value)
     if isinstance(value, list | tuple):
         return bool(value) and all(exact_match(v, query) for v in value)
     if isinstance(value, dict):
@@ -154,24 +202,47 @@ def worst_leaf(value: Any, query: str) -> Any:
     return best
 
 
-def grounding_of(value: Any, query: str) -> tuple[bool, float | None, Any]:
+#: at most this many distinct unmatched strings of one argument get a PartialRatio over the
+#: whole query (each costs O(len(query))); further ones score h = 1. The paper's h(v) is
+#: unchanged for every argument with fewer; a 10,000-string list costs what 32 do.
+MAX_RATIO_LEAVES = 32
+
+
+def grounding_of(
+    value: Any, query: str, _budget: list[int] | None = None, _memo: dict[Any, Any] | None = None
+) -> tuple[bool, float | None, Any]:
     """``(exact_match(value, query), hallucination(value, query), worst_leaf(value, query))``
     in one pass over ``value``: each leaf is matched and scored once (the three functions
-    above call each other again per leaf). The same values as calling the three."""
+    above call each other again per leaf), a repeated scalar leaf once per argument. The same
+    values as calling the three, except beyond :data:`MAX_RATIO_LEAVES` (see there)."""
     if not isinstance(value, list | tuple | dict):
+        key = (type(value), value) if isinstance(value, str | int | float) else None
+        if _memo is not None and key is not None and key in _memo:
+            return _memo[key]
         if exact_match(value, query):
-            return True, 0.0, value
-        if isinstance(value, str):
-            return False, 1.0 - partial_ratio(value, query) / 100.0, value
-        if is_number(value):
-            return False, (1.0 if _has_digit(query) else ASSUMED), value
-        return False, ASSUMED, value
+            out: tuple[bool, float | None, Any] = (True, 0.0, value)
+        elif isinstance(value, str):
+            if _budget is not None and _budget[0] <= 0:
+                out = (False, 1.0, value)
+            else:
+                if _budget is not None:
+                    _budget[0] -= 1
+                out = (False, 1.0 - partial_ratio(value, query) / 100.0, value)
+        elif is_number(value):
+            out = (False, (1.0 if _has_digit(query) else ASSUMED), value)
+        else:
+            out = (False, ASSUMED, value)
+        if _memo is not None and key is not None:
+            _memo[key] = out
+        return out
+    if _budget is None:
+        _budget, _memo = [MAX_RATIO_LEAVES], {}
     leaves = value.values() if isinstance(value, dict) else value
     matched = True
     scores: list[float] = []
     best, best_h = None, -1.0
     for leaf in leaves:
-        em, h, candidate = grounding_of(leaf, query)
+        em, h, candidate = grounding_of(leaf, query, _budget, _memo)
         matched = matched and em
         if h is not None:
             scores.append(h)

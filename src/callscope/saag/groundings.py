@@ -78,8 +78,8 @@ _DIGIT = re.compile(r"\d")
 
 #: at most this many distinct ungrounded leaves of one argument get the paper's h (a
 #: PartialRatio over the whole request each); the argument is flagged either way, and its h is
-#: the max over these (so a 10,000-element hallucinated list costs what 256 do)
-MAX_SCORED_LEAVES = 256
+#: the max over these (so a 10,000-element hallucinated list costs what 32 do)
+MAX_SCORED_LEAVES = 32
 
 #: a judge: is ``value`` of parameter ``param`` stated or directly implied by ``query``?
 Judge = Callable[[str, Any, str], bool]
@@ -136,6 +136,10 @@ class Evidence:
     @cached_property
     def numbers(self) -> tuple[int | float, ...]:
         return n.number_evidence(self.query)
+
+    @cached_property
+    def number_index(self) -> g.NumberIndex:
+        return g.NumberIndex(self.numbers)
 
     @cached_property
     def units(self) -> frozenset[int]:
@@ -203,6 +207,8 @@ def _numbers_claimed(arguments: Mapping[str, Any], skip: str) -> list[int | floa
 
 
 def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
+    if isinstance(numbers, g.NumberIndex):
+        return numbers.contains(value)
     return any(g.numbers_equal(value, x) for x in numbers)
 
 
@@ -234,7 +240,7 @@ class RegistryGrounding:
             return "stated"
         on = "normalised" not in self.disabled
         if g.is_number(value):
-            return "normalised" if on and _number_stated(value, ev.numbers) else None
+            return "normalised" if on and _number_stated(value, ev.number_index) else None
         if not isinstance(value, str):
             return None
         if on:
@@ -242,7 +248,7 @@ class RegistryGrounding:
                 return "normalised"
             digits = _DIGIT.search(value) is not None
             num = n.parse_number_string(value) if digits else None
-            if num is not None and _number_stated(num, ev.numbers):
+            if num is not None and _number_stated(num, ev.number_index):
                 return "normalised"
             c = n.compact(value)
             if len(c) >= 2 and not c.isalnum() and c in ev.compact:

@@ -77,8 +77,9 @@ FRAGMENT_H = 0.05
 _DIGIT = re.compile(r"\d")
 
 #: at most this many distinct ungrounded leaves of one argument get the paper's h (a
-#: PartialRatio over the whole request each); the argument is flagged either way, and its h is
-#: the max over these (so a 10,000-element hallucinated list costs what 32 do)
+#: PartialRatio over the whole request each); the argument is flagged either way, and the
+#: leaves beyond score h = 1, as in the lexical mode (``grounding.MAX_RATIO_LEAVES``), so a
+#: 10,000-element hallucinated list costs what 32 do
 MAX_SCORED_LEAVES = 32
 
 #: a judge: is ``value`` of parameter ``param`` stated or directly implied by ``query``?
@@ -381,8 +382,9 @@ class RegistryGrounding:
                     reasons.append(reason)
                     continue
             ungrounded += 1
-            if ungrounded > MAX_SCORED_LEAVES:
-                break  # flagged already; h is the max over the first ones (bounded cost)
+            if ungrounded > MAX_SCORED_LEAVES:  # bounded cost: the rest score h = 1
+                worst = ArgVerdict(1.0, None, leaf)
+                break
             h = g.hallucination(leaf, evidence.all_text)
             if h is None and g.is_number(leaf) and evidence.numbers:
                 h = 1.0  # the request states numbers (perhaps in words), not this one

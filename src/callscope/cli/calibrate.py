@@ -24,7 +24,6 @@ from callscope.cli.common import (
     BaseUrlOpt,
     CacheOpt,
     MaxTokensOpt,
-    ModelOpt,
     NoCacheOpt,
     StyleOpt,
     TimeoutOpt,
@@ -38,13 +37,25 @@ from callscope.cli.common import (
     write_report,
 )
 from callscope.models.base import ChatModel, Decoding
+from callscope.models.registry import backend_help
 
 if TYPE_CHECKING:
+    from callscope.calibration.panel import Panel
     from callscope.calibration.tau2 import Tau2Config
+    from callscope.runs.calibrate import ModelCalibration
 
 
 def calibrate(
-    model: ModelOpt = DEFAULT_MODEL,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-m", "--model", help=backend_help() + " Repeat -m for a panel of models in one run."
+        ),
+    ] = None,
+    experiment: Annotated[
+        Path | None,
+        typer.Option("--experiment", help="calibration experiment TOML (models, categories, ...)"),
+    ] = None,
     out: Annotated[
         Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")
     ] = Path("runs/calibrate"),
@@ -129,6 +140,13 @@ def calibrate(
         int, typer.Option("--concurrency", min=1, help="cases run at once (HTTP backends)")
     ] = 1,
     quiet: Annotated[bool, typer.Option("--quiet")] = False,
+    export_bfcl: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-bfcl",
+            help="write the run in -o as BFCL result/score files under this folder (no model run)",
+        ),
+    ] = None,
 ) -> None:
     """Action-class diagnostic (GAR beside Acc) on BFCL multi-turn: run a model, or read
     BFCL's or tau2-bench's own results."""
@@ -136,6 +154,9 @@ def calibrate(
         config = preset(preset_name)
     except ValueError as exc:
         fail(str(exc))
+    if export_bfcl is not None:
+        _export_bfcl(out, export_bfcl, probe)
+        return
     if from_tau2 is not None:
         judge_model = None
         if judge:
@@ -160,10 +181,37 @@ def calibrate(
         )
         _from_tau2(from_tau2, out, tasks, judge_model, config, settings)
     elif from_bfcl is not None:
-        _from_bfcl(from_bfcl, out, scores, bfcl_model, config)
+        from callscope.runs.panel_files import bfcl_models  # lazy: with its pipeline
+
+        if bfcl_model is None and len(bfcl_models(from_bfcl)) > 1:
+            _bfcl_panel(from_bfcl, out, scores, config)
+        else:
+            _from_bfcl(from_bfcl, out, scores, bfcl_model, config)
+    elif experiment is not None:
+        _experiment_run(experiment, quiet=quiet)
+    elif model and len(model) > 1:
+        _panel_run(
+            model,
+            out,
+            comma_list(categories),
+            n,
+            benchmark=benchmark,
+            probe=probe,
+            style=style_arg(style),
+            max_steps=max_steps,
+            decoding=Decoding(max_tokens=max_tokens),
+            preset_name=preset_name,
+            quiet=quiet,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            cache=cache,
+            no_cache=no_cache,
+            concurrency=concurrency,
+        )
     else:
         _model_run(
-            model,
+            model[0] if model else DEFAULT_MODEL,
             out,
             comma_list(categories),
             n,
@@ -218,6 +266,17 @@ def _from_tau2(
         lists=done.page.lists,
     )
     console.print(f"wrote {done.written[0]}, .json and {page}")
+    groups = list(dict.fromkeys(r.get("group") for r in done.diagnostics.rows))
+    if len(groups) > 1:  # several agent models: their panel too
+        from callscope.calibration.panel import panel_from_rows  # lazy: numpy
+        from callscope.report.panels import write_panel_page  # lazy: matplotlib
+        from callscope.runs.calibrate import write_panel  # lazy: numpy
+
+        panel = panel_from_rows(done.diagnostics.rows, done.diagnostics.capability)
+        _print_panel(panel)
+        written = write_panel(out / "panel", panel)
+        panel_page = write_panel_page(out / "panel", panel)
+        console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {panel_page}")
 
 
 def _from_bfcl(
@@ -325,3 +384,206 @@ def _model_run(
             markup=False,
         )
         raise typer.Exit(EXIT_FAILED)
+
+
+def _bfcl_panel(results: Path, out: Path, scores: Path | None, config: ClassifierConfig) -> None:
+    """``--from-bfcl`` over a folder with several models: the panel of all of them."""
+    from callscope.report.panels import write_panel_page  # lazy: matplotlib
+    from callscope.runs.calibrate import write_panel  # lazy: numpy
+    from callscope.runs.panel_files import panel_from_bfcl  # lazy: numpy
+
+    try:
+        done = panel_from_bfcl(results, scores, config=config)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    _print_panel(done.panel)
+    for p in done.problems:
+        console.print(p, style="yellow", markup=False)
+    written = write_panel(out, done.panel)
+    page = write_panel_page(out, done.panel)
+    console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {page}", markup=False)
+
+
+def _print_panel(panel: Panel) -> None:
+    from callscope.calibration.panel import (  # lazy: numpy
+        capability_lines,
+        panel_table,
+        turn_panel_table,
+    )
+
+    for w in capability_lines(panel):
+        console.print(w, style="bold red", markup=False)
+    Console().print(panel_table(panel).to_rich())
+    Console().print(turn_panel_table(panel).to_rich())
+    for note in panel.notes:
+        console.print(note, markup=False)
+
+
+def _panel_run(
+    specs: list[str],
+    out: Path,
+    categories: list[str],
+    n: int | None,
+    *,
+    benchmark: str,
+    probe: str | None,
+    style: str | None,
+    max_steps: int,
+    decoding: Decoding,
+    preset_name: str,
+    quiet: bool,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    cache: Path | None,
+    no_cache: bool,
+    concurrency: int = 1,
+    styles: dict[str, str | None] | None = None,
+    base_urls: dict[str, str | None] | None = None,
+    api_keys: dict[str, str | None] | None = None,
+) -> None:
+    """Several models on the same cases into one store, then their panel."""
+    from callscope.report.panels import write_panel_page  # lazy: matplotlib
+    from callscope.runs.calibrate import BASELINE, calibrate_panel, select_cases  # lazy: numpy
+
+    try:
+        bench = get_benchmark(benchmark)
+    except ValueError as exc:
+        fail(str(exc))
+    cases = select_cases(categories, n, bench)
+
+    def opener(spec: str) -> ChatModel:
+        return open_model(
+            spec,
+            base_url=(base_urls or {}).get(spec) or base_url,
+            api_key=(api_keys or {}).get(spec) or api_key,
+            timeout=timeout,
+            cache=cache,
+            no_cache=no_cache,
+        )
+
+    def progress(one: ModelCalibration) -> None:
+        r = one.result
+        console.print(
+            f"{r.model}: {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s",
+            markup=False,
+        )
+
+    with interruptible():
+        done = calibrate_panel(
+            specs,
+            opener,
+            out,
+            cases,
+            styles=styles,
+            probe=probe,
+            style=style,
+            max_steps=max_steps,
+            decoding=decoding,
+            preset_name=preset_name,
+            show_progress=not quiet,
+            benchmark=bench,
+            concurrency=concurrency,
+            on_model=progress,
+        )
+    _print_panel(done.panel)
+    page = write_panel_page(out / "panel", done.panel, probe or BASELINE)
+    console.print(
+        f"wrote {done.written[0]} (.csv, .tex, .json, turn level) and {page}", markup=False
+    )
+    write_report(out)
+    for model, why in done.aborted.items():
+        console.print(f"{model}:", markup=False)
+        print_stopped_early(why)
+    if done.n_errored or done.aborted:
+        for m in done.models:
+            if m.result.n_errored:
+                console.print(
+                    f"{m.result.model}: {m.result.errored_note()} Last error: "
+                    f"{m.result.error_message}. Re-run the same command to retry them.",
+                    style="yellow",
+                    markup=False,
+                )
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _experiment_run(path: Path, *, quiet: bool) -> None:
+    """``--experiment FILE``: every probe of the file as a panel run of its models."""
+    from callscope.runs.calibration_experiment import CalibrationExperiment  # lazy: numpy
+
+    try:
+        exp = CalibrationExperiment.load(path)
+        preset(exp.classifier)
+    except ValueError as exc:
+        fail(str(exc))
+    failed = False
+    for probe in exp.probes:
+        try:
+            _panel_run(
+                [m.spec for m in exp.models],
+                exp.output,
+                exp.categories,
+                exp.n,
+                benchmark=exp.benchmark,
+                probe=None if probe == "baseline" else probe,
+                style=exp.style,
+                max_steps=exp.max_steps,
+                decoding=Decoding(max_tokens=exp.max_tokens),
+                preset_name=exp.classifier,
+                quiet=quiet,
+                base_url=exp.base_url,
+                api_key=exp.api_key,
+                timeout=exp.timeout,
+                cache=exp.cache,
+                no_cache=not exp.use_cache,
+                concurrency=exp.concurrency,
+                styles={m.spec: m.style for m in exp.models if m.style},
+                base_urls={m.spec: m.base_url for m in exp.models},
+                api_keys={m.spec: m.api_key for m in exp.models},
+            )
+        except typer.Exit as exc:
+            if exc.exit_code != EXIT_FAILED:
+                raise
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _export_bfcl(run_dir: Path, dest: Path, probe: str | None) -> None:
+    """``--export-bfcl DIR``: the run directory's conversations as BFCL files."""
+    from callscope.benchmarks.protocol import benchmark_or_default  # lazy: with its pipeline
+    from callscope.runs.calibrate import BASELINE, BENCHMARK_META  # lazy: numpy
+    from callscope.runs.export_bfcl import export_bfcl  # lazy: numpy
+    from callscope.store.run_store import STORE_FILE, RunStore  # lazy: with its pipeline
+
+    if not (run_dir / STORE_FILE).exists():
+        fail(f"{run_dir} holds no {STORE_FILE}: pass the -o folder of a calibrate run")
+    store = RunStore(run_dir)
+    try:
+        name = store.get_meta(BENCHMARK_META) or "bfcl"
+        cats = sorted({c["category"] for c in store.conversations(None, probe or BASELINE)})
+    finally:
+        store.close()
+    if name != "bfcl":
+        fail(f"{run_dir} holds a {name!r} run; only BFCL runs have BFCL's file format")
+    bench = benchmark_or_default(None)
+    n_turns = {c.id: len(c.turns) for c in bench.cases(cats)} if cats else {}
+    done = export_bfcl(run_dir, dest, probe=probe or BASELINE, n_turns=n_turns)
+    if not done.files:
+        fail(f"{run_dir} holds no {probe or BASELINE} conversations to export")
+    for (model, cat), count in done.cases.items():
+        console.print(f"{model} {cat}: {count} cases", markup=False)
+    if done.skipped_errors:
+        console.print(
+            f"{done.skipped_errors} cases that ended in a backend error left out",
+            style="yellow",
+            markup=False,
+        )
+    if done.text_dropped:
+        console.print(
+            f"{done.text_dropped} steps had text beside native calls: BFCL's format keeps the "
+            "calls only",
+            style="yellow",
+            markup=False,
+        )
+    console.print(f"wrote {len(done.files)} files under {dest}", markup=False)

@@ -23,13 +23,36 @@ def report(run_dir: Annotated[Path, typer.Argument(help="a run or experiment dir
 
 
 def compare(
-    run_a: Annotated[Path, typer.Argument()],
-    run_b: Annotated[Path, typer.Argument()],
+    runs: Annotated[
+        list[Path], typer.Argument(help="run directories (one holding several models is fine)")
+    ],
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="model the others are paired against (default: the first)"),
+    ] = None,
 ) -> None:
-    """Headline metrics of two runs side by side, with their differences and intervals."""
-    from callscope.report.compare import compare_runs, print_comparison  # lazy: pandas
+    """Models side by side: two runs as A vs B; otherwise (or with --baseline) every model of
+    the runs with intervals, its stage-failure mix and paired differences to a baseline."""
+    from callscope.report.compare import (  # lazy: pandas
+        compare_many,
+        compare_runs,
+        many_tables,
+        outcome_groups,
+        print_comparison,
+    )
 
-    for run_dir in (run_a, run_b):
+    for run_dir in runs:
         if not (run_dir / STORE_FILE).exists():
             fail(f"{run_dir} holds no {STORE_FILE}: not a callscope run directory")
-    print_comparison(compare_runs(run_a, run_b), Console())
+    if len(runs) == 2 and baseline is None:
+        print_comparison(compare_runs(runs[0], runs[1]), Console())
+        return
+    groups = outcome_groups(runs)
+    if not groups:
+        fail("the runs hold no SAAG outcomes to compare")
+    try:
+        tables = many_tables(*compare_many(groups, baseline))
+    except ValueError as exc:
+        fail(str(exc))
+    for table in tables:
+        Console().print(table.to_rich())

@@ -6,6 +6,12 @@ differ (comparing two models), rows are matched on mode alone and ``model`` read
 (argument F1, VHR, AVEM) carry bootstrap 95% intervals; every difference ``B - A`` carries
 an unpaired bootstrap 95% interval. ``note`` says whether A's and B's intervals overlap and
 whether the difference's interval excludes 0.
+
+``compare_many(outcome_groups(runs), baseline)``: any number of runs or models in one store
+(one group per model; labelled ``<run folder>:<model>`` when a model is in several runs):
+headline metrics and the first attempt's stage-failure mix per model with intervals, and the
+paired differences of each model against the baseline on the cases both hold (Newcombe's
+paired interval for rates, a bootstrap of the per-case differences for means).
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from callscope.core.stats import bootstrap_ci, bootstrap_diff_ci, wilson
+from callscope.core.stats import bootstrap_ci, bootstrap_diff_ci, newcombe_paired, wilson
+from callscope.core.table import Table as CoreTable
+from callscope.core.table import pct_ci
 from callscope.report import aggregate as agg
 from callscope.saag.metrics import metric
 
@@ -164,3 +172,196 @@ def print_comparison(
 ) -> None:
     """Print the comparison with rich (to stdout unless a console is given)."""
     (console or Console()).print(comparison_table(df, title))
+
+
+# --------------------------------------------------------------------------- N runs / models
+
+#: the first-attempt stage labels of the stage-failure mix (aggregate's)
+STAGE_MIX: tuple[str, ...] = agg.STAGE_LABELS
+
+
+def outcome_groups(run_dirs: Sequence[str | Path]) -> dict[str, list[dict[str, Any]]]:
+    """``{label: outcomes}`` per model of every run directory, in the order given (models
+    sorted within a run). The label is the model spec; when the same model is in several
+    runs it is ``<run folder>:<model>``. Raises FileNotFoundError without a store."""
+    per_run = [(Path(d), agg.load_outcomes(d)) for d in run_dirs]
+    seen: dict[str, int] = {}
+    for _, outcomes in per_run:
+        for m in {o["model"] for o in outcomes}:
+            seen[m] = seen.get(m, 0) + 1
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for run_dir, outcomes in per_run:
+        for m in sorted({o["model"] for o in outcomes}):
+            label = m if seen[m] == 1 else f"{run_dir.name}:{m}"
+            while label in groups:  # the same folder name twice
+                label = f"{run_dir}:{m}"
+            groups[label] = [o for o in outcomes if o["model"] == m]
+    return groups
+
+
+def _case_key(o: dict[str, Any]) -> tuple[str, str]:
+    return str(o["mode"]), str(o["case_id"])
+
+
+def paired_values(
+    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], key: str
+) -> list[tuple[float, float]]:
+    """``(a, b)`` values of ``key`` on the cases both hold (same mode and case id) where the
+    metric is defined in both, in case-id order."""
+    by_a = {_case_key(o): o for o in a}
+    by_b = {_case_key(o): o for o in b}
+    pairs = []
+    for k in sorted(set(by_a) & set(by_b)):
+        va, vb = metric_values([by_a[k]], key), metric_values([by_b[k]], key)
+        if va and vb:
+            pairs.append((va[0], vb[0]))
+    return pairs
+
+
+def compare_many(
+    groups: dict[str, list[dict[str, Any]]],
+    baseline: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """N models side by side (pure). Returns three tables:
+
+    * ``metrics``: per (model, mode, metric) the value and its 95% interval (Wilson for rates,
+      bootstrap for means, as :func:`compare_outcomes`), ``n``;
+    * ``stages``: per (model, mode) the share of outcomes whose first attempt passed the SAAG
+      cascade or first failed at stage 1 / 2 / 3 or had no reply (``error``), each with its
+      Wilson interval (:func:`callscope.core.stats.wilson`), ``n``;
+    * ``paired``: per other model, mode and metric, the difference model − ``baseline``
+      (default: the first model) on the cases both hold: rates with Newcombe's paired
+      interval (:func:`callscope.core.stats.newcombe_paired`), means with a bootstrap
+      interval of the per-case differences; ``n`` = shared cases."""
+    labels = list(groups)
+    base = baseline if baseline is not None else (labels[0] if labels else None)
+    if base is not None and base not in groups:
+        raise ValueError(f"baseline {base!r} is not among the models: {', '.join(labels)}")
+    metric_rows, stage_rows, paired_rows = [], [], []
+    for label in labels:
+        outs = groups[label]
+        for mode in sorted({o["mode"] for o in outs}, key=agg.mode_sort_key):
+            of_mode = [o for o in outs if o["mode"] == mode]
+            for key, name, kind in HEADLINE_METRICS:
+                vals = metric_values(of_mode, key)
+                lo, hi = _interval(vals, kind, n_boot, seed)
+                metric_rows.append(
+                    {
+                        "model": label,
+                        "mode": mode,
+                        "metric": name,
+                        "n": len(vals),
+                        "value": _mean(vals),
+                        "lo": lo,
+                        "hi": hi,
+                    }
+                )
+            firsts = [agg.first_stage(o) for o in of_mode]
+            row: dict[str, Any] = {"model": label, "mode": mode, "n": len(firsts)}
+            for s in STAGE_MIX:
+                k = sum(f == s for f in firsts)
+                row[s] = k / len(firsts) if firsts else math.nan
+                row[f"{s}_lo"], row[f"{s}_hi"] = wilson(k, len(firsts))
+            stage_rows.append(row)
+            if base is None or label == base:
+                continue
+            base_mode = [o for o in groups[base] if o["mode"] == mode]
+            for key, name, kind in HEADLINE_METRICS:
+                pairs = paired_values(base_mode, of_mode, key)
+                diff, lo, hi = _paired_diff(pairs, kind, n_boot, seed)
+                paired_rows.append(
+                    {
+                        "model": label,
+                        "baseline": base,
+                        "mode": mode,
+                        "metric": name,
+                        "n": len(pairs),
+                        "diff": diff,
+                        "lo": lo,
+                        "hi": hi,
+                    }
+                )
+    return pd.DataFrame(metric_rows), pd.DataFrame(stage_rows), pd.DataFrame(paired_rows)
+
+
+def _paired_diff(
+    pairs: Sequence[tuple[float, float]], kind: str, n_boot: int, seed: int
+) -> tuple[float, float, float]:
+    """``(mean(b − a), lo, hi)`` of paired values; Newcombe for 0/1 rates."""
+    if not pairs:
+        return math.nan, math.nan, math.nan
+    if kind == "rate":
+        both = sum(1 for a, b in pairs if a and b)
+        only_b = sum(1 for a, b in pairs if b and not a)
+        only_a = sum(1 for a, b in pairs if a and not b)
+        neither = len(pairs) - both - only_a - only_b
+        return newcombe_paired(both, only_b, only_a, neither)
+    diffs = [b - a for a, b in pairs]
+    lo, hi = bootstrap_ci(diffs, n_boot=n_boot, seed=seed)
+    return _mean(diffs), lo, hi
+
+
+def _ci(value: float, lo: float, hi: float) -> str:
+    return f"{_f(value)} [{_f(lo)}, {_f(hi)}]"
+
+
+def many_tables(
+    metrics: pd.DataFrame, stages: pd.DataFrame, paired: pd.DataFrame
+) -> list[CoreTable]:
+    """:func:`compare_many`'s three results as :class:`~callscope.core.table.Table`\\ s:
+    headline metrics (models as rows, one column per metric), stage-failure mix, and the
+    paired differences against the baseline."""
+    names = [name for _, name, _ in HEADLINE_METRICS]
+    rows = []
+    for (model, mode), g in metrics.groupby(["model", "mode"], sort=False):
+        by = {r["metric"]: r for r in g.to_dict("records")}
+        rows.append(
+            [model, mode]
+            + [
+                f"{_ci(by[n]['value'], by[n]['lo'], by[n]['hi'])} (n={by[n]['n']})"
+                if n in by
+                else "–"
+                for n in names
+            ]
+        )
+    head = CoreTable(
+        ["model", "mode", *(f"{n} [95% CI]" for n in names)],
+        rows,
+        title="Headline metrics per model",
+        caption="Rates with Wilson 95% intervals, means with bootstrap 95% intervals.",
+        name="compare-metrics",
+    )
+    stage_t = CoreTable(
+        ["model", "mode", "n", *(f"{s} % [95% CI]" for s in STAGE_MIX)],
+        [
+            [r["model"], r["mode"], r["n"]]
+            + [pct_ci(r[s], r[f"{s}_lo"], r[f"{s}_hi"]) if r["n"] else "n/a" for s in STAGE_MIX]
+            for r in stages.to_dict("records")
+        ],
+        title="Stage-failure mix of the first attempt",
+        caption="Share of cases whose first attempt passed the SAAG cascade or first failed at "
+        "stage 1 (registry), 2 (structure), 3 (grounding), or had no reply; Wilson 95% intervals.",
+        name="compare-stages",
+    )
+    pair_t = CoreTable(
+        ["model", "baseline", "mode", "metric", "shared cases", "model − baseline [95% CI]"],
+        [
+            [
+                r["model"],
+                r["baseline"],
+                r["mode"],
+                r["metric"],
+                r["n"],
+                _ci(r["diff"], r["lo"], r["hi"]),
+            ]
+            for r in paired.to_dict("records")
+        ],
+        title="Paired differences against the baseline",
+        caption="On the cases both hold (same mode and case id): rates with Newcombe's paired "
+        "95% interval, means with a bootstrap 95% interval of the per-case differences.",
+        name="compare-paired",
+        empty="(one model only: nothing to pair)",
+    )
+    return [head, stage_t, pair_t]

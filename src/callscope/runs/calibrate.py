@@ -17,9 +17,10 @@ not reach the backend the run stops early, as ``run`` does
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,13 @@ from callscope.calibration.paired import (
     compare_markdown,
     compare_probe,
     fired_by_case,
+)
+from callscope.calibration.panel import (
+    Panel,
+    build_panel,
+    capability_lines,
+    panel_table,
+    turn_panel_table,
 )
 from callscope.calibration.probes import PROBES, get_probe
 from callscope.core.table import Table, pct
@@ -369,9 +377,18 @@ def diagnose_store(
     )
 
 
-def write_outputs(run_dir: Path, result: CalibrationResult) -> Path:
-    """``calibration-<probe>.json`` and ``.md`` in the run directory."""
-    stem = run_dir / f"calibration-{result.probe}"
+def model_slug(spec: str) -> str:
+    """A model spec as a file-name part: ``local:qwen2.5-coder-0.5b`` ->
+    ``local-qwen2.5-coder-0.5b`` (every character other than letters, digits, ``.``, ``_``
+    and ``-`` becomes ``-``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", spec).strip("-") or "model"
+
+
+def write_outputs(run_dir: Path, result: CalibrationResult, *, per_model: bool = False) -> Path:
+    """``calibration-<probe>.json`` and ``.md`` in the run directory
+    (``calibration-<probe>-<model slug>.*`` with ``per_model``, as a panel writes them)."""
+    suffix = f"-{model_slug(result.model)}" if per_model else ""
+    stem = run_dir / f"calibration-{result.probe}{suffix}"
     payload = {
         "model": result.model,
         "probe": result.probe,
@@ -446,17 +463,18 @@ def compare_with_baseline(
     *,
     baseline: CalibrationResult | None = None,
     benchmark: MultiTurnBenchmark[Any] | None = None,
+    suffix: str = "",
 ) -> tuple[list[dict[str, Any]], str]:
     """Paired comparison of ``probe`` against the baseline run of the same model and cases:
     rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
-    Written to ``probe-<probe>.md`` in the run directory. ``baseline``: the baseline's
-    diagnostics when the caller already has them."""
+    Written to ``probe-<probe><suffix>.md`` in the run directory (a panel's ``suffix`` names
+    the model). ``baseline``: the baseline's diagnostics when the caller already has them."""
     base = baseline or diagnose_store(store, model, BASELINE, cases, benchmark=benchmark)
     probed = diagnose_store(store, model, probe, cases, benchmark=benchmark)
     fired = fired_by_case(store.conversations(model, probe))
     rows = compare_probe(paired_outcomes(base), paired_outcomes(probed), fired, probe)
     md = compare_markdown(rows)
-    (store.run_dir / f"probe-{probe}.md").write_text(md, encoding="utf-8")
+    (store.run_dir / f"probe-{probe}{suffix}.md").write_text(md, encoding="utf-8")
     return rows, md
 
 
@@ -466,6 +484,7 @@ def ablation_with_baseline(
     cases: Sequence[Any] | None = None,
     *,
     benchmark: MultiTurnBenchmark[Any] | None = None,
+    suffix: str = "",
 ) -> tuple[list[dict[str, Any]], str]:
     """The ablation matrix of every probe run of ``model`` in the store (ΔAcc / ΔGAR per
     category against the baseline, fired rate), in :func:`probe_key` order; written to
@@ -475,12 +494,14 @@ def ablation_with_baseline(
     ran = sorted(store.conversation_probes(model) - {BASELINE}, key=probe_key)
     matrix = ablation_matrix(
         {
-            p: compare_with_baseline(store, model, p, cases, baseline=base, benchmark=benchmark)[0]
+            p: compare_with_baseline(
+                store, model, p, cases, baseline=base, benchmark=benchmark, suffix=suffix
+            )[0]
             for p in ran
         }
     )
     md = ablation_markdown(matrix)
-    (store.run_dir / "probe-ablation.md").write_text(md, encoding="utf-8")
+    (store.run_dir / f"probe-ablation{suffix}.md").write_text(md, encoding="utf-8")
     return matrix, md
 
 
@@ -512,6 +533,7 @@ def calibrate_model(
     show_progress: bool = True,
     benchmark: MultiTurnBenchmark[Any] | None = None,
     concurrency: int = 1,
+    per_model: bool = False,
 ) -> ModelCalibration:
     """The ``calibrate`` model run, resumable in the run directory ``out``: run the cases not
     yet stored (:func:`run_calibration`; ``style`` ``None`` = the backend's own), diagnose
@@ -521,7 +543,8 @@ def calibrate_model(
     baseline over every case both hold in the directory (not only ``cases``):
     :func:`ablation_with_baseline` writes ``probe-<P>.md`` for each and ``probe-ablation.md``.
     ``benchmark``: the multi-turn benchmark the cases come from (BFCL by default).
-    ``concurrency``: conversations run at once (HTTP backends).
+    ``concurrency``: conversations run at once (HTTP backends). ``per_model``: name the
+    outputs after the model too (a panel's models share the directory).
     """
     out = Path(out)
     config = preset(preset_name)
@@ -551,13 +574,149 @@ def calibrate_model(
             time.perf_counter() - t0,
         )
         result.aborted = runs.aborted
-        done = ModelCalibration(result=result, path=write_outputs(out, result))
+        done = ModelCalibration(result=result, path=write_outputs(out, result, per_model=per_model))
         if probe and probe != BASELINE:
             if store.conversations_done(model.spec, BASELINE) >= {c.id for c in cases}:
-                _, done.ablation = ablation_with_baseline(store, model.spec, benchmark=benchmark)
-                done.paired = (out / f"probe-{probe}.md").read_text(encoding="utf-8")
+                suffix = f"-{model_slug(model.spec)}" if per_model else ""
+                _, done.ablation = ablation_with_baseline(
+                    store, model.spec, benchmark=benchmark, suffix=suffix
+                )
+                done.paired = (out / f"probe-{probe}{suffix}.md").read_text(encoding="utf-8")
             else:
                 done.baseline_missing = True
         return done
     finally:
         store.close()
+
+
+# --------------------------------------------------------------------------------- panels
+
+#: the store meta key listing a panel's models (JSON list, in row order)
+PANEL_META = "panel_models"
+
+
+@dataclass
+class PanelCalibration:
+    """Result of :func:`calibrate_panel`: each model's :class:`ModelCalibration` (in row
+    order), the :class:`~callscope.calibration.panel.Panel` over them and the panel files
+    written (``panel-<probe>.md`` first)."""
+
+    models: list[ModelCalibration]
+    panel: Panel
+    written: list[Path]
+
+    @property
+    def aborted(self) -> dict[str, str]:
+        """``{model: why it stopped early}`` for the models whose run stopped early."""
+        return {m.result.model: m.result.aborted for m in self.models if m.result.aborted}
+
+    @property
+    def n_errored(self) -> int:
+        """Cases of every model left out because a backend error ended them."""
+        return sum(m.result.n_errored for m in self.models)
+
+
+def calibrate_panel(
+    specs: Sequence[str],
+    open_model: Callable[[str], ChatModel],
+    out: str | Path,
+    cases: Sequence[Any],
+    *,
+    styles: Mapping[str, str | None] | None = None,
+    probe: str | None = None,
+    style: str | None = None,
+    preset_name: str = "default",
+    on_model: Callable[[ModelCalibration], None] | None = None,
+    **kwargs: Any,
+) -> PanelCalibration:
+    """A panel run: :func:`calibrate_model` for each model of ``specs`` in turn, on the same
+    ``cases``, into the one store of ``out`` (each model's conversations under its own spec,
+    so re-running resumes every model where it stopped), then the panel over them
+    (:func:`callscope.calibration.panel.build_panel`) written by :func:`write_panel`.
+    ``open_model`` opens a spec (each model is closed before the next opens: two embedded
+    models are never loaded at once); ``styles``: a style per spec (else ``style``);
+    ``on_model`` is called after each model; other keywords go to :func:`calibrate_model`.
+    The panel's models are recorded in the store's meta (:data:`PANEL_META`)."""
+    out = Path(out)
+    done: list[ModelCalibration] = []
+    specs = list(dict.fromkeys(specs))
+    store = RunStore(out)
+    try:
+        store.set_meta(PANEL_META, json.dumps(specs))
+    finally:
+        store.close()
+    for spec in specs:
+        model = open_model(spec)
+        try:
+            one = calibrate_model(
+                model,
+                out,
+                cases,
+                probe=probe,
+                style=(styles or {}).get(spec, style),
+                preset_name=preset_name,
+                per_model=len(specs) > 1,
+                **kwargs,
+            )
+        finally:
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
+        done.append(one)
+        if on_model is not None:
+            on_model(one)
+    panel = build_panel({m.result.model: m.result.diagnostics for m in done})
+    written = write_panel(out, panel, probe or BASELINE)
+    return PanelCalibration(models=done, panel=panel, written=written)
+
+
+def panel_of_store(
+    store: RunStore,
+    models: Sequence[str] | None = None,
+    probe: str = BASELINE,
+    *,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
+    config: ClassifierConfig = DEFAULT,
+) -> Panel:
+    """The panel of the conversations stored for ``models`` (default: the store's panel
+    models, else every model with a ``probe`` run) under ``probe``."""
+    if models is None:
+        recorded = store.get_meta(PANEL_META)
+        models = json.loads(recorded) if recorded else store_models(store, probe)
+    diags = {
+        m: diagnose_store(store, m, probe, benchmark=benchmark, config=config).diagnostics
+        for m in models
+    }
+    return build_panel(diags, list(models))
+
+
+def store_models(store: RunStore, probe: str = BASELINE) -> list[str]:
+    """Every model with conversations under ``probe`` in the store, sorted."""
+    return sorted({str(c["model"]) for c in store.conversations(None, probe)})
+
+
+def write_panel(out: str | Path, panel: Panel, probe: str = BASELINE) -> list[Path]:
+    """``panel-<probe>.{md,csv,tex,json}`` and ``panel-<probe>-turn.{md,csv,tex}`` under
+    ``out``: the case-level and the turn-level panel tables
+    (:func:`~callscope.calibration.panel.panel_table`, :func:`turn_panel_table`) and the
+    panel's numbers. Returns the paths, the case-level Markdown first."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    stem = f"panel-{probe}"
+    notes = capability_lines(panel) + panel.notes
+    for table, name in (
+        (panel_table(panel, stem), stem),
+        (turn_panel_table(panel, f"{stem}-turn"), f"{stem}-turn"),
+    ):
+        md = table.to_markdown()
+        if name == stem and notes:
+            md += "\n" + "\n\n".join(notes) + "\n"
+        for ext, text in (("md", md), ("csv", table.to_csv()), ("tex", table.to_latex())):
+            path = out / f"{name}.{ext}"
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    js = out / f"{stem}.json"
+    js.write_text(json.dumps(panel.to_dict(), indent=2, default=str), encoding="utf-8")
+    written.append(js)
+    return written

@@ -69,20 +69,21 @@ def unknown_key_message(key: str, table: str, valid: Iterable[str]) -> str:
     return f"unknown key {key!r} {where}{hint}; valid keys: {', '.join(valid)}"
 
 
-def check_keys(d: Mapping[str, Any]) -> None:
+def check_keys(d: Mapping[str, Any], keys: Mapping[str, Iterable[str]] = EXPERIMENT_KEYS) -> None:
     """``ValueError`` on the first unknown key at any level of an experiment file (sorted,
-    top level first), naming the key and the nearest valid one; also when ``[benchmark]`` or
-    ``[run]`` is not a table."""
+    top level first), naming the key and the nearest valid one; also when a table of
+    ``keys`` (``[benchmark]``, ``[run]``) is not a table. ``keys``: the valid keys per table
+    (``""`` = the top level; default: the SAAG experiment's)."""
     for key in sorted(d):
-        if key not in EXPERIMENT_KEYS[""]:
-            raise ValueError(unknown_key_message(key, "", EXPERIMENT_KEYS[""]))
-    for table in ("benchmark", "run"):
+        if key not in keys[""]:
+            raise ValueError(unknown_key_message(key, "", keys[""]))
+    for table in (t for t in keys if t):
         sub = d.get(table, {})
         if not isinstance(sub, Mapping):
             raise ValueError(f"{table!r} must be a table ([{table}]), not {type(sub).__name__}")
         for key in sorted(sub):
-            if key not in EXPERIMENT_KEYS[table]:
-                raise ValueError(unknown_key_message(key, table, EXPERIMENT_KEYS[table]))
+            if key not in keys[table]:
+                raise ValueError(unknown_key_message(key, table, keys[table]))
 
 
 @dataclass

@@ -16,7 +16,7 @@ import pytest
 from callscope.models.replay import ReplayModel
 from callscope.runs.runner import run_cases
 from callscope.store.run_store import RunStore
-from callscope.types import Case
+from callscope.types import PAPER_MODES, Case
 
 
 @pytest.fixture(scope="session")
@@ -119,8 +119,15 @@ def outputs_for(q: str, scale: int) -> dict[str | None, list[str]]:
     }
 
 
-def build_run(tmp: Path, payload: bool = False) -> Path:
-    """Write the replay file and cases, run them, return the run directory."""
+def build_run(
+    tmp: Path,
+    payload: bool = False,
+    *,
+    grounding: str | None = None,
+    modes: tuple[str, ...] | None = None,
+) -> Path:
+    """Write the replay file and cases, run them, return the run directory (``grounding``
+    and ``modes`` as ``run_cases`` takes them; modes default to the paper's three)."""
     cases: list[Case] = []
     rows: list[dict[str, object]] = []
     for scale in (5, 10):
@@ -150,7 +157,16 @@ def build_run(tmp: Path, payload: bool = False) -> Path:
     run_dir = tmp / "run"
     store = RunStore(run_dir)
     try:
-        run_cases(ReplayModel(replay), cases, store, max_attempts=3, show_progress=False)
+        extra: dict = {"modes": modes if modes is not None else PAPER_MODES}  # replay: 3 modes
+        run_cases(
+            ReplayModel(replay),
+            cases,
+            store,
+            max_attempts=3,
+            show_progress=False,
+            grounding=grounding,
+            **extra,
+        )
     finally:
         store.close()
     return run_dir
@@ -158,7 +174,8 @@ def build_run(tmp: Path, payload: bool = False) -> Path:
 
 @pytest.fixture(scope="session")
 def replayed_run() -> Callable[..., Path]:
-    """``replayed_run(folder, payload=False)`` runs the replayed SAAG run into ``folder/run``."""
+    """``replayed_run(folder, payload=False, *, grounding=None, modes=None)`` runs the
+    replayed SAAG run into ``folder/run``."""
     return build_run
 
 
@@ -192,3 +209,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             "(`apt-get install chromium`, as .ci/run does; see the README's test section)",
             yellow=True,
         )
+    from chromium import SAVED  # lazy: the browser helpers, only for this summary line
+
+    if SAVED:
+        folders = sorted({str(p.parent) for p in SAVED})
+        terminalreporter.write_line(f"{len(SAVED)} report screenshot(s) in {', '.join(folders)}")

@@ -1,5 +1,9 @@
-"""report.html in headless Chromium: figures load, hash filters drive the case count, and the
-injected model output stays text.
+"""report.html in headless Chromium: figures load, hash filters drive the case count, the
+injected model output stays text, and the first screen (grounding line, audit line, the
+call-flow figure) is visible above the fold at 1280 and 800 pixels wide; its screenshots are
+saved under ``test-artifacts/`` (``$CALLSCOPE_TEST_ARTIFACTS``), and the run prints where.
+
+The run is pinned to the paper's three modes and lexical stage 3, as in test_report_html.
 
 Expected counts (the run of test_report_aggregate plus the payload case x1@S5, 9 cases x 3
 modes = 27 items):
@@ -16,7 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, dump_dom
+from chromium import ARTIFACTS, CHROMIUM, dump_dom, measure, png_size, screenshot
 
 from callscope.report.figures import FIGURE_FILES
 from callscope.report.html import build_report
@@ -31,7 +35,12 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Path:
-    run_dir = replayed_run(tmp_path_factory.mktemp("browser"), payload=True)
+    run_dir = replayed_run(
+        tmp_path_factory.mktemp("browser"),
+        payload=True,
+        grounding="lexical",
+        modes=("direct", "binary", "structured"),
+    )
     return build_report(run_dir, n_boot=200)
 
 
@@ -88,3 +97,30 @@ def test_unknown_filter_value_is_reported(report: Path, profile: Path) -> None:
     dom = dump(report, profile, "mode=nonsense")
     assert shown(dom) == "27 of 27 cases shown"
     assert "ignored unknown filter value(s): mode=nonsense" in dom
+
+
+FIRST_SCREEN = ["#grounding-line", "#audit-line", "#fig-call_flow img", "#summary"]
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_first_screen_above_the_fold(report: Path, profile: Path, width: int) -> None:
+    window = (width, 800)
+    shot = screenshot(report, profile, ARTIFACTS / f"report-first-screen-{width}.png", window)
+    print(f"screenshot: {shot}")
+    assert png_size(shot) == window
+    m = measure(report, profile, FIRST_SCREEN, window)
+    assert m["width"] == width
+    fold = m["height"]
+    boxes = m["boxes"]
+    grounding, audit_line, fig, summary = (boxes[s] for s in FIRST_SCREEN)
+    assert grounding and audit_line and fig and summary, boxes
+    # the two lines, then the whole figure, inside the first screen; the tables after it
+    assert 0 <= grounding["top"] < audit_line["top"] < fig["top"]
+    assert fig["bottom"] <= fold and fig["height"] >= 150 and fig["width"] >= 0.6 * width
+    assert summary["top"] >= fig["bottom"]
+    dom = dump_dom(report, profile, window=window)
+    line = re.search(r'<p id="audit-line"[^>]*>([^<]*)', dom)
+    assert line and "false alarms on gold 22.2 [6.3, 54.7] (n=9)" in line.group(1)
+    assert re.search(r'<p id="grounding-line"[^>]*>Stage-3 grounding: lexical', dom)
+    img = re.search(r'<figure id="fig-call_flow"><img\b[^>]*>', dom)
+    assert img and 'data-loaded="1"' in img.group(0)

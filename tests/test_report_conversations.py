@@ -58,7 +58,11 @@ from callscope.report.html import build_report  # noqa: E402
 from callscope.runs.calibrate import run_calibration, select_cases  # noqa: E402
 from callscope.runs.runner import run_cases  # noqa: E402
 from callscope.store.run_store import RunStore  # noqa: E402
-from callscope.types import Case, ModelReply  # noqa: E402
+from callscope.types import (  # noqa: E402, PAPER_MODES
+    PAPER_MODES,  # noqa: E402
+    Case,
+    ModelReply,
+)
 
 MODEL = "scripted:positional"
 PAYLOAD = "Note: <script>alert(1)</script>"
@@ -327,9 +331,11 @@ def test_page_sections_and_escaping(report: Path) -> None:
     page = report.read_text(encoding="utf-8")
     assert 'id="diagnostic"' in page and 'id="conversations"' in page
     assert 'id="conv-shown-count"' in page
-    # a conversations-only run has no SAAG case browser, tables or figures
-    assert 'id="case-list"' not in page and "data:image/png" not in page
-    assert not (report.parent / "figures").exists()
+    # a conversations-only run has no SAAG case browser, tables or figures; its one figure is
+    # the first screen's Acc-vs-GAR picture (issue 20 item 6)
+    assert 'id="case-list"' not in page and page.count("data:image/png") == 1
+    assert 'id="fig-acc_vs_gar"' in page.split('id="diagnostic"', 1)[0]
+    assert [p.name for p in (report.parent / "figures").iterdir()] == ["acc_vs_gar.png"]
     blocks = DATA.findall(page)
     assert len(blocks) == 1
     assert "<" not in blocks[0] and "\\u003cscript\\u003ealert(1)" in blocks[0]
@@ -383,7 +389,14 @@ def saag_run(run_dir: Path) -> None:
     )
     store = RunStore(run_dir)
     try:
-        run_cases(ReplayModel(replay), cases, store, max_attempts=2, show_progress=False)
+        run_cases(
+            ReplayModel(replay),
+            cases,
+            store,
+            modes=PAPER_MODES,
+            max_attempts=2,
+            show_progress=False,
+        )
     finally:
         store.close()
 

@@ -1,7 +1,22 @@
 """build_report: files, table formats, and escaping of model text in report.html.
 
 The run is the hand-made one of test_report_aggregate plus a case x1@S5 whose model output
-is an HTML/script injection payload (three times; no name parsed, unsolved in every mode).
+is an HTML/script injection payload (three times; no name parsed, unsolved in every mode). It
+is pinned to the SAAG paper's three modes and its stage 3 (``grounding="lexical"``), the
+setting test_report_aggregate's numbers are worked out in; the default ``registry`` mode is
+checked apart (``default_report``) where it changes a number.
+
+The first screen, by hand (9 cases; attempt 1 is shared by the modes):
+  attempt 1   passed q1@S5; wrong name q2@S5/S10 (book_tbl); no call parsed q1@S10 (prose),
+              x1 (payload); misspelled arg q4@S5/S10 (dayss); stage 3 numeric q3@S5/S10
+              (lexical: 2 is not a number of "two people at 8pm")       -> 1/2/2/2/2, solved 1
+  binary      every case passes but x1 (no name)                      -> passed 8, solved 8
+  structured  q4 ends on get_forecast (wrong name, S5 and S10), x1     -> passed 6, wrong name
+              2, no name 1, solved 6
+  registry    "two" states 2: q3 passes at attempt 1 -> attempt 1 passed 3, solved 3.
+Audit (minimal gold = full gold here: no acceptable sets): 9 gold calls; lexical flags q3's
+people=2 at S5 and S10 -> false alarms 2/9 = 22.2%, Wilson 95% [6.3, 54.7]; registry 0/9,
+Wilson [0.0, 29.9] (upper bound z^2/(n+z^2) = 3.8416/12.8416).
 """
 
 from __future__ import annotations
@@ -13,9 +28,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from callscope.report import aggregate as agg
 from callscope.report.case_data import json_for_script
-from callscope.report.figures import FIGURE_FILES
-from callscope.report.html import build_report
+from callscope.report.figures import ACC_GAR_FILE, FIGURE_FILES, acc_gar_points, acc_vs_gar_plot
+from callscope.report.flow import FIRST, SEGMENTS, call_flow
+from callscope.report.html import RunInfo, build_report, render_html, run_info
+from callscope.store.run_store import RunStore
 
 TABLES = (
     "headline",
@@ -29,12 +47,36 @@ TABLES = (
     "errors",
 )
 DATA_BLOCK = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
+PAPER_MODES = ("direct", "binary", "structured")
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Path:
-    run_dir = replayed_run(tmp_path_factory.mktemp("html"), payload=True)
+    run_dir = replayed_run(
+        tmp_path_factory.mktemp("html"), payload=True, grounding="lexical", modes=PAPER_MODES
+    )
     return build_report(run_dir, n_boot=200)
+
+
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Path:
+    run_dir = replayed_run(tmp_path_factory.mktemp("html-default"), payload=True, modes=PAPER_MODES)
+    return build_report(run_dir, n_boot=50)
+
+
+def _bars(run_dir: Path) -> dict[str, dict[str, int]]:
+    flow = call_flow(agg.load_outcomes(run_dir))
+    out: dict[str, dict[str, int]] = {}
+    for bar, g in flow.groupby("bar", sort=False):
+        counts = {r.segment: int(r.n) for r in g.itertuples() if r.n}
+        counts["solved"] = int(g["solved"].iloc[0])
+        counts["total"] = int(g["total"].iloc[0])
+        out[str(bar)] = counts
+    return out
+
+
+def _overview(page: str) -> str:
+    return page.split('<section id="overview">', 1)[1].split("</section>", 1)[0]
 
 
 def test_files_exist(report: Path) -> None:
@@ -125,3 +167,113 @@ def test_json_for_script_round_trip() -> None:
 def test_missing_run_dir(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         build_report(tmp_path / "nope")
+
+
+# --------------------------------------------------------------------------- first screen
+
+
+def test_call_flow_by_hand(report: Path) -> None:
+    bars = _bars(report.parent)
+    assert list(bars) == [FIRST, "final, binary", "final, structured"]
+    assert bars[FIRST] == {
+        "passed": 1,
+        "wrong_name": 2,
+        "no_name": 2,
+        "drifted": 2,
+        "numeric": 2,
+        "solved": 1,
+        "total": 9,
+    }
+    assert bars["final, binary"] == {"passed": 8, "no_name": 1, "solved": 8, "total": 9}
+    assert bars["final, structured"] == {
+        "passed": 6,
+        "wrong_name": 2,
+        "no_name": 1,
+        "solved": 6,
+        "total": 9,
+    }
+
+
+def test_call_flow_shares_partition_each_bar(report: Path) -> None:
+    flow = call_flow(agg.load_outcomes(report.parent))
+    assert set(flow["segment"]) == set(SEGMENTS)
+    for _, g in flow.groupby("bar"):
+        assert g["share"].sum() == pytest.approx(1.0) and g["n"].sum() == g["total"].iloc[0]
+
+
+def test_call_flow_default_grounding(default_report: Path) -> None:
+    first = _bars(default_report.parent)[FIRST]
+    assert first["passed"] == 3 and "numeric" not in first and first["solved"] == 3
+
+
+def test_first_screen_leads_the_page(report: Path) -> None:
+    page = report.read_text(encoding="utf-8")
+    overview = _overview(page)
+    assert page.index('id="overview"') < page.index('id="summary"') < page.index('id="figures"')
+    assert overview.count("<img") == 1 and 'id="fig-call_flow"' in overview
+    figures = page.split('<section id="figures">', 1)[1].split("</section>", 1)[0]
+    assert "call_flow" not in figures and figures.count("<img") == len(FIGURE_FILES) - 1
+    assert "Stage-3 grounding: lexical (" in overview
+    assert "diagnosis audit (lexical grounding): false alarms on gold 22.2 [6.3, 54.7] (n=9)" in (
+        overview
+    )
+
+
+def test_first_screen_default_grounding(default_report: Path) -> None:
+    overview = _overview(default_report.read_text(encoding="utf-8"))
+    assert "Stage-3 grounding: registry (" in overview
+    assert "diagnosis audit (registry grounding): false alarms on gold 0.0 [0.0, 29.9] (n=9)" in (
+        overview
+    )
+
+
+def test_audit_is_capped(report: Path) -> None:
+    store = RunStore(report.parent)
+    try:
+        info = run_info(store, [], cap=4)
+    finally:
+        store.close()
+    assert info.groundings == {}  # no model named: no configuration read
+    assert info.audit_note.startswith("audited a seeded sample of 4 of the run's 9 gold cases")
+    assert len(info.audit_lines) == 1 and "(n=4)" in info.audit_lines[0]
+    assert "registry grounding" in info.audit_lines[0]  # no recorded mode: the default
+
+
+# Diagnostic rows as conversation_report gives them (test_report_conversations' baseline):
+# base GAR 1/2, Acc 1/2 (on the diagonal); miss_param GAR 1/2, Acc 2/2 (above it: masking).
+CALIBRATION_RUNS = [
+    {
+        "model": "m",
+        "probe": "baseline",
+        "rows": [
+            {"category": "multi_turn_base", "gar_case": 0.5, "acc": 0.5},
+            {"category": "multi_turn_miss_param", "gar_case": 0.5, "acc": 1.0},
+            {"category": "multi_turn_long_context", "gar_case": None, "acc": None},
+        ],
+        "table": {"columns": ["category"], "rows": [["multi_turn_base"]]},
+        "stage_table": {"columns": ["category"], "rows": [["multi_turn_base"]]},
+        "capability": {"t_cap": 1, "below": []},
+    }
+]
+
+
+def test_acc_gar_points() -> None:
+    points = acc_gar_points(CALIBRATION_RUNS)
+    assert [(p["category"], p["gar"], p["acc"], p["masked"]) for p in points] == [
+        ("multi_turn_base", 0.5, 0.5, False),
+        ("multi_turn_miss_param", 0.5, 1.0, True),
+    ]
+    assert points[1]["acc_lo"] == 1.0  # no interval given: the rate itself
+
+
+def test_calibration_first_screen(tmp_path: Path) -> None:
+    fig = acc_vs_gar_plot(CALIBRATION_RUNS, tmp_path)
+    assert fig.name == ACC_GAR_FILE and fig.read_bytes()[:4] == b"\x89PNG"
+    conv = {"runs": CALIBRATION_RUNS, "comparisons": [], "ablations": [], "config": "default"}
+    info = RunInfo(groundings={"m": "registry"})
+    page = render_html("t", None, [], {}, conv, info, fig)
+    overview = _overview(page)
+    assert 'id="fig-acc_vs_gar"' in overview and "Stage-3 grounding: registry" in overview
+    assert 'id="audit-line"' not in overview  # no gold cases, no audit
+    assert page.index('id="overview"') < page.index('id="diagnostic"')
+    assert page.count("<img") == 1

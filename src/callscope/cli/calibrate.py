@@ -23,6 +23,7 @@ from callscope.cli.common import (
     ApiKeyOpt,
     BaseUrlOpt,
     CacheOpt,
+    GroundingOpt,
     MaxTokensOpt,
     NoCacheOpt,
     StyleOpt,
@@ -38,6 +39,7 @@ from callscope.cli.common import (
 )
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.registry import backend_help
+from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 
 if TYPE_CHECKING:
     from callscope.calibration.panel import Panel
@@ -147,6 +149,7 @@ def calibrate(
             help="write the run in -o as BFCL result/score files under this folder (no model run)",
         ),
     ] = None,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
     """Action-class diagnostic (GAR beside Acc) on BFCL multi-turn: run a model, or read
     BFCL's or tau2-bench's own results."""
@@ -189,7 +192,17 @@ def calibrate(
             _from_bfcl(from_bfcl, out, scores, bfcl_model, config)
     elif experiment is not None:
         _experiment_run(experiment, quiet=quiet)
-    elif model and len(model) > 1:
+        return
+    # the SAAG stage mix of a model run is computed in this grounding mode (kept in the store)
+    from callscope.runs.calibrate import GROUNDING_META  # lazy: the multi-turn pipeline
+    from callscope.store.run_store import RunStore  # lazy: only model runs open a store
+
+    store = RunStore(out)
+    try:
+        store.set_meta(GROUNDING_META, get_grounding(grounding).name)
+    finally:
+        store.close()
+    if model and len(model) > 1:
         _panel_run(
             model,
             out,

@@ -1,19 +1,24 @@
 """The report's PNG figures (matplotlib, Agg canvas; no display needed, no pyplot state).
 
-File names are fixed, so a report directory always holds the same four files:
+File names are fixed, so a report directory of a SAAG run always holds the same six files:
+``call_flow.png`` (the first screen: where and why calls fail, per model and mode),
 ``solve_rate_by_scale.png`` (paper Fig. 2), ``cumulative_solve.png`` (Fig. 3),
-``failure_stages.png`` and ``overcorrection.png``. A figure without data says so in the image.
+``failure_stages.png``, ``overcorrection.png`` and ``revisions.png`` (what each mode's
+revisions lost and gained, by stage); a calibration run adds ``acc_vs_gar.png``
+(Acc against GAR per category). A figure without data says so in the image.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from callscope.report.aggregate import (
@@ -23,11 +28,15 @@ from callscope.report.aggregate import (
 )
 
 FIGURE_FILES: tuple[str, ...] = (
+    "call_flow.png",
     "solve_rate_by_scale.png",
     "cumulative_solve.png",
     "failure_stages.png",
     "overcorrection.png",
+    "revisions.png",
 )
+#: the calibration run's first figure (not among :data:`FIGURE_FILES`: SAAG runs lack it)
+ACC_GAR_FILE = "acc_vs_gar.png"
 MODE_STYLE = {
     "direct": {"color": "#7f7f7f", "linestyle": ":", "marker": "o"},
     "binary": {"color": "#1f77b4", "linestyle": "--", "marker": "s"},
@@ -79,7 +88,7 @@ def _grid(n_rows: int, n_cols: int, w: float = 4.2, h: float = 3.2) -> tuple[Fig
 def solve_rate_by_scale(per_scale: pd.DataFrame, out_dir: Path) -> Path:
     """Solve rate by registry scale, one panel per model, one line per mode, with Wilson
     95% error bars (paper Fig. 2)."""
-    path = out_dir / FIGURE_FILES[0]
+    path = out_dir / FIGURE_FILES[1]
     if per_scale.empty:
         return _empty(path, "solve rate by scale")
     models = sorted(per_scale["model"].unique())
@@ -109,7 +118,7 @@ def solve_rate_by_scale(per_scale: pd.DataFrame, out_dir: Path) -> Path:
 def cumulative_solve_plot(cum: pd.DataFrame, out_dir: Path) -> Path:
     """Cumulative solve rate by attempt: rows = models, columns = scales, one line per mode
     (direct dotted as the single-pass baseline; paper Fig. 3)."""
-    path = out_dir / FIGURE_FILES[1]
+    path = out_dir / FIGURE_FILES[2]
     if cum.empty:
         return _empty(path, "cumulative solve rate")
     models = sorted(cum["model"].unique())
@@ -136,7 +145,7 @@ def cumulative_solve_plot(cum: pd.DataFrame, out_dir: Path) -> Path:
 def failure_stages_plot(fb: pd.DataFrame, out_dir: Path) -> Path:
     """Stacked bars per (model, scale): share of cases whose first attempt passed, failed at
     stage 1/2/3, or got no reply."""
-    path = out_dir / FIGURE_FILES[2]
+    path = out_dir / FIGURE_FILES[3]
     if fb.empty:
         return _empty(path, "failure stages")
     labels = [f"{_short(m, 24)}\nS={s}" for m, s in zip(fb["model"], fb["scale"], strict=True)]
@@ -160,7 +169,7 @@ def failure_stages_plot(fb: pd.DataFrame, out_dir: Path) -> Path:
 def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     """Bars per (model, mode): share of correct first names / arguments lost by the final
     attempt (Wilson 95% error bars), and the mean F1 change with its bootstrap CI."""
-    path = out_dir / FIGURE_FILES[3]
+    path = out_dir / FIGURE_FILES[4]
     if oc.empty:
         return _empty(path, "overcorrection")
     labels = [f"{_short(m, 24)}\n{mo}" for m, mo in zip(oc["model"], oc["mode"], strict=True)]
@@ -208,20 +217,261 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     return _save(fig, path)
 
 
+#: the call-flow segments' colours: a colour family per stage (green passed, reds stage 1,
+#: oranges stage 2, purples stage 3, grey no reply)
+SEGMENT_COLORS = {
+    "passed": "#2ca02c",
+    "wrong_name": "#d62728",
+    "no_name": "#f28e8c",
+    "stage1": "#b01c1c",
+    "missing": "#e8590c",
+    "spurious": "#fd9a45",
+    "drifted": "#fcc58f",
+    "stage2": "#b34700",
+    "numeric": "#6a3d9a",
+    "hard": "#9e7cc9",
+    "soft": "#cbb8e6",
+    "stage3": "#4b2870",
+    "error": "#9a9a9a",
+}
+_SEGMENT_LABELS = {
+    "passed": "passed all 3 stages",
+    "wrong_name": "1: name not in registry",
+    "no_name": "1: no call parsed",
+    "stage1": "1: name (other)",
+    "missing": "2: required arg missing",
+    "spurious": "2: unknown arg",
+    "drifted": "2: misspelled arg",
+    "stage2": "2: args (other)",
+    "numeric": "3: number not in query",
+    "hard": "3: value not grounded",
+    "soft": "3: value weakly grounded",
+    "stage3": "3: value (other)",
+    "error": "no reply (backend error)",
+}
+
+
+def segment_label(segment: str) -> str:
+    """The legend text of a call-flow segment (``<stage>: <what failed>``)."""
+    return _SEGMENT_LABELS.get(segment, segment)
+
+
+def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
+    """The report's first figure: per model a panel of horizontal stacked bars, one for
+    attempt 1 and one per feedback mode's final attempt; each bar split into the cascade
+    segments of :func:`callscope.report.flow.call_flow` (passed, or the stage and failure
+    kind that stopped the call), counts written inside, ``solved k/n`` at the right."""
+    path = out_dir / FIGURE_FILES[0]
+    if flow.empty:
+        return _empty(path, "call flow")
+    models = list(dict.fromkeys(flow["model"]))
+    bars = {m: list(dict.fromkeys(flow[flow["model"] == m]["bar"])) for m in models}
+    n_bars = sum(len(b) for b in bars.values())
+    present = [s for s in SEGMENT_COLORS if flow[(flow["segment"] == s)]["n"].sum() > 0]
+    fig = Figure(figsize=(10.0, 0.42 * n_bars + 0.75 * len(models) + 0.9), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(
+        len(models), 1, squeeze=False, height_ratios=[len(bars[m]) + 0.8 for m in models]
+    )[:, 0]
+    for ax, model in zip(axes, models, strict=True):
+        sub = flow[flow["model"] == model]
+        names = bars[model]
+        for y, bar in enumerate(names):
+            rows = sub[sub["bar"] == bar]
+            left = 0.0
+            for seg in SEGMENT_COLORS:
+                r = rows[rows["segment"] == seg]
+                share = float(r["share"].sum())
+                if share <= 0:
+                    continue
+                ax.barh(y, share, left=left, color=SEGMENT_COLORS[seg], edgecolor="white")
+                if share >= 0.045:
+                    dark = seg in ("passed", "wrong_name", "stage1", "missing", "stage2")
+                    dark = dark or seg in ("numeric", "stage3", "error")
+                    ax.text(
+                        left + share / 2,
+                        y,
+                        str(int(r["n"].sum())),
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if dark else "black",
+                    )
+                left += share
+            total = int(rows["total"].iloc[0])
+            solved = int(rows["solved"].iloc[0])
+            ax.text(1.01, y, f"solved {solved}/{total}", va="center", fontsize=8)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0], ["0", "25%", "50%", "75%", "100%"], fontsize=7)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+        first_total = int(sub["total"].iloc[0])
+        ax.set_title(
+            f"{_short(model, 60)}: where the cascade stopped each call ({first_total} cases)",
+            fontsize=9,
+            loc="left",
+        )
+    handles = [
+        Rectangle((0, 0), 1, 1, color=SEGMENT_COLORS[s], label=segment_label(s)) for s in present
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(len(handles), 4),
+        fontsize=7.5,
+        frameon=False,
+        title="stage that stopped the call: what failed",
+        title_fontsize=7.5,
+    )
+    return _save(fig, path)
+
+
+def acc_gar_points(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The points of :func:`acc_vs_gar_plot`: per (model, probe) run and category with both
+    rates, ``gar`` (case-level GAR), ``acc``, their Wilson bounds (``gar_lo``... , the rate
+    itself where a bound is missing) and ``masked`` = Acc > GAR (grader masking: GAR bounds
+    Acc from above when the grader only passes cases whose gold action was emitted)."""
+    out = []
+    for run in runs:
+        for row in run.get("rows") or []:
+            gar, acc = _rate(row.get("gar_case")), _rate(row.get("acc"))
+            if gar is None or acc is None:
+                continue
+            out.append(
+                {
+                    "model": str(run.get("model")),
+                    "probe": str(run.get("probe")),
+                    "category": str(row.get("category", "")),
+                    "gar": gar,
+                    "acc": acc,
+                    "gar_lo": _rate(row.get("gar_case_ci_low"), gar),
+                    "gar_hi": _rate(row.get("gar_case_ci_high"), gar),
+                    "acc_lo": _rate(row.get("acc_ci_low"), acc),
+                    "acc_hi": _rate(row.get("acc_ci_high"), acc),
+                    "masked": acc > gar,
+                }
+            )
+    return out
+
+
+def _rate(v: Any, default: float | None = None) -> float | None:
+    if v is None or isinstance(v, bool) or not isinstance(v, int | float) or np.isnan(v):
+        return default
+    return float(v)
+
+
+def acc_vs_gar_plot(runs: list[dict[str, Any]], out_dir: Path) -> Path:
+    """A calibration run's first figure: per (model, probe) run a panel of Acc (BFCL's
+    verdict) against case-level GAR per category (:func:`acc_gar_points`), with Wilson 95%
+    error bars and the diagonal Acc = GAR; the region above it (grader masking) is shaded
+    and its points drawn red. ``runs`` are the ``runs`` of
+    :func:`callscope.report.conversations.conversation_report`."""
+    path = out_dir / ACC_GAR_FILE
+    points = acc_gar_points(runs)
+    if not points:
+        return _empty(path, "Acc vs GAR")
+    panels = list(dict.fromkeys((p["model"], p["probe"]) for p in points))
+    n = len(panels)
+    cols = min(n, 3)
+    fig, axes = _grid((n + cols - 1) // cols, cols, 3.6, 3.4)
+    for i, ax in enumerate(axes.flat):
+        if i >= n:
+            ax.axis("off")
+            continue
+        model, probe = panels[i]
+        ax.fill_between([0, 1], [0, 1], [1, 1], color="#fde2e1", alpha=0.6, linewidth=0)
+        ax.plot([0, 1], [0, 1], color="#555", linewidth=0.8, linestyle="--")
+        ax.text(0.03, 0.97, "Acc > GAR: grader masking", fontsize=7, color="#8a1010", va="top")
+        for p in points:
+            if (p["model"], p["probe"]) != (model, probe):
+                continue
+            x, y = p["gar"], p["acc"]
+            ax.errorbar(
+                [x],
+                [y],
+                xerr=[[max(x - p["gar_lo"], 0.0)], [max(p["gar_hi"] - x, 0.0)]],
+                yerr=[[max(y - p["acc_lo"], 0.0)], [max(p["acc_hi"] - y, 0.0)]],
+                fmt="o",
+                color="#d62728" if p["masked"] else "#1f77b4",
+                capsize=2,
+                ms=5,
+            )
+            label = p["category"].removeprefix("multi_turn_")
+            ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, -9), fontsize=7)
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_aspect("equal")
+        ax.set_xlabel("GAR (gold action emitted)", fontsize=8)
+        ax.set_ylabel("Acc (grader passed)", fontsize=8)
+        ax.set_title(f"{_short(model, 30)}, {probe}", fontsize=8)
+        ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
 def make_figures(
     per_scale: pd.DataFrame,
     cum: pd.DataFrame,
     fb: pd.DataFrame,
     oc: pd.DataFrame,
     out_dir: str | Path,
+    flow: pd.DataFrame | None = None,
+    revisions: pd.DataFrame | None = None,
 ) -> list[Path]:
-    """Write the four figures into ``out_dir`` (created) and return their paths in
-    :data:`FIGURE_FILES` order."""
+    """Write the six figures into ``out_dir`` (created) and return their paths in
+    :data:`FIGURE_FILES` order (``flow``: :func:`callscope.report.flow.call_flow`; ``None``
+    draws the call flow's "no data" image)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return [
+        call_flow_plot(flow if flow is not None else pd.DataFrame(), out),
         solve_rate_by_scale(per_scale, out),
         cumulative_solve_plot(cum, out),
         failure_stages_plot(fb, out),
         overcorrection_plot(oc, out),
+        revision_plot(revisions if revisions is not None else pd.DataFrame(), out),
     ]
+
+
+def revision_plot(rev: pd.DataFrame, out_dir: Path) -> Path:
+    """The trade-off of each loop mode (``revisions.png``): per (model, mode), the share of
+    outcomes whose answer lost (down, red) or gained (up, green) each item of
+    :data:`callscope.report.aggregate.KEPT_ITEMS`, with Wilson 95% error bars."""
+    path = out_dir / FIGURE_FILES[5]
+    if rev.empty:
+        return _empty(path, "revisions")
+    items = ("stage1", "stage2", "stage3", "name", "args")
+    labels = [f"{_short(m, 24)}\n{mo}" for m, mo in zip(rev["model"], rev["mode"], strict=True)]
+    fig = Figure(figsize=(max(7.0, 1.4 * len(labels) + 2), 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    x = np.arange(len(labels))
+    width = 0.8 / len(items)
+    shades = ("#08306b", "#2171b5", "#6baed6", "#d94801", "#fd8d3c")
+    for i, (item, shade) in enumerate(zip(items, shades, strict=True)):
+        off = (i - (len(items) - 1) / 2) * width
+        for what, sign in (("gained", 1.0), ("lost", -1.0)):
+            y = np.nan_to_num(rev[f"{item}_{what}_rate"].to_numpy(dtype=float))
+            lo = np.nan_to_num(rev[f"{item}_{what}_lo"].to_numpy(dtype=float))
+            hi = np.nan_to_num(rev[f"{item}_{what}_hi"].to_numpy(dtype=float))
+            below, above = np.maximum(y - lo, 0), np.maximum(hi - y, 0)
+            ax.bar(
+                x + off,
+                sign * y,
+                width,
+                # a lost bar points down: its interval [-hi, -lo] extends the other way
+                yerr=np.vstack([below, above] if sign > 0 else [above, below]),
+                capsize=2,
+                color=shade,
+                alpha=1.0 if what == "gained" else 0.55,
+                hatch=None if what == "gained" else "//",
+                label=item if what == "gained" else None,
+            )
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
+    ax.set_ylim(-1.0, 1.0)
+    ax.set_ylabel("share of outcomes: gained (up) / lost (down, hatched)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="item")
+    ax.set_title("What the loop's revisions gained and lost", fontsize=10)
+    return _save(fig, path)

@@ -24,12 +24,21 @@ without its ``multi_turn_`` prefix); ``id="conv-shown-count"`` reads ``"N of M c
 shown"``. The conversations' JSON sits in a second block,
 ``<script type="application/json" id="conv-data">``, escaped the same way. A run with
 conversations and no SAAG outcomes gets no SAAG tables, figures or case browser.
+
+The page opens with its first screen, ``<section id="overview">``: the stage-3 grounding mode
+of the run (``id="grounding-line"``, from the run configuration ``config:<model>``), the
+detector audit's headline on the run's own gold cases (``id="audit-line"``,
+:func:`callscope.saag.audit.audit` in that mode, on at most :data:`AUDIT_CAP` cases), and the
+figure that answers "where and why do my calls fail?": the call flow through the cascade per
+model and mode (``id="fig-call_flow"``), or for a calibration run Acc against GAR per category
+(``id="fig-acc_vs_gar"``). The tables follow.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import random
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -42,7 +51,8 @@ from callscope.core.table import Table
 from callscope.report import aggregate as agg
 from callscope.report.case_data import case_data, json_for_script
 from callscope.report.conversations import conversation_report, markdown_table
-from callscope.report.figures import make_figures
+from callscope.report.figures import ACC_GAR_FILE, acc_vs_gar_plot, make_figures
+from callscope.report.flow import call_flow
 from callscope.report.tables import (
     ReportTable,
     aggregate_table,
@@ -53,13 +63,28 @@ from callscope.report.tables import (
     headline_table,
     intrinsic_table,
     overcorrection_table,
+    paired_table,
     per_scale_table,
+    revision_table,
     write_table,
 )
+from callscope.saag.audit import audit
+from callscope.saag.groundings import DEFAULT_GROUNDING
 from callscope.store.run_store import RunStore
+from callscope.types import Case
 
 REPORT_FILE = "report.html"
+#: the most gold cases the report audits (a seeded sample beyond; ``callscope audit`` runs all)
+AUDIT_CAP = 2000
 _FIGURE_CAPTIONS = {
+    "call_flow.png": "Where and why calls fail: every call of the run, split by the cascade "
+    "stage that stopped it and what failed there (stage 1 the function name, stage 2 the "
+    "argument names, stage 3 the values against the user's text); attempt 1 is shared by all "
+    "modes, the other bars are each feedback mode's final attempt. 'solved': passed all three "
+    "stages with the gold function name (the SAAG paper's solve rate).",
+    ACC_GAR_FILE: "Acc (the grader passed the case) against GAR (the gold action class was "
+    "emitted) per category, Wilson 95% intervals. A sound grader keeps Acc <= GAR: a point "
+    "above the diagonal (red) is grader masking, cases passed without the gold action.",
     "solve_rate_by_scale.png": "Solve rate by registry scale per model and mode, with 95% "
     "Wilson intervals (paper Fig. 2).",
     "cumulative_solve.png": "Cumulative solve rate by attempt per model and scale; direct "
@@ -67,6 +92,9 @@ _FIGURE_CAPTIONS = {
     "failure_stages.png": "Where each case's first attempt failed (share of cases).",
     "overcorrection.png": "Overcorrection: correct first names/arguments lost by the final "
     "attempt (Wilson 95%), and the mean change of argument F1 over the loop (bootstrap 95%).",
+    "revisions.png": "What each mode's revisions gained (up) and lost (down, hatched): the "
+    "share of outcomes whose answer gained or lost passing stage 1, 2, 3, the gold name or the "
+    "gold arguments against the earlier attempts (Wilson 95%).",
 }
 
 
@@ -82,6 +110,21 @@ class ReportData:
     overcorrection: pd.DataFrame
     errors: pd.DataFrame
     tables: list[ReportTable] = field(default_factory=list)
+    #: how calls flow through the cascade (:func:`callscope.report.flow.call_flow`)
+    flow: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: what each mode's revisions lost and gained (:func:`agg.revision_tradeoff`)
+    revisions: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+@dataclass
+class RunInfo:
+    """What the first screen says about the run beside its figure: the stage-3 grounding
+    mode per model (from ``config:<model>``) and the audit headline per mode, with a note
+    when the audit ran on a sample."""
+
+    groundings: dict[str, str] = field(default_factory=dict)
+    audit_lines: list[str] = field(default_factory=list)
+    audit_note: str = ""
 
 
 def compute_report(
@@ -98,7 +141,8 @@ def compute_report(
     fb = agg.failure_breakdown(outcomes)
     oc = agg.overcorrection(outcomes, n_boot, seed)
     err = agg.errors_by_kind(outcomes)
-    data = ReportData(ps, hl, across, cum, fb, oc, err)
+    data = ReportData(ps, hl, across, cum, fb, oc, err, flow=call_flow(outcomes))
+    data.revisions = agg.revision_tradeoff(outcomes)
     data.tables = [headline_table(hl)]
     if not ps.empty:
         data.tables += [
@@ -111,9 +155,26 @@ def compute_report(
         cumulative_table(cum),
         failure_table(fb),
         overcorrection_table(oc),
+        revision_table(data.revisions),
+        *_paired_tables(outcomes, n_boot, seed),
         errors_table(err),
     ]
     return data
+
+
+def _paired_tables(outcomes: list[dict[str, Any]], n_boot: int, seed: int) -> list[ReportTable]:
+    """The paired mode differences (structured vs direct and binary; gated vs structured),
+    one table, when the run holds those modes."""
+    modes = {o["mode"] for o in outcomes}
+    pairs = [("direct", "structured"), ("binary", "structured"), ("structured", "gated")]
+    pairs += [("gated", m) for m in sorted(modes) if m.startswith("gated-")]
+    frames = [
+        agg.paired_modes(outcomes, a, b, n_boot, seed)
+        for a, b in pairs
+        if a in modes and b in modes
+    ]
+    frames = [f for f in frames if not f.empty]
+    return [paired_table(pd.concat(frames, ignore_index=True))] if frames else []
 
 
 # --------------------------------------------------------------------------- HTML
@@ -163,6 +224,68 @@ _STAGE_CAPTION = (
     "Every parsed tool call checked by the SAAG cascade against the tools available at its "
     "turn and the user text so far: share passing, and first failing stage."
 )
+
+
+_GROUNDING_TEXT = {
+    "lexical": "a string argument must appear in the user's text and a number among its "
+    "numbers (the SAAG paper's stage 3)",
+    "registry": "callscope's default; a value the user's text states in other words, as a "
+    "number, date or unit, or that the conversation, the schema's format, enum or default "
+    "supports also counts as grounded; 'lexical' is the SAAG paper's stage 3",
+}
+
+
+def grounding_line(groundings: dict[str, str]) -> str:
+    """The first screen's sentence naming the run's stage-3 grounding mode(s)."""
+    modes = sorted(set(groundings.values()))
+    if not modes:
+        return "Stage-3 grounding: not recorded in this run's configuration."
+    if len(modes) == 1:
+        why = _GROUNDING_TEXT.get(modes[0])
+        return f"Stage-3 grounding: {modes[0]}" + (f" ({why})." if why else ".")
+    per = "; ".join(f"{m}: {g}" for m, g in sorted(groundings.items()))
+    return f"Stage-3 grounding differs by model ({per}); compare their stage-3 shares with care."
+
+
+def run_info(store: RunStore, models: list[str], cap: int = AUDIT_CAP) -> RunInfo:
+    """The run's grounding mode per model (``config:<model>``; a model without a recorded
+    configuration is left out) and the audit headline per mode on the store's gold cases
+    (a sample of ``cap`` cases seeded 0, as ``callscope audit --n`` draws, when there are
+    more)."""
+    info = RunInfo()
+    for model in models:
+        cfg = store.get_meta(f"config:{model}") or {}
+        if isinstance(cfg, dict) and cfg.get("grounding"):
+            info.groundings[model] = str(cfg["grounding"])
+    cases: list[Case] = [c for c in store.cases() if c.gold]
+    if not cases:
+        return info
+    if len(cases) > cap:
+        info.audit_note = (
+            f"audited a seeded sample of {cap:,} of the run's {len(cases):,} gold cases; "
+            "`callscope audit` runs them all"
+        )
+        cases = sorted(random.Random(0).sample(cases, cap), key=lambda c: c.id)
+    for mode in sorted(set(info.groundings.values())) or [DEFAULT_GROUNDING]:
+        info.audit_lines.append(audit(cases, grounding=mode).headline())
+    return info
+
+
+def overview_html(info: RunInfo, figure: str) -> str:
+    """The first screen: grounding line, audit headline(s) and the one figure (HTML)."""
+    parts = [
+        '<section id="overview">',
+        f'<p id="grounding-line" class="run-line">{_esc(grounding_line(info.groundings))}</p>',
+    ]
+    if info.audit_lines:
+        lines = "<br>".join(_esc(line) for line in info.audit_lines)
+        note = f" ({_esc(info.audit_note)})" if info.audit_note else ""
+        parts.append(
+            '<p id="audit-line" class="run-line">How far this diagnosis can be trusted on '
+            f"these cases (gold calls and copies made wrong on purpose): {lines}{note}</p>"
+        )
+    parts += [figure, "</section>"]
+    return "\n".join(parts)
 
 
 def _capability_html(cap: dict[str, Any]) -> str:
@@ -285,22 +408,31 @@ def render_html(
     figures: list[Path],
     cases: dict[str, Any],
     conv: dict[str, Any] | None = None,
+    info: RunInfo | None = None,
+    acc_gar: Path | None = None,
 ) -> str:
     """The whole page as one string (no external references). ``data`` ``None``: no SAAG
     part; ``conv`` (:func:`callscope.report.conversations.conversation_report`): the
-    diagnostic and conversation sections."""
+    diagnostic and conversation sections. The first screen (``info``) shows the call-flow
+    figure (the first of ``figures``) of a SAAG run, else the ``acc_gar`` figure."""
     js = _asset("report.js")
     if "</script" in js.lower():  # pragma: no cover - guards edits of report.js
         raise ValueError("report.js must not contain '</script'")
-    nav: list[str] = []
+    nav: list[str] = ['<a href="#overview">Overview</a>']
     body: list[str] = []
     blocks: list[str] = []
+    first = [p for p in figures if p.stem == "call_flow"][:1]
+    lead = first[0] if first else acc_gar
+    rest = [p for p in figures if p not in first]
+    if acc_gar is not None and acc_gar != lead:
+        rest.insert(0, acc_gar)
+    body.append(overview_html(info or RunInfo(), _figure_html(lead) if lead else ""))
     if data is not None:
         nav.append(
             '<a href="#summary">Summary</a><a href="#tables">Tables</a>'
             '<a href="#figures">Figures</a><a href="#cases">Cases</a>'
         )
-        body.extend(_saag_sections(data, figures))
+        body.extend(_saag_sections(data, rest))
         blocks.append(
             f'<script type="application/json" id="data">{json_for_script(cases)}</script>'
         )
@@ -309,6 +441,8 @@ def render_html(
             '<a href="#diagnostic">Action-class diagnostic</a>'
             '<a href="#conversations">Conversations</a>'
         )
+        if data is None and rest:  # the Acc-vs-GAR figure leads; no other figure
+            body.append("".join(_figure_html(p) for p in rest))
         body.extend([diagnostic_html(conv), conversations_html()])
         blocks.append(
             f'<script type="application/json" id="conv-data">{json_for_script(conv)}</script>'
@@ -385,10 +519,14 @@ def build_report(
         conv: dict[str, Any] | None = conversation_report(
             store, preset(store.get_meta("classifier_preset") or "default")
         )
+        info = run_info(store, sorted({str(o["model"]) for o in outcomes}))
     finally:
         store.close()
     if not conv["conversations"]:
         conv = None
+    else:  # the SAAG stage mix of the diagnostic is scored in the default mode
+        for model in conv.get("models") or []:
+            info.groundings.setdefault(str(model), DEFAULT_GROUNDING)
     data: ReportData | None = None
     figures: list[Path] = []
     cases: dict[str, Any] = {}
@@ -397,10 +535,22 @@ def build_report(
         for t in data.tables:
             write_table(t, out / "tables")
         figures = make_figures(
-            data.per_scale, data.cumulative, data.failures, data.overcorrection, out / "figures"
+            data.per_scale,
+            data.cumulative,
+            data.failures,
+            data.overcorrection,
+            out / "figures",
+            flow=data.flow,
+            revisions=data.revisions,
         )
         cases = case_data(run_dir, outcomes)
-    page = render_html(f"callscope report: {run_dir.resolve().name}", data, figures, cases, conv)
+    acc_gar = None
+    if conv is not None:
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+        acc_gar = acc_vs_gar_plot(conv.get("runs") or [], out / "figures")
+    page = render_html(
+        f"callscope report: {run_dir.resolve().name}", data, figures, cases, conv, info, acc_gar
+    )
     path = out / REPORT_FILE
     out.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".html.tmp")

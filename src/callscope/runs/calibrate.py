@@ -123,6 +123,10 @@ def case_record(
     )
 
 
+#: store meta key: the grounding mode of a calibrate run's SAAG stage mix
+GROUNDING_META = "grounding"
+
+
 def saag_stage_mix(
     bench: MultiTurnBenchmark[Any],
     case: Any,
@@ -341,8 +345,12 @@ def diagnose_store(
     benchmark: MultiTurnBenchmark[Any] | None = None,
     config: ClassifierConfig = DEFAULT,
     settings: DiagnosticsSettings | None = None,
+    grounding: str | None = None,
 ) -> CalibrationResult:
-    """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations."""
+    """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations. The stage
+    mix runs in ``grounding`` (default: the mode the run recorded, :data:`GROUNDING_META`,
+    else the default mode)."""
+    grounding = grounding or store.get_meta(GROUNDING_META)
     convs = list(store.conversations(model, probe))
     bench = benchmark_or_default(benchmark)
     by_id = {c.id: c for c in (cases or [])}
@@ -364,7 +372,7 @@ def diagnose_store(
             continue
         records.append(case_record(bench, case, conv["trajectory"], conv["passed"]))
         mix.setdefault(case.category, Counter()).update(
-            saag_stage_mix(bench, case, conv["trajectory"])
+            saag_stage_mix(bench, case, conv["trajectory"], grounding)
         )
     diag = compute_diagnostics(records, config, settings)
     return CalibrationResult(
@@ -534,6 +542,7 @@ def calibrate_model(
     benchmark: MultiTurnBenchmark[Any] | None = None,
     concurrency: int = 1,
     per_model: bool = False,
+    grounding: str | None = None,
 ) -> ModelCalibration:
     """The ``calibrate`` model run, resumable in the run directory ``out``: run the cases not
     yet stored (:func:`run_calibration`; ``style`` ``None`` = the backend's own), diagnose
@@ -544,13 +553,16 @@ def calibrate_model(
     :func:`ablation_with_baseline` writes ``probe-<P>.md`` for each and ``probe-ablation.md``.
     ``benchmark``: the multi-turn benchmark the cases come from (BFCL by default).
     ``concurrency``: conversations run at once (HTTP backends). ``per_model``: name the
-    outputs after the model too (a panel's models share the directory).
+    outputs after the model too (a panel's models share the directory). ``grounding``: the
+    stage-3 mode of the SAAG stage mix, recorded in the store (:data:`GROUNDING_META`).
     """
     out = Path(out)
     config = preset(preset_name)
     store = RunStore(out)
     try:
         store.set_meta("classifier_preset", preset_name)
+        if grounding is not None or store.get_meta(GROUNDING_META) is None:
+            store.set_meta(GROUNDING_META, get_grounding(grounding).name)
         store.set_meta(BENCHMARK_META, (benchmark.name if benchmark else DEFAULT_BENCHMARK))
         t0 = time.perf_counter()
         runs = run_calibration_cases(

@@ -1,0 +1,130 @@
+"""The three findings a newcomer should read first, each with where the report shows it.
+
+Pure functions over the outcome dicts of :func:`callscope.report.aggregate.load_outcomes` and
+the call flow of :func:`callscope.report.flow.call_flow`; ``callscope demo`` prints them after
+the report is written. The three are fixed:
+
+1. *where calls fail*: the share of attempt-1 calls that passed the cascade, and the most
+   frequent stage and failure kind among the rest (the first figure, ``#overview``);
+2. *a correction that works*: per feedback mode, the cases whose attempt 1 did not solve the
+   case and whose final attempt did (solve = the SAAG paper's: the cascade passed with the
+   gold name); the mode that fixed most, its solve rate beside direct's, and one example case
+   (the case browser, filtered by the URL hash);
+3. *how far to trust the diagnosis*: the detector audit's headline on the run's cases
+   (``#audit-line``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from callscope.report import aggregate as agg
+from callscope.report.figures import segment_label
+from callscope.report.flow import FIRST
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding: a short ``title``, what the run shows (``text``) and where to look."""
+
+    title: str
+    text: str
+    where: str
+
+
+def where_calls_fail(flow: pd.DataFrame, report: str = "report.html") -> Finding:
+    """Finding 1 from :func:`callscope.report.flow.call_flow` (pooled over models)."""
+    first = flow[flow["bar"] == FIRST]
+    where = f"{report}#overview: the first figure (top bar: attempt 1)"
+    if first.empty:
+        return Finding("Where calls fail", "no call was scored", where)
+    total = int(first.groupby("model")["total"].first().sum())
+    counts = first.groupby("segment", sort=False)["n"].sum()
+    passed = int(counts.get("passed", 0))
+    failed = counts.drop(labels=["passed"], errors="ignore")
+    failed = failed[failed > 0]
+    text = f"{passed} of {total} first attempts passed all three stages"
+    if not failed.empty:
+        top = str(failed.idxmax())
+        stage = first[first["segment"] == top]["stage"].iloc[0]
+        where_stopped = "no reply" if stage == 4 else f"stage {stage}"
+        text += (
+            f"; the most frequent failure is {segment_label(top).split(': ', 1)[-1]} "
+            f"({int(failed.max())} calls, {where_stopped})"
+        )
+        by_stage = first[(first["stage"].between(1, 3)) & (first["n"] > 0)]
+        per = by_stage.groupby("stage")["n"].sum()
+        text += " [" + ", ".join(f"stage {s}: {int(k)}" for s, k in per.items()) + "]"
+    return Finding("Where calls fail", text + ".", where)
+
+
+def correction_that_works(
+    outcomes: Sequence[dict[str, Any]], report: str = "report.html"
+) -> Finding:
+    """Finding 2: the feedback mode that turned most unsolved first attempts into solved
+    final attempts, its solve rate beside direct's, and its first such case (by id)."""
+    gold = [o for o in outcomes if agg.has_gold(o)]
+    fixed: dict[str, list[dict[str, Any]]] = {}
+    rate: dict[str, tuple[int, int]] = {}
+    for mode in sorted({o["mode"] for o in gold}, key=agg.mode_sort_key):
+        mine = [o for o in gold if o["mode"] == mode]
+        rate[mode] = (sum(agg.is_solved(o) for o in mine), len(mine))
+        fixed[mode] = sorted(
+            (o for o in mine if agg.is_solved(o) and not (o.get("first") or {}).get("solved")),
+            key=lambda o: str(o["case_id"]),
+        )
+    modes = [m for m in fixed if m != "direct" and fixed[m]]
+    if not modes:
+        return Finding(
+            "A correction that works",
+            "no feedback mode turned an unsolved first attempt into a solved one in this run",
+            f"{report}#summary: the summary table (solve rate per mode)",
+        )
+    best = max(modes, key=lambda m: (len(fixed[m]), -agg.mode_sort_key(m)[0]))
+    ex = fixed[best][0]
+    stage = agg.first_stage(ex)
+    kinds = agg.first_kinds(ex)
+    said = ", ".join(segment_label(k).split(": ", 1)[-1] for k in kinds)
+    what = stage.replace("stage", "stage ") + (f" ({said})" if said else "")
+    k, n = rate[best]
+    text = (
+        f"{best} feedback solved {len(fixed[best])} case(s) that attempt 1 got wrong: solve "
+        f"rate {k}/{n}"
+    )
+    if "direct" in rate:
+        text += f" against direct's {rate['direct'][0]}/{rate['direct'][1]}"
+    text += f"; e.g. {ex['case_id']} failed at {what} and was solved at attempt {ex['solved_at']}"
+    hash_ = f"mode={best}&result=solved" + (f"&stage={stage[-1]}" if stage[-1].isdigit() else "")
+    return Finding(
+        "A correction that works",
+        text + ".",
+        f"{report}#{hash_}: the case browser, each attempt with its feedback",
+    )
+
+
+def trust_the_diagnosis(audit_lines: Sequence[str], report: str = "report.html") -> Finding:
+    """Finding 3: the audit headline(s) on the run's own gold cases."""
+    text = "; ".join(audit_lines) if audit_lines else "the run's cases have no gold: no audit"
+    return Finding(
+        "How far to trust the diagnosis",
+        text,
+        f"{report}#overview: the line above the figure (`callscope audit` for the full table)",
+    )
+
+
+def findings(
+    outcomes: Sequence[dict[str, Any]],
+    flow: pd.DataFrame,
+    audit_lines: Sequence[str],
+    report: str = "report.html",
+) -> list[Finding]:
+    """The three findings in order (see the module doc)."""
+    return [
+        where_calls_fail(flow, report),
+        correction_that_works(outcomes, report),
+        trust_the_diagnosis(audit_lines, report),
+    ]

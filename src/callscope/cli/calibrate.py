@@ -183,14 +183,16 @@ def calibrate(
             pooled=pooled,
         )
         _from_tau2(from_tau2, out, tasks, judge_model, config, settings)
-    elif from_bfcl is not None:
+        return
+    if from_bfcl is not None:
         from callscope.runs.panel_files import bfcl_models  # lazy: with its pipeline
 
         if bfcl_model is None and len(bfcl_models(from_bfcl)) > 1:
             _bfcl_panel(from_bfcl, out, scores, config)
         else:
             _from_bfcl(from_bfcl, out, scores, bfcl_model, config)
-    elif experiment is not None:
+        return
+    if experiment is not None:
         _experiment_run(experiment, quiet=quiet)
         return
     # the SAAG stage mix of a model run is computed in this grounding mode (kept in the store)

@@ -127,4 +127,9 @@ def test_a_new_store_saves_each_history_once_and_reads_it_back(tmp_path: Path) -
     (first_id,) = [i for i, parent, _ in rows if parent is None]
     (tail,) = [json.loads(d) for _, parent, d in rows if parent == first_id]
     assert tail == [{"role": "assistant", "content": "reply 1"}, {"role": "user", "content": "fix"}]
+    # aggregation reads attempts without their histories: everything else identical
+    light = store.attempts("m", "c1", "binary", with_messages=False)
+    full = store.attempts("m", "c1", "binary")
+    assert [a["messages"] for a in light] == [None] * len(full)
+    assert [{**a, "messages": None} for a in full] == light
     store.close()

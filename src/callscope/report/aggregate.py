@@ -81,7 +81,7 @@ def load_outcomes(run_dir: str | Path) -> list[OutcomeRow]:
         gold = {c.id: c.gold is not None for c in store.cases()}
         out: list[OutcomeRow] = []
         for o in store.outcomes():
-            attempts = store.attempts(o["model"], o["case_id"], o["mode"])
+            attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
             o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
             o["trajectory"] = [
                 trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")

@@ -120,7 +120,7 @@ def test_first_screen_above_the_fold(report: Path, profile: Path, width: int) ->
     assert summary["top"] >= fig["bottom"]
     dom = dump_dom(report, profile, window=window)
     line = re.search(r'<p id="audit-line"[^>]*>([^<]*)', dom)
-    assert line and "false alarms on gold 22.2 [6.3, 54.7] (n=9)" in line.group(1)
+    assert line and "false alarms on gold 22.2 [6.3, 54.7]% (n=9)" in line.group(1)
     assert re.search(r'<p id="grounding-line"[^>]*>Stage-3 grounding: lexical', dom)
     img = re.search(r'<figure id="fig-call_flow"><img\b[^>]*>', dom)
     assert img and 'data-loaded="1"' in img.group(0)

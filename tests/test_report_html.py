@@ -214,7 +214,7 @@ def test_first_screen_leads_the_page(report: Path) -> None:
     figures = page.split('<section id="figures">', 1)[1].split("</section>", 1)[0]
     assert "call_flow" not in figures and figures.count("<img") == len(FIGURE_FILES) - 1
     assert "Stage-3 grounding: lexical (" in overview
-    assert "diagnosis audit (lexical grounding): false alarms on gold 22.2 [6.3, 54.7] (n=9)" in (
+    assert "diagnosis audit (lexical grounding): false alarms on gold 22.2 [6.3, 54.7]% (n=9)" in (
         overview
     )
 
@@ -222,7 +222,7 @@ def test_first_screen_leads_the_page(report: Path) -> None:
 def test_first_screen_default_grounding(default_report: Path) -> None:
     overview = _overview(default_report.read_text(encoding="utf-8"))
     assert "Stage-3 grounding: registry (" in overview
-    assert "diagnosis audit (registry grounding): false alarms on gold 0.0 [0.0, 29.9] (n=9)" in (
+    assert "diagnosis audit (registry grounding): false alarms on gold 0.0 [0.0, 29.9]% (n=9)" in (
         overview
     )
 

@@ -137,12 +137,14 @@ class AuditResult:
         neg = s.get("gold_minimal")
         if neg is None:
             return f"audit ({self.grounding} grounding): no gold calls"
-        parts = [f"false alarms on gold {pct_ci(neg['rate'], neg['lo'], neg['hi'])} (n={neg['n']})"]
+        parts = [
+            f"false alarms on gold {pct_ci(neg['rate'], neg['lo'], neg['hi'])}% (n={neg['n']})"
+        ]
         for stage in (1, 2, 3):
             rows = [r for r in self.rows if r.positive and KINDS[r.kind] == stage]
             if rows:
                 rate, lo, hi = rate_ci(sum(r.flagged for r in rows), len(rows))
-                parts.append(f"detects stage-{stage} errors {pct_ci(rate, lo, hi)}")
+                parts.append(f"detects stage-{stage} errors {pct_ci(rate, lo, hi)}%")
         return f"diagnosis audit ({self.grounding} grounding): " + "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -204,46 +204,25 @@ def calibrate(
         store.set_meta(GROUNDING_META, get_grounding(grounding).name)
     finally:
         store.close()
+    common: dict[str, Any] = {
+        "benchmark": benchmark,
+        "probe": probe,
+        "style": style_arg(style),
+        "max_steps": max_steps,
+        "decoding": Decoding(max_tokens=max_tokens),
+        "preset_name": preset_name,
+        "quiet": quiet,
+        "base_url": base_url,
+        "api_key": api_key,
+        "timeout": timeout,
+        "cache": cache,
+        "no_cache": no_cache,
+        "concurrency": concurrency,
+    }
     if model and len(model) > 1:
-        _panel_run(
-            model,
-            out,
-            comma_list(categories),
-            n,
-            benchmark=benchmark,
-            probe=probe,
-            style=style_arg(style),
-            max_steps=max_steps,
-            decoding=Decoding(max_tokens=max_tokens),
-            preset_name=preset_name,
-            quiet=quiet,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            cache=cache,
-            no_cache=no_cache,
-            concurrency=concurrency,
-        )
+        _panel_run(model, out, comma_list(categories), n, **common)
     else:
-        _model_run(
-            model[0] if model else DEFAULT_MODEL,
-            out,
-            comma_list(categories),
-            n,
-            benchmark=benchmark,
-            probe=probe,
-            style=style_arg(style),
-            max_steps=max_steps,
-            decoding=Decoding(max_tokens=max_tokens),
-            preset_name=preset_name,
-            quiet=quiet,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            cache=cache,
-            no_cache=no_cache,
-            concurrency=concurrency,
-        )
+        _model_run(model[0] if model else DEFAULT_MODEL, out, comma_list(categories), n, **common)
 
 
 def _from_tau2(
@@ -324,6 +303,17 @@ def _from_bfcl(
     console.print(f"wrote {done.written[0]}, .json and {page}")
 
 
+def _cases(categories: list[str], n: int | None, benchmark: str) -> tuple[Any, list[Any]]:
+    """The named benchmark (exit 2 when unknown) and its first ``n`` cases per category."""
+    from callscope.runs.calibrate import select_cases  # lazy: numpy
+
+    try:
+        bench = get_benchmark(benchmark)
+    except ValueError as exc:
+        fail(str(exc))
+    return bench, select_cases(categories, n, bench)
+
+
 def _model_run(
     spec: str,
     out: Path,
@@ -345,13 +335,9 @@ def _model_run(
     concurrency: int = 1,
 ) -> None:
     from callscope.calibration.diagnostics import rich_table  # lazy: numpy
-    from callscope.runs.calibrate import BASELINE, calibrate_model, select_cases  # lazy: numpy
+    from callscope.runs.calibrate import BASELINE, calibrate_model  # lazy: numpy
 
-    try:
-        bench = get_benchmark(benchmark)
-    except ValueError as exc:
-        fail(str(exc))
-    cases = select_cases(categories, n, bench)
+    bench, cases = _cases(categories, n, benchmark)
     m = open_model(
         spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
     )
@@ -459,13 +445,9 @@ def _panel_run(
 ) -> None:
     """Several models on the same cases into one store, then their panel."""
     from callscope.report.panels import write_panel_page  # lazy: matplotlib
-    from callscope.runs.calibrate import BASELINE, calibrate_panel, select_cases  # lazy: numpy
+    from callscope.runs.calibrate import BASELINE, calibrate_panel  # lazy: numpy
 
-    try:
-        bench = get_benchmark(benchmark)
-    except ValueError as exc:
-        fail(str(exc))
-    cases = select_cases(categories, n, bench)
+    bench, cases = _cases(categories, n, benchmark)
 
     def opener(spec: str) -> ChatModel:
         return open_model(

@@ -30,14 +30,13 @@ probe where it stopped.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from callscope.benchmarks.bfcl.categories import FILE_ORDER
-from callscope.runs.experiment import check_keys, unknown_key_message
+from callscope.runs.experiment import check_keys, read_toml, unknown_key_message
 
 #: the keys a calibration experiment file may hold, per table (``""`` = the top level)
 CALIBRATION_KEYS: dict[str, tuple[str, ...]] = {
@@ -161,9 +160,4 @@ class CalibrationExperiment:
     def load(cls, path: str | Path) -> CalibrationExperiment:
         """Read a calibration experiment TOML file (``ValueError`` on TOML syntax errors too)."""
         path = Path(path)
-        with path.open("rb") as fh:
-            try:
-                data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise ValueError(f"not valid TOML: {exc}") from exc
-        return cls.from_dict(data, base=path.parent)
+        return cls.from_dict(read_toml(path), base=path.parent)

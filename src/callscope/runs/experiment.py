@@ -69,6 +69,15 @@ def unknown_key_message(key: str, table: str, valid: Iterable[str]) -> str:
     return f"unknown key {key!r} {where}{hint}; valid keys: {', '.join(valid)}"
 
 
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's contents; ``ValueError`` naming the syntax error when it is not TOML."""
+    with path.open("rb") as fh:
+        try:
+            return tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"not valid TOML: {exc}") from exc
+
+
 def check_keys(d: Mapping[str, Any], keys: Mapping[str, Iterable[str]] = EXPERIMENT_KEYS) -> None:
     """``ValueError`` on the first unknown key at any level of an experiment file (sorted,
     top level first), naming the key and the nearest valid one; also when a table of
@@ -147,12 +156,7 @@ class Experiment:
     def load(cls, path: str | Path) -> Experiment:
         """Read an experiment TOML file (``ValueError`` on TOML syntax errors too)."""
         path = Path(path)
-        with path.open("rb") as fh:
-            try:
-                data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise ValueError(f"not valid TOML: {exc}") from exc
-        return cls.from_dict(data, base=path.parent)
+        return cls.from_dict(read_toml(path), base=path.parent)
 
 
 def open_model(

@@ -289,7 +289,8 @@ class RegistryGrounding:
         siblings: frozenset[Any] = frozenset(),
     ) -> str | None:
         enum = n.schema_enum(schema)
-        if enum and "enum" not in self.disabled and not any(_equal_values(value, m) for m in enum):
+        member = bool(enum) and any(_equal_values(value, m) for m in enum)
+        if enum and not member and "enum" not in self.disabled:
             return None  # outside the parameter's enum: the registry itself rules it out
         reason = self._stated(value, ev)
         if reason:
@@ -327,12 +328,7 @@ class RegistryGrounding:
             if not _equal_values(value, m)
             and not (isinstance(m, str | int | float) and m in siblings)
         ]
-        if (
-            "enum" not in self.disabled
-            and enum
-            and any(_equal_values(value, m) for m in enum)
-            and not others_stated
-        ):
+        if member and not others_stated and "enum" not in self.disabled:
             return "enum"
         if "default" not in self.disabled and not others_stated:
             defaults = n.schema_defaults(schema)

@@ -12,7 +12,7 @@ import pytest
 import callscope
 from callscope.guard import DEFAULT_REPAIR_ATTEMPTS, check, repair
 from callscope.guard.check import evidence_of, functions_of
-from callscope.saag.messages import MISSING
+from callscope.saag.messages import KEEP_ARGS, KEEP_NAME, MISSING, NUMERIC
 from callscope.types import ModelReply
 
 SPEC = {
@@ -190,8 +190,51 @@ def test_repair_re_asks_with_the_correction_until_it_passes() -> None:
         "name": "book_table",
         "arguments": {"restaurant": "Luigi's"},
     }
-    assert second[3] == {"role": "user", "content": MISSING}
-    assert [a.feedback for a in result.attempts] == [MISSING, None]
+    # the gated correction: the missing argument, and the name the model already has right
+    keep = KEEP_NAME.format(name="book_table")
+    assert second[3] == {"role": "user", "content": f"{MISSING} {keep}"}
+    assert [a.feedback for a in result.attempts] == [f"{MISSING} {keep}", None]
+    paper = repair(
+        Scripted(msg(("book_table", {"restaurant": "Luigi's"})), msg(GOOD)),
+        MESSAGES,
+        TOOLS,
+        settings=None,
+    )
+    assert [a.feedback for a in paper.attempts] == [MISSING, None]  # the structured mode's
+
+
+def test_gated_repair_keeps_the_grounded_arguments_and_stops_on_a_regression() -> None:
+    # attempt 1: stage 3, people=9 is not a number the user stated; restaurant is grounded.
+    # attempt 2 drops a required argument (stage 2 ranks below stage 3): the repair stops
+    # there and answers with attempt 1, without spending the remaining budget.
+    wrong_number = msg(("book_table", {"restaurant": "Luigi's", "people": 9}))
+    chat = Scripted(wrong_number, msg(("book_table", {"people": 4})), msg(GOOD))
+    result = repair(chat, MESSAGES, TOOLS)
+    assert (result.stopped, result.best_attempt, len(chat.sent)) == ("regression", 1, 2)
+    assert result.response == wrong_number
+    keep = (
+        KEEP_NAME.format(name="book_table") + " " + KEEP_ARGS.format(args='restaurant = "Luigi\'s"')
+    )
+    assert result.attempts[0].feedback == f"{NUMERIC.format(params='people')} {keep}"
+    # the paper's structured mode does not stop: it re-asks and the third answer passes
+    paper = repair(
+        Scripted(wrong_number, msg(("book_table", {"people": 4})), msg(GOOD)),
+        MESSAGES,
+        TOOLS,
+        settings=None,
+    )
+    assert (paper.stopped, paper.best_attempt, paper.passed) == ("passed", 3, True)
+
+
+def test_gated_repair_leaves_a_soft_drift_alone() -> None:
+    # "Lugi's" is close to the user's "Luigi's" but not equal: a soft stage-3 drift only, so
+    # the gate closes at once and the first answer is returned without a re-ask
+    soft = msg(("book_table", {"restaurant": "Lugi's", "people": 4}))
+    v = check(soft, TOOLS, MESSAGES)
+    assert (v.stage, [c.diagnosis.soft for c in v.calls]) == (3, [["restaurant"]])
+    chat = Scripted(soft, msg(GOOD))
+    result = repair(chat, MESSAGES, TOOLS)
+    assert (result.stopped, result.best_attempt, len(chat.sent)) == ("gate", 1, 1)
 
 
 def test_repair_keeps_the_best_and_stops_at_k() -> None:
@@ -202,11 +245,14 @@ def test_repair_keeps_the_best_and_stops_at_k() -> None:
         msg(("book_table", {"restaurant": "Chez Nous", "people": 4})),
         msg(("book_table", {"people": 4})),
     )
-    result = repair(chat, MESSAGES, TOOLS)
+    result = repair(chat, MESSAGES, TOOLS, settings=None)
     assert len(chat.sent) == 1 + DEFAULT_REPAIR_ATTEMPTS == 4
     assert (result.passed, result.best_attempt, result.stopped) == (False, 3, "budget")
     assert [a.verdict.stage for a in result.attempts] == [1, 3, 3, 2]
     assert [a.verdict.flagged for a in result.attempts] == [1, 2, 1, 1]
+    # gated (the default): the fourth answer ranks below the third, so it ends on a regression
+    gated = repair(Scripted(*chat.answers), MESSAGES, TOOLS)
+    assert (gated.best_attempt, gated.stopped, len(gated.attempts)) == (3, "regression", 4)
     one = repair(Scripted(msg(("book", GOOD[1])), msg(GOOD)), MESSAGES, TOOLS, k=0)
     assert (one.best_attempt, one.stopped, len(one.attempts)) == (1, "budget", 1)
 

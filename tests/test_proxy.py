@@ -360,11 +360,11 @@ def test_every_decision_is_in_the_run_store(proxy: Any, tmp_path: Path) -> None:
             "missing": 2,
             "never": 4,
         }
-        attempts = store.attempts("missing", outcomes["missing"]["case_id"], "structured")
+        attempts = store.attempts("missing", outcomes["missing"]["case_id"], "gated")
         assert [a["row"]["stage"] for a in attempts] == [2, 0]
         assert attempts[0]["row"]["missing"] == ["city"]
         assert attempts[0]["feedback"].startswith("Key parameters")
-        never = store.attempts("never", outcomes["never"]["case_id"], "structured")
+        never = store.attempts("never", outcomes["never"]["case_id"], "gated")
         assert [a["row"]["stage"] for a in never] == [1, 2, 3, 1]
         assert store.get_meta("guard:decisions") == {
             "passed": 1,

@@ -3,7 +3,7 @@
 - :func:`check` (:mod:`callscope.guard.check`): a response, the request's ``tools`` and
   ``messages`` -> a :class:`TurnVerdict` (action class, one :class:`CallVerdict` per call).
 - :func:`repair` (:mod:`callscope.guard.repair`): any chat function, re-asked with the
-  structured correction up to ``k`` times, keep-best -> a :class:`RepairResult`.
+  gated correction (issue 17's mode) up to ``k`` times, keep-best -> a :class:`RepairResult`.
 - :mod:`callscope.guard.proxy`: the OpenAI-compatible repair proxy of ``callscope serve``.
 - :mod:`callscope.guard.chatlog`: recorded chat logs diagnosed (``score --from-chat``).
 

@@ -4,7 +4,7 @@
 a whole ``chat.completion``, a :class:`~callscope.types.ModelReply` or plain text), the
 request's ``tools`` and its ``messages``, and returns a :class:`TurnVerdict`: the action class
 of the turn (:func:`callscope.calibration.classify.classify_emission`) and one
-:class:`CallVerdict` per tool call (stage, reasons, the structured correction of
+:class:`CallVerdict` per tool call (stage, reasons, the paper's structured correction of
 :func:`callscope.saag.messages.correction_message`).
 
 Evidence (:func:`evidence_of`): the text of the last user message is the query; the earlier

@@ -8,7 +8,7 @@ What it checks, and what it does not:
   every call is diagnosed (:func:`callscope.guard.check.check`) against the request's tools,
   its last user message and, as context, its earlier user messages and tool results. A
   failing call is repaired (:func:`callscope.guard.repair.repair`): upstream is asked again
-  with the model's answer and the structured correction appended (the agent never sees
+  with the model's answer and the gated correction appended (the agent never sees
   those turns), at most ``attempts`` times and not after ``repair_timeout`` seconds.
 - The agent gets the upstream body byte for byte when the calls pass; the repaired
   completion when a re-ask passed; else the best one seen. A changed body carries one extra

@@ -27,8 +27,9 @@ from callscope.store.records import Attempt, Outcome
 from callscope.store.run_store import RunStore
 from callscope.types import Case
 
-#: the store mode guard outcomes are kept under (the feedback is the structured correction)
-GUARD_MODE = "structured"
+#: the store mode guard outcomes are kept under (the feedback is the gated correction of
+#: :func:`callscope.guard.repair.repair`)
+GUARD_MODE = "gated"
 
 
 def verdict_row(case_id: str, verdict: TurnVerdict, grounding: str | None) -> dict[str, Any]:

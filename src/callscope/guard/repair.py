@@ -1,4 +1,4 @@
-"""Repair a failing response by re-asking with the structured correction.
+"""Repair a failing response by re-asking with the gated (or the structured) correction.
 
 :func:`repair` asks any chat function, checks the answer (:func:`callscope.guard.check.check`)
 and, while a call fails, appends the model's answer and the correction of
@@ -18,12 +18,15 @@ from typing import Any
 
 from callscope.guard.check import NO_CALL_FEEDBACK, TurnVerdict, check, message_of
 from callscope.models.prompting import assistant_turn
+from callscope.saag.gated import GATED_DEFAULT, GatedSettings
 from callscope.saag.groundings import Grounding
-from callscope.types import ParseResult
+from callscope.saag.messages import gated_message
+from callscope.types import ParseResult, ToolCall
 
-#: Re-asks after the first response when ``k`` is not given. Issue 17's ``gated`` feedback
-#: mode (runs/loop.py) is measuring the best budget; when it lands, set this to its best
-#: setting (the one place the guard, the proxy and ``callscope serve --attempts`` read it).
+#: Re-asks after the first response when ``k`` is not given (the one place the guard, the
+#: proxy and ``callscope serve --attempts`` read it). Set from the issue-17 comparison: with
+#: the gated mode every repair that succeeded did so by the third attempt, and later attempts
+#: of the embedded models only repeated or regressed (README, "The paper's comparison").
 DEFAULT_REPAIR_ATTEMPTS = 3
 
 #: ``chat_fn(messages, tools) -> response`` (an OpenAI message or completion, a ModelReply,
@@ -58,7 +61,9 @@ class RepairResult:
     """What :func:`repair` did. ``response`` is the best response (unchanged when the first
     passed or made no call), ``best_attempt`` its 1-based attempt; ``stopped`` says why the
     re-asking ended: ``passed``, ``no_call`` (the first turn made no tool call),
-    ``budget`` (``k`` re-asks spent), ``deadline`` or ``error`` (the chat function raised)."""
+    ``budget`` (``k`` re-asks spent), ``deadline``, ``error`` (the chat function raised), and
+    with gated settings ``gate`` (only a soft drift is left: nothing confident to correct) or
+    ``regression`` (a revision ranked below the best so far)."""
 
     response: Any
     verdict: TurnVerdict
@@ -99,13 +104,17 @@ def repair(
     k: int = DEFAULT_REPAIR_ATTEMPTS,
     grounding: str | Grounding | None = None,
     first: Any = None,
+    settings: GatedSettings | None = GATED_DEFAULT,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> RepairResult:
     """Ask ``chat_fn`` (or take ``first``, an answer already had), then re-ask with the
     correction up to ``k`` times while the answer fails; return the best answer and the record.
 
-    ``deadline`` is a ``clock()`` time after which no further re-ask starts. An exception from
+    ``settings`` are the gated mode's ingredients used here (``confident_only``, ``keep_right``,
+    ``stop_on_regression``; the answer is always the best so far); ``None`` sends the paper's
+    structured correction. ``deadline`` is a ``clock()`` time after which no further re-ask
+    starts. An exception from
     the first ask propagates; one from a re-ask ends the repair with the best answer so far
     (``stopped="error"``)."""
     if k < 0:
@@ -130,7 +139,10 @@ def repair(
         last = attempts[-1]
         last_verdict = last.verdict
         assert last_verdict is not None
-        feedback = last_verdict.correction or NO_CALL_FEEDBACK
+        feedback = _feedback(last_verdict, settings)
+        if feedback is None:
+            stopped = "gate"
+            break
         last.feedback = feedback
         convo = [
             *convo,
@@ -147,11 +159,39 @@ def repair(
             break
         v = check(reply, tools, base, grounding)
         attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
-        if rank(v) > rank(attempts[best].verdict):  # type: ignore[arg-type]
+        now, so_far = rank(v), rank(attempts[best].verdict)  # type: ignore[arg-type]
+        if now > so_far:
             best = len(attempts) - 1
+        elif now < so_far and settings is not None and settings.stop_on_regression:
+            stopped = "regression"
+            break
     chosen = attempts[best]
     assert chosen.verdict is not None
     return RepairResult(chosen.response, chosen.verdict, chosen.attempt, stopped, attempts)
+
+
+def _feedback(verdict: TurnVerdict, settings: GatedSettings | None) -> str | None:
+    """The message sent after a failing turn: the structured correction (``settings=None``)
+    or the gated one per failing call, labelled by call when the turn made several; a turn
+    with no readable call gets :data:`NO_CALL_FEEDBACK`; ``None`` when the gate is closed for
+    every failing call."""
+    if not verdict.calls:
+        return verdict.correction or NO_CALL_FEEDBACK
+    if settings is None:
+        return verdict.correction or NO_CALL_FEEDBACK
+    fixes = []
+    for c in verdict.calls:
+        if c.passed or c.diagnosis is None:
+            continue
+        call = ToolCall(c.name, c.arguments) if c.name else None
+        fix = gated_message(c.diagnosis, call, settings)
+        if fix:
+            fixes.append((c, fix))
+    if not fixes:
+        return None
+    if len(verdict.calls) == 1:
+        return fixes[0][1]
+    return " ".join(f"Call {c.index + 1} ({c.name or 'unnamed'}): {fix}" for c, fix in fixes)
 
 
 def _assistant(response: Any, verdict: TurnVerdict) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from callscope.saag.gated import (
     GATED_VARIANTS,
     attempt_rank,
     confident_kinds,
+    repeats,
 )
 from callscope.saag.messages import HARD, SOFT, WRONG_NAME, correction_message, gated_message
 from callscope.store.run_store import RunStore
@@ -207,6 +208,33 @@ def test_ties_go_to_the_later_attempt() -> None:
     assert attempt_rank(diag(hard_other)) == attempt_rank(diag(HARD_UNIT))
     out, _ = run([HARD_UNIT, hard_other], "gated", max_attempts=3)
     assert (len(out.attempts), out.stop, out.answer_at) == (3, "budget", 3)
+
+
+def test_a_call_repeated_through_two_corrections_stops_the_loop() -> None:
+    # the same stage-3 call three times (two corrections ignored): stop after attempt 3
+    out, model = run([HARD_UNIT], "gated", max_attempts=15)
+    assert (len(out.attempts), out.stop, out.answer_at) == (3, "repeat", 3)
+    assert len(model.requests) == 3
+    assert out.attempts[-1].feedback is None  # nothing was sent after the stop
+    # one repeat, then a change: patience 2 is not spent, the loop goes on and solves
+    out, _ = run([HARD_UNIT, HARD_UNIT, MISSING, GOOD], "gated")
+    # MISSING (stage 2) ranks below HARD_UNIT (stage 3): the regression stop comes first
+    assert (len(out.attempts), out.stop, out.answer_at) == (3, "regression", 2)
+    out, _ = run([HARD_UNIT, HARD_UNIT, GOOD], "gated")
+    assert (len(out.attempts), out.stop, out.solved_at) == (3, "passed", 3)
+    # the ablation and the paper's modes spend the budget on the repeats
+    out, _ = run([HARD_UNIT], "gated-norepeat", max_attempts=6)
+    assert (len(out.attempts), out.stop) == (6, "budget")
+    out, _ = run([HARD_UNIT], "structured", max_attempts=6)
+    assert (len(out.attempts), out.stop) == (6, "budget")
+
+
+def test_repeats_compares_the_last_patience_plus_one_attempts() -> None:
+    a, b = [{"name": "f", "arguments": {"x": 1}}], [{"name": "f", "arguments": {"x": 2}}]
+    assert repeats([a, a, a], 2) and repeats([b, a, a, a], 2)
+    assert not repeats([a, a], 2)  # one repeat only
+    assert not repeats([a, b, a], 2) and not repeats([a, a, b], 2)
+    assert repeats([a, a], 1) and not repeats([a, a, a], 0)
 
 
 def test_an_improvement_moves_the_answer_and_the_loop_goes_on() -> None:

@@ -226,6 +226,13 @@ def test_gated_repair_keeps_the_grounded_arguments_and_stops_on_a_regression() -
     assert (paper.stopped, paper.best_attempt, paper.passed) == ("passed", 3, True)
 
 
+def test_gated_repair_stops_when_the_model_repeats_its_call() -> None:
+    invented = msg(("book_table", {"restaurant": "Chez Nous", "people": 4}))
+    chat = Scripted(invented)  # the same answer to every ask
+    result = repair(chat, MESSAGES, TOOLS, k=10)
+    assert (result.stopped, len(chat.sent), result.best_attempt) == ("repeat", 3, 1)
+
+
 def test_gated_repair_leaves_a_soft_drift_alone() -> None:
     # "Lugi's" is close to the user's "Luigi's" but not equal: a soft stage-3 drift only, so
     # the gate closes at once and the first answer is returned without a re-ask

@@ -15,13 +15,26 @@ from callscope.errors import DataFormatError
 #: ``gated`` (issue 17, :mod:`callscope.saag.gated`), then the gated ablations (one
 #: ingredient off each; run them by naming them, they are not in :data:`MODES`).
 Mode = Literal[
-    "direct", "binary", "structured", "gated", "gated-ungated", "gated-nokeep", "gated-nobest"
+    "direct",
+    "binary",
+    "structured",
+    "gated",
+    "gated-ungated",
+    "gated-nokeep",
+    "gated-nobest",
+    "gated-norepeat",
 ]
 MODES: tuple[Mode, ...] = ("direct", "binary", "structured", "gated")
 #: the SAAG paper's three modes
 PAPER_MODES: tuple[Mode, ...] = ("direct", "binary", "structured")
 #: the gated loop modes, the full one first (settings: ``callscope.saag.gated.GATED_VARIANTS``)
-GATED_MODES: tuple[Mode, ...] = ("gated", "gated-ungated", "gated-nokeep", "gated-nobest")
+GATED_MODES: tuple[Mode, ...] = (
+    "gated",
+    "gated-ungated",
+    "gated-nokeep",
+    "gated-nobest",
+    "gated-norepeat",
+)
 #: every mode a loop runs
 LOOP_MODES: tuple[Mode, ...] = (*MODES, *GATED_MODES[1:])
 #: How the registry reaches a model: the backend's native ``tools`` field, or rendered into the

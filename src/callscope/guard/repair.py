@@ -1,12 +1,18 @@
 """Repair a failing response by re-asking with the gated (or the structured) correction.
 
 :func:`repair` asks any chat function, checks the answer (:func:`callscope.guard.check.check`)
-and, while a call fails, appends the model's answer and the correction of
-:func:`callscope.saag.messages.correction_message` (the SAAG loop's ``structured`` mode,
-section 2.4) and asks again, at most ``k`` times. It keeps the best response seen: the one
-whose worst call reached the deepest stage, then the one with the fewest flagged names and
-values, then the earliest. Every re-asked answer is checked against the *original* messages:
-the correction is never evidence for grounding.
+and, while a call fails, appends the model's answer and a correction and asks again, at most
+``k`` times. By default the correction is the gated mode's (issue 17,
+:func:`callscope.saag.messages.gated_message` with :data:`~callscope.saag.gated.GATED_DEFAULT`):
+only confident failures are corrected (a soft drift alone closes the gate and ends the repair,
+``stopped="gate"``), the message names what of the model's own name and arguments already
+passed, a revision that ranks below the best so far ends it (``stopped="regression"``), and so
+does a call repeated unchanged through two corrections (``stopped="repeat"``).
+``settings=None`` sends the SAAG paper's ``structured`` correction
+(:func:`callscope.saag.messages.correction_message`, section 2.4) until ``k`` is spent. It
+keeps the best response seen: the one whose worst call reached the deepest stage, then the one
+with the fewest flagged names and values, then the earliest. Every re-asked answer is checked
+against the *original* messages: the correction is never evidence for grounding.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 from callscope.guard.check import NO_CALL_FEEDBACK, TurnVerdict, check, message_of
 from callscope.models.prompting import assistant_turn
-from callscope.saag.gated import GATED_DEFAULT, GatedSettings
+from callscope.saag.gated import GATED_DEFAULT, GatedSettings, repeats
 from callscope.saag.groundings import Grounding
 from callscope.saag.messages import gated_message
 from callscope.types import ParseResult, ToolCall
@@ -63,7 +69,8 @@ class RepairResult:
     re-asking ended: ``passed``, ``no_call`` (the first turn made no tool call),
     ``budget`` (``k`` re-asks spent), ``deadline``, ``error`` (the chat function raised), and
     with gated settings ``gate`` (only a soft drift is left: nothing confident to correct) or
-    ``regression`` (a revision ranked below the best so far)."""
+    ``regression`` (a revision ranked below the best so far) or ``repeat`` (the model repeated
+    its calls through ``repeat_patience`` corrections)."""
 
     response: Any
     verdict: TurnVerdict
@@ -112,11 +119,10 @@ def repair(
     correction up to ``k`` times while the answer fails; return the best answer and the record.
 
     ``settings`` are the gated mode's ingredients used here (``confident_only``, ``keep_right``,
-    ``stop_on_regression``; the answer is always the best so far); ``None`` sends the paper's
-    structured correction. ``deadline`` is a ``clock()`` time after which no further re-ask
-    starts. An exception from
-    the first ask propagates; one from a re-ask ends the repair with the best answer so far
-    (``stopped="error"``)."""
+    ``stop_on_regression``, ``repeat_patience``; the answer is always the best so far);
+    ``None`` sends the paper's structured correction. ``deadline`` is a ``clock()`` time after
+    which no further re-ask starts. An exception from the first ask propagates; one from a
+    re-ask ends the repair with the best answer so far (``stopped="error"``)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     base = [dict(m) for m in messages]
@@ -164,6 +170,12 @@ def repair(
             best = len(attempts) - 1
         elif now < so_far and settings is not None and settings.stop_on_regression:
             stopped = "regression"
+            break
+        if settings is not None and repeats(
+            [a.verdict.tool_calls for a in attempts if a.verdict is not None],
+            settings.repeat_patience,
+        ):
+            stopped = "repeat"
             break
     chosen = attempts[best]
     assert chosen.verdict is not None

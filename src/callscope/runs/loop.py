@@ -7,8 +7,9 @@ three cascade stages; gold is only read afterwards, for the extrinsic metrics.
 Why a loop stopped is recorded on its :class:`Outcome` (``stop``): ``passed`` (all three
 stages), ``budget`` (``max_attempts`` spent; direct mode's budget is 1), ``error`` (the
 backend failed), and in the gated modes ``gate`` (only a soft drift was left: nothing
-confident to correct) and ``regression`` (a revision ranked below the best attempt so far,
-:func:`callscope.saag.gated.attempt_rank`). A gated loop with ``best_so_far`` answers with its
+confident to correct), ``regression`` (a revision ranked below the best attempt so far,
+:func:`callscope.saag.gated.attempt_rank`) and ``repeat`` (the last ``repeat_patience``
+revisions repeated the call before them, :func:`callscope.saag.gated.repeats`). A gated loop with ``best_so_far`` answers with its
 best attempt (``Outcome.answer_at``; ties go to the later attempt).
 """
 
@@ -26,6 +27,7 @@ from callscope.saag.gated import (
     attempt_rank,
     diagnosis_from_dict,
     gated_settings,
+    repeats,
 )
 from callscope.saag.messages import BINARY_FEEDBACK, gated_message
 from callscope.saag.score import score_parsed
@@ -115,7 +117,8 @@ def run_loop(
     ``grounding`` names the stage-3 mode every attempt is scored in (its corrections never
     ask to change a value that mode accepted). A gated mode (``gated``, ``gated-*``) runs with
     its :data:`~callscope.saag.gated.GATED_VARIANTS` settings unless ``gated`` overrides
-    them; it may also stop at the gate or on a regression (module docstring)."""
+    them; it may also stop at the gate, on a regression or when the model keeps repeating
+    its call (module docstring)."""
     decoding = decoding or Decoding()
     settings = gated if gated is not None and mode.startswith("gated") else gated_settings(mode)
     attempt1, messages, tools = first
@@ -138,6 +141,10 @@ def run_loop(
             return _finish(out, "passed", best, settings)
         if last.attempt >= limit:
             return _finish(out, "budget", best, settings)
+        if settings is not None and repeats(
+            [a.parsed for a in out.attempts if a.error is None], settings.repeat_patience
+        ):
+            return _finish(out, "repeat", best, settings)
         reply_text = (last.reply or {}).get("text") or ""
         parsed = parse_output(ModelReply.from_dict(last.reply or {}))
         if settings is not None:

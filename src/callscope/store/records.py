@@ -43,7 +43,8 @@ class Outcome:
     #: the attempt that is the loop's answer (the gated mode's best so far); None: the last
     answer_at: int | None = None
     #: why the loop stopped: passed, budget, error, gate (nothing confident to correct),
-    #: regression (a revision ranked below the best so far); None when not recorded
+    #: regression (a revision ranked below the best so far), repeat (the model repeated its
+    #: call through ``repeat_patience`` corrections); None when not recorded
     stop: str | None = None
 
     @property

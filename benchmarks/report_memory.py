@@ -131,7 +131,6 @@ def _outcomes(run_dir: Path) -> tuple[list[Case], dict[str, Any], list[tuple[Out
     store = RunStore(run_dir)
     try:
         cases = store.cases()
-        config = store.get_meta(next(iter(store.done_models())) if False else "") or {}
         models = {o["model"] for o in store.outcomes()}
         config = store.get_meta(f"config:{sorted(models)[0]}") or {}
         out = []
@@ -207,7 +206,14 @@ def measure(run_dir: Path) -> tuple[float, float, int, str]:
             shutil.rmtree(p)
         elif p.exists():
             p.unlink()
-    cmd = [sys.executable, "-c", _PEAK, sys.executable, "-m", "callscope", "report", str(run_dir)]
+    cmd = [
+        sys.executable,
+        "-c",
+        _PEAK,
+        shutil.which("callscope") or "callscope",
+        "report",
+        str(run_dir),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, check=True)
     kib, wall, rc = r.stdout.split()
     return int(kib) / 1024, float(wall), int(rc), r.stderr
@@ -216,7 +222,9 @@ def measure(run_dir: Path) -> tuple[float, float, int, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[900, 9000, 100_000])
-    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "callscope-report-memory")
+    ap.add_argument(
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "callscope-report-memory"
+    )
     args = ap.parse_args()
     cache = args.cache / f"v{_VERSION}"
     cache.mkdir(parents=True, exist_ok=True)
@@ -241,9 +249,7 @@ def main() -> None:
         print(f"{n:>9,} {mib:>9.1f} {wall:>7.1f} {rc:>3} {size:>9.0f}")
     base = results[0]
     for n, mib, wall, _, _ in results[1:]:
-        print(
-            f"ratio {n:,}/{base[0]:,}: peak {mib / base[1]:.2f}x, wall {wall / base[2]:.2f}x"
-        )
+        print(f"ratio {n:,}/{base[0]:,}: peak {mib / base[1]:.2f}x, wall {wall / base[2]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
    interleaved, over one keep-alive ``httpx`` client each. Prints the medians and p90s and
    the median of the paired differences.
 
-2. ``--bfcl N``: the embedded 0.5B as upstream on BFCL single-call cases at S = 5, in native
+2. ``--bfcl N``: the embedded 0.5B as upstream on N BFCL single-call queries (sampled with
+   seed 0, as the paper experiment samples its queries) at S = 5, in native
    tools mode. For each case one request goes through the proxy; the upstream's first answer
    to it is what a client going direct gets (same request, temperature 0), the proxy's reply
    is what the guarded client gets. Solved = the cascade passes and the name matches gold
@@ -163,7 +164,7 @@ def bfcl(n: int, out: Path, attempts: int, max_tokens: int) -> None:
     from callscope.parse import parse_output
     from callscope.saag.score import score_parsed
 
-    cases = [c for c in build_benchmark("bfcl", scales=[5], n=None, seed=0).cases][:n]
+    cases = list(build_benchmark("bfcl", scales=[5], n=n, seed=0).cases)  # n sampled, seed 0
     done = {}
     if out.exists():
         for line in out.read_text(encoding="utf-8").splitlines():

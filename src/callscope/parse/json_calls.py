@@ -26,6 +26,9 @@ from callscope.types import ParseResult, ToolCall
 
 def coerce_arguments(raw: Any) -> dict[str, Any]:
     """A call's arguments (an object, a JSON string of one, or ``None``) as a checked dict."""
+    if type(raw) is dict:  # the common case first (the same checks as below)
+        check_depth(raw)
+        return raw
     if raw is None:
         return {}
     if isinstance(raw, str):
@@ -46,13 +49,15 @@ def call_from_object(obj: Any) -> ToolCall:
     """Read one call object (bare, OpenAI- or Ollama-style). Raises ``ValueError``."""
     if not isinstance(obj, dict):
         raise Rejected("call is not an object")
-    if isinstance(obj.get("function"), dict):  # {"type": "function", "function": {...}}
-        obj = obj["function"]
+    function = obj.get("function")
+    if isinstance(function, dict):  # {"type": "function", "function": {...}}
+        obj = function
     name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
+    stripped = name.strip() if isinstance(name, str) else ""
+    if not stripped:
         raise Rejected("call has no string 'name'")
     raw_args = obj["arguments"] if "arguments" in obj else obj.get("parameters")
-    return ToolCall(name=name.strip(), arguments=coerce_arguments(raw_args))
+    return ToolCall(stripped, coerce_arguments(raw_args))
 
 
 def _looks_like_call(obj: Any) -> bool:
@@ -66,6 +71,8 @@ def _looks_like_call(obj: Any) -> bool:
 
 
 def _calls_from_json_value(value: Any) -> list[ToolCall]:
+    if type(value) is dict:  # one object: the common case, the same test as below
+        return [call_from_object(value)] if _looks_like_call(value) else []
     items = value if isinstance(value, list) else [value]
     if not items or not all(_looks_like_call(it) for it in items):
         return []
@@ -103,8 +110,10 @@ def scan_json(text: str) -> tuple[list[ToolCall], str | None]:
     error: str | None = None
     i, n = 0, len(text)
     tries = 0
+    find = text.find
     while i < n and tries < MAX_CANDIDATES:
-        j = min((k for k in (text.find("{", i), text.find("[", i)) if k >= 0), default=-1)
+        brace, bracket = find("{", i), find("[", i)  # the first of the two that occurs
+        j = bracket if brace < 0 or 0 <= bracket < brace else brace
         if j < 0:
             break
         tries += 1

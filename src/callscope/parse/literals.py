@@ -60,10 +60,17 @@ def json_loads(text: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+_SCAN_ONCE = _DECODER.scan_once
+
+
 def json_raw_decode(text: str, start: int) -> tuple[Any, int]:
     """``JSONDecoder.raw_decode`` from ``start`` (trailing text allowed), rejecting
-    ``NaN``/``Infinity``."""
-    return _DECODER.raw_decode(text, start)
+    ``NaN``/``Infinity``. The decoder's scanner is called directly: the same value, end and
+    errors as ``raw_decode`` (whose body this is), one Python frame fewer per candidate."""
+    try:
+        return _SCAN_ONCE(text, start)
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
 
 
 #: value types that need no depth or finiteness check (exact types: a subclass goes the long way)
@@ -73,7 +80,7 @@ _FLAT = frozenset({str, int, bool, type(None)})
 def check_depth(value: Any) -> None:
     """Reject containers nested deeper than ``MAX_ARGUMENT_DEPTH`` and non-finite numbers
     (iteratively: no recursion, so any input is safe)."""
-    if type(value) is dict and all(type(v) in _FLAT for v in value.values()):
+    if type(value) is dict and _FLAT.issuperset(map(type, value.values())):
         return  # the common case: an object of strings, ints, bools and nulls only
     stack = [(value, 0)]
     while stack:

@@ -143,7 +143,7 @@ def _bare(stripped: str, last_error: str | None) -> ParseResult:
     """The calls of text that holds no wrapper with calls: bare JSON, else Python syntax."""
     found, err = scan_json(stripped)
     if found:
-        return ParseResult(calls=tuple(found), form="json")
+        return ParseResult(tuple(found), None, "json")
     last_error = err or last_error
 
     try:
@@ -165,6 +165,8 @@ def parse_output(output: Any) -> ParseResult:
     :class:`~callscope.types.ModelReply`. Native tool calls take precedence over text.
     """
     try:
+        if type(output) is str:  # the common case first: a str has no tool_calls
+            return parse_text(output)
         if output is None:
             return ParseResult(error="no output")
         if hasattr(output, "tool_calls") and hasattr(output, "text"):  # ModelReply

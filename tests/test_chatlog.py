@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from callscope.cli.app import app
+from callscope.cli import app
 from callscope.guard.chatlog import (
     call_rows,
     diagnose_conversations,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from callscope.cli.app import app
+from callscope.cli import app
 from callscope.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from callscope.runs.experiment import EXPERIMENT_KEYS, Experiment, unknown_key_message
 

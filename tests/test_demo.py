@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 pytest.importorskip("bfcl_eval")
 
-from callscope.cli.app import app  # noqa: E402
+from callscope.cli import app  # noqa: E402
 from callscope.cli.common import EXIT_OK, EXIT_USAGE  # noqa: E402
 from callscope.report import aggregate as agg  # noqa: E402
 from callscope.report.findings import correction_that_works, where_calls_fail  # noqa: E402

@@ -45,7 +45,7 @@ def test_an_unknown_preset_names_the_known_ones() -> None:
 def test_the_cli_takes_a_preset_or_a_file_not_both(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from callscope.cli.app import app
+    from callscope.cli import app
     from callscope.cli.common import EXIT_USAGE
 
     def invoke(*args: str):

@@ -1,3 +1,3 @@
-from callscope.cli import app
+from callscope.cli.main import main
 
-app()
+main()

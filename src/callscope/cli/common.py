@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 import typer
@@ -33,9 +33,10 @@ from callscope.core.jsonl import read_jsonl
 from callscope.errors import CallscopeError
 from callscope.models.base import ChatModel
 from callscope.models.registry import DEFAULT_SPEC, backend_help
-from callscope.runs import experiment as runs_experiment
-from callscope.runs.runner import RunSummary
 from callscope.saag.groundings import grounding_help
+
+if TYPE_CHECKING:
+    from callscope.runs.runner import RunSummary
 
 #: progress, summaries and messages go to stderr; data (``score`` rows, tables of
 #: ``compare`` / ``calibrate``) to stdout
@@ -197,7 +198,10 @@ def open_model(
 ) -> ChatModel:
     """The backend named by ``-m`` and the connection / cache options, cached unless
     ``--no-cache`` (:func:`callscope.runs.experiment.open_model`, looked up when called)."""
-    return runs_experiment.open_model(
+    # lazy: the runner's stack is imported only by the commands that open a model
+    from callscope.runs.experiment import open_model as open_backend
+
+    return open_backend(
         spec,
         base_url=base_url,
         api_key=api_key,

@@ -1,0 +1,101 @@
+"""The ``callscope`` typer app: every command, registered from its own module.
+
+One module per command or command group (``score``, ``run``, ``bench``, ``experiment`` and
+``demo``, ``report`` and ``compare``, ``classify``, ``calibrate``, ``audit``, ``serve``);
+shared options and helpers are in :mod:`callscope.cli.common`. Each command is a thin wrapper
+over a library call. :data:`COMMANDS` is the registry (name -> module and attribute), in the
+order ``callscope --help`` lists them.
+
+Start-up: :func:`main` (the ``callscope`` console script) builds the app with only the
+command it is asked to run (``callscope score ...`` imports the score command's module, not
+the runner, the report or numpy), and the whole app for ``--help`` or an unknown name.
+:func:`build_app` is the same for library use; ``callscope.cli.app`` (and this module's
+``app``) is the whole app, built on first access.
+
+Every command (the ``bench`` group's too) is registered wrapped in
+:func:`callscope.cli.common.handle_errors`: the one place user errors become one line and
+exit code 2 (the exit-code scheme is in :mod:`callscope.cli.common`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+
+from callscope.cli.common import DEBUG_ENV, handle_errors, set_debug
+
+#: command name -> (module, attribute): a function, or a typer sub-app (``bench``)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "score": ("callscope.cli.score", "score"),
+    "run": ("callscope.cli.run", "run"),
+    "experiment": ("callscope.cli.experiment", "experiment"),
+    "demo": ("callscope.cli.experiment", "demo"),
+    "report": ("callscope.cli.report", "report"),
+    "compare": ("callscope.cli.report", "compare"),
+    "classify": ("callscope.cli.classify", "classify"),
+    "calibrate": ("callscope.cli.calibrate", "calibrate"),
+    "serve": ("callscope.cli.serve", "serve"),
+    "audit": ("callscope.cli.audit", "audit_command"),
+    "bench": ("callscope.cli.bench", "bench_app"),
+}
+
+
+def _main(
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help=f"show the traceback of user errors (or set {DEBUG_ENV}=1)"),
+    ] = False,
+) -> None:
+    """callscope: diagnose, repair and calibrate LLM tool calls.
+
+    Exit codes: 0 success; 1 the command ran but some rows or cases failed or were
+    malformed; 2 usage or input error (missing file, bad option, bad experiment file)."""
+    set_debug(debug)
+
+
+def build_app(names: Sequence[str] | None = None) -> typer.Typer:
+    """The typer app with the commands ``names`` (all of :data:`COMMANDS` by default), each
+    wrapped in :func:`~callscope.cli.common.handle_errors`."""
+    app = typer.Typer(
+        add_completion=False,
+        no_args_is_help=True,
+        help="Where and why LLM tool calls fail, and how to repair them.",
+    )
+    app.callback()(_main)
+    for name in names if names is not None else COMMANDS:
+        module, attr = COMMANDS[name]
+        target: Any = getattr(importlib.import_module(module), attr)
+        if isinstance(target, typer.Typer):
+            for info in target.registered_commands:
+                if info.callback is not None and not getattr(info.callback, "_handled", False):
+                    info.callback = handle_errors(info.callback)
+                    info.callback._handled = True  # type: ignore[attr-defined]
+            app.add_typer(target, name=name)
+        else:
+            app.command(name)(handle_errors(target))
+    return app
+
+
+def _wanted(argv: Sequence[str]) -> list[str] | None:
+    """The one command ``argv`` runs (the first argument not an option), or ``None`` (all)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return [arg] if arg in COMMANDS else None
+    return None
+
+
+def main() -> None:
+    """The ``callscope`` console script."""
+    build_app(_wanted(sys.argv[1:]))()
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name == "app":
+        app = build_app()
+        globals()["app"] = app
+        return app
+    raise AttributeError(name)

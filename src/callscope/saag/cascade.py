@@ -180,6 +180,10 @@ class _RegistryIndex:
 _INDEX_CACHE_SIZE = 32
 _index_cache: OrderedDict[tuple[int, bool], _RegistryIndex] = OrderedDict()
 _index_lock = threading.Lock()
+#: the index returned last, ``(source, specs, index)``: the calls of one case (its attempts,
+#: modes and metrics) ask for the same registry in a row, and are answered without the lock
+#: (one tuple read, atomic under the GIL; a stale answer is only ever a valid index)
+_last_index: tuple[Sequence[Any], bool, _RegistryIndex] | None = None
 
 
 def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
@@ -187,11 +191,16 @@ def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
     identity of the list: a registry is indexed once however many calls are scored against
     it. Appending to or removing from a cached list rebuilds its index; replacing an element
     in place, or renaming a spec, is not noticed (registries are not edited once scored)."""
+    global _last_index
+    last = _last_index
+    if last is not None and last[0] is source and last[1] == specs and last[2].size == len(source):
+        return last[2]
     key = (id(source), specs)
     with _index_lock:
         idx = _index_cache.get(key)
         if idx is not None and idx.source is source and idx.size == len(source):
             _index_cache.move_to_end(key)
+            _last_index = (source, specs, idx)
             return idx
     if specs:
         names = [str(f.get("name")) for f in source]
@@ -209,6 +218,7 @@ def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
         _index_cache.move_to_end(key)
         while len(_index_cache) > _INDEX_CACHE_SIZE:
             _index_cache.popitem(last=False)
+        _last_index = (source, specs, idx)
     return idx
 
 
@@ -273,6 +283,24 @@ def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None
 
 # --------------------------------------------------------------------------- stage 2
 
+#: pairs of names whose WRatio :func:`_wratio` remembers, and the longest pair (characters)
+#: it keeps: a model repeats its out-of-schema names, and registries their parameter names
+_WRATIO_PAIRS = 4096
+_WRATIO_MAX_CHARS = 256
+
+
+@lru_cache(maxsize=_WRATIO_PAIRS)
+def _wratio_memo(a: str, b: str) -> float:
+    return fuzz.WRatio(a, b)  # type: ignore[no-any-return]
+
+
+def _wratio(a: Any, b: Any) -> float:
+    """``rapidfuzz.fuzz.WRatio(a, b)`` (0-100), remembered for the last few thousand pairs
+    of short strings (each costs microseconds; the same float either way)."""
+    if type(a) is str and type(b) is str and len(a) + len(b) <= _WRATIO_MAX_CHARS:
+        return _wratio_memo(a, b)
+    return fuzz.WRatio(a, b)  # type: ignore[no-any-return]
+
 
 def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(A_req, A_all) from a function spec's JSON schema, in schema order."""
@@ -298,10 +326,28 @@ def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] 
     return None
 
 
+def required_params(functions: Sequence[dict[str, Any]] | None, name: Any) -> list[str]:
+    """A_req of the first spec in ``functions`` named ``name`` (``[]`` when there is none):
+    ``schema_params(find_spec(functions, name) or {})[0]``, read once per spec of a list or
+    tuple registry (its index). The caller must not modify the list."""
+    if not functions:
+        return []
+    if isinstance(name, str) and isinstance(functions, list | tuple):
+        registry = _registry_index(functions, specs=True)
+        spec = registry.by_name.get(name)
+        return [] if spec is None else registry.shape(spec)[0]
+    return schema_params(find_spec(functions, name) or {})[0]
+
+
 def _properties(spec: dict[str, Any]) -> dict[str, Any]:
     params = spec.get("parameters")
     props = params.get("properties") if isinstance(params, dict) else None
     return props if isinstance(props, dict) else {}
+
+
+_CONTAINERS = (dict, list, tuple)
+#: the verdict on a value nested deeper than the parser's limit: ungrounded, a hard drift
+_TOO_DEEP = ArgVerdict(1.0, None, None)
 
 
 def diagnose(
@@ -334,10 +380,10 @@ def diagnose(
 
     # Stage 2: structural completeness
     a_req, a_all, in_schema, props = registry.shape(spec)
-    predicted = list(call.arguments)
-    pset = set(predicted)
-    rpr = sum(1 for a in a_req if a in pset) / len(a_req) if a_req else 1.0
-    missing = [a for a in a_req if a not in pset]
+    arguments = call.arguments
+    predicted = list(arguments)
+    missing = [a for a in a_req if a not in arguments] if a_req else []
+    rpr = (len(a_req) - len(missing)) / len(a_req) if a_req else 1.0
     drifted: list[str] = []
     spurious: list[str] = []
     targets: dict[str, str] = {}
@@ -347,11 +393,11 @@ def diagnose(
             continue
         best, best_name = 0.0, None
         for a in a_all:
-            score = fuzz.WRatio(p, a) / 100.0
+            score = _wratio(p, a) / 100.0
             if best_name is None or score > best:
                 best, best_name = score, a
         pds_values.append(best)
-        if best >= DRIFT_THRESHOLD and best_name is not None and best_name not in pset:
+        if best >= DRIFT_THRESHOLD and best_name is not None and best_name not in arguments:
             drifted.append(p)
             targets[p] = best_name
         else:
@@ -370,44 +416,46 @@ def diagnose(
         drift_targets=targets,
         predicted=call.name,
     )
-    if rpr < 1.0 or spr > 0.0 or drifted:
+    if rpr < 1.0 or spurious or drifted:
         return d
 
     # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
+    # One pass in the model's argument order: each verdict, then what the metrics read of it.
     mode = get_grounding(grounding)
     evidence = Evidence.of(query, context)
-    verdicts: dict[str, ArgVerdict] = {}
-    for p, v in call.arguments.items():
-        if isinstance(v, dict | list | tuple) and _too_deep(v):
-            verdicts[p] = ArgVerdict(1.0, None, None)
-            continue
-        verdict = mode.ground(p, v, props.get(p), evidence, call.arguments)
-        if judge is not None and verdict.h and judge(p, v, evidence.all_text):
-            verdict = ArgVerdict(0.0, "judge", v)
-        verdicts[p] = verdict
-    d.grounding = mode.name
-    d.grounded = {p: v.reason for p, v in verdicts.items() if v.reason is not None}
-    d.avem = len(d.grounded) / len(predicted) if predicted else None
-    overlaps = [
-        g.partial_ratio(v, evidence.all_text) / 100.0
-        for p, v in call.arguments.items()
-        if isinstance(v, str) and not verdicts[p].grounded
-    ]
-    d.qslo = _mean(overlaps) if overlaps else None
+    all_text = evidence.all_text
+    ground = mode.ground
+    grounded: dict[str, str] = {}
+    overlaps: list[float] = []
     hs: list[float] = []
-    for p, verdict in verdicts.items():
-        if verdict.h is None:
+    for p, v in arguments.items():
+        if isinstance(v, _CONTAINERS) and _too_deep(v):
+            verdict = _TOO_DEEP
+        else:
+            verdict = ground(p, v, props.get(p), evidence, arguments)
+            if judge is not None and verdict.h and judge(p, v, all_text):
+                verdict = ArgVerdict(0.0, "judge", v)
+        if verdict.reason is not None:
+            grounded[p] = verdict.reason
+        elif isinstance(v, str):
+            overlaps.append(g.partial_ratio(v, all_text) / 100.0)
+        h = verdict.h
+        if h is None:
             continue
-        hs.append(verdict.h)
-        if verdict.h > 0:
+        hs.append(h)
+        if h > 0:
             leaf = verdict.leaf
             if g.is_number(leaf):
                 d.numeric.append(p)
-            elif leaf is None or g.partial_ratio(str(leaf), evidence.all_text) < g.HARD_DRIFT_BELOW:
+            elif leaf is None or g.partial_ratio(str(leaf), all_text) < g.HARD_DRIFT_BELOW:
                 d.hard.append(p)
             else:
                 d.soft.append(p)
+    d.grounding = mode.name
+    d.grounded = grounded
+    d.avem = len(grounded) / len(predicted) if predicted else None
+    d.qslo = _mean(overlaps) if overlaps else None
     d.vhr = _mean(hs) if hs else None
-    d.stage = 3 if any(h > 0 for h in hs) else 0
+    d.stage = 3 if d.numeric or d.hard or d.soft else 0
     return d

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
-from callscope.saag.cascade import find_spec, schema_params
+from callscope.saag.cascade import required_params
 from callscope.saag.grounding import is_number
 from callscope.types import ToolCall
 
@@ -69,7 +70,20 @@ def values_equal(pred: Any, gold: Any) -> bool:
 
 def bfcl_string_form(s: str) -> str:
     """BFCL's comparison form of a string: lowercased, without spaces and ``,./-_*^``, single
-    quotes as double (``bfcl_eval``'s AST checker ``standardize_string``)."""
+    quotes as double (``bfcl_eval``'s AST checker ``standardize_string``). The forms of the
+    last few thousand short strings are remembered (gold values are compared again and
+    again)."""
+    if type(s) is str and len(s) <= _FORM_MEMO_CHARS:
+        return _string_form_memo(s)
+    return _BFCL_STRIP.sub("", s.lower()).replace("'", '"')
+
+
+#: strings up to this long have their BFCL form remembered (:func:`bfcl_string_form`)
+_FORM_MEMO_CHARS = 256
+
+
+@lru_cache(maxsize=8192)
+def _string_form_memo(s: str) -> str:
     return _BFCL_STRIP.sub("", s.lower()).replace("'", '"')
 
 
@@ -110,6 +124,11 @@ def _as_list(v: Any) -> list[Any]:
 
 
 def _bfcl_accepts(pred: Any, acceptable: Any) -> bool:
+    if type(pred) is str:
+        # a string equals only a string gold (bfcl_values_equal's one branch for it): its
+        # form is computed once, not once per acceptable value
+        form = bfcl_string_form(pred)
+        return any(isinstance(a, str) and bfcl_string_form(a) == form for a in _as_list(acceptable))
     return any(bfcl_values_equal(pred, a) for a in _as_list(acceptable))
 
 
@@ -138,12 +157,12 @@ def extrinsic(
     acceptable = gold.get("acceptable")
     if isinstance(acceptable, dict):
         mandatory = {k for k, vals in acceptable.items() if "" not in vals}
-        mandatory |= set(schema_params(find_spec(functions or [], gold.get("name")) or {})[0])
-        correct_keys = {
-            k
-            for k, v in pred.items()
-            if name_ok and k in acceptable and _bfcl_accepts(v, acceptable[k])
-        }
+        mandatory.update(required_params(functions, gold.get("name")))
+        correct_keys = (
+            {k for k, v in pred.items() if k in acceptable and _bfcl_accepts(v, acceptable[k])}
+            if name_ok
+            else set()
+        )
         relevant = mandatory | correct_keys
         n_correct = len(correct_keys & relevant)
         out = _prf(n_correct, len(pred), len(relevant), name_ok)

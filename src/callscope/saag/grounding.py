@@ -17,6 +17,7 @@ from rapidfuzz import fuzz
 #: only when no word character precedes it (so ``5-3`` holds 5 and 3, not -3).
 NUMBER_TOKEN = re.compile(r"(?:(?<!\w)-)?(?:\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)")
 _WORD = re.compile(r"\w")
+_INT_TOKEN = re.compile(r"-?\d+")
 
 #: partial_ratio below this (0-100) makes a string a *hard* drift (SAAG paper, section 3.3 after
 #: Eq. 9, and App. A: "the hard-drift boundary for Stage 3 correction is PartialRatio < 0.6")
@@ -39,7 +40,7 @@ def _number_tokens(query: str) -> tuple[float | int, ...]:
 
 @lru_cache(maxsize=1024)
 def _has_digit(text: str) -> bool:
-    return any(ch.isdigit() for ch in text)
+    return any(map(str.isdigit, text))
 
 
 class NumberIndex:
@@ -92,7 +93,7 @@ def number_tokens(query: str) -> list[float | int]:
     for tok in NUMBER_TOKEN.findall(query):
         clean = tok.replace(",", "")
         try:
-            out.append(int(clean) if re.fullmatch(r"-?\d+", clean) else float(clean))
+            out.append(int(clean) if _INT_TOKEN.fullmatch(clean) else float(clean))
         except ValueError:  # pragma: no cover - the regex only admits numbers
             continue
     return out

@@ -45,6 +45,7 @@ for values the rules still flag; an accepted value then has reason ``judge``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -110,13 +111,24 @@ class Evidence:
         self.context = tuple(c for c in context if c)
         #: (rules off, enum) -> the members the request states (see ``_stated_members``)
         self.member_cache: dict[Any, tuple[Any, ...]] = {}
+        #: (mode's rule key, :func:`_scalar_key` of a value) -> what a mode found for that
+        #: scalar in this text (a verdict, a reason): the attempts of one case repeat most of
+        #: their values; at most :data:`MEMO_SIZE` entries, values that depend on nothing else
+        self.memo: dict[Any, Any] = {}
 
     @staticmethod
     def of(query: str, context: Iterable[str] = ()) -> Evidence:
         """The :class:`Evidence` of ``query`` and ``context``, shared by every call scored
         against the same text (the attempts and modes of one case): derived forms are then
         computed once per request, not once per call."""
+        if not context:
+            return _evidence(query, ())
         return _evidence(query, tuple(c for c in context if c))
+
+    def remember(self, key: Any, value: Any) -> None:
+        """Keep ``value`` in :attr:`memo` under ``key`` unless it is full (bounded memory)."""
+        if len(self.memo) < MEMO_SIZE:
+            self.memo[key] = value
 
     @cached_property
     def all_text(self) -> str:
@@ -160,6 +172,26 @@ class Evidence:
         return Evidence("\n".join(self.context)) if self.context else None
 
 
+#: at most this many scalars are remembered per :class:`Evidence` (see :attr:`Evidence.memo`)
+MEMO_SIZE = 512
+#: strings longer than this are not remembered (the memo stays small however long the values)
+MEMO_MAX_CHARS = 256
+
+
+def _scalar_key(value: Any) -> tuple[Any, ...] | None:
+    """A key that only equal scalars of one exact type share (``-0.0`` apart from ``0.0``):
+    what a mode finds for such a value depends on the value alone. ``None`` (not remembered)
+    for containers, ``bool``, ``None``, subclasses, long strings and huge integers."""
+    cls = type(value)
+    if cls is str:
+        return (str, value) if len(value) <= MEMO_MAX_CHARS else None
+    if cls is int:
+        return (int, value) if -(2**64) < value < 2**64 else None
+    if cls is float:
+        return (float, value, math.copysign(1.0, value)) if value == 0 else (float, value)
+    return None
+
+
 @lru_cache(maxsize=512)
 def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
     return Evidence(query, context)
@@ -180,6 +212,13 @@ class Grounding(Protocol):
     ) -> ArgVerdict: ...
 
 
+_MISSING = object()
+_SCALARS = (str, int, float)
+
+#: the verdicts on ``None``, ``True`` and ``False``: assumed (h ``None``), not grounded
+_ASSUMED = {v: ArgVerdict(None, None, v) for v in (None, True, False)}
+
+
 class LexicalGrounding:
     """The SAAG paper's grounding (section 2.3, eqs. 6-9), unchanged."""
 
@@ -193,10 +232,22 @@ class LexicalGrounding:
         evidence: Evidence,
         arguments: Mapping[str, Any],
     ) -> ArgVerdict:
+        if value is None or value is True or value is False:
+            return _ASSUMED[value]  # no grounding context (what grounding_of finds for them)
+        key = _scalar_key(value)
+        if key is not None:
+            hit = evidence.memo.get(("lexical", key))
+            if hit is not None:
+                return hit  # type: ignore[no-any-return]
         matched, h, leaf = g.grounding_of(value, evidence.query)  # EM, h(v), worst leaf at once
-        if matched:
-            return ArgVerdict(0.0, "stated", value)
-        return ArgVerdict(h, None, leaf if h else value)
+        verdict = (
+            ArgVerdict(0.0, "stated", value)
+            if matched
+            else ArgVerdict(h, None, leaf if h else value)
+        )
+        if key is not None:
+            evidence.remember(("lexical", key), verdict)
+        return verdict
 
 
 def _numbers_claimed(arguments: Mapping[str, Any], skip: str) -> list[int | float]:
@@ -236,7 +287,19 @@ class RegistryGrounding:
     # ------------------------------------------------------------------ stated in a text
 
     def _stated(self, value: Any, ev: Evidence) -> str | None:
-        """``stated`` / ``normalised`` / ``unit`` when ``ev.query`` states the scalar."""
+        """``stated`` / ``normalised`` / ``unit`` when ``ev.query`` states the scalar
+        (remembered per request: :attr:`Evidence.memo`)."""
+        key = _scalar_key(value)
+        if key is None:
+            return self._stated_in(value, ev)
+        key = ("stated", self.disabled, key)
+        hit = ev.memo.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self._stated_in(value, ev)
+            ev.remember(key, hit)
+        return hit  # type: ignore[no-any-return]
+
+    def _stated_in(self, value: Any, ev: Evidence) -> str | None:
         if g.exact_match(value, ev.query):
             return "stated"
         on = "normalised" not in self.disabled
@@ -352,14 +415,41 @@ class RegistryGrounding:
         """Accept each leaf by the rules; a container is grounded when every scored leaf is
         (its reason the least direct of theirs); otherwise h is the paper's h(v) of the worst
         ungrounded leaf, over the request and the context."""
-        scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
+        scalar = isinstance(value, _SCALARS) and not isinstance(value, bool)
         if scalar:
             reason = self._accept_leaf(param, value, schema, evidence, arguments)
             if reason:
                 return ArgVerdict(0.0, reason, value)
+            key = _scalar_key(value)
+            if key is not None:  # the rest depends on the value and the text only
+                hit = evidence.memo.get(("scalar", key))
+                if hit is None:
+                    hit = self._score_leaves(
+                        value, schema, [(value, schema)], True, evidence, arguments, param
+                    )
+                    evidence.remember(("scalar", key), hit)
+                return hit  # type: ignore[no-any-return]
+            return self._score_leaves(
+                value, schema, [(value, schema)], True, evidence, arguments, param
+            )
+        return self._score_leaves(
+            value, schema, list(_leaves(value, schema)), False, evidence, arguments, param
+        )
+
+    def _score_leaves(
+        self,
+        value: Any,
+        schema: dict[str, Any] | None,
+        leaves: list[tuple[Any, dict[str, Any] | None]],
+        scalar: bool,
+        evidence: Evidence,
+        arguments: Mapping[str, Any],
+        param: str,
+    ) -> ArgVerdict:
+        """The verdict from ``value``'s leaves: accepted ones give their reasons (a scalar's
+        one leaf was tried by the caller), the worst ungrounded one its h."""
         worst: ArgVerdict | None = None
         reasons: list[str] = []
-        leaves = [(value, schema)] if scalar else list(_leaves(value, schema))
         siblings = frozenset(
             leaf for leaf, _ in leaves if isinstance(leaf, str | int | float) and len(leaves) > 1
         )

@@ -191,6 +191,12 @@ _SUFFIX_SCALE = {
 }
 
 
+#: every word :func:`_word_numbers` reads (any other word only ends a number)
+_NUMBER_WORDS = frozenset(
+    {*_UNITS, *_TENS, *_SCALES, *_SINGLE, *_ORDINALS, *_FREQUENCIES, *_MONTH_NUMBERS, "and"}
+)
+
+
 def _as_number(tok: str) -> int | float:
     clean = tok.replace(",", "")
     return float(clean) if "." in clean or "e" in clean.lower() else int(clean)
@@ -203,6 +209,11 @@ def _word_numbers(text: str) -> list[int | float]:
     out: list[int | float] = []
     total, current, active = 0, 0, False
     for word in _WORD_TOKEN.findall(text):
+        if word not in _NUMBER_WORDS:  # most words: what the last branch does with them
+            if active:
+                out.append(total + current)
+                total, current, active = 0, 0, False
+            continue
         if word in _UNITS or word in _TENS:
             current += _UNITS.get(word, 0) + _TENS.get(word, 0)
             active = True
@@ -341,24 +352,44 @@ def unit_group(value: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _unit_forms() -> tuple[
+    tuple[tuple[tuple[bool, str], ...], tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...]],
+    ...,
+]:
+    """What :func:`unit_groups_stated` looks for, per group of :data:`UNIT_GROUPS`, made once:
+    each long form (``True`` and its padded :func:`norm_words` form, or ``False`` and the
+    form itself for a symbol-led one), each short form's patterns (after a number; before one
+    for a symbol)."""
+    out = []
+    for long, short in UNIT_GROUPS:
+        longs = tuple(
+            (True, " " + norm_words(form).strip() + " ") if form[0].isalnum() else (False, form)
+            for form in long
+        )
+        shorts = tuple(
+            (
+                re.compile(rf"\d\s?{re.escape(form)}(?![a-z])"),
+                None if form.isalpha() else re.compile(rf"{re.escape(form)}\s?\d"),
+            )
+            for form in short
+        )
+        out.append((longs, shorts))
+    return tuple(out)
+
+
 def unit_groups_stated(text: str) -> frozenset[int]:
     """The unit groups ``text`` states: a long form as whole words, or a short form directly
     after a number ("10m", "25 °C", "$5" before the number for currency symbols)."""
     words = norm_words(text)
     low = unicodedata.normalize("NFKC", text).lower()
     found: set[int] = set()
-    for i, (long, short) in enumerate(UNIT_GROUPS):
-        if any(
-            (" " + norm_words(form).strip() + " ") in words if form[0].isalnum() else form in low
-            for form in long
-        ):
+    for i, (longs, shorts) in enumerate(_unit_forms()):
+        if any((form in words) if padded else (form in low) for padded, form in longs):
             found.add(i)
             continue
-        for form in short:
-            esc = re.escape(form)
-            after = rf"\d\s?{esc}(?![a-z])"
-            before = rf"{esc}\s?\d" if not form.isalpha() else None
-            if re.search(after, low) or (before and re.search(before, low)):
+        for after, before in shorts:
+            if after.search(low) or (before is not None and before.search(low)):
                 found.add(i)
                 break
     return frozenset(found)
@@ -455,6 +486,7 @@ _VALUE_TIME = re.compile(
 )
 
 Date = tuple[int | None, int, int]
+_ANY_DIGIT = re.compile(r"\d")
 
 
 def _valid(y: int | None, m: int, d: int) -> bool:
@@ -485,6 +517,8 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
     """The dates ``text`` states as ``(year or None, month, day)`` (numeric dates in either
     day/month order, "March 14th", "14th of March 2023", "2023 April 21st"), and the years it
     states anywhere."""
+    if _ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
+        return frozenset(), frozenset()
     out = _numeric_dates(text)
     for m in _MONTH_DAY.finditer(text):
         x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(1).lower()], int(m.group(2)))
@@ -506,6 +540,8 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     """The clock times ``text`` states as ``(hour 0-23, minute)``: "7 PM", "10:00 a.m.",
     "19:00"."""
     out: set[tuple[int, int]] = set()
+    if _ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
+        return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
     for m in _TIME_12.finditer(text):
         h, mi = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= h <= 12 and mi < 60:
@@ -620,6 +656,8 @@ def relative_dates(text: str, dates: frozenset[Date]) -> frozenset[Date]:
     tomorrow", "next Wednesday", "a week later"): from each stated ``(year, month, day)``, the
     day before and after, the day after tomorrow, the next two occurrences of every weekday the
     text names, and a week later."""
+    if not dates:
+        return frozenset()  # nothing to count from (what the scan below finds too)
     import datetime as dt  # lazy: only requests with a full date and a relative word need it
 
     low = text.lower()

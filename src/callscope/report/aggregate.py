@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,36 +69,59 @@ _EXTRINSIC_KEY = {m.key: m.row_key for m in specs("extrinsic") if m.row_key not 
 # --------------------------------------------------------------------------- loading
 
 
-def load_outcomes(run_dir: str | Path) -> list[OutcomeRow]:
-    """Every outcome of a run directory, each with ``first_diagnosis`` (attempt 1's cascade
-    diagnosis or None), ``final_diagnosis`` (the last attempt's) and ``has_gold`` added.
-    Raises FileNotFoundError without a store."""
+def _open(run_dir: str | Path) -> RunStore:
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise FileNotFoundError(f"no run store at {run_dir / STORE_FILE}")
-    store = RunStore(run_dir)
+    return RunStore(run_dir)
+
+
+def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
+    """The outcomes of an open store one at a time (store order, the rows streamed), each
+    with ``first_diagnosis`` (attempt 1's cascade diagnosis or None), ``trajectory``
+    (:func:`trajectory_step` per scored attempt), ``final_diagnosis`` (the last attempt's)
+    and ``has_gold`` added. Message histories are not read."""
+    gold = {c.id: c.gold is not None for c in store.iter_cases()}
+    for o in store.outcomes(stream=True):
+        attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
+        o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
+        o["trajectory"] = [
+            trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")
+        ]
+        o["final_diagnosis"] = attempts[-1].get("diagnosis") if attempts else None
+        o["has_gold"] = gold.get(o["case_id"], True)
+        yield o
+
+
+def load_outcomes(run_dir: str | Path) -> list[OutcomeRow]:
+    """Every outcome of a run directory as :func:`iter_outcomes` enriches it (memory grows
+    with the store: :func:`load_facts` is the compact form the report reads). Raises
+    FileNotFoundError without a store."""
+    store = _open(run_dir)
     try:
-        gold = {c.id: c.gold is not None for c in store.cases()}
-        out: list[OutcomeRow] = []
-        for o in store.outcomes():
-            attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
-            o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
-            o["trajectory"] = [
-                trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")
-            ]
-            o["final_diagnosis"] = attempts[-1].get("diagnosis") if attempts else None
-            o["has_gold"] = gold.get(o["case_id"], True)
-            out.append(o)
-        return out
+        return list(iter_outcomes(store))
     finally:
         store.close()
 
 
-def max_attempts_by_model(run_dir: str | Path, outcomes: Sequence[OutcomeRow]) -> dict[str, int]:
+def load_facts(run_dir: str | Path) -> list[OutcomeFacts]:
+    """Every outcome of a run directory as its :class:`OutcomeFacts`, streamed from the store
+    (one outcome dict alive at a time; repeated strings and small values shared), in store
+    order: what every aggregate of this module needs, in a few hundred bytes per outcome.
+    Raises FileNotFoundError without a store."""
+    store = _open(run_dir)
+    shared: dict[Any, Any] = {}
+    try:
+        return [outcome_facts(o, shared) for o in iter_outcomes(store)]
+    finally:
+        store.close()
+
+
+def max_attempts_by_model(run_dir: str | Path, outcomes: Iterable[Outcomeish]) -> dict[str, int]:
     """The configured attempt budget per model (run config), else the most attempts seen."""
     seen: dict[str, int] = {}
-    for o in outcomes:
-        seen[o["model"]] = max(seen.get(o["model"], 1), int(o["n_attempts"] or 1))
+    for f in as_facts(outcomes):
+        seen[f.model] = max(seen.get(f.model, 1), int(f.n_attempts or 1))
     store = RunStore(run_dir)
     try:
         for model in seen:
@@ -171,12 +194,12 @@ def extrinsic_value(o: OutcomeRow, metric: str) -> float | None:
 
 
 def _group(
-    outcomes: Iterable[OutcomeRow], keys: Sequence[str]
-) -> dict[tuple[str, ...], list[OutcomeRow]]:
-    groups: dict[tuple[str, ...], list[OutcomeRow]] = {}
-    for o in outcomes:
-        key = tuple(scale_label(o.get("scale")) if k == "scale" else str(o[k]) for k in keys)
-        groups.setdefault(key, []).append(o)
+    outcomes: Iterable[OutcomeFacts], keys: Sequence[str]
+) -> dict[tuple[str, ...], list[OutcomeFacts]]:
+    groups: dict[tuple[str, ...], list[OutcomeFacts]] = {}
+    for f in outcomes:
+        key = tuple(str(getattr(f, k)) for k in keys)
+        groups.setdefault(key, []).append(f)
     return groups
 
 
@@ -214,24 +237,204 @@ def _summary(values: list[float], prefix: str, n_boot: int, seed: int) -> dict[s
     }
 
 
+# --------------------------------------------------------------------------- compact facts
+
+
+def _key(x: Any) -> Any:
+    """A sharing key that keeps types apart (``1`` is not ``1.0``, ``-0.0`` not ``0.0``)."""
+    if isinstance(x, tuple):
+        return tuple(_key(v) for v in x)
+    if isinstance(x, float):
+        return (float, x, math.copysign(1.0, x))
+    return (type(x), x)
+
+
+def _shared(x: Any, pool: dict[Any, Any] | None) -> Any:
+    """``x`` itself or an equal value of the same type already in ``pool`` (so that a run's
+    repeated model names, case ids and value tuples are held once)."""
+    if pool is None or x is None or isinstance(x, bool):
+        return x
+    return pool.setdefault(_key(x), x)
+
+
+class OutcomeFacts:
+    """What the report's aggregates need of one outcome, computed once by the per-outcome
+    definitions of this module (:func:`intrinsic_value`, :func:`extrinsic_value`,
+    :func:`first_stage`, :func:`first_kinds`, :func:`revision_flags`, ...), so that a store of
+    any size is aggregated from a few hundred bytes per outcome instead of its decoded rows.
+    Read-only; ``facts["model"]`` and ``facts.get("mode")`` work as on an outcome dict for the
+    key fields. Build with :func:`outcome_facts`."""
+
+    __slots__ = (
+        "model",
+        "case_id",
+        "mode",
+        "scale",
+        "error",
+        "error_text",
+        "error_kind",
+        "has_gold",
+        "solved",
+        "solved_at",
+        "n_attempts",
+        "intrinsic",
+        "extrinsic",
+        "first_stage",
+        "first_kinds",
+        "has_first",
+        "first_solved",
+        "final_segment",
+        "overcorrection",
+        "revisions",
+        "lost_any",
+    )
+    #: fields readable with ``facts[key]`` (the outcome dict's names for them)
+    _ITEMS = frozenset(("model", "case_id", "mode", "solved_at", "n_attempts"))
+
+    model: str
+    case_id: str
+    mode: str
+    #: the scale label (:func:`scale_label`)
+    scale: str
+    error: bool
+    error_text: str | None
+    error_kind: str | None
+    has_gold: bool
+    solved: bool
+    solved_at: int | None
+    n_attempts: Any
+    #: :func:`intrinsic_value` per :data:`INTRINSIC` metric
+    intrinsic: tuple[float | None, ...]
+    #: :func:`extrinsic_value` per :data:`EXTRINSIC` metric
+    extrinsic: tuple[float | None, ...]
+    first_stage: str
+    first_kinds: tuple[str, ...]
+    #: the outcome has an attempt-1 row (``o["first"] is not None``)
+    has_first: bool
+    #: attempt 1 solved the case (its row's ``solved``)
+    first_solved: bool
+    #: the final attempt's :func:`segment_of`
+    final_segment: str
+    #: ``(first gold name, final gold name, first gold args, final gold args, F1 change)``
+    #: where :func:`overcorrection` uses the outcome, else None
+    overcorrection: tuple[bool, bool, bool, bool, float] | None
+    #: per :data:`KEPT_ITEMS` item ``(lost, gained)`` or None where it cannot be told;
+    #: None for the whole when :func:`revision_tradeoff` leaves the outcome out
+    revisions: tuple[tuple[bool, bool] | None, ...] | None
+    lost_any: bool
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            object.__setattr__(self, name, fields[name])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("OutcomeFacts is read-only")
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._ITEMS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self._ITEMS else default
+
+    def __repr__(self) -> str:
+        return f"OutcomeFacts({self.model!r}, {self.case_id!r}, {self.mode!r})"
+
+
+#: an outcome dict (:func:`load_outcomes`) or its :class:`OutcomeFacts`
+Outcomeish = OutcomeRow | OutcomeFacts
+
+
+def outcome_facts(o: OutcomeRow, pool: dict[Any, Any] | None = None) -> OutcomeFacts:
+    """The :class:`OutcomeFacts` of an outcome dict (``pool``: values shared across calls)."""
+    first, final = o.get("first"), o.get("final") or {}
+    usable = has_gold(o) and not is_error(o) and first and "name_match" in first
+    oc = None
+    if usable:
+        oc = (
+            bool(first.get("name_match")),
+            bool(final.get("name_match")),
+            _gold_args(first),
+            _gold_args(final),
+            float(final.get("arg_f1") or 0.0) - float(first.get("arg_f1") or 0.0),
+        )
+    rev = None
+    if not is_error(o) and trajectory_of(o)[0]:
+        flags = revision_flags(o)
+        rev = tuple(
+            (flags[i]["lost"], flags[i]["gained"]) if i in flags else None for i in KEPT_ITEMS
+        )
+    s = _shared
+    return OutcomeFacts(
+        model=s(o["model"], pool),
+        case_id=s(o["case_id"], pool),
+        mode=s(o["mode"], pool),
+        scale=s(scale_label(o.get("scale")), pool),
+        error=is_error(o),
+        error_text=o.get("error"),
+        error_kind=s(o.get("error_kind"), pool),
+        has_gold=has_gold(o),
+        solved=is_solved(o),
+        solved_at=s(o.get("solved_at"), pool),
+        n_attempts=s(o.get("n_attempts"), pool),
+        intrinsic=s(tuple(intrinsic_value(o, m) for m in INTRINSIC), pool),
+        extrinsic=s(tuple(extrinsic_value(o, m) for m in EXTRINSIC), pool),
+        first_stage=s(first_stage(o), pool),
+        first_kinds=s(tuple(first_kinds(o)), pool),
+        has_first=first is not None,
+        first_solved=bool((first or {}).get("solved")),
+        final_segment=s(segment_of(o.get("final"), o.get("final_diagnosis")), pool),
+        overcorrection=s(oc, pool),
+        revisions=s(rev, pool),
+        lost_any=lost_any(o),
+    )
+
+
+def as_facts(outcomes: Iterable[Outcomeish]) -> list[OutcomeFacts]:
+    """``outcomes`` as :class:`OutcomeFacts` (dicts converted, facts kept), in order."""
+    pool: dict[Any, Any] = {}
+    return [o if isinstance(o, OutcomeFacts) else outcome_facts(o, pool) for o in outcomes]
+
+
+def segment_of(row: dict[str, Any] | None, diagnosis: dict[str, Any] | None) -> str:
+    """The call-flow segment of one attempt (:data:`callscope.report.flow.SEGMENTS`): from its
+    score ``row`` (``None``: no reply, ``error``) and its cascade ``diagnosis`` (for the
+    stage-3 kinds; see :func:`attempt_kinds`): ``passed``, the first failure kind in cascade
+    order, or ``stage<k>`` for a failure without a recorded kind."""
+    if not row or row.get("stage") is None:
+        return "error"
+    stage = int(row["stage"])
+    if stage == 0:
+        return "passed"
+    kinds = attempt_kinds(row, diagnosis)
+    return kinds[0] if kinds else f"stage{stage}"
+
+
+def first_segment(f: OutcomeFacts) -> str:
+    """Attempt 1's :func:`segment_of`, from the facts (its first kind, else its stage)."""
+    return f.first_kinds[0] if f.first_kinds else f.first_stage
+
+
 # --------------------------------------------------------------------------- per-scale
 
 
-def group_metrics(rows: Sequence[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
+def group_metrics(rows: Sequence[Outcomeish], n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """All metrics of one group of outcomes (see the module docstring for the conventions).
 
     Keys: ``n``, ``n_errors``, per metric ``m, m_std, m_n, m_lo, m_hi`` (mean, population std,
     rows behind the mean, bootstrap CI); ``solved, solve_n, solve_rate, solve_lo, solve_hi``
     (Wilson); ``attempts_to_solve`` (+ ``_std``, ``_n``): mean attempts over solved outcomes."""
-    out: dict[str, Any] = {"n": len(rows), "n_errors": sum(is_error(o) for o in rows)}
-    for m in INTRINSIC:
-        vals = [v for o in rows if (v := intrinsic_value(o, m)) is not None]
+    rows = as_facts(rows)
+    out: dict[str, Any] = {"n": len(rows), "n_errors": sum(f.error for f in rows)}
+    for i, m in enumerate(INTRINSIC):
+        vals = [v for f in rows if (v := f.intrinsic[i]) is not None]
         out.update(_summary(vals, m, n_boot, seed))
-    for m in EXTRINSIC:
-        vals = [v for o in rows if (v := extrinsic_value(o, m)) is not None]
+    for i, m in enumerate(EXTRINSIC):
+        vals = [v for f in rows if (v := f.extrinsic[i]) is not None]
         out.update(_summary(vals, m, n_boot, seed))
-    gold_rows = [o for o in rows if has_gold(o)]
-    solved = sum(is_solved(o) for o in gold_rows)
+    gold_rows = [f for f in rows if f.has_gold]
+    solved = sum(f.solved for f in gold_rows)
     lo, hi = wilson(solved, len(gold_rows))
     out.update(
         solved=solved,
@@ -240,15 +443,15 @@ def group_metrics(rows: Sequence[OutcomeRow], n_boot: int = 2000, seed: int = 0)
         solve_lo=lo,
         solve_hi=hi,
     )
-    at = [float(o["solved_at"]) for o in gold_rows if is_solved(o)]
+    at = [float(f.solved_at) for f in gold_rows if f.solved]
     mean, std = mean_std(at)
     out.update(attempts_to_solve=mean, attempts_to_solve_std=std, attempts_to_solve_n=len(at))
     return out
 
 
-def per_scale(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def per_scale(outcomes: Iterable[Outcomeish], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """One row per (model, scale, mode): the paper's per-scale tables (Appendix E)."""
-    groups = _group(outcomes, ("model", "scale", "mode"))
+    groups = _group(as_facts(outcomes), ("model", "scale", "mode"))
     names = ("model", "scale", "mode")
     rows = [
         {**dict(zip(names, k, strict=True)), **group_metrics(groups[k], n_boot, seed)}
@@ -257,10 +460,10 @@ def per_scale(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0)
     return pd.DataFrame(rows)
 
 
-def headline(outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def headline(outcomes: Iterable[Outcomeish], n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """One row per (model, mode) pooled over all scales (same columns as :func:`per_scale`,
     with ``scale == "all"``): the report's summary table."""
-    groups = _group(outcomes, ("model", "mode"))
+    groups = _group(as_facts(outcomes), ("model", "mode"))
     rows = [
         {"model": k[0], "scale": ALL, "mode": k[1], **group_metrics(groups[k], n_boot, seed)}
         for k in _sorted_keys(groups, ("model", "mode"))
@@ -304,26 +507,26 @@ def across_scales(per_scale_df: pd.DataFrame) -> pd.DataFrame:
 
 
 def cumulative_solve(
-    outcomes: Iterable[OutcomeRow], max_attempts: dict[str, int] | int | None = None
+    outcomes: Iterable[Outcomeish], max_attempts: dict[str, int] | int | None = None
 ) -> pd.DataFrame:
     """Long table (model, mode, scale, attempt, solved, n, rate): the share of outcomes (of
     gold cases) solved at or before each attempt 1..max (paper Fig. 3). ``max_attempts`` per
     model (or one int); default the most attempts any outcome of that model used. Direct mode
     is extended flat to the same horizon so it can serve as the baseline."""
-    outcomes = [o for o in outcomes if has_gold(o)]
+    facts = [f for f in as_facts(outcomes) if f.has_gold]
     horizon: dict[str, int] = {}
-    for o in outcomes:
-        horizon[o["model"]] = max(horizon.get(o["model"], 1), int(o["n_attempts"] or 1))
+    for f in facts:
+        horizon[f.model] = max(horizon.get(f.model, 1), int(f.n_attempts or 1))
     if isinstance(max_attempts, int):
         horizon = dict.fromkeys(horizon, max_attempts)
     elif isinstance(max_attempts, dict):
         horizon = {m: max_attempts.get(m, h) for m, h in horizon.items()}
     names = ("model", "mode", "scale")
-    groups = _group(outcomes, names)
+    groups = _group(facts, names)
     rows = []
     for key in _sorted_keys(groups, names):
         g = groups[key]
-        at = [o["solved_at"] for o in g if is_solved(o)]
+        at = [f.solved_at for f in g if f.solved]
         for k in range(1, horizon[key[0]] + 1):
             solved = sum(1 for a in at if a <= k)
             rows.append(
@@ -367,23 +570,23 @@ def attempt_kinds(row: dict[str, Any] | None, diagnosis: dict[str, Any] | None) 
     return [k for k in FAILURE_KINDS[2:] if diag.get(k)]
 
 
-def _one_per_case(outcomes: Iterable[OutcomeRow]) -> list[OutcomeRow]:
+def _one_per_case(outcomes: Iterable[OutcomeFacts]) -> list[OutcomeFacts]:
     """Attempt 1 is shared by all modes: keep one outcome per (model, case), preferring one
     whose first attempt exists."""
-    best: dict[tuple[str, str], OutcomeRow] = {}
-    for o in outcomes:
-        key = (o["model"], o["case_id"])
-        if key not in best or (best[key].get("first") is None and o.get("first") is not None):
-            best[key] = o
+    best: dict[tuple[str, str], OutcomeFacts] = {}
+    for f in outcomes:
+        key = (f.model, f.case_id)
+        if key not in best or (not best[key].has_first and f.has_first):
+            best[key] = f
     return list(best.values())
 
 
-def failure_breakdown(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
+def failure_breakdown(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
     """Per (model, scale) plus a pooled ``scale == "all"`` row per model: how each case's
     first attempt ended (shares of ``passed``, ``stage1``..``stage3``, ``error``; they sum to 1)
     and the share of cases showing each failure kind (a case may show several, so kind shares
     need not sum to the failure share). Counts are in the ``n_<label>`` columns."""
-    cases = _one_per_case(outcomes)
+    cases = _one_per_case(as_facts(outcomes))
     rows = []
     by_model = _group(cases, ("model",))
     for (model,) in _sorted_keys(by_model, ("model",)):
@@ -393,8 +596,8 @@ def failure_breakdown(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
         if len(groups) > 1:
             groups.append((ALL, by_model[(model,)]))
         for scale, g in groups:
-            stages = Counter(first_stage(o) for o in g)
-            kinds = Counter(k for o in g for k in first_kinds(o))
+            stages = Counter(f.first_stage for f in g)
+            kinds = Counter(k for f in g for k in f.first_kinds)
             row: dict[str, Any] = {"model": model, "scale": scale, "n": len(g)}
             for s in STAGE_LABELS:
                 row[s] = stages[s] / len(g)
@@ -414,7 +617,7 @@ def _gold_args(row: dict[str, Any]) -> bool:
 
 
 def overcorrection(
-    outcomes: Iterable[OutcomeRow], n_boot: int = 2000, seed: int = 0
+    outcomes: Iterable[Outcomeish], n_boot: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
     """Per (model, mode): how often the loop moved a correct first attempt away.
 
@@ -426,20 +629,17 @@ def overcorrection(
     Only outcomes of gold cases that finished without a model error and have a first attempt
     are used (``n``)."""
     names = ("model", "mode")
-    usable = [
-        o
-        for o in outcomes
-        if has_gold(o) and not is_error(o) and o.get("first") and "name_match" in o["first"]
-    ]
+    usable = [f for f in as_facts(outcomes) if f.overcorrection is not None]
     groups = _group(usable, names)
     rows = []
     for key in _sorted_keys(groups, names):
         g = groups[key]
         row: dict[str, Any] = {**dict(zip(names, key, strict=True)), "n": len(g)}
-        name_base = [o for o in g if o["first"].get("name_match")]
-        name_lost = sum(1 for o in name_base if not o["final"].get("name_match"))
-        args_base = [o for o in g if _gold_args(o["first"])]
-        args_lost = sum(1 for o in args_base if not _gold_args(o["final"]))
+        oc = [f.overcorrection for f in g]
+        name_base = [x for x in oc if x[0]]
+        name_lost = sum(1 for x in name_base if not x[1])
+        args_base = [x for x in oc if x[2]]
+        args_lost = sum(1 for x in args_base if not x[3])
         for label, lost, base in (("name", name_lost, name_base), ("args", args_lost, args_base)):
             lo, hi = wilson(lost, len(base))
             row.update(
@@ -451,10 +651,7 @@ def overcorrection(
                     f"{label}_hi": hi,
                 }
             )
-        deltas = [
-            float(o["final"].get("arg_f1") or 0.0) - float(o["first"].get("arg_f1") or 0.0)
-            for o in g
-        ]
+        deltas = [x[4] for x in oc]
         mean, _ = mean_std(deltas)
         lo, hi = bootstrap_ci(order_free(deltas), n_boot=n_boot, seed=seed)
         row.update(f1_delta=mean, f1_delta_lo=lo, f1_delta_hi=hi)
@@ -465,10 +662,10 @@ def overcorrection(
 # --------------------------------------------------------------------------- errors
 
 
-def errors_by_kind(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
+def errors_by_kind(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
     """Counts of outcomes that ended in a model error, per (model, mode, error_kind)."""
     counts = Counter(
-        (o["model"], o["mode"], o.get("error_kind") or "error") for o in outcomes if is_error(o)
+        (f.model, f.mode, f.error_kind or "error") for f in as_facts(outcomes) if f.error
     )
     rows = [
         {"model": m, "mode": mo, "error_kind": k, "count": c}
@@ -559,7 +756,7 @@ def lost_any(o: OutcomeRow) -> bool:
     return any(f["lost"] for f in revision_flags(o).values())
 
 
-def revision_tradeoff(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
+def revision_tradeoff(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
     """Per (model, mode): what the loop's revisions lost and gained, by stage and against the
     gold (:func:`revision_flags`), each as a count and a rate over the ``n`` outcomes (Wilson
     95% intervals, so modes run on the same cases share the denominator); ``overcorrection``:
@@ -568,18 +765,18 @@ def revision_tradeoff(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
     ``gained``, with ``<item>_n`` outcomes where the item can be told. Outcomes that ended in
     a model error or have no scored attempt are left out."""
     names = ("model", "mode")
-    usable = [o for o in outcomes if not is_error(o) and trajectory_of(o)[0]]
+    usable = [f for f in as_facts(outcomes) if f.revisions is not None]
     groups = _group(usable, names)
     rows = []
     for key in _sorted_keys(groups, names):
         g = groups[key]
-        flags = [revision_flags(o) for o in g]
+        flags = [f.revisions for f in g]
         row: dict[str, Any] = {**dict(zip(names, key, strict=True)), "n": len(g)}
-        for item in KEPT_ITEMS:
-            told = [f[item] for f in flags if item in f]
+        for i, item in enumerate(KEPT_ITEMS):
+            told = [fl[i] for fl in flags if fl[i] is not None]
             row[f"{item}_n"] = len(told)
-            for what in ("lost", "gained"):
-                k = sum(1 for t in told if t[what])
+            for j, what in enumerate(("lost", "gained")):
+                k = sum(1 for t in told if t[j])
                 lo, hi = wilson(k, len(told))
                 row.update(
                     {
@@ -589,7 +786,7 @@ def revision_tradeoff(outcomes: Iterable[OutcomeRow]) -> pd.DataFrame:
                         f"{item}_{what}_hi": hi,
                     }
                 )
-        k = sum(1 for f in flags if any(x["lost"] for x in f.values()))
+        k = sum(1 for fl in flags if any(x[0] for x in fl if x is not None))
         lo, hi = wilson(k, len(g))
         row.update(overcorrected=k, overcorrection=k / len(g), overcorrection_lo=lo)
         row["overcorrection_hi"] = hi
@@ -613,23 +810,24 @@ PAIRED_METRICS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def case_value(o: OutcomeRow, key: str) -> float | None:
+def case_value(o: Outcomeish, key: str) -> float | None:
     """One outcome's value of a :data:`PAIRED_METRICS` key (None where undefined): solved,
     the extrinsic metrics (:func:`extrinsic_value`), VHR of the answer (where stage 3 ran),
     :func:`lost_any`, and the attempts the loop made."""
+    f = o if isinstance(o, OutcomeFacts) else outcome_facts(o)
     if key == "solve_rate":
-        return (1.0 if is_solved(o) else 0.0) if has_gold(o) else None
+        return (1.0 if f.solved else 0.0) if f.has_gold else None
     if key in EXTRINSIC:
-        return extrinsic_value(o, key)
+        return f.extrinsic[EXTRINSIC.index(key)]
     if key == "overcorrection":
-        return None if is_error(o) else float(lost_any(o))
+        return None if f.error else float(f.lost_any)
     if key == "attempts":
-        return float(o.get("n_attempts") or 0)
-    return intrinsic_value(o, key)
+        return float(f.n_attempts or 0)
+    return f.intrinsic[INTRINSIC.index(key)]
 
 
 def paired_modes(
-    outcomes: Iterable[OutcomeRow],
+    outcomes: Iterable[Outcomeish],
     base: str,
     other: str,
     n_boot: int = 2000,
@@ -641,9 +839,9 @@ def paired_modes(
     bootstrap of the per-case differences (:func:`callscope.core.stats.bootstrap_ci`).
     Columns: model, base, other, metric, n (pairs where both values exist), base_value,
     other_value, diff, lo, hi, better / worse (cases where ``other`` is above / below)."""
-    by: dict[tuple[str, str], dict[str, OutcomeRow]] = {}
-    for o in outcomes:
-        by.setdefault((o["model"], o["mode"]), {})[o["case_id"]] = o
+    by: dict[tuple[str, str], dict[str, OutcomeFacts]] = {}
+    for f in as_facts(outcomes):
+        by.setdefault((f.model, f.mode), {})[f.case_id] = f
     rows = []
     for model in sorted({m for m, _ in by}):
         a, b = by.get((model, base), {}), by.get((model, other), {})

@@ -1,10 +1,13 @@
-"""The JSON the report's case browser renders: every SAAG outcome with all its attempts, and
-the one safe way to put JSON inside a ``<script>`` block (:func:`json_for_script`)."""
+"""The JSON the report's case browser renders: the SAAG outcomes with all their attempts (at
+most :data:`MAX_CASES_PER_GROUP` per model and mode), and the one safe way to put JSON inside
+a ``<script>`` block (:func:`json_for_script`)."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +35,57 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The JSON the case browser renders: ``cases`` (query, registry, gold, scale by id),
-    ``items`` (one per outcome, with every attempt), the filter choices and ``metrics``, the
-    metric specs (:data:`callscope.saag.metrics.METRIC_SPECS`) whose labels and stages the
-    page shows."""
+#: the most outcomes of one (model, mode) the case browser holds (the first in the run's
+#: case order); the page says so when a run has more. The tables and figures count them all.
+MAX_CASES_PER_GROUP = 200
 
+
+def case_data(
+    run_dir: str | Path,
+    outcomes: Iterable[agg.Outcomeish],
+    cap: int = MAX_CASES_PER_GROUP,
+) -> dict[str, Any]:
+    """The JSON the case browser renders: ``items`` (one per outcome, with every attempt; at
+    most ``cap`` per model and mode, the first in ``outcomes``' order), ``cases`` (query,
+    registry, gold, scale by id, for the cases of ``items``, in the store's order), the
+    filter choices and ``metrics``, the metric specs
+    (:data:`callscope.saag.metrics.METRIC_SPECS`) whose labels and stages the page shows.
+    When some model and mode has more than ``cap`` outcomes, ``note`` says how many the page
+    holds. Memory: what the page holds, whatever the size of the store."""
+
+    total: Counter[tuple[str, str]] = Counter()
+    shown: list[agg.OutcomeFacts] = []
+    for f in agg.as_facts(outcomes):
+        total[f.model, f.mode] += 1
+        if total[f.model, f.mode] <= cap:
+            shown.append(f)
     store = RunStore(run_dir)
     try:
+        items = []
+        for f in shown:
+            attempts = store.attempts(f.model, f.case_id, f.mode, with_messages=False)
+            stage = f.first_stage
+            items.append(
+                {
+                    "model": f.model,
+                    "case_id": f.case_id,
+                    "mode": f.mode,
+                    "scale": f.scale,
+                    "stage": "error"
+                    if stage == "error"
+                    else ("0" if stage == "passed" else stage[-1]),
+                    "kinds": list(f.first_kinds),
+                    "result": "error"
+                    if f.error
+                    else ("solved" if f.solved_at is not None else "unsolved"),
+                    "solved_at": f.solved_at,
+                    "n_attempts": f.n_attempts,
+                    "error": f.error_text,
+                    "error_kind": f.error_kind,
+                    "attempts": [_attempt_record(a) for a in attempts],
+                }
+            )
+        wanted = {f.case_id for f in shown}
         cases = {
             c.id: {
                 "query": c.query,
@@ -47,36 +93,13 @@ def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, 
                 "gold": c.gold,
                 "scale": agg.scale_label(c.scale),
             }
-            for c in store.cases()
+            for c in store.iter_cases()
+            if c.id in wanted
         }
-        items = []
-        for o in outcomes:
-            attempts = store.attempts(o["model"], o["case_id"], o["mode"])
-            stage = agg.first_stage(o)
-            items.append(
-                {
-                    "model": o["model"],
-                    "case_id": o["case_id"],
-                    "mode": o["mode"],
-                    "scale": agg.scale_label(o.get("scale")),
-                    "stage": "error"
-                    if stage == "error"
-                    else ("0" if stage == "passed" else stage[-1]),
-                    "kinds": agg.first_kinds(o),
-                    "result": "error"
-                    if agg.is_error(o)
-                    else ("solved" if o.get("solved_at") is not None else "unsolved"),
-                    "solved_at": o.get("solved_at"),
-                    "n_attempts": o.get("n_attempts"),
-                    "error": o.get("error"),
-                    "error_kind": o.get("error_kind"),
-                    "attempts": [_attempt_record(a) for a in attempts],
-                }
-            )
     finally:
         store.close()
     scales = sorted({i["scale"] for i in items}, key=agg.scale_sort_key)
-    return {
+    data: dict[str, Any] = {
         "cases": cases,
         "items": items,
         "models": sorted({i["model"] for i in items}),
@@ -85,6 +108,24 @@ def case_data(run_dir: str | Path, outcomes: list[dict[str, Any]]) -> dict[str, 
         "kinds": list(agg.FAILURE_KINDS),
         "metrics": [m.to_dict() for m in METRIC_SPECS],
     }
+    if len(items) < sum(total.values()):
+        data["note"] = (
+            f"The case browser holds the first {cap:,} outcomes of each model and mode in the "
+            f"run's case order ({len(items):,} of the run's {sum(total.values()):,} outcomes); "
+            "the tables and figures count every outcome."
+        )
+    return data
+
+
+def _plain(x: Any) -> bool:
+    """``x`` holds no non-finite float and no non-string key: JSON takes it as it is."""
+    if isinstance(x, float):
+        return math.isfinite(x)
+    if isinstance(x, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in x.items())
+    if isinstance(x, list | tuple):
+        return all(_plain(v) for v in x)
+    return True
 
 
 def _finite(x: Any) -> Any:
@@ -101,7 +142,8 @@ def _finite(x: Any) -> Any:
 def json_for_script(data: Any) -> str:
     """JSON safe to place inside ``<script type="application/json">``: ``<``, ``>``, ``&``
     and the JS line separators are escaped as ``\\uXXXX`` (``json.loads`` reads it back)."""
-    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, default=str)
+    plain = data if _plain(data) else _finite(data)  # copied only where JSON needs it
+    text = json.dumps(plain, ensure_ascii=False, allow_nan=False, default=str)
     for ch, esc in (
         ("<", "\\u003c"),
         (">", "\\u003e"),

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -63,19 +62,19 @@ def where_calls_fail(flow: pd.DataFrame, report: str = "report.html") -> Finding
 
 
 def correction_that_works(
-    outcomes: Sequence[dict[str, Any]], report: str = "report.html"
+    outcomes: Sequence[agg.Outcomeish], report: str = "report.html"
 ) -> Finding:
     """Finding 2: the feedback mode that turned most unsolved first attempts into solved
     final attempts, its solve rate beside direct's, and its first such case (by id)."""
-    gold = [o for o in outcomes if agg.has_gold(o)]
-    fixed: dict[str, list[dict[str, Any]]] = {}
+    gold = [f for f in agg.as_facts(outcomes) if f.has_gold]
+    fixed: dict[str, list[agg.OutcomeFacts]] = {}
     rate: dict[str, tuple[int, int]] = {}
-    for mode in sorted({o["mode"] for o in gold}, key=agg.mode_sort_key):
-        mine = [o for o in gold if o["mode"] == mode]
-        rate[mode] = (sum(agg.is_solved(o) for o in mine), len(mine))
+    for mode in sorted({f.mode for f in gold}, key=agg.mode_sort_key):
+        mine = [f for f in gold if f.mode == mode]
+        rate[mode] = (sum(f.solved for f in mine), len(mine))
         fixed[mode] = sorted(
-            (o for o in mine if agg.is_solved(o) and not (o.get("first") or {}).get("solved")),
-            key=lambda o: str(o["case_id"]),
+            (f for f in mine if f.solved and not f.first_solved),
+            key=lambda f: str(f.case_id),
         )
     modes = [m for m in fixed if m != "direct" and fixed[m]]
     if not modes:
@@ -86,8 +85,8 @@ def correction_that_works(
         )
     best = max(modes, key=lambda m: (len(fixed[m]), -agg.mode_sort_key(m)[0]))
     ex = fixed[best][0]
-    stage = agg.first_stage(ex)
-    kinds = agg.first_kinds(ex)
+    stage = ex.first_stage
+    kinds = ex.first_kinds
     said = ", ".join(segment_label(k).split(": ", 1)[-1] for k in kinds)
     what = stage.replace("stage", "stage ") + (f" ({said})" if said else "")
     k, n = rate[best]
@@ -97,7 +96,7 @@ def correction_that_works(
     )
     if "direct" in rate:
         text += f" against direct's {rate['direct'][0]}/{rate['direct'][1]}"
-    text += f"; e.g. {ex['case_id']} failed at {what} and was solved at attempt {ex['solved_at']}"
+    text += f"; e.g. {ex.case_id} failed at {what} and was solved at attempt {ex.solved_at}"
     hash_ = f"mode={best}&result=solved" + (f"&stage={stage[-1]}" if stage[-1].isdigit() else "")
     return Finding(
         "A correction that works",
@@ -117,7 +116,7 @@ def trust_the_diagnosis(audit_lines: Sequence[str], report: str = "report.html")
 
 
 def findings(
-    outcomes: Sequence[dict[str, Any]],
+    outcomes: Sequence[agg.Outcomeish],
     flow: pd.DataFrame,
     audit_lines: Sequence[str],
     report: str = "report.html",

@@ -40,16 +40,8 @@ FIRST = "attempt 1"
 FLOW_COLUMNS = ("model", "bar", "mode", "segment", "stage", "n", "total", "share", "solved")
 
 
-def segment_of(row: dict[str, Any] | None, diagnosis: dict[str, Any] | None) -> str:
-    """The segment of one attempt: from its score ``row`` (``None``: no reply) and its cascade
-    ``diagnosis`` (for the stage-3 kinds; see :func:`callscope.report.aggregate.attempt_kinds`)."""
-    if not row or row.get("stage") is None:
-        return "error"
-    stage = int(row["stage"])
-    if stage == 0:
-        return "passed"
-    kinds = agg.attempt_kinds(row, diagnosis)
-    return kinds[0] if kinds else f"stage{stage}"
+#: the segment of one attempt (defined with the other per-outcome facts in ``aggregate``)
+segment_of = agg.segment_of
 
 
 def _bar_rows(
@@ -76,7 +68,7 @@ def _bar_rows(
     ]
 
 
-def call_flow(outcomes: Iterable[agg.OutcomeRow]) -> pd.DataFrame:
+def call_flow(outcomes: Iterable[agg.Outcomeish]) -> pd.DataFrame:
     """Per model, one bar for attempt 1 (one outcome per case: it is shared by the modes)
     and one per feedback mode other than ``direct`` for the final attempt; per bar one row per
     segment of :data:`SEGMENTS` with its count ``n``, the bar's ``total`` calls, ``share`` =
@@ -85,30 +77,18 @@ def call_flow(outcomes: Iterable[agg.OutcomeRow]) -> pd.DataFrame:
     Rows in model, bar, segment order.
 
     Attempt 1 of ``direct`` is its final attempt, so direct mode has no bar of its own."""
-    outcomes = list(outcomes)
+    facts = agg.as_facts(outcomes)
     rows: list[dict[str, Any]] = []
-    for model in sorted({o["model"] for o in outcomes}):
-        mine = [o for o in outcomes if o["model"] == model]
-        first: dict[str, agg.OutcomeRow] = {}
-        for o in mine:  # one per case, preferring one whose first attempt exists
-            if o["case_id"] not in first or (
-                first[o["case_id"]].get("first") is None and o.get("first") is not None
-            ):
-                first[o["case_id"]] = o
-        items = [
-            (
-                segment_of(o.get("first"), o.get("first_diagnosis")),
-                bool((o.get("first") or {}).get("solved")) and agg.has_gold(o),
-            )
-            for o in first.values()
-        ]
+    for model in sorted({f.model for f in facts}):
+        mine = [f for f in facts if f.model == model]
+        first: dict[str, agg.OutcomeFacts] = {}
+        for f in mine:  # one per case, preferring one whose first attempt exists
+            if f.case_id not in first or (not first[f.case_id].has_first and f.has_first):
+                first[f.case_id] = f
+        items = [(agg.first_segment(f), f.first_solved and f.has_gold) for f in first.values()]
         rows += _bar_rows(model, FIRST, "", items)
-        modes = sorted({o["mode"] for o in mine} - {"direct"}, key=agg.mode_sort_key)
+        modes = sorted({f.mode for f in mine} - {"direct"}, key=agg.mode_sort_key)
         for mode in modes:
-            finals = [
-                (segment_of(o.get("final"), o.get("final_diagnosis")), agg.is_solved(o))
-                for o in mine
-                if o["mode"] == mode
-            ]
+            finals = [(f.final_segment, f.solved) for f in mine if f.mode == mode]
             rows += _bar_rows(model, f"final, {mode}", mode, finals)
     return pd.DataFrame(rows, columns=list(FLOW_COLUMNS))

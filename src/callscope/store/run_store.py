@@ -209,6 +209,12 @@ class RunStore:
         rows = self._db.execute("SELECT data FROM cases ORDER BY rowid").fetchall()
         return [Case.from_dict(decode(r[0])) for r in rows]
 
+    def iter_cases(self) -> Iterator[Case]:
+        """The cases of :meth:`cases`, in the same order, read one row at a time (constant
+        memory; read-only: write nothing to the store until the iterator is exhausted)."""
+        for (data,) in self._db.execute("SELECT data FROM cases ORDER BY rowid"):
+            yield Case.from_dict(decode(data))
+
     # ---------------------------------------------------------------- outcomes
 
     def done(self, model: str, *, include_errors: bool = False) -> set[tuple[str, str]]:
@@ -303,8 +309,12 @@ class RunStore:
             prior = (ref, messages)
         return out
 
-    def outcomes(self, model: str | None = None) -> Iterator[dict[str, Any]]:
+    def outcomes(
+        self, model: str | None = None, *, stream: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded.
+        ``stream=True`` reads the rows one at a time instead of all up front (constant memory;
+        read-only: write nothing to the store until the iterator is exhausted).
 
         In a stable order that does not depend on when each finished (so a resumed or
         concurrent run reads, exports and reports exactly as a serial one): by model, then
@@ -335,7 +345,8 @@ class RunStore:
             "final",
             "first",
         )
-        for r in self._db.execute(sql, args).fetchall():
+        cursor = self._db.execute(sql, args)
+        for r in cursor if stream else cursor.fetchall():
             d = dict(zip(cols, (from_sql(v) for v in r), strict=True))
             d["final"] = decode(d["final"])
             d["first"] = decode(d["first"])

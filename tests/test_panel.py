@@ -125,10 +125,19 @@ def test_panel_figure_draws_png(panel, tmp_path) -> None:
     pytest.importorskip("matplotlib")
     from callscope.report.panels import panel_figure, write_panel_page
 
-    path = panel_figure(panel, tmp_path / "p.png")
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fig = panel_figure(panel, tmp_path / "p.png")
+    assert fig.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # one subplot per panel column, one legend entry (marker) per model
+    assert fig.categories == ["base", "miss_param"] and fig.legend == ["x", "y"]
+    got = {(p["model"], p["category"]): (p["gar"], p["acc"], p["masked"]) for p in fig.points}
+    assert got == {("x", "base"): (0.75, 0.5, False), ("y", "miss_param"): (0.0, 0.5, True)}
+    x_base = next(p for p in fig.points if p["model"] == "x")
+    assert (round(x_base["gar_lo"], 3), round(x_base["acc_hi"], 3)) == (0.301, 0.850)  # Wilson
     page = write_panel_page(tmp_path / "page", panel).read_text()
     assert "GAR, Acc and Δ = Acc − GAR per model and category" in page
     assert 'class="row-red"' in page
     assert '<figure id="fig-panel"><img alt="Acc against case-level GAR' in page
     assert page.count("data:image/png;base64,") == 1
+    # the same panel section as a run report: figure first, then the case and turn tables
+    assert page.index('id="fig-panel"') < page.index('id="table-panel-0"')
+    assert page.index('id="table-panel-0"') < page.index('id="table-panel-turn-0"')

@@ -12,8 +12,10 @@ The three models of the fast test, on ``multi_turn_base_0`` and ``multi_turn_mis
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
+import re
 
 import pytest
 
@@ -66,7 +68,7 @@ def cases():
     return select_cases(["base", "miss_param"], 1)
 
 
-def test_three_model_panel_in_one_store_resumes(tmp_path, cases) -> None:
+def test_three_model_panel_in_one_store_resumes(tmp_path, cases, monkeypatch) -> None:
     with FakeServer() as srv:
         srv.push(*served_steps(cases))
         models = {
@@ -128,6 +130,71 @@ def test_three_model_panel_in_one_store_resumes(tmp_path, cases) -> None:
     assert "| scripted:asker | 1 | 0.0 [0.0, 79.3] | 0.0 [0.0, 79.3] |" in md
     # each model's own diagnostics file, named after it
     assert (tmp_path / "panel" / "calibration-baseline-openai-served.md").exists()
+    _check_panel_report(tmp_path / "panel", monkeypatch)
+
+
+def _cells(page: str, model: str, table_id: str) -> list[str]:
+    """The cells of ``model``'s row in the table ``id="table-<table_id>"`` of the page."""
+    table = page.split(f'id="table-{table_id}"', 1)[1].split("</table>", 1)[0]
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table):
+        cells = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", row)]
+        if cells and cells[0] == model:
+            return cells
+    raise AssertionError(f"no row of {model} in {table_id}")
+
+
+def _check_panel_report(run_dir, monkeypatch) -> None:
+    """The run's report.html shows the panel: the Acc-vs-GAR figure on the first screen with
+    one marker per model, then the case-level panel table and the turn-level one, before the
+    per-model tables. By hand (n = 1 per cell, Wilson 95% of 0/1 = [0, 79.3], of 1/1 =
+    [20.7, 100]; Δ's Newcombe paired interval with φ = 0, a margin being empty):
+    asker base: GAR = Acc = 0, Δ = 0 [0 − √(0.793²), 0 + √(0.793²)] = [−79.3, +79.3];
+    asker miss_param: GAR 1, Acc 0, Δ = −1, lower −1 − √(0² + 0²) = −100, upper
+    −1 + √(0.793² + 0.793²) = +12.2; gold base: GAR = Acc = 1, Δ 0 [−79.3, +79.3]."""
+    import callscope.report.html as report_html
+
+    drawn = []
+
+    def spy(*args, **kwargs):
+        drawn.append(real(*args, **kwargs))
+        return drawn[-1]
+
+    real = report_html.acc_vs_gar_plot
+    monkeypatch.setattr(report_html, "acc_vs_gar_plot", spy)
+    page = report_html.build_report(run_dir).read_text(encoding="utf-8")
+    (fig,) = drawn
+    assert fig.legend == ["scripted:gold", "openai:served", "scripted:asker"]
+    assert fig.categories == ["base", "miss_param"]
+    assert {(p["model"], p["category"]): (p["gar"], p["acc"]) for p in fig.points} == {
+        ("scripted:gold", "multi_turn_base"): (1.0, 1.0),
+        ("scripted:gold", "multi_turn_miss_param"): (1.0, 1.0),
+        ("openai:served", "multi_turn_base"): (1.0, 1.0),
+        ("openai:served", "multi_turn_miss_param"): (1.0, 1.0),
+        ("scripted:asker", "multi_turn_base"): (0.0, 0.0),
+        ("scripted:asker", "multi_turn_miss_param"): (1.0, 0.0),
+    }
+    overview = page.split('<section id="overview">', 1)[1].split("</section>", 1)[0]
+    assert 'id="fig-acc_vs_gar"' in overview and page.count("<img") == 1
+    assert page.index('id="overview"') < page.index('id="table-panel-0"')
+    assert page.index('id="table-panel-0"') < page.index('id="table-panel-turn-0"')
+    assert page.index('id="table-panel-turn-0"') < page.index('id="diagnostic"')
+    asker = _cells(page, "scripted:asker", "panel-0")
+    assert asker[1:9] == [
+        "1",
+        "0.0 [0.0, 79.3]",
+        "0.0 [0.0, 79.3]",
+        "+0.0 [-79.3, +79.3]",
+        "1",
+        "100.0 [20.7, 100.0]",
+        "0.0 [0.0, 79.3]",
+        "-100.0 [-100.0, +12.2]",
+    ]
+    assert "miss_param: " in asker[9] and "large slack" in asker[9]
+    gold = _cells(page, "scripted:gold", "panel-0")
+    assert gold[1:5] == ["1", "100.0 [20.7, 100.0]", "100.0 [20.7, 100.0]", "+0.0 [-79.3, +79.3]"]
+    # turn level: the asker asked at miss_param's due turn, never called at base's
+    turn = _cells(page, "scripted:asker", "panel-turn-0")
+    assert turn[1] == "0.0 [0.0, 79.3]" and turn[3] == "100.0 [20.7, 100.0]"
 
 
 def test_experiment_file(tmp_path) -> None:
@@ -244,8 +311,11 @@ def test_panel_cli_repeatable_m_and_experiment_file(tmp_path, cases) -> None:
     md = (out / "panel-baseline.md").read_text()
     assert "| openai:a | 1 | 100.0 [20.7, 100.0] | 100.0 [20.7, 100.0] |" in md
     assert "| openai:b | 1 | 0.0 [0.0, 79.3] | 0.0 [0.0, 79.3] |" in md
-    assert (out / "panel" / "report.html").exists() and (out / "report.html").exists()
-    assert (out / "panel" / "panel-baseline.png").exists()
+    # the panel is in the run's report (its figure the first screen's), no page of its own
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert _cells(page, "openai:b", "panel-0")[1:4] == ["1", "0.0 [0.0, 79.3]", "0.0 [0.0, 79.3]"]
+    assert (out / "figures" / "acc_vs_gar.png").exists()
+    assert not (out / "panel").exists()
 
 
 def test_probe_panel_pairs_each_model_with_its_own_baseline(tmp_path, cases) -> None:

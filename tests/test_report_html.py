@@ -267,7 +267,7 @@ def test_acc_gar_points() -> None:
 
 
 def test_calibration_first_screen(tmp_path: Path) -> None:
-    fig = acc_vs_gar_plot(CALIBRATION_RUNS, tmp_path)
+    fig = acc_vs_gar_plot(acc_gar_points(CALIBRATION_RUNS), tmp_path / ACC_GAR_FILE).path
     assert fig.name == ACC_GAR_FILE and fig.read_bytes()[:4] == b"\x89PNG"
     conv = {"runs": CALIBRATION_RUNS, "comparisons": [], "ablations": [], "config": "default"}
     info = RunInfo(groundings={"m": "registry"})
@@ -277,3 +277,75 @@ def test_calibration_first_screen(tmp_path: Path) -> None:
     assert 'id="audit-line"' not in overview  # no gold cases, no audit
     assert page.index('id="overview"') < page.index('id="diagnostic"')
     assert page.count("<img") == 1
+
+
+def _run(model: str, rows: list[dict], probe: str = "baseline") -> dict:
+    return {"model": model, "probe": probe, "rows": rows}
+
+
+def test_acc_vs_gar_one_marker_per_model(tmp_path: Path) -> None:
+    """Three models on two categories: one subplot per category, one legend entry per model
+    (in the runs' order), each point where its rows put it; a model name is data (``$`` is
+    not mathtext); with a second probe each (model, probe) is its own series."""
+    base, miss = "multi_turn_base", "multi_turn_miss_param"
+    runs = [
+        _run("a", [{"category": base, "gar_case": 1.0, "acc": 1.0}]),
+        _run("b$x$", [{"category": base, "gar_case": 0.5, "acc": 0.25}]),
+        _run("c", [{"category": base, "gar_case": 0.0, "acc": 0.0}]),
+        _run("c", [{"category": miss, "gar_case": 0.0, "acc": 0.5}]),
+    ]
+    fig = acc_vs_gar_plot(acc_gar_points(runs), tmp_path / "f.png")
+    assert fig.path.read_bytes()[:4] == b"\x89PNG"
+    assert fig.categories == ["base", "miss_param"]
+    assert fig.legend == ["a", "b\\$x\\$", "c"]
+    assert [(p["model"], p["gar"], p["acc"], p["masked"]) for p in fig.points] == [
+        ("a", 1.0, 1.0, False),
+        ("b$x$", 0.5, 0.25, False),
+        ("c", 0.0, 0.0, False),
+        ("c", 0.0, 0.5, True),
+    ]
+    two = acc_vs_gar_plot(
+        acc_gar_points([*runs[:1], _run("a", runs[0]["rows"], "sri")]), tmp_path / "g.png"
+    )
+    assert two.legend == ["a (baseline)", "a (sri)"]
+    # a path spec keeps its file name; a τ² group label (spaces) keeps its text
+    labels = ["local:/models/qwen.gguf", "xai/grok-3 (user: xai/grok-3)"]
+    named = acc_vs_gar_plot(
+        acc_gar_points([_run(m, runs[0]["rows"]) for m in labels]), tmp_path / "h.png"
+    )
+    assert named.legend == ["local:qwen.gguf", "xai/grok-3 (user: xai/grok-3)"]
+    assert acc_vs_gar_plot([], tmp_path / "e.png").legend == []
+
+
+def test_panel_section_escapes_model_names() -> None:
+    """The panel section of a calibration run: after the first screen, before the per-model
+    tables; model-derived text (names, warnings) is escaped."""
+    evil = "<script>alert(1)</script>"
+    panel = {
+        "probe": "baseline",
+        "models": [evil, "m"],
+        "table": {
+            "columns": ["Model", "base GAR %"],
+            "rows": [[evil, "0.0"], ["m", "50.0"]],
+            "title": "Panel",
+            "caption": "c",
+            "row_styles": ["red", None],
+        },
+        "turn_table": {"columns": ["Model"], "rows": [[evil], ["m"]], "title": "T"},
+        "warnings": [f"{evil}: capability check failed"],
+        "notes": [],
+    }
+    conv = {
+        "runs": CALIBRATION_RUNS,
+        "comparisons": [],
+        "ablations": [],
+        "config": "default",
+        "panels": [panel],
+    }
+    page = render_html("t", None, [], {}, conv, RunInfo(), None)
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.index('id="overview"') < page.index('id="panel"') < page.index('id="diagnostic"')
+    assert '<tr class="row-red"><td>&lt;script&gt;' in page
+    assert '<a href="#panel">Panel</a>' in page
+    single = render_html("t", None, [], {}, {**conv, "panels": []}, RunInfo(), None)
+    assert 'id="panel"' not in single and 'href="#panel"' not in single

@@ -443,9 +443,9 @@ def _panel_run(
     base_urls: dict[str, str | None] | None = None,
     api_keys: dict[str, str | None] | None = None,
 ) -> None:
-    """Several models on the same cases into one store, then their panel."""
-    from callscope.report.panels import write_panel_page  # lazy: matplotlib
-    from callscope.runs.calibrate import BASELINE, calibrate_panel  # lazy: numpy
+    """Several models on the same cases into one store, then their panel (the run's
+    report.html shows it)."""
+    from callscope.runs.calibrate import calibrate_panel  # lazy: numpy
 
     bench, cases = _cases(categories, n, benchmark)
 
@@ -484,10 +484,7 @@ def _panel_run(
             on_model=progress,
         )
     _print_panel(done.panel)
-    page = write_panel_page(out / "panel", done.panel, probe or BASELINE)
-    console.print(
-        f"wrote {done.written[0]} (.csv, .tex, .json, turn level) and {page}", markup=False
-    )
+    console.print(f"wrote {done.written[0]} (.csv, .tex, .json, turn level)", markup=False)
     write_report(out)
     for model, why in done.aborted.items():
         console.print(f"{model}:", markup=False)

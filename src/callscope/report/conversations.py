@@ -27,6 +27,7 @@ What a user relies on:
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -47,9 +48,18 @@ from callscope.calibration.paired import (
     compare_table,
     fired_by_case,
 )
+from callscope.calibration.panel import (
+    Panel,
+    build_panel,
+    capability_lines,
+    panel_table,
+    turn_panel_table,
+)
+from callscope.core.table import Table
 from callscope.runs.calibrate import (
     BASELINE,
     BENCHMARK_META,
+    PANEL_META,
     diagnose_store,
     paired_outcomes,
     probe_key,
@@ -263,6 +273,49 @@ def conversation_record(
     }
 
 
+# --------------------------------------------------------------------------- the panel
+
+
+def table_cells(table: Table) -> dict[str, Any]:
+    """A :class:`~callscope.core.table.Table` as JSON-ready ``{"columns", "rows", "notes",
+    "title", "caption", "row_styles"}`` (what :func:`callscope.report.html.cells_table_html`
+    renders, bound-violation rows still highlighted)."""
+    return {
+        **table.cells(),
+        "title": table.title or "",
+        "caption": table.caption or "",
+        "row_styles": list(table.row_styles) if table.row_styles is not None else None,
+    }
+
+
+def panel_entry(panel: Panel, probe: str = BASELINE) -> dict[str, Any]:
+    """A panel as the report shows it: ``probe``, ``models`` (row order), the case-level
+    ``table`` and the turn-level ``turn_table`` (:func:`table_cells` of
+    :func:`~callscope.calibration.panel.panel_table` and :func:`turn_panel_table`), the
+    capability ``warnings`` (:func:`capability_lines`) and the panel's ``notes``."""
+    return {
+        "probe": probe,
+        "models": list(panel.models),
+        "table": table_cells(panel_table(panel, f"panel-{probe}")),
+        "turn_table": table_cells(turn_panel_table(panel, f"panel-{probe}-turn")),
+        "warnings": capability_lines(panel),
+        "notes": list(panel.notes),
+    }
+
+
+def _panel_order(store: RunStore, models: Sequence[str]) -> list[str]:
+    """``models`` in the panel's row order: those recorded by ``calibrate_panel``
+    (:data:`~callscope.runs.calibrate.PANEL_META`) first, in its order, then the rest sorted."""
+    meta = store.get_meta(PANEL_META) or "[]"
+    try:
+        listed = json.loads(meta) if isinstance(meta, str) else meta
+    except ValueError:
+        listed = []
+    recorded = [str(m) for m in listed] if isinstance(listed, list) else []
+    first = [m for m in recorded if m in models]
+    return first + sorted(m for m in models if m not in first)
+
+
 # --------------------------------------------------------------------------- a whole store
 
 
@@ -284,7 +337,9 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
 
     ``runs`` (per (model, probe): ``rows`` of ``CalibrationResult.rows()``, the diagnostic
     ``table`` and ``stage_table`` as columns/rows, ``capability``), ``comparisons`` (per model
-    and non-baseline probe with a baseline), ``conversations`` (see
+    and non-baseline probe with a baseline), ``panels`` (per probe run by two or more models:
+    :func:`panel_entry` of their :func:`~callscope.calibration.panel.build_panel`, rows in the
+    panel run's order), ``conversations`` (see
     :func:`conversation_record`), the filter choices ``models``, ``probes``, ``categories``,
     the classifier ``config`` name and a ``note`` when BFCL cases could not be loaded.
     Empty lists when the store has no conversations."""
@@ -337,6 +392,12 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
         by_probe = {c["probe"]: c["rows"] for c in comparisons if c["model"] == model}
         table = ablation_table(ablation_matrix(by_probe))
         ablations.append({"model": model, "table": table.cells()})
+    panels = []
+    for probe in sorted({p for _, p in results}, key=probe_key):
+        models = _panel_order(store, [m for m, p in results if p == probe])
+        if len(models) > 1:  # several models on one probe: their panel
+            panel = build_panel({m: results[(m, probe)].diagnostics for m in models}, models)
+            panels.append(panel_entry(panel, probe))
     records = [
         conversation_record(
             c,
@@ -351,6 +412,7 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
         "runs": runs,
         "comparisons": comparisons,
         "ablations": ablations,
+        "panels": panels,
         "conversations": records,
         "models": sorted({m for m, _ in pairs}),
         "probes": sorted({p for _, p in pairs}, key=probe_key),

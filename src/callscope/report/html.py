@@ -31,7 +31,11 @@ detector audit's headline on the run's own gold cases (``id="audit-line"``,
 :func:`callscope.saag.audit.audit` in that mode, on at most :data:`AUDIT_CAP` cases), and the
 figure that answers "where and why do my calls fail?": the call flow through the cascade per
 model and mode (``id="fig-call_flow"``), or for a calibration run Acc against GAR per category
-(``id="fig-acc_vs_gar"``). The tables follow.
+(``id="fig-acc_vs_gar"``, one marker per model). The tables follow. A calibration run of
+several models on one probe (``calibrate -m A -m B``) shows its panel next, before the
+per-model tables: ``<section id="panel">`` (:func:`panel_html`) with the case-level table
+(GAR, Acc, Δ = Acc − GAR with intervals and flags, ``id="table-panel-<i>"``) and the
+turn-level one (``id="table-panel-turn-<i>"``); a single-model run has no such section.
 """
 
 from __future__ import annotations
@@ -51,7 +55,13 @@ from callscope.core.table import Table
 from callscope.report import aggregate as agg
 from callscope.report.case_data import case_data, json_for_script
 from callscope.report.conversations import conversation_report, markdown_table
-from callscope.report.figures import ACC_GAR_FILE, acc_vs_gar_plot, make_figures
+from callscope.report.figures import (
+    ACC_GAR_CAPTION,
+    ACC_GAR_FILE,
+    acc_gar_points,
+    acc_vs_gar_plot,
+    make_figures,
+)
 from callscope.report.flow import call_flow
 from callscope.report.tables import (
     ReportTable,
@@ -82,9 +92,7 @@ _FIGURE_CAPTIONS = {
     "argument names, stage 3 the values against the user's text); attempt 1 is shared by all "
     "modes, the other bars are each feedback mode's final attempt. 'solved': passed all three "
     "stages with the gold function name (the SAAG paper's solve rate).",
-    ACC_GAR_FILE: "Acc (the grader passed the case) against GAR (the gold action class was "
-    "emitted) per category, Wilson 95% intervals. A sound grader keeps Acc <= GAR: a point "
-    "above the diagonal (red) is grader masking, cases passed without the gold action.",
+    ACC_GAR_FILE: ACC_GAR_CAPTION,
     "solve_rate_by_scale.png": "Solve rate by registry scale per model and mode, with 95% "
     "Wilson intervals (paper Fig. 2).",
     "cumulative_solve.png": "Cumulative solve rate by attempt per model and scale; direct "
@@ -189,11 +197,13 @@ def table_html(t: ReportTable) -> str:
     return t.table().to_html(t.name)
 
 
-def _figure_html(path: Path) -> str:
+def figure_html(path: Path, caption: str | None = None, fig_id: str | None = None) -> str:
+    """A PNG embedded as a data URI in ``<figure id="fig-<fig_id>">`` (default: the file's
+    stem) with its caption (default: the report's caption of that file name), escaped."""
     b64 = base64.b64encode(path.read_bytes()).decode("ascii")
-    caption = _FIGURE_CAPTIONS.get(path.name, path.name)
+    caption = caption if caption is not None else _FIGURE_CAPTIONS.get(path.name, path.name)
     return (
-        f'<figure id="fig-{_esc(path.stem)}"><img alt="{_esc(caption)}" '
+        f'<figure id="fig-{_esc(fig_id or path.stem)}"><img alt="{_esc(caption)}" '
         f"src=\"data:image/png;base64,{b64}\" onload=\"this.setAttribute('data-loaded','1')\">"
         f"<figcaption>{_esc(caption)}</figcaption></figure>"
     )
@@ -209,9 +219,39 @@ _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src
 def cells_table_html(
     table_id: str, title: str, caption: str, cells: dict[str, Any], cls: str = "report"
 ) -> str:
-    """A table given as ``{"columns": [...], "rows": [[...]]}`` of text cells, escaped."""
-    table = Table(cells.get("columns") or [], cells.get("rows") or [], title=title, caption=caption)
+    """A table given as ``{"columns": [...], "rows": [[...]]}`` of text cells, escaped; an
+    optional ``"row_styles"`` list highlights rows (``row-red``: a bound violation)."""
+    table = Table(
+        cells.get("columns") or [],
+        cells.get("rows") or [],
+        title=title,
+        caption=caption,
+        row_styles=cells.get("row_styles"),
+    )
     return table.to_html(table_id, cls)
+
+
+def panel_html(panels: list[dict[str, Any]], figure: str = "") -> str:
+    """The "Calibration panel" section: ``figure`` (HTML, may be empty) first, then per panel
+    (:func:`callscope.report.conversations.panel_entry`) its capability warnings, the
+    case-level table (GAR, Acc, Δ with intervals and flags; bound violations highlighted),
+    the turn-level table and its notes. Every text is escaped."""
+    parts = ['<section id="panel"><h2>Calibration panel</h2>']
+    if figure:
+        parts.append(figure)
+    for i, entry in enumerate(panels):
+        models = entry.get("models") or []
+        heading = f"{len(models)} models, probe {entry.get('probe')}"
+        parts.append(f'<h3 id="panel-{i}">{_esc(heading)}</h3>')
+        parts.extend(f'<p class="note warn">{_esc(w)}</p>' for w in entry.get("warnings") or [])
+        for key, tid in (("table", f"panel-{i}"), ("turn_table", f"panel-turn-{i}")):
+            t = entry.get(key) or {}
+            parts.append(
+                cells_table_html(tid, t.get("title", ""), t.get("caption", ""), t, "report diag")
+            )
+        parts.extend(f'<p class="note">{_esc(n)}</p>' for n in entry.get("notes") or [])
+    parts.append("</section>")
+    return "\n".join(parts)
 
 
 _DIAG_CAPTION = (
@@ -257,15 +297,19 @@ def run_info(store: RunStore, models: list[str], cap: int = AUDIT_CAP) -> RunInf
         cfg = store.get_meta(f"config:{model}") or {}
         if isinstance(cfg, dict) and cfg.get("grounding"):
             info.groundings[model] = str(cfg["grounding"])
-    cases: list[Case] = [c for c in store.cases() if c.gold]
-    if not cases:
+    gold = [c.id for c in store.iter_cases() if c.gold]  # ids only: one case decoded at a time
+    if not gold:
         return info
-    if len(cases) > cap:
+    cases: list[Case] = []
+    if len(gold) > cap:
         info.audit_note = (
-            f"audited a seeded sample of {cap:,} of the run's {len(cases):,} gold cases; "
+            f"audited a seeded sample of {cap:,} of the run's {len(gold):,} gold cases; "
             "`callscope audit` runs them all"
         )
-        cases = sorted(random.Random(0).sample(cases, cap), key=lambda c: c.id)
+        keep = set(random.Random(0).sample(gold, cap))  # the sample of the cases themselves
+        cases = sorted((c for c in store.iter_cases() if c.id in keep), key=lambda c: c.id)
+    else:
+        cases = [c for c in store.iter_cases() if c.gold]
     for mode in sorted(set(info.groundings.values())) or [DEFAULT_GROUNDING]:
         info.audit_lines.append(audit(cases, grounding=mode).headline())
     return info
@@ -426,23 +470,29 @@ def render_html(
     rest = [p for p in figures if p not in first]
     if acc_gar is not None and acc_gar != lead:
         rest.insert(0, acc_gar)
-    body.append(overview_html(info or RunInfo(), _figure_html(lead) if lead else ""))
+    body.append(overview_html(info or RunInfo(), figure_html(lead) if lead else ""))
     if data is not None:
         nav.append(
             '<a href="#summary">Summary</a><a href="#tables">Tables</a>'
             '<a href="#figures">Figures</a><a href="#cases">Cases</a>'
         )
         body.extend(_saag_sections(data, rest))
+        if cases.get("note"):  # the case browser holds a bounded share of a large run
+            body.insert(-4, f'<p id="cases-note" class="note">{_esc(cases["note"])}</p>')
         blocks.append(
             f'<script type="application/json" id="data">{json_for_script(cases)}</script>'
         )
     if conv is not None:
+        panels = conv.get("panels") or []
         nav.append(
-            '<a href="#diagnostic">Action-class diagnostic</a>'
+            ('<a href="#panel">Panel</a>' if panels else "")
+            + '<a href="#diagnostic">Action-class diagnostic</a>'
             '<a href="#conversations">Conversations</a>'
         )
         if data is None and rest:  # the Acc-vs-GAR figure leads; no other figure
-            body.append("".join(_figure_html(p) for p in rest))
+            body.append("".join(figure_html(p) for p in rest))
+        if panels:  # several models: their panel before the per-model tables
+            body.append(panel_html(panels))
         body.extend([diagnostic_html(conv), conversations_html()])
         blocks.append(
             f'<script type="application/json" id="conv-data">{json_for_script(conv)}</script>'
@@ -485,7 +535,7 @@ def _saag_sections(data: ReportData, figures: list[Path]) -> list[str]:
         *(table_html(t) for t in rest),
         "</section>",
         '<section id="figures"><h2>Figures</h2>',
-        *(_figure_html(p) for p in figures),
+        *(figure_html(p) for p in figures),
         "</section>",
         '<section id="cases"><h2>Cases</h2>',
         f'<div class="filters">{filters}</div>',
@@ -512,7 +562,7 @@ def build_report(
 
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir
-    outcomes = agg.load_outcomes(run_dir)
+    outcomes = agg.load_facts(run_dir)  # compact: memory bounded by the page, not the store
     store = RunStore(run_dir)
     try:
         # the classifier preset the calibration was run with (recorded by `calibrate`)
@@ -545,9 +595,13 @@ def build_report(
         )
         cases = case_data(run_dir, outcomes)
     acc_gar = None
-    if conv is not None:
-        (out / "figures").mkdir(parents=True, exist_ok=True)
-        acc_gar = acc_vs_gar_plot(conv.get("runs") or [], out / "figures")
+    if conv is not None:  # one marker per model, in the panel's row order when there is one
+        order = next((p["models"] for p in conv.get("panels") or []), [])
+        runs = sorted(
+            conv.get("runs") or [],
+            key=lambda r: order.index(r["model"]) if r["model"] in order else len(order),
+        )
+        acc_gar = acc_vs_gar_plot(acc_gar_points(runs), out / "figures" / ACC_GAR_FILE).path
     page = render_html(
         f"callscope report: {run_dir.resolve().name}", data, figures, cases, conv, info, acc_gar
     )
@@ -591,6 +645,13 @@ def build_diagnostic_page(
         parts.extend(f"<li>{_esc(item)}</li>" for item in items)
         parts.append("</ul>")
     parts.append("</section>")
+    return write_page(out_dir, title, parts)
+
+
+def write_page(out_dir: str | Path, title: str, parts: list[str]) -> Path:
+    """``out_dir/report.html``: a static page (no script; the report's styling and
+    Content-Security-Policy) with ``title`` escaped as its ``<h1>`` and the already escaped
+    HTML ``parts`` as its body. Returns its path."""
     page = (
         "\n".join(
             [

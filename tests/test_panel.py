@@ -19,11 +19,11 @@ from callscope.calibration.diagnostics import compute_diagnostics
 from callscope.calibration.panel import (
     build_panel,
     capability_lines,
-    panel_points,
     panel_table,
     turn_panel_table,
 )
 from callscope.core.stats import newcombe_paired
+from callscope.report.panels import panel_acc_gar_points
 
 CALL = [{"cd": '{"folder": "a"}'}]
 
@@ -107,7 +107,7 @@ def test_turn_table_and_points(panel) -> None:
     ]
     assert t.rows[0][1:3] == ["75.0 [30.1, 95.4]", "75.0 (3/4)"]
     assert t.rows[1][3:5] == ["0.0 [0.0, 65.8]", "0.0 (0/2)"]
-    pts = {(p["model"], p["category"]): (p["gar"], p["acc"]) for p in panel_points(panel)}
+    pts = {(p["model"], p["category"]): (p["gar"], p["acc"]) for p in panel_acc_gar_points(panel)}
     assert pts == {("x", "base"): (0.75, 0.5), ("y", "miss_param"): (0.0, 0.5)}
 
 

@@ -248,15 +248,6 @@ def capability_lines(panel: Panel) -> list[str]:
     return out
 
 
-def panel_points(panel: Panel) -> list[dict[str, Any]]:
-    """``{model, category, gar, acc}`` per cell with both numbers: the figure's points."""
-    return [
-        {"model": c.model, "category": c.category, "gar": c.row["gar_case"], "acc": c.row["acc"]}
-        for c in panel.cells.values()
-        if c.row.get("gar_case") is not None and c.row.get("acc") is not None
-    ]
-
-
 def rows_category(row: Mapping[str, Any]) -> str:
     """A τ² row's panel column: ``<domain> <gold class>``, with its path when it has one
     (``airline TOOL_CALL/write``)."""

@@ -93,9 +93,9 @@ def demo(
     max_attempts: Annotated[int, typer.Option("--max-attempts")] = DEMO_MAX_ATTEMPTS,
     quiet: Annotated[bool, typer.Option("--quiet")] = False,
 ) -> None:
-    """The quick start's main job: the embedded model on BFCL queries chosen to show the
-    cascade's failure stages and a correction that works (direct, binary and structured
-    feedback at S = 5 and 15), then the report and the three findings to look at first."""
+    """The quick start's main job: the embedded model on six BFCL cases chosen to show the
+    cascade's failure stages and what corrections do (direct, structured and gated feedback at
+    S = 5 and 15, 3 attempts), then the report and the three findings to look at first."""
     start = time.monotonic()
     try:
         exp = demo_experiment(out, model, max_attempts)

@@ -9,7 +9,9 @@ the report is written. The three are fixed:
 2. *a correction that works*: per feedback mode, the cases whose attempt 1 did not solve the
    case and whose final attempt did (solve = the SAAG paper's: the cascade passed with the
    gold name); the mode that fixed most, its solve rate beside direct's, and one example case
-   (the case browser, filtered by the URL hash);
+   (the case browser, filtered by the URL hash). When no mode solved one: *what the
+   corrections did* instead, per mode (answers moved past a stage attempt 1 failed, and
+   answers that lost something right: overcorrection), from the revisions table;
 3. *how far to trust the diagnosis*: the detector audit's headline on the run's cases
    (``#audit-line``).
 """
@@ -78,11 +80,7 @@ def correction_that_works(
         )
     modes = [m for m in fixed if m != "direct" and fixed[m]]
     if not modes:
-        return Finding(
-            "A correction that works",
-            "no feedback mode turned an unsolved first attempt into a solved one in this run",
-            f"{report}#summary: the summary table (solve rate per mode)",
-        )
+        return what_corrections_did(gold, report)
     best = max(modes, key=lambda m: (len(fixed[m]), -agg.mode_sort_key(m)[0]))
     ex = fixed[best][0]
     stage = ex.first_stage
@@ -102,6 +100,38 @@ def correction_that_works(
         "A correction that works",
         text + ".",
         f"{report}#{hash_}: the case browser, each attempt with its feedback",
+    )
+
+
+def what_corrections_did(
+    outcomes: Sequence[agg.Outcomeish], report: str = "report.html"
+) -> Finding:
+    """Finding 2 when no mode solved a case attempt 1 got wrong: per feedback mode, over the
+    loops whose attempt 1 failed, how many answers passed a cascade stage attempt 1 had failed
+    (``gained`` a stage item of :func:`callscope.report.aggregate.revision_flags`) and how many
+    lost something an earlier attempt had right (overcorrection, :func:`~agg.lost_any`)."""
+    loops = [f for f in agg.as_facts(outcomes) if f.mode != "direct" and not f.first_solved]
+    parts = []
+    for mode in sorted({f.mode for f in loops}, key=agg.mode_sort_key):
+        mine = [f for f in loops if f.mode == mode and f.revisions is not None]
+        if not mine:
+            continue
+        deeper = sum(
+            any(r is not None and r[1] for r in f.revisions[:3])  # type: ignore[index]
+            for f in mine
+        )
+        lost = sum(f.lost_any for f in mine)
+        parts.append(
+            f"{mode} moved {deeper} of {len(mine)} past a stage they had failed and "
+            f"lost something right in {lost}"
+        )
+    text = "no feedback mode solved a case that attempt 1 got wrong in this run"
+    if parts:
+        text += "; of the calls attempt 1 got wrong, " + "; ".join(parts)
+    return Finding(
+        "What the corrections did",
+        text + ".",
+        f"{report}#table-revisions: the revisions table (lost and gained, by stage)",
     )
 
 

@@ -344,3 +344,40 @@ def test_calibration_stops_on_unreachable_and_leaves_errors_out(tmp_path: Path) 
         assert row["n"] == 4
     finally:
         store.close()
+
+
+def test_a_conversation_past_the_context_window_counts_as_the_models(tmp_path: Path) -> None:
+    """A context-window overflow is the model's doing (its conversation grew too long), not
+    the backend's: the case stays in GAR and Acc (no gold emission, the grader's verdict on
+    the state reached) and a resumed run does not re-run it. Worked by hand: 2 base cases,
+    one answered "I cannot help." (no TOOL_CALL), one ending on the overflow at its first
+    step: n = 2, GAR 0, no case left out; a connection error in its place would be left out."""
+    pytest.importorskip("bfcl_eval")
+    from scripted import Scripted
+
+    from callscope.errors import ModelError
+    from callscope.runs.calibrate import diagnose_store, run_calibration_cases, select_cases
+    from callscope.store.run_store import RunStore
+
+    two = select_cases(["base"], 2)
+    for kind, n_rows, left_out in (("context_length", 2, {}), ("connection", 1, {"connection": 1})):
+        script = {
+            two[0].id: ["I cannot help."],
+            two[1].id: [ModelError("Requested tokens exceed context window", kind=kind)],
+        }
+        store = RunStore(tmp_path / kind)
+        try:
+            done = run_calibration_cases(
+                Scripted(script, repeat_last=True), store, two, show_progress=False
+            )
+            assert done.errored == left_out
+            result = diagnose_store(store, "scripted:test", cases=two)
+            assert result.errored == left_out
+            (row,) = result.diagnostics.rows
+            assert (row["n"], row["gar_case"]) == (n_rows, 0.0)
+            again = run_calibration_cases(
+                Scripted(script, repeat_last=True), store, two, show_progress=False
+            )
+            assert again.skipped == 2 - len(left_out)
+        finally:
+            store.close()

@@ -236,3 +236,15 @@ def test_real_repeat_is_deterministic_and_cached(qwen):
     assert a.text == b.text
     assert b.prompt_tokens == a.prompt_tokens
     assert b.prompt_tokens_evaluated <= 1  # llama.cpp replays at most the last prompt token
+
+
+@real
+@pytest.mark.model
+def test_real_prompt_past_the_context_window_is_a_context_length_error(qwen):
+    # ~17k tokens against the 16,384-token window: llama.cpp refuses before evaluating, and
+    # the error kind says it is the conversation's length (counted as the model's case by
+    # the calibration), not a backend failure
+    with pytest.raises(ModelError) as info:
+        qwen.chat([{"role": "user", "content": "word " * 17000}], None, DECODING)
+    assert info.value.kind == "context_length"
+    assert "context window" in str(info.value)

@@ -159,7 +159,8 @@ class LocalModel(ChatModel):
             try:
                 result = engine.llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than n_ctx
-                raise ModelError(f"{self.spec}: {exc}", kind="local") from exc
+                kind = "context_length" if "context window" in str(exc) else "local"
+                raise ModelError(f"{self.spec}: {exc}", kind=kind) from exc
             latency = time.perf_counter() - start
             # The first eval of a completion is the uncached prompt suffix; the rest are
             # one sampled token each.

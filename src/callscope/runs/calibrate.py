@@ -160,11 +160,19 @@ def saag_stage_mix(
     return mix
 
 
+#: error kinds that are the model's doing, not the backend's: a conversation the model grew
+#: past its context window ended there, and counts (a miss for GAR from then on, and the
+#: grader's verdict on the state it reached), as BFCL counts a failed inference as a failure
+MODEL_LIMIT_KINDS = frozenset({"context_length"})
+
+
 def backend_error(trajectory: dict[str, Any]) -> dict[str, Any] | None:
     """The backend error that ended a stored conversation (``{"kind", "message", ...}``), or
-    ``None`` when it ran to its end."""
+    ``None`` when it ran to its end or ended on a model limit (:data:`MODEL_LIMIT_KINDS`)."""
     err = trajectory.get("error")
-    return err if isinstance(err, dict) else None
+    if not isinstance(err, dict) or err.get("kind") in MODEL_LIMIT_KINDS:
+        return None
+    return err
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from callscope.cli.common import EXIT_FAILED, EXIT_OK, console, fail
+from callscope.cli.common import EXIT_FAILED, EXIT_OK, console, fail, handle_errors
 
 bench_app = typer.Typer(no_args_is_help=True, help="Build benchmarks (cases files for `run`).")
 
@@ -17,6 +17,7 @@ def _ints(text: str) -> list[int]:
 
 
 @bench_app.command("build")
+@handle_errors
 def bench_build(
     source: Annotated[
         str,

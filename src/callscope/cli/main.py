@@ -12,9 +12,9 @@ the runner, the report or numpy), and the whole app for ``--help`` or an unknown
 :func:`build_app` is the same for library use; ``callscope.cli.app`` (and this module's
 ``app``) is the whole app, built on first access.
 
-Every command (the ``bench`` group's too) is registered wrapped in
-:func:`callscope.cli.common.handle_errors`: the one place user errors become one line and
-exit code 2 (the exit-code scheme is in :mod:`callscope.cli.common`).
+Every command is registered wrapped in :func:`callscope.cli.common.handle_errors` (the
+``bench`` group's commands by their own module): the one place user errors become one line
+and exit code 2 (the exit-code scheme is in :mod:`callscope.cli.common`).
 """
 
 from __future__ import annotations
@@ -69,11 +69,7 @@ def build_app(names: Sequence[str] | None = None) -> typer.Typer:
     for name in names if names is not None else COMMANDS:
         module, attr = COMMANDS[name]
         target: Any = getattr(importlib.import_module(module), attr)
-        if isinstance(target, typer.Typer):
-            for info in target.registered_commands:
-                if info.callback is not None and not getattr(info.callback, "_handled", False):
-                    info.callback = handle_errors(info.callback)
-                    info.callback._handled = True  # type: ignore[attr-defined]
+        if isinstance(target, typer.Typer):  # a group: its module wraps its own commands
             app.add_typer(target, name=name)
         else:
             app.command(name)(handle_errors(target))

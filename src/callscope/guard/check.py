@@ -15,7 +15,7 @@ the system prompt is flagged).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,14 +146,19 @@ class TurnVerdict:
     def correction(self) -> str | None:
         """The feedback to send: the failing call's correction, each prefixed with the call it
         is for when the turn made several calls; ``None`` when every call passed."""
-        failing = [c for c in self.calls if not c.passed]
-        if not failing:
+        return self.feedback(lambda c: c.correction)
+
+    def feedback(self, message: Callable[[CallVerdict], str | None]) -> str | None:
+        """``message`` of each failing call (one giving ``None`` or ``""`` left out), each
+        prefixed with the call it is for when the turn made several calls; ``None`` when no
+        failing call has one. :attr:`correction` uses the paper's message, the guard's repair
+        the gated one."""
+        fixes = [(c, m) for c in self.calls if not c.passed for m in (message(c),) if m]
+        if not fixes:
             return None
         if len(self.calls) == 1:
-            return failing[0].correction
-        return " ".join(
-            f"Call {c.index + 1} ({c.name or 'unnamed'}): {c.correction}" for c in failing
-        )
+            return fixes[0][1]
+        return " ".join(f"Call {c.index + 1} ({c.name or 'unnamed'}): {m}" for c, m in fixes)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -188,23 +188,13 @@ def _feedback(verdict: TurnVerdict, settings: GatedSettings | None) -> str | Non
     or the gated one per failing call, labelled by call when the turn made several; a turn
     with no readable call gets :data:`NO_CALL_FEEDBACK`; ``None`` when the gate is closed for
     every failing call."""
-    if not verdict.calls:
+    if not verdict.calls or settings is None:
         return verdict.correction or NO_CALL_FEEDBACK
-    if settings is None:
-        return verdict.correction or NO_CALL_FEEDBACK
-    fixes = []
-    for c in verdict.calls:
-        if c.passed or c.diagnosis is None:
-            continue
-        call = ToolCall(c.name, c.arguments) if c.name else None
-        fix = gated_message(c.diagnosis, call, settings)
-        if fix:
-            fixes.append((c, fix))
-    if not fixes:
-        return None
-    if len(verdict.calls) == 1:
-        return fixes[0][1]
-    return " ".join(f"Call {c.index + 1} ({c.name or 'unnamed'}): {fix}" for c, fix in fixes)
+    return verdict.feedback(
+        lambda c: gated_message(
+            c.diagnosis, ToolCall(c.name, c.arguments) if c.name else None, settings
+        )
+    )
 
 
 def _assistant(response: Any, verdict: TurnVerdict) -> dict[str, Any]:

@@ -117,7 +117,11 @@ def what_corrections_did(
         if not mine:
             continue
         deeper = sum(
-            any(r is not None and r[1] for r in f.revisions[:3])  # type: ignore[index]
+            any(
+                r is not None and r[1]
+                for item, r in zip(agg.KEPT_ITEMS, f.revisions, strict=True)  # type: ignore[arg-type]
+                if item.startswith("stage")
+            )
             for f in mine
         )
         lost = sum(f.lost_any for f in mine)

@@ -40,10 +40,6 @@ FIRST = "attempt 1"
 FLOW_COLUMNS = ("model", "bar", "mode", "segment", "stage", "n", "total", "share", "solved")
 
 
-#: the segment of one attempt (defined with the other per-outcome facts in ``aggregate``)
-segment_of = agg.segment_of
-
-
 def _bar_rows(
     model: str, bar: str, mode: str, items: list[tuple[str, bool]]
 ) -> list[dict[str, Any]]:

@@ -6,15 +6,22 @@ after a fixed delay (100 ms) with a correct tool call; ``run_cases`` runs N dire
 The latency bound is ``cases x delay / concurrency`` (every request in flight all the time);
 the script prints the share of it reached (bound / wall time), the concurrency the runner
 used and the number of TCP connections the server accepted (1 per worker is full reuse).
-The server runs in its own process.
+The server runs in its own process. When ``cases`` is not a multiple of the concurrency the
+last wave runs part-empty, so no client can reach the bound: the "waves" column is the
+share of ``ceil(cases / concurrency) x delay`` (at 200 cases and concurrency 64 the bound
+itself is at most 78% reachable). The default 640 cases make whole waves at 4, 16 and 64.
+Also printed: the client's CPU milliseconds per request (user + system), the cost the GIL
+serialises.
 
-Usage: ``python benchmarks/http_concurrency.py [--cases 200] [--delay 0.1] [--levels 4 16 64]``.
+Usage: ``python benchmarks/http_concurrency.py [--cases 640] [--delay 0.1] [--levels 4 16 64]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import resource
 import tempfile
 import threading
 import time
@@ -120,6 +127,12 @@ def _serve(delay: float, conn: Connection) -> None:
     conn.send((server.requests, server.connections))
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process so far (all threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def one_level(n_cases: int, delay: float, concurrency: int) -> dict[str, Any]:
     """Run ``n_cases`` direct-mode cases at ``concurrency`` against a fresh server, in its
     own process (so that its work does not compete with the client's for the GIL)."""
@@ -134,6 +147,7 @@ def one_level(n_cases: int, delay: float, concurrency: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             model = load_model("openai:bench", base_url=f"http://127.0.0.1:{port}/v1", api_key="x")
             store = RunStore(Path(tmp) / "run")
+            cpu0 = _cpu_s()
             t0 = time.perf_counter()
             summary = run_cases(
                 model,
@@ -145,6 +159,7 @@ def one_level(n_cases: int, delay: float, concurrency: int) -> dict[str, Any]:
                 show_progress=False,
             )
             wall = time.perf_counter() - t0
+            cpu = _cpu_s() - cpu0
             store.close()
             model.close()
     finally:
@@ -152,6 +167,7 @@ def one_level(n_cases: int, delay: float, concurrency: int) -> dict[str, Any]:
         requests, connections = ours.recv()
         proc.join(timeout=10)
     bound = n_cases * delay / concurrency
+    waves = math.ceil(n_cases / concurrency) * delay
     return {
         "concurrency": concurrency,
         "used": summary.concurrency,
@@ -159,6 +175,8 @@ def one_level(n_cases: int, delay: float, concurrency: int) -> dict[str, Any]:
         "wall_s": round(wall, 3),
         "bound_s": round(bound, 3),
         "pct_of_bound": round(100 * bound / wall, 1),
+        "pct_of_waves": round(100 * waves / wall, 1),
+        "client_cpu_ms_per_request": round(1000 * cpu / n_cases, 2),
         "requests": requests,
         "tcp_connections": connections,
         "errors": dict(summary.errors),
@@ -167,16 +185,20 @@ def one_level(n_cases: int, delay: float, concurrency: int) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=int, default=200)
+    ap.add_argument("--cases", type=int, default=640)
     ap.add_argument("--delay", type=float, default=0.1)
     ap.add_argument("--levels", type=int, nargs="+", default=[4, 16, 64])
     args = ap.parse_args()
-    print(f"{'asked':>5} {'used':>4} {'wall s':>7} {'bound s':>7} {'% bound':>7} {'TCP conns':>9}")
+    print(
+        f"{'asked':>5} {'used':>4} {'wall s':>7} {'bound s':>7} {'% bound':>7} {'% waves':>7}"
+        f" {'CPU ms/req':>10} {'TCP conns':>9}"
+    )
     for level in args.levels:
         r = one_level(args.cases, args.delay, level)
         print(
             f"{r['concurrency']:>5} {r['used']:>4} {r['wall_s']:>7.3f} {r['bound_s']:>7.3f} "
-            f"{r['pct_of_bound']:>6.1f}% {r['tcp_connections']:>9}"
+            f"{r['pct_of_bound']:>6.1f}% {r['pct_of_waves']:>6.1f}%"
+            f" {r['client_cpu_ms_per_request']:>10.2f} {r['tcp_connections']:>9}"
             + (f"  ({r['note']})" if r["note"] else "")
             + (f"  errors {r['errors']}" if r["errors"] else "")
         )

@@ -105,3 +105,30 @@ def test_the_readme_library_example_runs() -> None:
     first, fix = res.stdout.splitlines()[:2]
     assert first == "2 0.5"  # stage 2 (structure): tip_percentage is missing
     assert "missing" in fix
+
+
+def test_the_score_command_starts_without_pydantic_httpx_or_the_runner(tmp_path) -> None:
+    """``callscope score`` on one row (the console script's entry point, as installed) scores
+    it and loads only what scoring needs: not pydantic (typer 0.29 builds pydantic adapters
+    for every option, hence the pin below it), not httpx or numpy, not the runner, store or
+    report."""
+    row = {
+        "id": "r1",
+        "query": "What is the weather in Paris?",
+        "functions": [{"name": "get_weather", "parameters": {"type": "object", "properties": {}}}],
+        "output": '{"name": "get_weather", "arguments": {}}',
+    }
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    mods = _modules_after(
+        "import sys\n"
+        f"sys.argv = ['callscope', 'score', {str(src)!r}, '-o', {str(out)!r}]\n"
+        "from callscope.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code"
+    )
+    assert json.loads(out.read_text(encoding="utf-8"))["id"] == "r1"
+    tops = {m.split(".")[0] for m in mods}
+    assert tops.isdisjoint({"pydantic", "httpx", "openai", *HEAVY})
+    assert not [
+        m for m in mods if m.startswith(("callscope.runs", "callscope.store", "callscope.report"))
+    ]

@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -109,15 +108,14 @@ def fail(message: str) -> NoReturn:
 
 def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Wrap a command: a user error (:func:`user_error_message`) prints one line and exits 2
-    (re-raised with its traceback under :func:`debug_enabled`); typer / click exits, usage
-    errors and Ctrl-C pass through; any other exception is a bug and keeps its traceback."""
+    (re-raised with its traceback under :func:`debug_enabled`); typer's exits and usage
+    errors (none of them a user error of :func:`user_error_message`) and Ctrl-C pass
+    through; any other exception is a bug and keeps its traceback."""
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
         except Exception as exc:
             message = user_error_message(exc)
             if message is None or debug_enabled():

@@ -384,3 +384,65 @@ def test_unknown_backend_lists_valid_forms():
         load_model("gpt-4o")
     with pytest.raises(ValueError, match="needs a model name"):
         load_model("ollama:")
+
+
+# ------------------------------------------------------------------ context-window overflow
+
+#: what servers answer (HTTP 400) when a prompt does not fit: the error bodies as OpenAI,
+#: vLLM, llama.cpp's server and llama-cpp-python's server send them
+OVERFLOW_BODIES = [
+    {
+        "error": {
+            "message": "This model's maximum context length is 16385 tokens. However, your"
+            " messages resulted in 20012 tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    },
+    {
+        "object": "error",
+        "message": "This model's maximum context length is 4096 tokens. However, you requested"
+        " 5120 tokens (4096 in the messages, 1024 in the completion).",
+        "type": "BadRequestError",
+        "code": 400,
+    },
+    {
+        "error": {
+            "code": 400,
+            "message": "request (4476 tokens) exceeds the available context size (4096 tokens)",
+            "type": "exceed_context_size_error",
+        }
+    },
+    {"error": {"message": "Requested tokens (9000) exceed context window of 8192", "code": 400}},
+    {"error": {"message": "prompt rejected", "code": "context_length_exceeded"}},
+]
+
+#: other 4xx answers, some naming the context or a limit, none an overflow
+OTHER_4XX_BODIES = [
+    {"error": "model 'nope' not found"},
+    {"error": {"message": "Incorrect API key provided: sk-test.", "code": "invalid_api_key"}},
+    {"error": {"message": "Unrecognized request argument supplied: context_window"}},
+    {"error": {"message": "max_tokens is too large: 5000. This model supports at most 4096"}},
+    {"error": {"message": "'messages' is a required property", "type": "invalid_request_error"}},
+    {"detail": "Not Found"},
+]
+
+
+@pytest.mark.parametrize("body", OVERFLOW_BODIES)
+def test_a_4xx_saying_the_prompt_is_too_long_is_a_context_length_error(server, body):
+    server.push(Step(status=400, body=body))
+    sleeps = Sleeps()
+    with pytest.raises(ModelError) as err:
+        _openai(server, sleeps).chat([{"role": "user", "content": "hi"}])
+    assert err.value.kind == "context_length"
+    assert "HTTP 400" in str(err.value)
+    assert len(server.requests) == 1 and sleeps == []  # not retried: it cannot succeed
+
+
+@pytest.mark.parametrize("body", OTHER_4XX_BODIES)
+def test_other_4xx_answers_stay_http_4xx(server, body):
+    server.push(Step(status=400, body=body))
+    with pytest.raises(ModelError) as err:
+        _openai(server).chat([{"role": "user", "content": "hi"}])
+    assert err.value.kind == "http_4xx"

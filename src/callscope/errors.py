@@ -13,7 +13,8 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
     A model backend could not produce an answer: unreachable, 5xx after retries, a reply
     that does not decode, a replay file without the request. ``kind`` is a short label
     (``connection``, ``timeout``, ``http_5xx``, ``http_4xx``, ``malformed``,
-    ``rate_limited``, ``replay_missing``, ``setup``, ``local``, ``weights``...) that runs
+    ``rate_limited``, ``context_length``, ``replay_missing``, ``setup``, ``local``,
+    ``weights``...) that runs
     record and summarise; the correction loop and the conversation driver store it instead
     of crashing the run.
 ``WeightsError`` (``ModelError``; ``callscope.models.weights``)

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.types import ModelReply
+
+#: a server's error text when the prompt does not fit the model's context: OpenAI and vLLM
+#: ("This model's maximum context length is N tokens"), llama.cpp's server ("request (N
+#: tokens) exceeds the available context size"), llama-cpp-python ("Requested tokens (N)
+#: exceed context window of M"); both a context phrase and an overflow word must occur
+_CONTEXT_PHRASE = re.compile(r"context[ _-]?(?:length|window|size)", re.IGNORECASE)
+_OVERFLOW_WORD = re.compile(r"exceed|maximum|too long", re.IGNORECASE)
+#: the error codes / types servers send for it (OpenAI, llama.cpp's server)
+CONTEXT_OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+
+
+def is_context_overflow(message: str, code: object = None) -> bool:
+    """Whether a backend's error (its ``message`` and, where the server sends one, its error
+    ``code`` or ``type``) says the prompt is longer than the model's context window: the
+    error kind ``context_length``, the model's own limit rather than a backend failure."""
+    if isinstance(code, str) and code in CONTEXT_OVERFLOW_CODES:
+        return True
+    return bool(_CONTEXT_PHRASE.search(message) and _OVERFLOW_WORD.search(message))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ What a user relies on:
   ``retry_after_cap`` seconds;
 * every failure is a :class:`callscope.errors.ModelError` whose message names the backend
   and the address, and whose ``kind`` is one of ``connection``, ``timeout``, ``http_5xx``,
-  ``http_4xx``, ``rate_limited``, ``malformed``.
+  ``http_4xx``, ``rate_limited``, ``malformed``, and ``context_length`` for a 4xx that says
+  the prompt does not fit the model's context (:func:`~callscope.models.base.is_context_overflow`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from callscope.errors import ModelError
-from callscope.models.base import ChatModel, Decoding, RequestContext
+from callscope.models.base import ChatModel, Decoding, RequestContext, is_context_overflow
 from callscope.types import ModelReply
 
 if TYPE_CHECKING:  # httpx (~60 ms to import) is loaded when a client is made
@@ -93,19 +94,20 @@ def _snippet(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _error_detail(response: httpx.Response) -> str:
-    """The server's own error text: ``error`` / ``error.message`` of a JSON body, else the body."""
+def _error_detail(response: httpx.Response) -> tuple[str, object]:
+    """The server's own error text (``error`` / ``error.message`` of a JSON body, else the
+    body) and its error code (``error.code``, else ``error.type``; ``None`` without one)."""
     try:
         body = response.json()
     except ValueError:
-        return _snippet(response.text)
+        return _snippet(response.text), None
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return _snippet(err["message"])
+            return _snippet(err["message"]), err.get("code") or err.get("type")
         if isinstance(err, str):
-            return _snippet(err)
-    return _snippet(response.text)
+            return _snippet(err), None
+    return _snippet(response.text), None
 
 
 def _plural(n: int) -> str:
@@ -146,7 +148,7 @@ def post_json(
             status = response.status_code
             if 200 <= status < 300:
                 return decode_json_object(response, backend=backend, url=url)
-            detail = _error_detail(response)
+            detail, code = _error_detail(response)
             if status == 429 or status >= 500:
                 last_kind = "rate_limited" if status == 429 else "http_5xx"
                 last_msg = f"{backend} backend got HTTP {status} from {url}: {detail}"
@@ -154,8 +156,9 @@ def post_json(
                 if retry_after is not None:
                     wait = min(retry_after, policy.retry_after_cap)
             else:
+                kind = "context_length" if is_context_overflow(detail, code) else "http_4xx"
                 raise ModelError(
-                    f"{backend} backend got HTTP {status} from {url}: {detail}", kind="http_4xx"
+                    f"{backend} backend got HTTP {status} from {url}: {detail}", kind=kind
                 )
         if attempt < policy.attempts:
             policy.sleep(policy.backoff(attempt) if wait is None else wait)

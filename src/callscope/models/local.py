@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from callscope.errors import ModelError
-from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
+from callscope.models.base import (
+    BackendOptions,
+    ChatModel,
+    Decoding,
+    RequestContext,
+    is_context_overflow,
+)
 from callscope.types import ModelReply
 
 _INSTALL_HINT = 'pip install -e ".[local]"'
@@ -159,7 +165,7 @@ class LocalModel(ChatModel):
             try:
                 result = engine.llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than n_ctx
-                kind = "context_length" if "context window" in str(exc) else "local"
+                kind = "context_length" if is_context_overflow(str(exc)) else "local"
                 raise ModelError(f"{self.spec}: {exc}", kind=kind) from exc
             latency = time.perf_counter() - start
             # The first eval of a completion is the uncached prompt suffix; the rest are

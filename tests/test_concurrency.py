@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -74,6 +77,97 @@ def test_pool_keeps_one_idle_connection_per_request_in_flight() -> None:
     limits = pool_limits(64)
     assert (limits.max_connections, limits.max_keepalive_connections) == (64, 64)
     assert pool_limits(0).max_keepalive_connections == 1
+
+
+class KeepAliveServer(ThreadingHTTPServer):
+    """HTTP/1.1 with keep-alive; records each request's client port, counts the connections
+    opened and those the client has closed."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.ports: list[int] = []
+        self.opened = 0
+        self.closed = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def setup(self) -> None:
+                super().setup()
+                with server.lock:
+                    server.opened += 1
+
+            def finish(self) -> None:
+                super().finish()
+                with server.lock:
+                    server.closed += 1
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with server.lock:
+                    server.ports.append(self.client_address[1])
+                data = json.dumps(openai_reply("", tool_calls=CALL)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def _wait_for(predicate: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_each_thread_keeps_its_own_connection_and_ended_threads_close_theirs() -> None:
+    """4 threads x 3 requests: 4 connections, each thread's requests on its own one; a
+    thread that ends leaves its connection open until the model next makes a client (for a
+    new thread), which closes the 4 old ones; ``close`` closes the last."""
+    server = KeepAliveServer()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    ).start()
+    model = load_model("openai:m", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1")
+    barrier = threading.Barrier(4)
+
+    def worker(i: int) -> None:
+        for k in range(3):
+            model.chat([{"role": "user", "content": f"{i}/{k}"}])
+            if k == 0:
+                barrier.wait(timeout=10)  # all 4 threads hold a connection at once
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert len(server.ports) == 12
+        assert server.opened == 4 and len(set(server.ports)) == 4
+        assert all(server.ports.count(p) == 3 for p in set(server.ports))
+        assert server.closed == 0
+        late = threading.Thread(target=lambda: model.chat([{"role": "user", "content": "late"}]))
+        late.start()
+        late.join()
+        assert server.opened == 5
+        assert _wait_for(lambda: server.closed == 4)
+        model.close()
+        assert _wait_for(lambda: server.closed == 5)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_runner_runs_eight_requests_at_once_over_http(tmp_path) -> None:

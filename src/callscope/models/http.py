@@ -22,6 +22,7 @@ What a user relies on:
 from __future__ import annotations
 
 import json
+import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Mapping
@@ -32,7 +33,10 @@ from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext, is_context_overflow
 from callscope.types import ModelReply
 
-if TYPE_CHECKING:  # httpx (~60 ms to import) is loaded when a client is made
+if TYPE_CHECKING:
+    import ssl
+
+    # httpx (~60 ms to import) is loaded when a client is made
     import httpx
 
 
@@ -286,9 +290,12 @@ class HTTPChatModel(ChatModel):
     ``policy`` (:func:`post_json`), and turns the reply into a :class:`ModelReply` with
     :meth:`_parse`: the text and tool calls of the object at :attr:`MESSAGE_PATH`, and the
     token counts of :meth:`_usage` (prompt tokens actually evaluated: :func:`evaluated_tokens`).
-    The request context is not sent (it is not part of the request). One client (one
-    connection pool, :func:`pool_limits`) serves every thread; ``max_concurrency`` (default
-    :data:`MAX_HTTP_CONCURRENCY`) is the most requests it runs at once.
+    The request context is not sent (it is not part of the request). Each thread that calls
+    :meth:`chat` gets its own client with one kept-alive connection (:meth:`_thread_client`):
+    one shared connection pool serialises every thread on its lock, and at 64 threads spent
+    more CPU in that lock than in the requests (``benchmarks/http_concurrency.py``).
+    ``max_concurrency`` (default :data:`MAX_HTTP_CONCURRENCY`) is the most requests the
+    runner sends at once.
     """
 
     #: the prefix of ``spec`` and the backend name every error message starts with
@@ -319,9 +326,27 @@ class HTTPChatModel(ChatModel):
         self.max_concurrency = (
             MAX_HTTP_CONCURRENCY if max_concurrency is None else max(1, int(max_concurrency))
         )
-        import httpx  # lazy: only commands that talk to a server pay for it
+        self._clients: dict[threading.Thread, httpx.Client] = {}
+        self._clients_lock = threading.Lock()
+        self._ssl: ssl.SSLContext | None = None
 
-        self._client = httpx.Client(limits=pool_limits(self.max_concurrency))
+    def _thread_client(self) -> httpx.Client:
+        """The calling thread's client (made on its first request, all sharing one TLS
+        context: building one reads the CA bundle, ~0.1 s); the clients of threads that
+        have ended are closed whenever a new one is made."""
+        me = threading.current_thread()
+        client = self._clients.get(me)
+        if client is None:
+            import httpx  # lazy: only commands that talk to a server pay for it
+
+            with self._clients_lock:
+                if self._ssl is None:
+                    self._ssl = httpx.create_ssl_context()
+                client = httpx.Client(limits=pool_limits(1), verify=self._ssl)
+                for thread in [t for t in self._clients if not t.is_alive()]:
+                    self._clients.pop(thread).close()
+                self._clients[me] = client
+        return client
 
     @abstractmethod
     def _endpoint(self, base: str) -> str:
@@ -381,7 +406,7 @@ class HTTPChatModel(ChatModel):
         body = self.build_request(messages, tools, decoding or Decoding())
         start = time.perf_counter()
         data = post_json(
-            self._client,
+            self._thread_client(),
             self.url,
             body,
             backend=self.BACKEND,
@@ -392,4 +417,8 @@ class HTTPChatModel(ChatModel):
         return self._parse(data, latency)
 
     def close(self) -> None:
-        self._client.close()
+        with self._clients_lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
+            client.close()

@@ -110,6 +110,15 @@ def test_call_start_after_blank_runs_still_finds_calls():
     assert parse_text(long).error == "no tool call found in output"
 
 
+def test_broken_json_reasons_stay_linear_on_hostile_text():
+    """The reason for JSON that does not decode reads one opening; blank runs between
+    openings are each crossed once (a quadratic scan would take minutes here)."""
+    for text in ("[ " * 200_000, "{" + " " * 400_000, "[ {  " * 100_000):
+        assert parse_text(text).error == "no tool call found in output"
+    cut = '{"name": "f", "arguments": {"a": "' + "x" * 400_000
+    assert "cut off" in (parse_text(cut).error or "")
+
+
 # ------------------------------------------------------------------ item 2: native size cap
 
 

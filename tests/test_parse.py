@@ -445,3 +445,55 @@ def test_non_finite_json_constants_rejected() -> None:
         r = parse_text(text)
         assert not r.ok
         assert "non-finite" in (r.error or "")
+
+
+# ------------------------------------------------------------- why JSON-looking text is no call
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        # the 0.5B's own outputs (the issue-17 comparison): stopped before the closing braces
+        (
+            '{"name": "Music_3_PlayMedia", "arguments": {"track": "Shape of You", "album": "x"}',
+            "the JSON call starting at character 0 is cut off: the text ends before the call"
+            " is closed",
+        ),
+        # ... and cut inside a string at the token limit
+        (
+            'Sure. {"name": "Movies_3_FindMovies", "arguments": {"cast": "James Gray, Jackson, Ja',
+            "the JSON call starting at character 6 is cut off",
+        ),
+        # an unquoted key: the decoder's message at the key's position (counted by hand: 44)
+        (
+            '{"name": "calculate_average", "arguments": {numbers: [12, 15]}}',
+            "invalid JSON at character 44: Expecting property name enclosed in double quotes",
+        ),
+        # a list whose call object is never closed: after its comma a key is due, not "]"
+        (
+            '[{"name": "f", "arguments": {"a": 1},]',
+            "invalid JSON at character 37: Expecting property name enclosed in double quotes",
+        ),
+    ],
+)
+def test_json_that_does_not_decode_says_why(text: str, reason: str) -> None:
+    r = parse_text(text)
+    assert r.calls == ()
+    assert (r.error or "").startswith(reason)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I can't do {that} for you.",  # braces in prose are not JSON written as a call
+        '{"answer": 42}',  # JSON that decodes but is no call
+        "Let me check the weather first.",
+    ],
+)
+def test_text_without_broken_json_is_just_no_call(text: str) -> None:
+    assert parse_text(text).error == "no tool call found in output"
+
+
+def test_a_call_after_broken_json_is_still_found() -> None:
+    r = parse_text('{"name": "f", "arguments": {x: 1}} then {"name": "g", "arguments": {}}')
+    assert [c.name for c in r.calls] == ["g"] and r.error is None

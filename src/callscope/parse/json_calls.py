@@ -9,6 +9,8 @@ arguments must be a JSON object (``None`` or an empty string mean ``{}``), neste
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -101,6 +103,42 @@ def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
     if not calls:
         return ParseResult(error="empty native tool_calls list", form="native")
     return ParseResult(calls=tuple(calls), form="native")
+
+
+#: an opening that is JSON written as a call: ``{"`` or ``[{`` (blanks allowed between)
+_JSON_CALL_START = re.compile(r"(?:\[[ \t\r\n]*+)?\{[ \t\r\n]*+\"")
+
+
+def invalid_json_reason(text: str, start: int, exc: ValueError | RecursionError) -> str:
+    """Why the JSON that starts at ``start`` of ``text`` does not decode: *cut off* when the
+    decoder ran into the end of the text or an unterminated string (the output stopped
+    mid-call: at the token limit, or the model ended it there), else the decoder's message
+    and position."""
+    if isinstance(exc, RecursionError):
+        return "the JSON is nested too deeply to read"
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+            return (
+                f"the JSON call starting at character {start} is cut off: the text ends "
+                "before the call is closed"
+            )
+        return f"invalid JSON at character {exc.pos}: {exc.msg}"
+    return f"invalid JSON: {exc}"
+
+
+def first_invalid_json(text: str) -> str | None:
+    """Why the first JSON-looking opening of ``text`` (``{"`` or ``[{"``) does not decode
+    (:func:`invalid_json_reason`); ``None`` when there is none or it decodes. One decode."""
+    match = _JSON_CALL_START.search(text)
+    if match is None:
+        return None
+    try:
+        json_raw_decode(text, match.start())
+    except Rejected:
+        return None
+    except (ValueError, RecursionError) as exc:
+        return invalid_json_reason(text, match.start(), exc)
+    return None
 
 
 def scan_json(text: str) -> tuple[list[ToolCall], str | None]:

@@ -25,7 +25,12 @@ import re
 from typing import Any
 
 from callscope.parse.glaive import read_functioncall
-from callscope.parse.json_calls import call_from_object, parse_native, scan_json
+from callscope.parse.json_calls import (
+    call_from_object,
+    first_invalid_json,
+    parse_native,
+    scan_json,
+)
 from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
 from callscope.parse.python_calls import CALL_START, parse_python_calls, scan_python
 from callscope.types import ParseResult, ToolCall
@@ -155,7 +160,7 @@ def _bare(stripped: str, last_error: str | None) -> ParseResult:
         return ParseResult(calls=tuple(found), form="python")
     if CALL_START.match(stripped):
         last_error = whole_error  # the text is one call: its own reason is the useful one
-    last_error = last_error or err
+    last_error = last_error or err or first_invalid_json(stripped)
     return ParseResult(error=last_error or "no tool call found in output")
 
 

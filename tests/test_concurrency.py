@@ -80,16 +80,18 @@ def test_pool_keeps_one_idle_connection_per_request_in_flight() -> None:
 
 
 class KeepAliveServer(ThreadingHTTPServer):
-    """HTTP/1.1 with keep-alive; records each request's client port, counts the connections
-    opened and those the client has closed."""
+    """HTTP/1.1 with keep-alive; records each request's client port and counts the
+    connections opened and those the client has closed. A request whose last message is
+    ``hold`` waits until ``hold`` such requests are in (a barrier)."""
 
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, hold: int) -> None:
         self.ports: list[int] = []
         self.opened = 0
         self.closed = 0
         self.lock = threading.Lock()
+        self.barrier = threading.Barrier(hold)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -109,9 +111,11 @@ class KeepAliveServer(ThreadingHTTPServer):
                     server.closed += 1
 
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 with server.lock:
                     server.ports.append(self.client_address[1])
+                if body["messages"][-1]["content"] == "hold":
+                    server.barrier.wait(timeout=10)
                 data = json.dumps(openai_reply("", tool_calls=CALL)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -131,24 +135,21 @@ def _wait_for(predicate: Any, seconds: float = 10.0) -> bool:
     return True
 
 
-def test_each_thread_keeps_its_own_connection_and_ended_threads_close_theirs() -> None:
-    """4 threads x 3 requests: 4 connections, each thread's requests on its own one; a
-    thread that ends leaves its connection open until the model next makes a client (for a
-    new thread), which closes the 4 old ones; ``close`` closes the last."""
-    server = KeepAliveServer()
+def test_connections_are_as_many_as_requests_at_once_and_are_reused() -> None:
+    """4 threads, each a request the server holds until all 4 are in (so 4 at once), then 2
+    more: the 12 requests use 4 connections; a later thread reuses one (no 5th); ``close``
+    closes all 4."""
+    server = KeepAliveServer(hold=4)
     threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
     ).start()
     model = load_model("openai:m", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1")
-    barrier = threading.Barrier(4)
 
-    def worker(i: int) -> None:
-        for k in range(3):
-            model.chat([{"role": "user", "content": f"{i}/{k}"}])
-            if k == 0:
-                barrier.wait(timeout=10)  # all 4 threads hold a connection at once
+    def worker() -> None:
+        for content in ("hold", "a", "b"):
+            model.chat([{"role": "user", "content": content}])
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -156,15 +157,13 @@ def test_each_thread_keeps_its_own_connection_and_ended_threads_close_theirs() -
     try:
         assert len(server.ports) == 12
         assert server.opened == 4 and len(set(server.ports)) == 4
-        assert all(server.ports.count(p) == 3 for p in set(server.ports))
-        assert server.closed == 0
-        late = threading.Thread(target=lambda: model.chat([{"role": "user", "content": "late"}]))
+        late = threading.Thread(target=lambda: model.chat([{"role": "user", "content": "c"}]))
         late.start()
         late.join()
-        assert server.opened == 5
-        assert _wait_for(lambda: server.closed == 4)
+        assert len(server.ports) == 13 and server.ports[-1] in server.ports[:-1]
+        assert server.opened == 4 and server.closed == 0
         model.close()
-        assert _wait_for(lambda: server.closed == 5)
+        assert _wait_for(lambda: server.closed == 4)
     finally:
         server.shutdown()
         server.server_close()

@@ -25,7 +25,9 @@ import json
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -290,10 +292,12 @@ class HTTPChatModel(ChatModel):
     ``policy`` (:func:`post_json`), and turns the reply into a :class:`ModelReply` with
     :meth:`_parse`: the text and tool calls of the object at :attr:`MESSAGE_PATH`, and the
     token counts of :meth:`_usage` (prompt tokens actually evaluated: :func:`evaluated_tokens`).
-    The request context is not sent (it is not part of the request). Each thread that calls
-    :meth:`chat` gets its own client with one kept-alive connection (:meth:`_thread_client`):
-    one shared connection pool serialises every thread on its lock, and at 64 threads spent
-    more CPU in that lock than in the requests (``benchmarks/http_concurrency.py``).
+    The request context is not sent (it is not part of the request). Each request borrows an
+    idle client (one kept-alive connection each) and gives it back when done
+    (:meth:`_borrow`), so there are as many connections as requests ever ran at once, each
+    reused by whichever thread comes next: one shared connection pool serialises every
+    thread on its lock, and at 64 threads spent more CPU in that lock than in the requests
+    (``benchmarks/http_concurrency.py``).
     ``max_concurrency`` (default :data:`MAX_HTTP_CONCURRENCY`) is the most requests the
     runner sends at once.
     """
@@ -326,27 +330,32 @@ class HTTPChatModel(ChatModel):
         self.max_concurrency = (
             MAX_HTTP_CONCURRENCY if max_concurrency is None else max(1, int(max_concurrency))
         )
-        self._clients: dict[threading.Thread, httpx.Client] = {}
+        #: clients not in use (``deque.pop`` / ``append`` are atomic), and every client made
+        self._idle: deque[httpx.Client] = deque()
+        self._clients: list[httpx.Client] = []
         self._clients_lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
 
-    def _thread_client(self) -> httpx.Client:
-        """The calling thread's client (made on its first request, all sharing one TLS
-        context: building one reads the CA bundle, ~0.1 s); the clients of threads that
-        have ended are closed whenever a new one is made."""
-        me = threading.current_thread()
-        client = self._clients.get(me)
-        if client is None:
+    @contextmanager
+    def _borrow(self) -> Iterator[httpx.Client]:
+        """An idle client for one request (the one used last, whose connection is the most
+        likely still open), or a new one when all are busy; given back afterwards. New
+        clients share one TLS context (building one reads the CA bundle, ~0.1 s)."""
+        try:
+            client = self._idle.pop()
+        except IndexError:
             import httpx  # lazy: only commands that talk to a server pay for it
 
             with self._clients_lock:
                 if self._ssl is None:
                     self._ssl = httpx.create_ssl_context()
                 client = httpx.Client(limits=pool_limits(1), verify=self._ssl)
-                for thread in [t for t in self._clients if not t.is_alive()]:
-                    self._clients.pop(thread).close()
-                self._clients[me] = client
-        return client
+                self._clients.append(client)
+        try:
+            yield client
+        finally:
+            if not client.is_closed:  # ``close`` ran meanwhile: not given out again
+                self._idle.append(client)
 
     @abstractmethod
     def _endpoint(self, base: str) -> str:
@@ -405,20 +414,22 @@ class HTTPChatModel(ChatModel):
     ) -> ModelReply:
         body = self.build_request(messages, tools, decoding or Decoding())
         start = time.perf_counter()
-        data = post_json(
-            self._thread_client(),
-            self.url,
-            body,
-            backend=self.BACKEND,
-            policy=self.policy,
-            headers=self._headers(),
-        )
+        with self._borrow() as client:
+            data = post_json(
+                client,
+                self.url,
+                body,
+                backend=self.BACKEND,
+                policy=self.policy,
+                headers=self._headers(),
+            )
         latency = time.perf_counter() - start
         return self._parse(data, latency)
 
     def close(self) -> None:
         with self._clients_lock:
-            clients = list(self._clients.values())
+            clients = list(self._clients)
             self._clients.clear()
+            self._idle.clear()
         for client in clients:
             client.close()

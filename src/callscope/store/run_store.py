@@ -266,7 +266,10 @@ class RunStore:
         ``(id, messages)``: when it is a prefix, only the new messages are written."""
         full = encode({"m": messages})
         ref = hashlib.sha256(full.encode("utf-8")).hexdigest()
-        flags = decode(full).get(ESCAPED_KEY, []) if full.endswith("]}") else []
+        # an escaped history carries its flags as the last key (``..., "escaped": [...]}``):
+        # decode to read them only when its tail says so, not for every history
+        escaped = f'"{ESCAPED_KEY}": [' in full[-64:]
+        flags = decode(full).get(ESCAPED_KEY, []) if escaped else []
         parent, tail = None, messages
         if prior is not None and messages[: len(prior[1])] == prior[1]:
             parent, tail = prior[0], messages[len(prior[1]) :]

@@ -295,9 +295,9 @@ class HTTPChatModel(ChatModel):
     The request context is not sent (it is not part of the request). Each request borrows an
     idle client (one kept-alive connection each) and gives it back when done
     (:meth:`_borrow`), so there are as many connections as requests ever ran at once, each
-    reused by whichever thread comes next: one shared connection pool serialises every
-    thread on its lock, and at 64 threads spent more CPU in that lock than in the requests
-    (``benchmarks/http_concurrency.py``).
+    reused by whichever thread comes next. (One shared httpx pool scans all its connections
+    under its lock on every request: at 64 threads a quarter of the GIL time,
+    ``benchmarks/http_concurrency.py``.)
     ``max_concurrency`` (default :data:`MAX_HTTP_CONCURRENCY`) is the most requests the
     runner sends at once.
     """

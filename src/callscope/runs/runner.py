@@ -68,8 +68,8 @@ def in_parallel(
     pool = ThreadPoolExecutor(max_workers=workers)
     pending: dict[Future[_R], _T] = {}
     # each future puts itself here when it finishes: O(1) per result, where
-    # ``concurrent.futures.wait`` over the pending set costs O(workers) lock round-trips
-    # per result (at 64 workers, more CPU than the requests themselves)
+    # ``concurrent.futures.wait`` over the pending set takes every pending future's lock
+    # on every result
     finished: SimpleQueue[Future[_R]] = SimpleQueue()
     try:
         while True:

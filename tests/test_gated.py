@@ -26,7 +26,15 @@ from callscope.saag.gated import (
     confident_kinds,
     repeats,
 )
-from callscope.saag.messages import HARD, SOFT, WRONG_NAME, correction_message, gated_message
+from callscope.saag.messages import (
+    HARD,
+    NO_NAME,
+    SOFT,
+    WRONG_NAME,
+    correction_message,
+    gated_message,
+    unreadable_message,
+)
 from callscope.store.run_store import RunStore
 from callscope.types import GATED_MODES, LOOP_MODES, MODES, Case, ToolCall
 
@@ -87,6 +95,7 @@ def test_modes_keep_the_papers_three_and_add_gated() -> None:
     assert GATED_VARIANTS["gated-nokeep"].keep_right is False
     nobest = GATED_VARIANTS["gated-nobest"]
     assert (nobest.best_so_far, nobest.stop_on_regression) == (False, False)
+    assert GATED_VARIANTS["gated-noparse"].explain_parse is False
     with pytest.raises(AttributeError):
         GATED_DEFAULT.keep_right = False  # type: ignore[misc]  # frozen
 
@@ -227,6 +236,50 @@ def test_a_call_repeated_through_two_corrections_stops_the_loop() -> None:
     assert (len(out.attempts), out.stop) == (6, "budget")
     out, _ = run([HARD_UNIT], "structured", max_attempts=6)
     assert (len(out.attempts), out.stop) == (6, "budget")
+
+
+#: an answer cut off before its call closes (as the 0.5B's at the token limit), and one with
+#: an unquoted key (the 0.5B's first answer to simple_python_82 in the comparison)
+CUT_OFF = GOOD[:-2]
+UNQUOTED = '{"name": "get_weather", "arguments": {city: "San Francisco"}}'
+
+
+def test_an_unreadable_call_is_told_why_it_could_not_be_read() -> None:
+    out, model = run([CUT_OFF, GOOD], "gated")
+    assert (len(out.attempts), out.stop, out.solved_at) == (2, "passed", 2)
+    sent = model.messages[1][-1]["content"]
+    assert sent == (
+        "Your call could not be read: the JSON call starting at character 0 is cut off: the"
+        " text ends before the call is closed. Please return only the complete agent"
+        " invocation, as valid JSON in the exact format specified in the registry."
+    )
+    out, model = run([UNQUOTED, GOOD], "gated")
+    # position 38: the "c" of the unquoted key, counted by hand
+    assert (
+        "invalid JSON at character 38: Expecting property name enclosed in double quotes"
+        in (model.messages[1][-1]["content"])
+    )
+    assert out.solved_at == 2
+
+
+def test_the_ablation_and_the_papers_modes_keep_no_function_name_found() -> None:
+    for mode in ("gated-noparse", "structured"):
+        _, model = run([CUT_OFF, GOOD], mode)
+        assert model.messages[1][-1]["content"] == NO_NAME
+    # no call-like text at all: nothing specific to say, the paper's message in gated too
+    _, model = run(["I would check the weather for you.", GOOD], "gated")
+    assert model.messages[1][-1]["content"] == NO_NAME
+
+
+def test_unreadable_message_quotes_only_specific_reasons_capped() -> None:
+    assert unreadable_message(None) is None
+    assert unreadable_message("empty output") is None
+    assert unreadable_message("no tool call found in output") is None
+    head = "invalid JSON at character 3: "
+    long = unreadable_message(head + "x" * 500)
+    # the reason is cut to 200 characters, the last 3 of them "..."
+    cut = head + "x" * (200 - len(head) - 3) + "..."
+    assert long is not None and long.startswith(f"Your call could not be read: {cut}. Please")
 
 
 def test_repeats_compares_the_last_patience_plus_one_attempts() -> None:

@@ -23,6 +23,7 @@ Mode = Literal[
     "gated-nokeep",
     "gated-nobest",
     "gated-norepeat",
+    "gated-noparse",
 ]
 MODES: tuple[Mode, ...] = ("direct", "binary", "structured", "gated")
 #: the SAAG paper's three modes
@@ -34,6 +35,7 @@ GATED_MODES: tuple[Mode, ...] = (
     "gated-nokeep",
     "gated-nobest",
     "gated-norepeat",
+    "gated-noparse",
 )
 #: every mode a loop runs
 LOOP_MODES: tuple[Mode, ...] = (*MODES, *GATED_MODES[1:])

@@ -70,7 +70,7 @@ def run(
         typer.Option(
             "--modes",
             help="comma list of direct,binary,structured,gated "
-            "(ablations: gated-ungated,gated-nokeep,gated-nobest,gated-norepeat)",
+            "(ablations: gated-ungated,gated-nokeep,gated-nobest,gated-norepeat,gated-noparse)",
         ),
     ] = "direct,binary,structured",
     max_attempts: Annotated[int, typer.Option("--max-attempts", min=1)] = 15,

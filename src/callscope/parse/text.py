@@ -35,6 +35,11 @@ from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
 from callscope.parse.python_calls import CALL_START, parse_python_calls, scan_python
 from callscope.types import ParseResult, ToolCall
 
+#: the two parse errors that say nothing about what was wrong with the text
+EMPTY_OUTPUT = "empty output"
+NO_CALL_FOUND = "no tool call found in output"
+UNINFORMATIVE_ERRORS = frozenset({EMPTY_OUTPUT, NO_CALL_FOUND})
+
 _TOOL_CALL_OPEN = "<tool_call>"
 _TOOL_CALL_CLOSE = "</tool_call>"
 _FUNCTIONCALL = re.compile(r"<functioncall>\s*+")
@@ -104,7 +109,7 @@ def parse_text(text: str) -> ParseResult:
         text = text[:MAX_INPUT_CHARS]
     stripped = text.strip()
     if not stripped:
-        return ParseResult(error="empty output")
+        return ParseResult(error=EMPTY_OUTPUT)
     last_error: str | None = None
     if (
         _FENCE_MARK not in stripped
@@ -161,7 +166,7 @@ def _bare(stripped: str, last_error: str | None) -> ParseResult:
     if CALL_START.match(stripped):
         last_error = whole_error  # the text is one call: its own reason is the useful one
     last_error = last_error or err or first_invalid_json(stripped)
-    return ParseResult(error=last_error or "no tool call found in output")
+    return ParseResult(error=last_error or NO_CALL_FOUND)
 
 
 def parse_output(output: Any) -> ParseResult:

@@ -67,6 +67,7 @@ from callscope.core.jsonl import dumps_safe
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.parse import parse_native, parse_output, parse_python_calls
+from callscope.parse.text import EMPTY_OUTPUT
 from callscope.types import ModelReply, ParseResult, Style
 
 ParseMode = Literal["bfcl", "lenient"]
@@ -109,7 +110,7 @@ def parse_bfcl_prompt(text: str) -> ParseResult:
     read the whole text as a Python call list (literals only; never evaluated)."""
     body = (text or "").strip("`\n ")
     if not body:
-        return ParseResult(error="empty output")
+        return ParseResult(error=EMPTY_OUTPUT)
     if not body.startswith("["):
         body = "[" + body
     if not body.endswith("]"):

@@ -32,7 +32,7 @@ from callscope.saag.gated import (
 from callscope.saag.messages import BINARY_FEEDBACK, gated_message
 from callscope.saag.score import score_parsed
 from callscope.store.records import Attempt, Outcome
-from callscope.types import Case, Mode, ModelReply, Style, ToolCall
+from callscope.types import Case, Mode, ModelReply, ParseResult, Style
 
 
 def _call(
@@ -148,7 +148,7 @@ def run_loop(
         reply_text = (last.reply or {}).get("text") or ""
         parsed = parse_output(ModelReply.from_dict(last.reply or {}))
         if settings is not None:
-            feedback = _gated_feedback(last, parsed.first, settings)
+            feedback = _gated_feedback(last, parsed, settings)
             if feedback is None:
                 return _finish(out, "gate", best, settings)
         else:
@@ -172,11 +172,12 @@ def _rank(a: Attempt) -> tuple[int, int]:
     return attempt_rank(a.diagnosis)
 
 
-def _gated_feedback(a: Attempt, call: ToolCall | None, settings: GatedSettings) -> str | None:
-    """The gated message for attempt ``a`` (``None``: the gate is closed)."""
+def _gated_feedback(a: Attempt, parsed: ParseResult, settings: GatedSettings) -> str | None:
+    """The gated message for attempt ``a``, whose answer parsed as ``parsed`` (``None``: the
+    gate is closed)."""
     if a.diagnosis is None:
         return None
-    return gated_message(diagnosis_from_dict(a.diagnosis), call, settings)
+    return gated_message(diagnosis_from_dict(a.diagnosis), parsed.first, settings, parsed.error)
 
 
 def _finish(

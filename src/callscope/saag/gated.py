@@ -2,7 +2,7 @@
 
 The SAAG paper's main caveat is *overcorrection*: feedback that moves a correct prediction
 away (section 5, "Limitations"); it names confidence-gated correction as future work. The
-gated mode of :func:`callscope.runs.loop.run_loop` is built from four switchable
+gated mode of :func:`callscope.runs.loop.run_loop` is built from six switchable
 ingredients, held in one frozen :class:`GatedSettings` (the guard library and proxy import
 it; :data:`GATED_DEFAULT` is the setting the comparison measured best):
 
@@ -26,6 +26,11 @@ it; :data:`GATED_DEFAULT` is the setting the comparison measured best):
   correction, and under greedy decoding the same correction again rarely changes that (in
   the first 20 comparison cases, all 9 of the 0.5B's loops, in any mode, that gave the same
   call three times in a row gave it until the 15-attempt budget ran out). ``0`` never stops for this.
+* ``explain_parse`` -- when no call could be read from the answer, the correction gives the
+  parser's reason (a JSON call cut off before it closes, invalid JSON at a character, a
+  non-literal argument...) instead of the paper's "No function name found", which is wrong
+  when the name is there but the JSON around it is broken. Only the model's own text is
+  read; an answer with no call-like text at all still gets the paper's message.
 
 Everything here is a pure function of a :class:`~callscope.saag.cascade.Diagnosis`.
 """
@@ -56,6 +61,8 @@ class GatedSettings:
     stop_on_regression: bool = True
     #: stop when this many revisions in a row repeated the call before them (0: never)
     repeat_patience: int = 2
+    #: for an answer with no readable call, say why it could not be read
+    explain_parse: bool = True
 
 
 #: the full gated mode (all four ingredients)
@@ -69,6 +76,7 @@ GATED_VARIANTS: dict[str, GatedSettings] = {
     "gated-nokeep": replace(GATED_DEFAULT, keep_right=False),
     "gated-nobest": replace(GATED_DEFAULT, best_so_far=False, stop_on_regression=False),
     "gated-norepeat": replace(GATED_DEFAULT, repeat_patience=0),
+    "gated-noparse": replace(GATED_DEFAULT, explain_parse=False),
 }
 
 

@@ -10,6 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from callscope.parse.text import UNINFORMATIVE_ERRORS
 from callscope.saag.cascade import Diagnosis
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.types import ToolCall
@@ -80,6 +81,12 @@ def correction_message(d: Diagnosis) -> str | None:
 
 # --------------------------------------------------------------------------- gated (issue 17)
 
+UNREADABLE = (
+    "Your call could not be read: {reason}. Please return only the complete agent "
+    "invocation, as valid JSON in the exact format specified in the registry."
+)
+#: the longest parser reason a correction quotes (longer ones are cut, with "...")
+MAX_REASON_CHARS = 200
 KEEP_NAME = 'The function name "{name}" is right: keep it.'
 KEEP_ARGS = "These arguments are right: keep them unchanged: {args}."
 #: the longest rendering of one kept argument value (longer ones are shown cut, with "...")
@@ -111,16 +118,37 @@ def already_right(d: Diagnosis, call: ToolCall | None) -> str:
     return " ".join(parts)
 
 
+def unreadable_message(parse_error: str | None) -> str | None:
+    """The correction for an answer from which no call was read, giving the parser's
+    ``parse_error``; ``None`` when the parser had nothing specific to say (no call-like
+    text at all: :data:`~callscope.parse.text.UNINFORMATIVE_ERRORS`)."""
+    if not parse_error or parse_error in UNINFORMATIVE_ERRORS:
+        return None
+    reason = " ".join(parse_error.split()).rstrip(".")
+    if len(reason) > MAX_REASON_CHARS:
+        reason = reason[: MAX_REASON_CHARS - 3] + "..."
+    return UNREADABLE.format(reason=reason)
+
+
 def gated_message(
-    d: Diagnosis, call: ToolCall | None, settings: GatedSettings = GATED_DEFAULT
+    d: Diagnosis,
+    call: ToolCall | None,
+    settings: GatedSettings = GATED_DEFAULT,
+    parse_error: str | None = None,
 ) -> str | None:
     """The gated mode's feedback for diagnosis ``d`` of the model's ``call``, or ``None`` when
     no correction is sent: the call passed, or (``settings.confident_only``) only a soft
     drift is left (:func:`callscope.saag.gated.confident_kinds`). The correction is the
     paper's template (:func:`correction_message`) restricted to the confident kinds, followed
-    (``settings.keep_right``) by :func:`already_right`."""
+    (``settings.keep_right``) by :func:`already_right`; for an answer with no readable call
+    (``settings.explain_parse``) it is :func:`unreadable_message` of the parser's
+    ``parse_error`` where that says something specific."""
     if d.stage == 0:
         return None
+    if settings.explain_parse and d.stage == 1 and d.fnem == -1:
+        unreadable = unreadable_message(parse_error)
+        if unreadable is not None:
+            return unreadable
     if settings.confident_only:
         kinds = confident_kinds(d)
         if not kinds:

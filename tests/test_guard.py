@@ -12,7 +12,7 @@ import pytest
 import callscope
 from callscope.guard import DEFAULT_REPAIR_ATTEMPTS, check, repair
 from callscope.guard.check import evidence_of, functions_of
-from callscope.saag.messages import KEEP_ARGS, KEEP_NAME, MISSING, NUMERIC
+from callscope.saag.messages import KEEP_ARGS, KEEP_NAME, MISSING, NO_NAME, NUMERIC, UNREADABLE
 from callscope.types import ModelReply
 
 SPEC = {
@@ -224,6 +224,23 @@ def test_gated_repair_keeps_the_grounded_arguments_and_stops_on_a_regression() -
         settings=None,
     )
     assert (paper.stopped, paper.best_attempt, paper.passed) == ("passed", 3, True)
+
+
+def test_gated_repair_says_why_a_native_call_could_not_be_read() -> None:
+    broken = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"function": {"name": "book_table", "arguments": '{"restaurant": '}}],
+    }
+    result = repair(Scripted(broken, msg(GOOD)), MESSAGES, TOOLS)
+    assert (result.passed, result.best_attempt) == (True, 2)
+    # the arguments are read stripped: '{"restaurant":' is 14 characters, a value is due at 14
+    assert result.attempts[0].feedback == UNREADABLE.format(
+        reason="native tool call rejected: arguments are not valid JSON: Expecting value:"
+        " line 1 column 15 (char 14)"
+    )
+    paper = repair(Scripted(broken, msg(GOOD)), MESSAGES, TOOLS, settings=None)
+    assert paper.attempts[0].feedback == NO_NAME
 
 
 def test_gated_repair_stops_when_the_model_repeats_its_call() -> None:

@@ -192,7 +192,10 @@ def _feedback(verdict: TurnVerdict, settings: GatedSettings | None) -> str | Non
         return verdict.correction or NO_CALL_FEEDBACK
     return verdict.feedback(
         lambda c: gated_message(
-            c.diagnosis, ToolCall(c.name, c.arguments) if c.name else None, settings
+            c.diagnosis,
+            ToolCall(c.name, c.arguments) if c.name else None,
+            settings,
+            verdict.parse_error,
         )
     )
 

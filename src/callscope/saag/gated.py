@@ -4,7 +4,7 @@ The SAAG paper's main caveat is *overcorrection*: feedback that moves a correct 
 away (section 5, "Limitations"); it names confidence-gated correction as future work. The
 gated mode of :func:`callscope.runs.loop.run_loop` is built from six switchable
 ingredients, held in one frozen :class:`GatedSettings` (the guard library and proxy import
-it; :data:`GATED_DEFAULT` is the setting the comparison measured best):
+it; :data:`GATED_DEFAULT`, every ingredient on, is the setting the comparison runs):
 
 * ``confident_only`` -- a correction is sent only for a *confident* diagnosis
   (:func:`confident_kinds`): every stage-1 failure (no name, a name not in the registry: both
@@ -65,7 +65,7 @@ class GatedSettings:
     explain_parse: bool = True
 
 
-#: the full gated mode (all four ingredients)
+#: the full gated mode (every ingredient on)
 GATED_DEFAULT = GatedSettings()
 
 #: the gated loop modes: ``gated`` and one ablation per ingredient switched off (the names are

@@ -278,7 +278,8 @@ MAX_HTTP_CONCURRENCY = 1024
 def pool_limits(concurrency: int) -> httpx.Limits:
     """Connection pool limits for ``concurrency`` requests at once: as many open and as many
     idle (kept-alive) connections, so that every request in flight reuses a connection
-    instead of opening a new one (httpx keeps only 20 idle connections by default)."""
+    instead of opening a new one (httpx keeps only 20 idle connections by default). Each
+    client :meth:`HTTPChatModel._borrow` lends runs one request at a time: ``pool_limits(1)``."""
     import httpx  # lazy: only commands that talk to a server pay for it
 
     n = max(1, int(concurrency))

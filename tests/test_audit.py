@@ -88,6 +88,9 @@ def test_hand_worked_case(mode: str) -> None:
     # "Berlin" -> "Ber": a fragment of a word. The paper's h is 0 (PartialRatio 100): lexical
     # passes it; the registry-aware mode flags it
     assert got["truncated_string"] == ((mode == "registry"), 3 if mode == "registry" else 0)
+    # city (required) -> "": flagged in both modes (the registry mode reads "" as "left out"
+    # only for an optional parameter), a hard drift at stage 3
+    assert got["blanked_required"] == (True, 3)
 
 
 def test_other_case_value_and_swap() -> None:
@@ -153,8 +156,10 @@ def test_bfcl_subset_counts(bfcl_cases: list[Case]) -> None:
 
 #: false alarms on the minimal gold of the first 120 BFCL S=5 cases (seed 0): (lexical,
 #: registry). Pinned from a run of this code; the same audit over all 1,911 cases is in the
-#: README ("How far to trust the diagnosis").
-PINNED_FA = (40, 16)
+#: README ("How far to trust the diagnosis"). Registry 16 -> 14 when a month of a year
+#: (simple_python_286: "04-2022" for "April 2022") and a description's URL template
+#: (live_simple_130: "https://{ip}/...") became grounded.
+PINNED_FA = (40, 14)
 
 
 def test_audit_command(tmp_path: Path) -> None:

@@ -275,3 +275,92 @@ def test_huge_hallucinated_containers_are_flagged_in_both_modes() -> None:
         d = one(value, query, {"type": "array", "items": {"type": "string"}}, grounding=mode)
         assert d.stage == 3 and d.vhr == 1.0 and "v" in d.hard
     assert MAX_RATIO_LEAVES == MAX_SCORED_LEAVES == 32
+
+
+def test_a_month_of_a_year_and_its_first_day() -> None:
+    # simple_python_286's query and the 1.5B's answer (its schema asks for 'mm-yyyy')
+    q = "Get concert details for the artist Beyonce performing in San Diego next month (April 2022)."
+    assert reason("April 2022", q) == "stated"
+    for value in ("04-2022", "4/2022", "2022-04", "Apr 2022", "2022-04-01"):
+        assert reason(value, q) == "normalised", value
+    for value in ("05-2022", "04-2021", "2022-05", "2022-04-02", "2022-04-15"):
+        assert reason(value, q) is None, value
+    assert reason("2022-07-01", "How have views of Apple changed since July of 2022?")
+    assert reason("07-2022", "Sales for 07/2022 please") == "normalised"
+    # a stated day: its month is stated, but the month's first day is not (the audit's
+    # truncated '2024-03-19 12:00:00' -> '2024-03-1')
+    for q, y in (
+        ("on the 19th of March, 2024", 2024),
+        ("on 2023-03-05", 2023),
+        ("on March 5, 2023", 2023),
+    ):
+        assert reason(f"03-{y}", q) == "normalised", q
+        assert reason(f"{y}-03-1", q) is None and reason(f"{y}-03-01", q) is None, q
+        assert reason(f"04-{y}", q) is None and reason(f"03-{y + 1}", q) is None, q
+    assert reason("04-2022", "in April 2022", grounding="lexical") is None  # the paper's rule
+
+
+def test_a_blank_string_leaves_an_optional_parameter_out() -> None:
+    # multiple_171: the 0.5B's answer, which BFCL accepts ('' = "may be omitted")
+    spec = {
+        "name": "game_result.get_winner",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "teams": {"type": "array", "items": {"type": "string"}},
+                "date": {"type": "string", "description": "formatted as YYYY-MM-DD"},
+                "venue": {"type": "string", "description": "Optional: The venue. Default is ''"},
+            },
+            "required": ["teams", "date"],
+        },
+    }
+    q = "Who won the basketball game between Lakers and Clippers on Jan 28, 2021?"
+    teams = ["Lakers", "Clippers"]
+
+    def run(args: dict[str, Any], mode: str = "registry") -> Any:
+        return diagnose(ToolCall(spec["name"], args), [spec], q, grounding=mode)
+
+    d = run({"teams": teams, "date": "2021-01-28", "venue": ""})
+    # assumed (no grounding context, like null): neither grounded nor in VHR or QSLO
+    assert d.stage == 0 and "venue" not in d.grounded and d.vhr == 0.0 and d.qslo is None
+    assert d.avem == 2 / 3
+    assert run({"teams": teams, "date": "2021-01-28", "venue": " \n"}).stage == 0
+    # a required parameter left blank is still a hard drift; so is "" in the paper's mode
+    d = run({"teams": teams, "date": "", "venue": ""})
+    assert d.stage == 3 and d.hard == ["date"]
+    assert run({"teams": teams, "date": "2021-01-28", "venue": ""}, "lexical").hard == [
+        "date",
+        "venue",
+    ]
+    # a blank leaf inside a container is a value like any other
+    assert run({"teams": ["Lakers", ""], "date": "2021-01-28"}).hard == ["teams"]
+
+
+def test_a_template_in_the_description_with_stated_placeholders() -> None:
+    # live_simple_128: the description's URL template, '<ip>' and '{fabricName}' both stated
+    schema = {
+        "type": "string",
+        "description": "The URL should include the target IP, API endpoint, and the fabricName"
+        " query parameter placeholder https://<ip>/sedgeapi/v1/nodes?fabricName={fabricName}.",
+    }
+    q = "Generate the request. IP:192.168.11.33 API name: get nodes list Parameter_fabricName:PEK-ACI"
+    url = "https://192.168.11.33/sedgeapi/v1/nodes?fabricName=PEK-ACI"
+    assert reason(url, q, schema) == "format"
+    assert n.description_templates(schema) == (("https://", "/sedgeapi/v1/nodes?fabricName=", ""),)
+    assert n.template_fills(url, n.description_templates(schema)[0]) == [
+        "192.168.11.33",
+        "PEK-ACI",
+    ]
+    for wrong in (
+        "https://192.168.11.34/sedgeapi/v1/nodes?fabricName=PEK-ACI",  # another IP
+        "https://192.168.11.33/sedgeapi/v1/nodes?fabricName=PROD",  # unstated fabric
+        "https://192.168.11.33/sedgeapi/v1/nodes?fabricName=",  # a placeholder left empty
+        "https://192.168.11.33/sedgeapi/v1/no",  # cut off
+        "https://192.168.11.33/api/v2/nodes?fabricName=PEK-ACI",  # another path
+    ):
+        assert reason(wrong, q, schema) is None, wrong
+    # quoted, with a trailing period (live_simple_130); adjacent placeholders cannot be split
+    quoted = {"type": "string", "description": "e.g., 'https://{ip}/api/interfaceInfo'."}
+    assert reason("https://10.0.0.7/api/interfaceInfo", "use the IP 10.0.0.7", quoted) == "format"
+    assert n.description_templates({"description": "as {a}{b} or <x>"}) == ()
+    assert n.template_fills("x" * (n.MAX_TEMPLATE_VALUE + 1), ("x", "")) is None

@@ -10,7 +10,8 @@ detector; on any cases with gold calls :func:`audit` builds
   cascade claims to detect (:data:`KINDS`): stage 1 ``misspelled_name``, ``other_registry_name``,
   ``invented_name``; stage 2 ``missing_required``, ``spurious_param``, ``drifted_param``;
   stage 3 ``unstated_string``, ``unstated_number``, ``other_case_value``, ``swapped_values``,
-  ``truncated_string``,
+  ``truncated_string``, ``blanked_required`` (a required string argument set to ``""``: the
+  registry mode reads ``""`` as "left out" only for optional parameters),
 
 scores them all and reports, per kind (and per benchmark category), the *false-alarm rate*
 on negatives (share flagged at any stage) and the *detection rate* on positives (share
@@ -57,6 +58,7 @@ KINDS: dict[str, int] = {
     "other_case_value": 3,
     "swapped_values": 3,
     "truncated_string": 3,
+    "blanked_required": 3,
 }
 _INVENTED_NAMES = (
     "quantum_ledger_sync",
@@ -341,6 +343,10 @@ def positives(
         p = rng("truncated_string").choice(long_strings)
         cut = args[p].strip()[: len(args[p].strip()) // 2]
         add("truncated_string", {**args, p: cut}, f"{p}: {args[p]!r} -> {cut!r}")
+    blankable = [p for p in present_required if p in strings]
+    if blankable:
+        p = rng("blanked_required").choice(blankable)
+        add("blanked_required", {**args, p: ""}, f"{p}: {args[p]!r} -> ''")
     return out
 
 

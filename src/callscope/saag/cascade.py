@@ -433,12 +433,12 @@ def diagnose(
         if isinstance(v, _CONTAINERS) and _too_deep(v):
             verdict = _TOO_DEEP
         else:
-            verdict = ground(p, v, props.get(p), evidence, arguments)
+            verdict = ground(p, v, props.get(p), evidence, arguments, p in a_req)
             if judge is not None and verdict.h and judge(p, v, all_text):
                 verdict = ArgVerdict(0.0, "judge", v)
         if verdict.reason is not None:
             grounded[p] = verdict.reason
-        elif isinstance(v, str):
+        elif isinstance(v, str) and verdict.h is not None:
             overlaps.append(g.partial_ratio(v, all_text) / 100.0)
         h = verdict.h
         if h is None:

@@ -15,14 +15,17 @@ the cascade (``--grounding NAME``; ``grounding = "NAME"`` in an experiment file)
   2. ``normalised``: the request states it after the rules of :mod:`callscope.saag.normalise`
      (words, word order and inflection, math notation, numbers in words / percent /
      fractions / scale words / durations, a number string as a number, dates and times in
-     any format, also relative to a date the request states);
+     any format, also relative to a date the request states, a month of a year ("04-2022"
+     for "April 2022") and its first day);
   3. ``unit``: the value names a unit the request states in another spelling ("km" for
      "kilometers"; "Fahrenheit" is *not* stated by "Celsius");
   4. ``context``: the conversation before the request states it (earlier user turns, tool
      results), by rules 1-3;
   5. ``format``: the request states the leading part and the parameter's description shows
      the format that completes it ("Berkeley" -> "Berkeley, CA" for ``'City, State'``;
-     "track:Friends artist:Marshmello" when the words not stated are the template's);
+     "track:Friends artist:Marshmello" when the words not stated are the template's), or the
+     value follows a template the description shows with every placeholder filled by a
+     stated value ("https://192.0.2.7/api/nodes" for ``'https://{ip}/api/nodes'``);
   6. ``described``: the description maps the value to words the request states ("1 for
      Bangkok");
   7. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
@@ -31,6 +34,10 @@ the cascade (``--grounding NAME``; ``grounding = "NAME"`` in an experiment file)
      description's "defaults to ...") and the request does not state a different one: no
      other enum member, and for numbers no number of the request that no other argument of
      the call uses.
+
+  A blank string (``""``) for a parameter the schema does not require is how a caller
+  leaves it out (BFCL's answers write ``""`` for "may be omitted"): assumed, like ``None``,
+  neither grounded nor flagged. For a required parameter it is flagged.
 
   A value that none of these accepts keeps the paper's h(v) over the request and context,
   except that it is always flagged: a number when the request states numbers only in words,
@@ -164,6 +171,10 @@ class Evidence:
         return dates | n.relative_dates(self.query, dates), years
 
     @cached_property
+    def month_years(self) -> frozenset[tuple[int, int]]:
+        return n.month_year_evidence(self.query)
+
+    @cached_property
     def times(self) -> frozenset[tuple[int, int]]:
         return n.time_evidence(self.query)
 
@@ -198,7 +209,8 @@ def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
 
 
 class Grounding(Protocol):
-    """A grounding mode: the verdict on one argument value."""
+    """A grounding mode: the verdict on one argument value (``required``: the function's
+    schema lists ``param`` as required)."""
 
     name: str
 
@@ -209,6 +221,7 @@ class Grounding(Protocol):
         schema: dict[str, Any] | None,
         evidence: Evidence,
         arguments: Mapping[str, Any],
+        required: bool = True,
     ) -> ArgVerdict: ...
 
 
@@ -231,6 +244,7 @@ class LexicalGrounding:
         schema: dict[str, Any] | None,
         evidence: Evidence,
         arguments: Mapping[str, Any],
+        required: bool = True,
     ) -> ArgVerdict:
         if value is None or value is True or value is False:
             return _ASSUMED[value]  # no grounding context (what grounding_of finds for them)
@@ -317,7 +331,10 @@ class RegistryGrounding:
             c = n.compact(value)
             if len(c) >= 2 and not c.isalnum() and c in ev.compact:
                 return "normalised"
-            if digits and n.date_time_stated(value, *ev.dates, ev.times):
+            if digits and (
+                n.date_time_stated(value, *ev.dates, ev.times)
+                or n.month_year_stated(value, ev.month_years, ev.dates[0])
+            ):
                 return "normalised"
             words = n.norm_words(value).split()
             if words and all(n.stem(w) in ev.stems for w in words):
@@ -381,6 +398,10 @@ class RegistryGrounding:
                     and all(t or n.stem(w) in fmt for t, w in zip(told, words, strict=True))
                 ):
                     return "format"  # stated words in the description's template
+            for parts in n.description_templates(schema):
+                fills = n.template_fills(value, parts)
+                if fills and all(self._stated(f, ev) for f in fills):
+                    return "format"  # the description's template, its placeholders stated
         if "described" not in self.disabled:
             for phrase in n.described_phrases(value, schema):
                 if all(f" {w}" in ev.words for w in phrase[:2]):
@@ -411,10 +432,14 @@ class RegistryGrounding:
         schema: dict[str, Any] | None,
         evidence: Evidence,
         arguments: Mapping[str, Any],
+        required: bool = True,
     ) -> ArgVerdict:
         """Accept each leaf by the rules; a container is grounded when every scored leaf is
         (its reason the least direct of theirs); otherwise h is the paper's h(v) of the worst
-        ungrounded leaf, over the request and the context."""
+        ungrounded leaf, over the request and the context. A blank string for an optional
+        parameter is the parameter left out: assumed, like ``None`` (see the module doc)."""
+        if not required and type(value) is str and not value.strip():
+            return ArgVerdict(None, None, value)
         scalar = isinstance(value, _SCALARS) and not isinstance(value, bool)
         if scalar:
             reason = self._accept_leaf(param, value, schema, evidence, arguments)

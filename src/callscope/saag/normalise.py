@@ -474,6 +474,15 @@ _DAY_MONTH = re.compile(
 )
 _YEAR_MONTH_DAY = re.compile(rf"\b(\d{{4}})\s+({_MONTH_RE})\.?\s+(\d{{1,2}}){_ORD}\b", re.I)
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+_MONTH_YEAR = re.compile(rf"\b({_MONTH_RE})\.?,?\s+(?:of\s+)?(\d{{4}})(?!\d)", re.I)
+_DAY_BEFORE = re.compile(r"\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:the\s+)?$", re.I)
+_NUMERIC_MONTH_YEAR = re.compile(
+    r"(?<![\d/.-])(?:(\d{1,2})[/-](\d{4})|(\d{4})[/-](\d{1,2}))(?![\d/.-])"
+)
+#: a whole value naming a month of a year: "04-2022", "2022/04", "2022-04-01" (its first day)
+_VALUE_MONTH_YEAR = re.compile(
+    r"(\d{1,2})[-/.](\d{4})|(\d{4})[-/.](\d{1,2})|(\d{4})-(\d{1,2})-0?1(?:T00:00(?::00)?Z?)?"
+)
 _TIME_12 = re.compile(r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
 _TIME_WORDS = re.compile(
     r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s(?:o'clock\s)?in\sthe\s(morning|afternoon|evening|night)\b",
@@ -534,6 +543,47 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
             out.add(x)
     years = frozenset(int(y) for y in _YEAR.findall(text))
     return frozenset(out), years
+
+
+def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
+    """The months of a year ``text`` states as such, ``(year, month)``: "April 2022", "Apr.
+    2022", "July of 2022", "04/2022", "2022-04". A full date ("2023-03-05") is not a month:
+    its month alone, or that month's first day, is not what the text says."""
+    out: set[tuple[int, int]] = set()
+    if _ANY_DIGIT.search(text) is None:
+        return frozenset()
+    for x in _MONTH_YEAR.finditer(text):
+        if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
+            out.add((int(x.group(2)), _MONTHS[x.group(1).lower()]))  # not "19th of March, 2024"
+    for x in _NUMERIC_MONTH_YEAR.finditer(text):
+        m, y = (x.group(1), x.group(2)) if x.group(1) else (x.group(4), x.group(3))
+        if 1 <= int(m) <= 12:
+            out.add((int(y), int(m)))
+    return frozenset(out)
+
+
+def month_year_stated(
+    value: str, month_years: frozenset[tuple[int, int]], dates: frozenset[Date]
+) -> bool:
+    """A value naming a month of a year ("04-2022", "2022-04", "Apr 2022") that the text
+    states as a month (``month_years``, :func:`month_year_evidence`) or as a day of it
+    (``dates``, :func:`date_evidence`); or the first day of a month the text states as a
+    month ("2022-07-01" for "since July 2022"; not for a stated day of it)."""
+    v = value.strip()
+    if not (month_years or dates) or len(v) > 24:
+        return False
+    m = _VALUE_MONTH_YEAR.fullmatch(v)
+    if m is not None:
+        g = m.groups()
+        if g[4]:  # the first day of a month
+            return (int(g[4]), int(g[5])) in month_years
+        year, month = (int(g[1]), int(g[0])) if g[0] else (int(g[2]), int(g[3]))
+    else:
+        m = _MONTH_YEAR.fullmatch(v)
+        if m is None:
+            return False
+        year, month = int(m.group(2)), _MONTHS[m.group(1).lower()]
+    return (year, month) in month_years or any(y == year and mo == month for y, mo, _ in dates)
 
 
 def time_evidence(text: str) -> frozenset[tuple[int, int]]:
@@ -643,6 +693,55 @@ def described_phrases(value: Any, schema: dict[str, Any] | None) -> tuple[tuple[
     if not isinstance(desc, str) or isinstance(value, bool):
         return ()
     return _described_table(desc[:4000]).get(str(value).strip().lower(), ())
+
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w-]{0,40}\}|<[A-Za-z_][\w-]{0,40}>")
+#: template matching reads at most this many characters of a value (bounded cost)
+MAX_TEMPLATE_VALUE = 2048
+
+
+def description_templates(schema: dict[str, Any] | None) -> tuple[tuple[str, ...], ...]:
+    """The templates the parameter's description shows, each a whitespace-free token with
+    ``{name}`` or ``<name>`` placeholders ("e.g., 'https://{ip}/api/v1/nodes?fabric={fabric}'")
+    as its literal parts: ``("https://", "/api/v1/nodes?fabric=", "")``. Templates with two
+    adjacent placeholders or no literal text are left out (they cannot be split)."""
+    desc = schema.get("description") if isinstance(schema, dict) else None
+    if not isinstance(desc, str) or ("{" not in desc and "<" not in desc):
+        return ()
+    return _templates(desc[:4000])
+
+
+@lru_cache(maxsize=4096)
+def _templates(desc: str) -> tuple[tuple[str, ...], ...]:
+    out = []
+    for token in desc.split():
+        token = token.strip("'\"`()[],;:.")
+        parts = tuple(_PLACEHOLDER.split(token))
+        if len(parts) >= 2 and any(parts) and all(parts[1:-1]):
+            out.append(parts)
+    return tuple(out)
+
+
+def template_fills(value: str, parts: tuple[str, ...]) -> list[str] | None:
+    """What ``value`` puts in each placeholder of the template ``parts``
+    (:func:`description_templates`), or ``None`` when it does not follow the template. Each
+    literal is taken at its first occurrence after the previous one (one left-to-right scan);
+    every fill is non-empty."""
+    first, *middle, last = parts
+    if len(value) > MAX_TEMPLATE_VALUE or not value.startswith(first) or not value.endswith(last):
+        return None
+    pos, end = len(first), len(value) - len(last)
+    fills = []
+    for literal in middle:
+        i = value.find(literal, pos + 1, end)
+        if i < 0:
+            return None
+        fills.append(value[pos:i])
+        pos = i + len(literal)
+    if end <= pos:
+        return None
+    fills.append(value[pos:end])
+    return fills
 
 
 # --------------------------------------------------------------------------- relative dates

@@ -157,6 +157,27 @@ def test_runner_refuses_to_mix_configurations(tmp_path) -> None:
         run_cases(model, [case()], store, max_attempts=5, show_progress=False)
 
 
+def test_runner_refuses_outcomes_scored_by_another_cascade_version(tmp_path) -> None:
+    from callscope.saag.cascade import CASCADE_VERSION
+
+    store = RunStore(tmp_path / "run")
+    model = scripted({"c1": [GOOD], "c2": [GOOD]})
+    run_cases(model, [case()], store, max_attempts=3, show_progress=False)
+    key = f"config:{model.spec}"
+    assert store.get_meta(key)["cascade"] == CASCADE_VERSION
+    # a directory from before versions were recorded holds version-1 verdicts
+    legacy = {k: v for k, v in store.get_meta(key).items() if k != "cascade"}
+    store.set_meta(key, legacy)
+    with pytest.raises(ValueError, match=r"different cascade \(cascade=1\).*new output directory"):
+        run_cases(model, [case(), case("c2")], store, max_attempts=3, show_progress=False)
+    assert store.done(model.spec) == {
+        ("c1", m) for m in ("direct", "binary", "structured", "gated")
+    }
+    store.set_meta(key, {**legacy, "cascade": CASCADE_VERSION})
+    again = run_cases(model, [case(), case("c2")], store, max_attempts=3, show_progress=False)
+    assert again.ran == 4 and again.skipped == 4  # the same version resumes
+
+
 def test_runner_stops_when_backend_is_unreachable(tmp_path) -> None:
     cases = [Case(id=f"c{i}", query=f"{QUERY} #c{i}", functions=[TIP]) for i in range(8)]
     down = ModelError("openai backend cannot reach http://127.0.0.1:9", kind="connection")

@@ -24,6 +24,7 @@ from rich.progress import (
 
 from callscope.models.base import ChatModel, Decoding
 from callscope.runs.loop import first_attempt, run_loop
+from callscope.saag.cascade import CASCADE_VERSION
 from callscope.saag.groundings import get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import LOOP_MODES, MODES, Case, Mode, Style
@@ -110,17 +111,27 @@ class RunSummary:
 
 
 def _check_config(store: RunStore, config: dict[str, Any]) -> None:
-    """A run directory belongs to one configuration per model; refuse silent mixing."""
+    """A run directory belongs to one configuration per model, scored by one version of the
+    cascade (:data:`~callscope.saag.cascade.CASCADE_VERSION`; a directory that records none
+    is version 1); refuse silent mixing."""
     key = f"config:{config['model']}"
     old = store.get_meta(key)
-    fixed = ("style", "max_attempts", "decoding", "grounding")
+    fixed = ("style", "max_attempts", "decoding", "grounding", "cascade")
     if old is not None:
+        old = {"cascade": 1, **old}
         diffs = [k for k in fixed if old.get(k) != config.get(k)]
         if diffs:
+            hint = (
+                " (this callscope's cascade gives other verdicts than the one its outcomes were"
+                " scored with); use a new output directory: the response cache answers every"
+                " request already made, so only what the new verdicts change is run again"
+                if "cascade" in diffs
+                else "; use a new output directory"
+            )
             raise ValueError(
                 f"run directory {store.run_dir} already holds model {config['model']!r} run with "
-                f"different {', '.join(diffs)} ({', '.join(f'{k}={old.get(k)!r}' for k in diffs)}); "
-                "use a new output directory"
+                f"different {', '.join(diffs)} ({', '.join(f'{k}={old.get(k)!r}' for k in diffs)})"
+                + hint
             )
     store.set_meta(key, config)
 
@@ -167,6 +178,7 @@ def run_cases(
             "max_attempts": max_attempts,
             "decoding": decoding.to_dict(),
             "grounding": mode_name,
+            "cascade": CASCADE_VERSION,
         },
     )
     store.add_cases(list(cases))

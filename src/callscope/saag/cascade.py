@@ -350,6 +350,17 @@ _CONTAINERS = (dict, list, tuple)
 _TOO_DEEP = ArgVerdict(1.0, None, None)
 
 
+#: the version of the cascade's verdicts, raised whenever a change alters any verdict (a
+#: stage, a flagged argument, a metric's value). A run directory records the version its
+#: outcomes were scored with and is not resumed by another (``runs.runner``), so one report
+#: never mixes two. ``tests/test_cascade_version.py`` pins each version to a digest of the
+#: audit's verdicts on BFCL, so a change that moves a verdict fails until it is raised.
+#: 1: every run before versions were recorded. 2: stage 3 (registry mode) grounds a month of
+#: a year, a description's template with stated placeholders, and reads ``""`` for an
+#: optional parameter as the parameter left out.
+CASCADE_VERSION = 2
+
+
 def diagnose(
     call: ToolCall | None,
     functions: list[dict[str, Any]],

@@ -44,19 +44,26 @@ def verdict(lo: float, hi: float, paper_side: str, n: int) -> str:
     return "confirmed" if hi < 0 else "refuted" if lo > 0 else "not resolved"
 
 
-def case_seconds(run_dir: Path, outcomes: list[dict[str, Any]]) -> dict[str, float]:
-    """Model time per case id: attempt 1 once, plus every later attempt of every mode."""
+def case_seconds(
+    run_dir: Path, outcomes: list[dict[str, Any]]
+) -> tuple[dict[str, float], int, int]:
+    """Model time per case id (attempt 1 once, plus every later attempt of every mode), the
+    number of requests counted that way and how many of them the response cache answered
+    (their time is the cache's, not the model's)."""
     store = RunStore(run_dir)
     out: dict[str, float] = {}
+    requests = cached = 0
     try:
         for o in outcomes:
-            attempts = store.attempts(o["model"], o["case_id"], o["mode"])
-            first = attempts[0]["latency_s"] if attempts else 0.0
-            out.setdefault(o["case_id"], first)
-            out[o["case_id"]] += sum(a["latency_s"] for a in attempts[1:])
+            attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
+            counted = attempts if o["case_id"] not in out else attempts[1:]
+            out.setdefault(o["case_id"], 0.0)
+            out[o["case_id"]] += sum(a["latency_s"] for a in counted)
+            requests += len(counted)
+            cached += sum(1 for a in counted if (a.get("reply") or {}).get("cached"))
     finally:
         store.close()
-    return out
+    return out, requests, cached
 
 
 def complete_cases(outcomes: list[dict[str, Any]], modes: list[str]) -> list[dict[str, Any]]:
@@ -76,11 +83,12 @@ def report(run_dir: Path, modes: list[str]) -> None:
         return
     cases = sorted({o["case_id"] for o in outcomes})
     scales = sorted({o["scale"] for o in outcomes})
-    secs = case_seconds(run_dir, outcomes)
+    secs, requests, cached = case_seconds(run_dir, outcomes)
     mean_s = sum(secs.values()) / len(secs)
     print(
         f"{len(cases)} cases finished in all of {', '.join(modes)} (scales {scales}); "
-        f"model time per case (all modes) {mean_s:.0f} s mean, {max(secs.values()):.0f} s max"
+        f"model time per case (all modes) {mean_s:.0f} s mean, {max(secs.values()):.0f} s max; "
+        f"{requests} requests, {cached} of them answered by the response cache"
     )
     hl = agg.headline(outcomes).set_index("mode")
     rev = agg.revision_tradeoff(outcomes).set_index("mode")

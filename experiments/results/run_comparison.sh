@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")"
 limit="${1:-36000}"
-for name in paper-0.5b-registry paper-0.5b-lexical paper-1.5b-registry paper-0.5b-registry-ablation; do
+for name in paper-0.5b-registry paper-0.5b-lexical paper-1.5b-registry paper-0.5b-registry-ablation demo-search; do
   echo "$(date -Is) start $name (limit ${limit}s)" >> comparison.log
   start=$(date +%s)
   timeout "$limit" nice -n 10 callscope experiment "$name.toml" --quiet >> "$name.log" 2>&1

@@ -547,8 +547,9 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
 
 def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     """The months of a year ``text`` states as such, ``(year, month)``: "April 2022", "Apr.
-    2022", "July of 2022", "04/2022", "2022-04". A full date ("2023-03-05") is not a month:
-    its month alone, or that month's first day, is not what the text says."""
+    2022", "July of 2022", "04/2022", "2022-04". A full date ("2023-03-05", "the 19th of
+    March, 2024") states a day, not a month, and is not listed (:func:`month_year_stated`
+    still reads its month, but not that month's first day)."""
     out: set[tuple[int, int]] = set()
     if _ANY_DIGIT.search(text) is None:
         return frozenset()

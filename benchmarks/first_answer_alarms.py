@@ -18,13 +18,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from callscope.parse import parse_output
+from callscope.saag.extrinsic import is_correct
 from callscope.saag.score import score_parsed
 from callscope.store.run_store import RunStore
-from callscope.types import ParseResult, ToolCall
+from callscope.types import ModelReply
 
 
 def first_answers(store: RunStore):
-    """``(model, case, ParseResult of attempt 1, its stored score row)`` per case with a
+    """``(model, case, attempt 1's reply parsed, its stored score row)`` per case with a
     direct-mode first attempt."""
     cases = {c.id: c for c in store.iter_cases()}
     for o in store.outcomes():
@@ -34,8 +36,7 @@ def first_answers(store: RunStore):
         if not attempts or attempts[0].get("row") is None:
             continue  # a model error: no answer to judge
         a = attempts[0]
-        calls = tuple(ToolCall(c["name"], c.get("arguments") or {}) for c in a["parsed"] or ())
-        parsed = ParseResult(calls, None if calls else a["row"].get("parse_error") or "no call")
+        parsed = parse_output(ModelReply.from_dict(a["reply"] or {}))  # as the loop reads it
         yield o["model"], cases[o["case_id"]], parsed, a["row"]
 
 
@@ -62,8 +63,8 @@ def main() -> None:
         grounding = args.grounding
         for model, case, parsed, stored in first_answers(store):
             grounding = args.grounding or stored.get("grounding") or "registry"
-            d, row = score_parsed(parsed, case, grounding=grounding)
-            ok = bool(row.get("name_match")) and row["arg_precision"] == row["arg_recall"] == 1.0
+            d, _ = score_parsed(parsed, case, grounding=grounding)
+            ok = case.gold is not None and is_correct(parsed.first, case.gold, case.functions)
             call = parsed.first.to_dict() if parsed.first else parsed.error
             if ok:
                 counts["acceptable"] += 1

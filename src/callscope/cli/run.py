@@ -34,7 +34,7 @@ from callscope.models.base import Decoding
 from callscope.runs.runner import run_cases
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.store.run_store import RunStore
-from callscope.types import Case
+from callscope.types import GATED_MODES, Case
 
 
 def load_cases(path: Path) -> tuple[list[Case], list[str]]:
@@ -70,7 +70,7 @@ def run(
         typer.Option(
             "--modes",
             help="comma list of direct,binary,structured,gated "
-            "(ablations: gated-ungated,gated-nokeep,gated-nobest,gated-norepeat,gated-noparse)",
+            f"(ablations: {','.join(GATED_MODES[1:])})",
         ),
     ] = "direct,binary,structured",
     max_attempts: Annotated[int, typer.Option("--max-attempts", min=1)] = 15,

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from callscope.models.replay import ReplayModel
+from callscope.records import Attempt, Outcome
 from callscope.runs.runner import run_cases
-from callscope.store.records import Attempt, Outcome
 from callscope.store.run_store import RunStore
 from callscope.types import PAPER_MODES, Case
 

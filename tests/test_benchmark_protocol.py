@@ -20,7 +20,7 @@ from callscope.benchmarks.protocol import (
     get_benchmark,
     register_benchmark,
 )
-from callscope.benchmarks.records import ExecResult, Trajectory
+from callscope.records import ExecResult, Trajectory
 from callscope.report.conversations import conversation_report
 from callscope.runs.calibrate import calibrate_model, select_cases
 from callscope.store.run_store import RunStore

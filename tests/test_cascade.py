@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from rapidfuzz import fuzz
 
+from callscope.records import Diagnosis
 from callscope.saag import grounding as g
-from callscope.saag.cascade import Diagnosis
 from callscope.saag.cascade import diagnose as _diagnose
 from callscope.saag.messages import DRIFTED, MISSING, NUMERIC, SPURIOUS, correction_message
 from callscope.types import ToolCall

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from callscope.parse import parse_output, parse_text
-from callscope.saag.cascade import Diagnosis, diagnose
+from callscope.records import Diagnosis
+from callscope.saag.cascade import diagnose
 from callscope.saag.messages import correction_message
 from callscope.saag.score import score_row
 from callscope.types import ToolCall

@@ -23,9 +23,9 @@ from callscope.models.cache import CachedModel
 from callscope.parse import parse_output, parse_text
 from callscope.parse.literals import MAX_NATIVE_CHARS
 from callscope.parse.text import fenced_blocks, tool_call_blocks
+from callscope.records import Attempt, Outcome
 from callscope.report.aggregate import group_metrics, order_free
 from callscope.saag.score import score_row
-from callscope.store.records import Attempt, Outcome
 from callscope.store.run_store import RunStore
 from callscope.types import Case, ModelReply
 

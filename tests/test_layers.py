@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "callscope"
 #: lowest first; a package may import its own layer and the ones before it
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "types"),
-    ("core",),
+    ("core", "records"),
     ("parse",),
     ("saag",),
     ("models",),

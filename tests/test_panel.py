@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pytest
 
-from callscope.benchmarks.records import CaseRecord
 from callscope.calibration.diagnostics import compute_diagnostics
 from callscope.calibration.panel import (
     build_panel,
@@ -23,6 +22,7 @@ from callscope.calibration.panel import (
     turn_panel_table,
 )
 from callscope.core.stats import newcombe_paired
+from callscope.records import CaseRecord
 from callscope.report.panels import panel_acc_gar_points
 
 CALL = [{"cd": '{"folder": "a"}'}]

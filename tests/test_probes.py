@@ -21,7 +21,6 @@ from scripted import Scripted  # noqa: E402
 from callscope.benchmarks.bfcl.env import SafeEnv  # noqa: E402
 from callscope.benchmarks.bfcl.grade import sanitized_calls  # noqa: E402
 from callscope.benchmarks.bfcl.multi_turn import load_multi_turn  # noqa: E402
-from callscope.benchmarks.records import ExecResult  # noqa: E402
 from callscope.calibration.cri_detectors import (  # noqa: E402
     detect_label_free,
     detect_saag,
@@ -48,6 +47,7 @@ from callscope.calibration.probes import (  # noqa: E402
 )
 from callscope.core.stats import newcombe_paired  # noqa: E402
 from callscope.models.replay import ReplayModel  # noqa: E402
+from callscope.records import ExecResult  # noqa: E402
 from callscope.runs.conversation import Trajectory, run_conversation  # noqa: E402
 from callscope.types import ModelReply, ToolCall  # noqa: E402
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from callscope.benchmarks.records import ExecResult, StepRecord, Trajectory, TurnRecord
+from callscope.records import ExecResult, StepRecord, Trajectory, TurnRecord
 
 
 def full_trajectory() -> Trajectory:

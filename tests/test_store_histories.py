@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from callscope.store.records import Attempt, Outcome
+from callscope.records import Attempt, Outcome
 from callscope.store.run_store import SCHEMA, SCHEMA_VERSION, STORE_FILE, RunStore, encode
 
 SYSTEM = {"role": "system", "content": "You call tools. caf\u00e9"}

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from callscope.errors import CallscopeError, DataFormatError, StoreSchemaError
+from callscope.records import Attempt, Outcome
 from callscope.store import run_store
-from callscope.store.records import Attempt, Outcome
 from callscope.store.run_store import SCHEMA, SCHEMA_VERSION, STORE_FILE, RunStore, decode, encode
 
 

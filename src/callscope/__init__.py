@@ -20,7 +20,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from callscope.benchmarks.records import CaseRecord
     from callscope.calibration.classify import classify_emission
     from callscope.calibration.diagnostics import compute_diagnostics
     from callscope.errors import CallscopeError, DataFormatError, ModelError
@@ -30,11 +29,12 @@ if TYPE_CHECKING:
     from callscope.models.base import ChatModel, Decoding, RequestContext
     from callscope.models.registry import load_model
     from callscope.parse import parse_output, parse_text
+    from callscope.records import CaseRecord, Diagnosis
     from callscope.report.html import build_report
     from callscope.runs.loop import run_loop
     from callscope.runs.runner import run_cases
     from callscope.saag.audit import audit
-    from callscope.saag.cascade import Diagnosis, diagnose
+    from callscope.saag.cascade import diagnose
     from callscope.saag.extrinsic import extrinsic
     from callscope.saag.groundings import GROUNDINGS
     from callscope.saag.messages import correction_message
@@ -72,7 +72,7 @@ _EXPORTS: dict[str, str] = {
     # action classes and calibration
     "classify_emission": "callscope.calibration.classify",
     "compute_diagnostics": "callscope.calibration.diagnostics",
-    "CaseRecord": "callscope.benchmarks.records",
+    "CaseRecord": "callscope.records",
     # the guard: a live agent's calls checked and repaired
     "guard_check": "callscope.guard",
     "guard_repair": "callscope.guard",

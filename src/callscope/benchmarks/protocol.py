@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from callscope.benchmarks.bfcl.benchmark import BFCLMultiTurn
-from callscope.benchmarks.records import ExecResult, Trajectory
+from callscope.records import ExecResult, Trajectory
 from callscope.types import ToolCall
 
 

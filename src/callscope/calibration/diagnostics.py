@@ -50,10 +50,11 @@ from typing import Any
 from rich.table import Table as RichTable
 
 from callscope.benchmarks.bfcl.categories import category_key
-from callscope.benchmarks.records import CaseRecord
+from callscope.benchmarks.bfcl.categories import gold_class as bfcl_gold_class
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, fired_classes, resolve
 from callscope.core.stats import rate_ci
 from callscope.core.table import Table, pct, pct_ci
+from callscope.records import CaseRecord
 from callscope.types import ACTION_CLASSES, OTHER
 
 
@@ -67,7 +68,7 @@ def read_case_records(path: str | Path) -> tuple[list[CaseRecord], list[str]]:
             if not line.strip():
                 continue
             try:
-                records.append(CaseRecord.from_dict(json.loads(line)))
+                records.append(CaseRecord.from_dict(json.loads(line), bfcl_gold_class))
             except json.JSONDecodeError as exc:
                 problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
             except ValueError as exc:

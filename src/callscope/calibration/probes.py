@@ -58,9 +58,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from callscope.benchmarks.bfcl.multi_turn import MTCase
-from callscope.benchmarks.records import ExecResult
 from callscope.calibration.classify import DEFAULT, classify_emission
 from callscope.calibration.cri_detectors import DETECTORS
+from callscope.records import ExecResult
 from callscope.types import ASK, ToolCall
 
 Seam = Literal["halt", "call"]

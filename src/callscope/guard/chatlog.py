@@ -27,8 +27,8 @@ from typing import Any
 from callscope.core.jsonl import read_jsonl
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.record import GUARD_MODE, verdict_row
+from callscope.records import Attempt, Outcome
 from callscope.saag.groundings import Grounding, get_grounding
-from callscope.store.records import Attempt, Outcome
 from callscope.store.run_store import RunStore
 from callscope.types import Case
 

@@ -22,7 +22,8 @@ from typing import Any
 from callscope.calibration.classify import classify_emission
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
-from callscope.saag.cascade import Diagnosis, diagnose
+from callscope.records import Diagnosis
+from callscope.saag.cascade import diagnose
 from callscope.saag.groundings import Grounding
 from callscope.saag.messages import NO_NAME, correction_message
 from callscope.types import TOOL_CALL, ParseResult, ToolCall

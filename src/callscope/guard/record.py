@@ -1,7 +1,7 @@
 """Guard decisions as run-store records, so ``callscope report`` shows them like a SAAG run.
 
 Each checked response becomes one :class:`~callscope.types.Case` (the user's query and the
-request's functions, no gold) and one :class:`~callscope.store.records.Outcome` in mode
+request's functions, no gold) and one :class:`~callscope.records.Outcome` in mode
 ``structured`` whose attempts are the asks of the repair (one attempt when nothing was
 re-asked). An attempt's ``row`` is the ``score`` row of the turn's worst call
 (:func:`callscope.saag.score.diagnosis_row`) with the turn's ``action``, ``calls`` and
@@ -21,9 +21,9 @@ from typing import Any
 
 from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.repair import RepairResult
+from callscope.records import Attempt, Outcome
 from callscope.saag.groundings import get_grounding
 from callscope.saag.score import diagnosis_row
-from callscope.store.records import Attempt, Outcome
 from callscope.store.run_store import RunStore
 from callscope.types import Case
 

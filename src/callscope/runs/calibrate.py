@@ -32,7 +32,6 @@ from callscope.benchmarks.protocol import (
     MultiTurnBenchmark,
     benchmark_or_default,
 )
-from callscope.benchmarks.records import CaseRecord
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, preset
 from callscope.calibration.diagnostics import (
     Diagnostics,
@@ -57,6 +56,7 @@ from callscope.calibration.panel import (
 from callscope.calibration.probes import PROBES, get_probe
 from callscope.core.table import Table, pct
 from callscope.models.base import ChatModel, Decoding
+from callscope.records import CaseRecord
 from callscope.runs.conversation import run_conversation
 from callscope.runs.runner import (
     MAX_CONSECUTIVE_CONNECTION_ERRORS,

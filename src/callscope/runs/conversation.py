@@ -53,7 +53,6 @@ from typing import Any, Literal
 from callscope.benchmarks.bfcl.categories import MAXIMUM_STEP_LIMIT
 from callscope.benchmarks.bfcl.env import SafeEnv
 from callscope.benchmarks.bfcl.multi_turn import MTCase
-from callscope.benchmarks.records import ExecResult, StepRecord, Trajectory, TurnRecord
 from callscope.calibration.probes import (
     BYPASS_ABSTENTION,
     CRI_RETRY_INSTRUCTION,
@@ -68,6 +67,7 @@ from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.parse import parse_native, parse_output, parse_python_calls
 from callscope.parse.text import EMPTY_OUTPUT
+from callscope.records import ExecResult, StepRecord, Trajectory, TurnRecord
 from callscope.types import ModelReply, ParseResult, Style
 
 ParseMode = Literal["bfcl", "lenient"]

@@ -22,6 +22,7 @@ from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
+from callscope.records import Attempt, Outcome
 from callscope.saag.gated import (
     GatedSettings,
     attempt_rank,
@@ -31,7 +32,6 @@ from callscope.saag.gated import (
 )
 from callscope.saag.messages import BINARY_FEEDBACK, gated_message
 from callscope.saag.score import score_parsed
-from callscope.store.records import Attempt, Outcome
 from callscope.types import Case, Mode, ModelReply, ParseResult, Style
 
 

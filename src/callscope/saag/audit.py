@@ -38,9 +38,10 @@ from typing import Any
 
 from callscope.core.stats import rate_ci
 from callscope.core.table import Table, pct_ci
+from callscope.records import Diagnosis
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
-from callscope.saag.cascade import Diagnosis, diagnose, find_spec, schema_params
+from callscope.saag.cascade import diagnose, find_spec, schema_params
 from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.types import Case, ToolCall
 

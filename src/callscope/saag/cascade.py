@@ -10,13 +10,13 @@ import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz, process
 
 from callscope.parse import MAX_ARGUMENT_DEPTH
+from callscope.records import Diagnosis
 from callscope.saag import grounding as g
 from callscope.saag.groundings import ArgVerdict, Evidence, Grounding, Judge, get_grounding
 from callscope.types import ToolCall
@@ -48,56 +48,6 @@ def _too_deep(value: Any) -> bool:
         elif isinstance(v, list | tuple):
             stack.extend((x, depth + 1) for x in v)
     return False
-
-
-@dataclass
-class Diagnosis:
-    """The cascade's verdict on one call. ``stage`` is 0 when all stages pass, else the first
-    failing stage (1, 2 or 3). Failure detail lists keep the model's argument order."""
-
-    stage: int
-    fnem: int
-    ncs: float | None = None
-    nearest: str | None = None
-    rpr: float | None = None
-    pds: float | None = None
-    spr: float | None = None
-    avem: float | None = None
-    qslo: float | None = None
-    vhr: float | None = None
-    missing: list[str] = field(default_factory=list)
-    drifted: list[str] = field(default_factory=list)
-    spurious: list[str] = field(default_factory=list)
-    numeric: list[str] = field(default_factory=list)
-    hard: list[str] = field(default_factory=list)
-    soft: list[str] = field(default_factory=list)
-    #: for each drifted parameter, the schema name it most resembles
-    drift_targets: dict[str, str] = field(default_factory=dict)
-    #: the predicted name, when one was parsed (used by the stage-1 message)
-    predicted: str | None = None
-    #: the grounding mode stage 3 ran in (:data:`callscope.saag.groundings.GROUNDINGS`)
-    grounding: str | None = None
-    #: stage 3: each grounded argument with the reason it was accepted (``stated``,
-    #: ``normalised``, ``unit``, ``context``, ``enum``, ``default``, ``judge``)
-    grounded: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return self.stage == 0
-
-    def failure_kinds(self) -> list[str]:
-        """Failure kinds present at the failing stage: wrong_name / no_name (1), missing /
-        spurious / drifted (2), numeric / hard / soft (3)."""
-        if self.stage == 1:
-            return ["no_name" if self.fnem == -1 else "wrong_name"]
-        kinds = []
-        for kind in ("missing", "spurious", "drifted", "numeric", "hard", "soft"):
-            if getattr(self, kind):
-                kinds.append(kind)
-        return kinds
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------- stage 1

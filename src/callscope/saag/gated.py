@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from callscope.saag.cascade import Diagnosis
+from callscope.records import Diagnosis
 
 #: stage-3 failure kinds a gated loop corrects; ``soft`` is left alone
 CONFIDENT_STAGE3: tuple[str, ...] = ("numeric", "hard")

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from callscope.parse.text import UNINFORMATIVE_ERRORS
-from callscope.saag.cascade import Diagnosis
+from callscope.records import Diagnosis
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.types import ToolCall
 

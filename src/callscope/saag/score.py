@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.parse import parse_output
-from callscope.saag.cascade import Diagnosis, diagnose
+from callscope.records import Diagnosis
+from callscope.saag.cascade import diagnose
 from callscope.saag.extrinsic import extrinsic
 from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.saag.messages import correction_message

@@ -30,7 +30,7 @@ from typing import Any
 
 from callscope.core.jsonl import ESCAPED_KEY, dumps_safe
 from callscope.errors import StoreSchemaError
-from callscope.store.records import Outcome
+from callscope.records import Outcome
 from callscope.types import Case
 
 SCHEMA = """

@@ -17,7 +17,7 @@ from callscope.benchmarks.bfcl.categories import full_category
 from callscope.benchmarks.bfcl.env import SafeEnv
 from callscope.benchmarks.bfcl.grade import Verdict, grade
 from callscope.benchmarks.bfcl.multi_turn import MULTI_TURN_CATEGORIES, MTCase, load_multi_turn
-from callscope.benchmarks.records import Trajectory
+from callscope.records import Trajectory
 
 
 @dataclass(frozen=True)

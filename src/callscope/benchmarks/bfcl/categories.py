@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from callscope.records import DEFAULT_MAX_STEPS
 from callscope.types import ASK, REFUSE, TOOL_CALL
 
 #: short names in the order tables show them
@@ -26,7 +27,7 @@ GOLD_CLASS: dict[str, str] = {
 }
 
 #: ``bfcl_eval.constants.default_prompts.MAXIMUM_STEP_LIMIT``
-MAXIMUM_STEP_LIMIT = 20
+MAXIMUM_STEP_LIMIT = DEFAULT_MAX_STEPS
 
 
 def short_category(category: str) -> str:

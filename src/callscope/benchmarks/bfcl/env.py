@@ -54,8 +54,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from callscope.benchmarks.bfcl.multi_turn import SIMULATOR_MODULES, SIMULATOR_PACKAGE, MTCase
-from callscope.benchmarks.records import ExecResult
 from callscope.parse import MAX_ARGUMENT_DEPTH
+from callscope.records import ExecResult
 from callscope.types import ToolCall
 
 #: a function or argument name: the WHOLE string (``\Z``, not ``$``, which also matches before

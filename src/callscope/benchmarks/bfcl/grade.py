@@ -36,7 +36,7 @@ from callscope.benchmarks.bfcl.env import (
     validate_call,
 )
 from callscope.benchmarks.bfcl.multi_turn import MTCase
-from callscope.benchmarks.records import Trajectory
+from callscope.records import Trajectory
 from callscope.types import ToolCall
 
 

@@ -54,7 +54,7 @@ from callscope.benchmarks.bfcl.categories import (
     short_category,
 )
 from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
-from callscope.benchmarks.records import CaseRecord
+from callscope.records import CaseRecord
 
 VERSION_PREFIX = "BFCL_v4"
 GROUP_DIR = "multi_turn"

@@ -20,11 +20,8 @@ from scripted import Scripted  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
-from callscope.runs.calibrate import (  # noqa: E402
-    panel_of_store,
-    run_calibration,
-    select_cases,
-)
+from callscope.runs.calibrate import run_calibration, select_cases  # noqa: E402
+from callscope.runs.calibrate_panel import panel_of_store  # noqa: E402
 from callscope.runs.export_bfcl import export_bfcl, step_emission  # noqa: E402
 from callscope.runs.panel_files import panel_from_bfcl  # noqa: E402
 from callscope.store.run_store import RunStore  # noqa: E402

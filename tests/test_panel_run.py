@@ -27,7 +27,8 @@ from scripted import Scripted  # noqa: E402
 from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
 from callscope.models.base import Decoding  # noqa: E402
 from callscope.models.registry import load_model  # noqa: E402
-from callscope.runs.calibrate import calibrate_panel, select_cases  # noqa: E402
+from callscope.runs.calibrate import select_cases  # noqa: E402
+from callscope.runs.calibrate_panel import calibrate_panel  # noqa: E402
 from callscope.runs.calibration_experiment import CalibrationExperiment  # noqa: E402
 from callscope.store.run_store import RunStore  # noqa: E402
 from callscope.types import ModelReply  # noqa: E402

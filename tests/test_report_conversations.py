@@ -52,7 +52,6 @@ from callscope.models.replay import ReplayModel  # noqa: E402
 from callscope.report.conversations import (  # noqa: E402
     conversation_record,
     conversation_report,
-    markdown_table,
 )
 from callscope.report.html import build_report  # noqa: E402
 from callscope.runs.calibrate import run_calibration, select_cases  # noqa: E402
@@ -317,11 +316,6 @@ def test_placeholder_and_retracted_steps() -> None:
     assert rec["gold_class"] == "REFUSE" and rec["due_turns"] == []
     assert rec["class_counts"]["TOOL_CALL"] == 1 and sum(rec["class_counts"].values()) == 1
     assert rec["n_fired"] == 1 and [e["turn"] for e in rec["other_events"]] == [7]
-
-
-def test_markdown_table_unescapes_pipes() -> None:
-    t = markdown_table("| a | b |\n|---|---|\n| x \\| y | 2 |\n\nnote one\n")
-    assert t == {"columns": ["a", "b"], "rows": [["x | y", "2"]], "notes": ["note one"]}
 
 
 # --------------------------------------------------------------------------- HTML

@@ -264,7 +264,7 @@ def _from_tau2(
     if len(groups) > 1:  # several agent models: their panel too
         from callscope.calibration.panel import panel_from_rows  # lazy: numpy
         from callscope.report.panels import write_panel_page  # lazy: matplotlib
-        from callscope.runs.calibrate import write_panel  # lazy: numpy
+        from callscope.runs.calibrate_panel import write_panel  # lazy: numpy
 
         panel = panel_from_rows(done.diagnostics.rows, done.diagnostics.capability)
         _print_panel(panel)
@@ -390,7 +390,7 @@ def _model_run(
 def _bfcl_panel(results: Path, out: Path, scores: Path | None, config: ClassifierConfig) -> None:
     """``--from-bfcl`` over a folder with several models: the panel of all of them."""
     from callscope.report.panels import write_panel_page  # lazy: matplotlib
-    from callscope.runs.calibrate import write_panel  # lazy: numpy
+    from callscope.runs.calibrate_panel import write_panel  # lazy: numpy
     from callscope.runs.panel_files import panel_from_bfcl  # lazy: numpy
 
     try:
@@ -445,7 +445,7 @@ def _panel_run(
 ) -> None:
     """Several models on the same cases into one store, then their panel (the run's
     report.html shows it)."""
-    from callscope.runs.calibrate import calibrate_panel  # lazy: numpy
+    from callscope.runs.calibrate_panel import calibrate_panel  # lazy: numpy
 
     bench, cases = _cases(categories, n, benchmark)
 

@@ -6,7 +6,9 @@ What a user relies on:
 * **Diagnostic rows** per (model, probe) come from
   :func:`callscope.runs.calibrate.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
   mix) and are tabulated by :func:`callscope.calibration.diagnostics.diagnostics_table` and
-  :func:`callscope.runs.calibrate.stage_mix_table`; nothing is recomputed here.
+  :func:`callscope.calibration.stage_table.stage_mix_table`; nothing is recomputed here: the
+  stage mix is read from the cascade verdicts stored with each conversation when it was
+  recorded (:mod:`callscope.saag.stage_mix`), the cascade is not run.
 * **Paired comparison**: for every model with a ``baseline`` run and a probe run,
   :func:`callscope.calibration.paired.compare_probe` on ``(case id, category, passed,
   gold class emitted)`` per case (the last taken from the diagnostics' per-case verdict), with
@@ -55,70 +57,18 @@ from callscope.calibration.panel import (
     panel_table,
     turn_panel_table,
 )
+from callscope.calibration.stage_table import stage_mix_table
 from callscope.core.table import Table
 from callscope.runs.calibrate import (
     BASELINE,
     BENCHMARK_META,
-    PANEL_META,
     diagnose_store,
     paired_outcomes,
     probe_key,
-    stage_mix_table,
 )
+from callscope.runs.calibrate_panel import PANEL_META
 from callscope.store.run_store import RunStore
 from callscope.types import ACTION_CLASSES
-
-# --------------------------------------------------------------------------- markdown
-
-
-def _split_row(line: str) -> list[str]:
-    """The cells of one pipe-table row, undoing :func:`callscope.core.table.markdown_escape`
-    (``\\\\`` -> ``\\``, ``\\|`` -> ``|``; another backslash is kept as written)."""
-    body = line.strip()
-    body = body[1:] if body.startswith("|") else body
-    cells: list[str] = []
-    cell: list[str] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body) and body[i + 1] in "\\|":
-            cell.append(body[i + 1])
-            i += 2
-            continue
-        if ch == "|":
-            cells.append("".join(cell))
-            cell = []
-        else:
-            cell.append(ch)
-        i += 1
-    if cell or not cells or not body.endswith("|"):
-        cells.append("".join(cell))
-    return [c.strip() for c in cells]
-
-
-def markdown_table(md: str) -> dict[str, Any]:
-    """The first pipe table of ``md`` as ``{"columns", "rows", "notes"}`` (cells as text,
-    escapes undone); ``notes`` are the non-blank lines outside the table. The inverse of
-    :meth:`callscope.core.table.Table.to_markdown` for a table without a title (same result as
-    :meth:`~callscope.core.table.Table.cells`)."""
-    columns: list[str] = []
-    rows: list[list[str]] = []
-    notes: list[str] = []
-    state = "before"
-    for line in md.splitlines():
-        is_row = line.strip().startswith("|")
-        if state == "before" and is_row:
-            columns, state = _split_row(line), "sep"
-        elif state == "sep" and is_row:
-            state = "body"
-        elif state == "body" and is_row:
-            rows.append(_split_row(line))
-        elif line.strip():
-            notes.append(line.strip())
-            if state != "before":
-                state = "after"
-    return {"columns": columns, "rows": rows, "notes": notes}
-
 
 # --------------------------------------------------------------------------- one conversation
 
@@ -305,7 +255,7 @@ def panel_entry(panel: Panel, probe: str = BASELINE) -> dict[str, Any]:
 
 def _panel_order(store: RunStore, models: Sequence[str]) -> list[str]:
     """``models`` in the panel's row order: those recorded by ``calibrate_panel``
-    (:data:`~callscope.runs.calibrate.PANEL_META`) first, in its order, then the rest sorted."""
+    (:data:`~callscope.runs.calibrate_panel.PANEL_META`) first, in its order, then the rest sorted."""
     meta = store.get_meta(PANEL_META) or "[]"
     try:
         listed = json.loads(meta) if isinstance(meta, str) else meta

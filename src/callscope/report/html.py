@@ -33,15 +33,18 @@ figure that answers "where and why do my calls fail?": the call flow through the
 model and mode (``id="fig-call_flow"``), or for a calibration run Acc against GAR per category
 (``id="fig-acc_vs_gar"``, one marker per model). The tables follow. A calibration run of
 several models on one probe (``calibrate -m A -m B``) shows its panel next, before the
-per-model tables: ``<section id="panel">`` (:func:`panel_html`) with the case-level table
+per-model tables: ``<section id="panel">`` (:func:`~callscope.report.sections.panel_html`) with the case-level table
 (GAR, Acc, Δ = Acc − GAR with intervals and flags, ``id="table-panel-<i>"``) and the
 turn-level one (``id="table-panel-turn-<i>"``); a single-model run has no such section.
+
+This module computes the run's report (:func:`compute_report`, :func:`run_info`), writes its
+table files (:func:`callscope.core.table_formats.write_tables`) and figures, and assembles the
+page (:func:`render_html`, :func:`write_page`); the HTML of each section is built in
+:mod:`callscope.report.sections`.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import random
 from dataclasses import dataclass, field
 from importlib import resources
@@ -52,19 +55,22 @@ import pandas as pd
 
 from callscope.calibration.classify import preset
 from callscope.core.table import Table
+from callscope.core.table_formats import write_tables
 from callscope.report import aggregate as agg
 from callscope.report.case_data import case_data, json_for_script
-from callscope.report.conversations import conversation_report, markdown_table
-from callscope.report.figures import (
-    ACC_GAR_CAPTION,
-    ACC_GAR_FILE,
-    acc_gar_points,
-    acc_vs_gar_plot,
-    make_figures,
-)
+from callscope.report.conversations import conversation_report
+from callscope.report.figures import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot, make_figures
 from callscope.report.flow import call_flow
+from callscope.report.sections import (
+    conversations_html,
+    diagnostic_html,
+    esc,
+    figure_html,
+    grounding_line,
+    panel_html,
+    saag_sections,
+)
 from callscope.report.tables import (
-    ReportTable,
     aggregate_table,
     cumulative_table,
     errors_table,
@@ -76,7 +82,6 @@ from callscope.report.tables import (
     paired_table,
     per_scale_table,
     revision_table,
-    write_table,
 )
 from callscope.saag.audit import audit
 from callscope.saag.groundings import DEFAULT_GROUNDING
@@ -86,24 +91,6 @@ from callscope.types import Case
 REPORT_FILE = "report.html"
 #: the most gold cases the report audits (a seeded sample beyond; ``callscope audit`` runs all)
 AUDIT_CAP = 2000
-_FIGURE_CAPTIONS = {
-    "call_flow.png": "Where and why calls fail: every call of the run, split by the cascade "
-    "stage that stopped it and what failed there (stage 1 the function name, stage 2 the "
-    "argument names, stage 3 the values against the user's text); attempt 1 is shared by all "
-    "modes, the other bars are each feedback mode's final attempt. 'solved': passed all three "
-    "stages with the gold function name (the SAAG paper's solve rate).",
-    ACC_GAR_FILE: ACC_GAR_CAPTION,
-    "solve_rate_by_scale.png": "Solve rate by registry scale per model and mode, with 95% "
-    "Wilson intervals (paper Fig. 2).",
-    "cumulative_solve.png": "Cumulative solve rate by attempt per model and scale; direct "
-    "(single pass) dotted as the baseline (paper Fig. 3).",
-    "failure_stages.png": "Where each case's first attempt failed (share of cases).",
-    "overcorrection.png": "Overcorrection: correct first names/arguments lost by the final "
-    "attempt (Wilson 95%), and the mean change of argument F1 over the loop (bootstrap 95%).",
-    "revisions.png": "What each mode's revisions gained (up) and lost (down, hatched): the "
-    "share of outcomes whose answer gained or lost passing stage 1, 2, 3, the gold name or the "
-    "gold arguments against the earlier attempts (Wilson 95%).",
-}
 
 
 @dataclass
@@ -117,7 +104,7 @@ class ReportData:
     failures: pd.DataFrame
     overcorrection: pd.DataFrame
     errors: pd.DataFrame
-    tables: list[ReportTable] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
     #: how calls flow through the cascade (:func:`callscope.report.flow.call_flow`)
     flow: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: what each mode's revisions lost and gained (:func:`agg.revision_tradeoff`)
@@ -170,7 +157,7 @@ def compute_report(
     return data
 
 
-def _paired_tables(outcomes: list[dict[str, Any]], n_boot: int, seed: int) -> list[ReportTable]:
+def _paired_tables(outcomes: list[dict[str, Any]], n_boot: int, seed: int) -> list[Table]:
     """The paired mode differences (structured vs direct and binary; gated vs structured),
     one table, when the run holds those modes."""
     modes = {o["mode"] for o in outcomes}
@@ -188,103 +175,11 @@ def _paired_tables(outcomes: list[dict[str, Any]], n_boot: int, seed: int) -> li
 # --------------------------------------------------------------------------- HTML
 
 
-def _esc(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def table_html(t: ReportTable) -> str:
-    """A formatted table as escaped HTML with its caption."""
-    return t.table().to_html(t.name)
-
-
-def figure_html(path: Path, caption: str | None = None, fig_id: str | None = None) -> str:
-    """A PNG embedded as a data URI in ``<figure id="fig-<fig_id>">`` (default: the file's
-    stem) with its caption (default: the report's caption of that file name), escaped."""
-    b64 = base64.b64encode(path.read_bytes()).decode("ascii")
-    caption = caption if caption is not None else _FIGURE_CAPTIONS.get(path.name, path.name)
-    return (
-        f'<figure id="fig-{_esc(fig_id or path.stem)}"><img alt="{_esc(caption)}" '
-        f"src=\"data:image/png;base64,{b64}\" onload=\"this.setAttribute('data-loaded','1')\">"
-        f"<figcaption>{_esc(caption)}</figcaption></figure>"
-    )
-
-
 def _asset(name: str) -> str:
     return resources.files("callscope.report").joinpath(name).read_text(encoding="utf-8")
 
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
-
-
-def cells_table_html(
-    table_id: str, title: str, caption: str, cells: dict[str, Any], cls: str = "report"
-) -> str:
-    """A table given as ``{"columns": [...], "rows": [[...]]}`` of text cells, escaped; an
-    optional ``"row_styles"`` list highlights rows (``row-red``: a bound violation)."""
-    table = Table(
-        cells.get("columns") or [],
-        cells.get("rows") or [],
-        title=title,
-        caption=caption,
-        row_styles=cells.get("row_styles"),
-    )
-    return table.to_html(table_id, cls)
-
-
-def panel_html(panels: list[dict[str, Any]], figure: str = "") -> str:
-    """The "Calibration panel" section: ``figure`` (HTML, may be empty) first, then per panel
-    (:func:`callscope.report.conversations.panel_entry`) its capability warnings, the
-    case-level table (GAR, Acc, Δ with intervals and flags; bound violations highlighted),
-    the turn-level table and its notes. Every text is escaped."""
-    parts = ['<section id="panel"><h2>Calibration panel</h2>']
-    if figure:
-        parts.append(figure)
-    for i, entry in enumerate(panels):
-        models = entry.get("models") or []
-        heading = f"{len(models)} models, probe {entry.get('probe')}"
-        parts.append(f'<h3 id="panel-{i}">{_esc(heading)}</h3>')
-        parts.extend(f'<p class="note warn">{_esc(w)}</p>' for w in entry.get("warnings") or [])
-        for key, tid in (("table", f"panel-{i}"), ("turn_table", f"panel-turn-{i}")):
-            t = entry.get(key) or {}
-            parts.append(
-                cells_table_html(tid, t.get("title", ""), t.get("caption", ""), t, "report diag")
-            )
-        parts.extend(f'<p class="note">{_esc(n)}</p>' for n in entry.get("notes") or [])
-    parts.append("</section>")
-    return "\n".join(parts)
-
-
-_DIAG_CAPTION = (
-    "GAR (Gold Action Recall): share of cases whose gold action class (base/long_context "
-    "TOOL_CALL, miss_param ASK, miss_func REFUSE) appears among the classes of the model's "
-    "emissions (case level), or at a due turn (turn level); Acc: BFCL's verdict. Wilson 95% "
-    "intervals. Acc > GAR flags grader masking."
-)
-_STAGE_CAPTION = (
-    "Every parsed tool call checked by the SAAG cascade against the tools available at its "
-    "turn and the user text so far: share passing, and first failing stage."
-)
-
-
-_GROUNDING_TEXT = {
-    "lexical": "a string argument must appear in the user's text and a number among its "
-    "numbers (the SAAG paper's stage 3)",
-    "registry": "callscope's default; a value the user's text states in other words, as a "
-    "number, date or unit, or that the conversation, the schema's format, enum or default "
-    "supports also counts as grounded; 'lexical' is the SAAG paper's stage 3",
-}
-
-
-def grounding_line(groundings: dict[str, str]) -> str:
-    """The first screen's sentence naming the run's stage-3 grounding mode(s)."""
-    modes = sorted(set(groundings.values()))
-    if not modes:
-        return "Stage-3 grounding: not recorded in this run's configuration."
-    if len(modes) == 1:
-        why = _GROUNDING_TEXT.get(modes[0])
-        return f"Stage-3 grounding: {modes[0]}" + (f" ({why})." if why else ".")
-    per = "; ".join(f"{m}: {g}" for m, g in sorted(groundings.items()))
-    return f"Stage-3 grounding differs by model ({per}); compare their stage-3 shares with care."
 
 
 def run_info(store: RunStore, models: list[str], cap: int = AUDIT_CAP) -> RunInfo:
@@ -319,131 +214,17 @@ def overview_html(info: RunInfo, figure: str) -> str:
     """The first screen: grounding line, audit headline(s) and the one figure (HTML)."""
     parts = [
         '<section id="overview">',
-        f'<p id="grounding-line" class="run-line">{_esc(grounding_line(info.groundings))}</p>',
+        f'<p id="grounding-line" class="run-line">{esc(grounding_line(info.groundings))}</p>',
     ]
     if info.audit_lines:
-        lines = "<br>".join(_esc(line) for line in info.audit_lines)
-        note = f" ({_esc(info.audit_note)})" if info.audit_note else ""
+        lines = "<br>".join(esc(line) for line in info.audit_lines)
+        note = f" ({esc(info.audit_note)})" if info.audit_note else ""
         parts.append(
             '<p id="audit-line" class="run-line">How far this diagnosis can be trusted on '
             f"these cases (gold calls and copies made wrong on purpose): {lines}{note}</p>"
         )
     parts += [figure, "</section>"]
     return "\n".join(parts)
-
-
-def _capability_html(cap: dict[str, Any]) -> str:
-    below = cap.get("below") or []
-    t_cap = cap.get("t_cap")
-    text = (
-        f"Capability check: every class emitted at least {t_cap} times."
-        if not below
-        else f"Capability check: emitted fewer than {t_cap} times over the run: "
-        f"{', '.join(map(str, below))} (GAR of these classes says little)."
-    )
-    return f'<p class="capability{" warn" if below else ""}">{_esc(text)}</p>'
-
-
-_ABLATION_CAPTION = (
-    "ΔAcc / ΔGAR in percentage points against the baseline, per category, on the cases both "
-    "runs hold (intervals and flips in each probe's paired table above); fired % over all "
-    "paired cases; n/a where a probe did not run a category or GAR is not a model measure "
-    "(CRI-bypass)."
-)
-
-
-def diagnostic_html(conv: dict[str, Any]) -> str:
-    """The "Action-class diagnostic" section: tables per (model, probe), paired comparisons."""
-    parts = ['<section id="diagnostic"><h2>Action-class diagnostic</h2>']
-    parts.append(
-        f'<p class="note">Emission classes by the {_esc(conv.get("config"))} '
-        "classifier; one class per emission.</p>"
-    )
-    if conv.get("note"):
-        parts.append(f'<p class="note warn">{_esc(conv["note"])}</p>')
-    for i, run in enumerate(conv.get("runs") or []):
-        label = f"{run['model']} — {run['probe']}"
-        parts.append(f'<h3 id="diag-{i}">{_esc(label)}</h3>')
-        cap = run.get("capability") or {}
-        if cap.get("below"):  # a failed capability check is read first
-            parts.append(_capability_html(cap))
-        parts.append(
-            cells_table_html(
-                f"diag-{i}",
-                f"GAR and Acc per category ({label})",
-                _DIAG_CAPTION,
-                run["table"],
-                "report diag",
-            )
-        )
-        parts.append(
-            cells_table_html(
-                f"stage-{i}",
-                f"SAAG stage of tool calls ({label})",
-                _STAGE_CAPTION,
-                run["stage_table"],
-                "report diag",
-            )
-        )
-        if not cap.get("below"):
-            parts.append(_capability_html(cap))
-    for j, comp in enumerate(conv.get("comparisons") or []):
-        label = f"{comp['probe']} vs baseline ({comp['model']})"
-        parts.append(f'<h3 id="compare-{j}">Paired comparison: {_esc(label)}</h3>')
-        table = comp["table"]
-        parts.append(
-            cells_table_html(
-                f"compare-{j}",
-                f"Probe {comp['probe']} against the baseline, paired by case",
-                " ".join(table.get("notes") or []),
-                table,
-                "report compare",
-            )
-        )
-    for k, abl in enumerate(conv.get("ablations") or []):
-        parts.append(f'<h3 id="ablation-{k}">Ablation matrix: {_esc(abl["model"])}</h3>')
-        parts.append(
-            cells_table_html(
-                f"ablation-{k}",
-                f"Every probe against the baseline ({abl['model']})",
-                _ABLATION_CAPTION,
-                abl["table"],
-                "report compare",
-            )
-        )
-    parts.append("</section>")
-    return "\n".join(parts)
-
-
-_CONV_FILTERS = (
-    ("model", "model"),
-    ("probe", "probe"),
-    ("category", "category"),
-    ("verdict", "verdict"),
-    ("gold", "gold class emitted"),
-)
-
-
-def conversations_html() -> str:
-    """The (empty) conversation browser that ``report.js`` fills from ``#conv-data``."""
-    filters = "".join(
-        f'<label>{label}<select id="conv-filter-{name}"></select></label>'
-        for name, label in _CONV_FILTERS
-    )
-    return "\n".join(
-        [
-            '<section id="conversations"><h2>Conversations</h2>',
-            '<p class="note">Each emission carries its action class; a retracted emission was '
-            "removed by a probe before its calls ran, a placeholder was written by a probe (not a "
-            "model emission). Rejected calls are highlighted; probe events are shown on their "
-            "turn.</p>",
-            f'<div class="filters">{filters}</div>',
-            '<p id="conv-shown-count"></p><p id="conv-filter-note"></p>',
-            '<div id="conv-list"></div>'
-            '<button id="conv-more" type="button" hidden>show more</button>',
-            "</section>",
-        ]
-    )
 
 
 def render_html(
@@ -476,9 +257,9 @@ def render_html(
             '<a href="#summary">Summary</a><a href="#tables">Tables</a>'
             '<a href="#figures">Figures</a><a href="#cases">Cases</a>'
         )
-        body.extend(_saag_sections(data, rest))
+        body.extend(saag_sections(data.tables, rest))
         if cases.get("note"):  # the case browser holds a bounded share of a large run
-            body.insert(-4, f'<p id="cases-note" class="note">{_esc(cases["note"])}</p>')
+            body.insert(-4, f'<p id="cases-note" class="note">{esc(cases["note"])}</p>')
         blocks.append(
             f'<script type="application/json" id="data">{json_for_script(cases)}</script>'
         )
@@ -502,9 +283,9 @@ def render_html(
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_esc(title)}</title>",
+        f"<title>{esc(title)}</title>",
         f"<style>{_asset('report.css')}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
+        f"<h1>{esc(title)}</h1>",
         f"<nav>{''.join(nav)}</nav>",
         *body,
         *blocks,
@@ -512,37 +293,6 @@ def render_html(
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
-
-
-def _saag_sections(data: ReportData, figures: list[Path]) -> list[str]:
-    headline, rest = data.tables[0], data.tables[1:]
-    filters = "".join(
-        f'<label>{label}<select id="filter-{name}"></select></label>'
-        for name, label in (
-            ("model", "model"),
-            ("mode", "mode"),
-            ("scale", "scale"),
-            ("stage", "first-failing stage"),
-            ("kind", "failure kind"),
-            ("result", "result"),
-        )
-    )
-    return [
-        '<section id="summary"><h2>Summary</h2>',
-        table_html(headline),
-        "</section>",
-        '<section id="tables"><h2>Tables</h2>',
-        *(table_html(t) for t in rest),
-        "</section>",
-        '<section id="figures"><h2>Figures</h2>',
-        *(figure_html(p) for p in figures),
-        "</section>",
-        '<section id="cases"><h2>Cases</h2>',
-        f'<div class="filters">{filters}</div>',
-        '<p id="shown-count"></p><p id="filter-note"></p>',
-        '<div id="case-list"></div><button id="more" type="button" hidden>show more</button>',
-        "</section>",
-    ]
 
 
 def build_report(
@@ -583,7 +333,7 @@ def build_report(
     if outcomes or conv is None:
         data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot, seed)
         for t in data.tables:
-            write_table(t, out / "tables")
+            write_tables(t, out / "tables", ("csv", "md", "tex"))
         figures = make_figures(
             data.per_scale,
             data.cumulative,
@@ -616,7 +366,7 @@ def build_report(
 def build_diagnostic_page(
     out_dir: str | Path,
     title: str,
-    tables: list[tuple[str, str, str | Table]],
+    tables: list[tuple[str, str, Table]],
     notes: list[str] = (),
     *,
     warnings: list[str] = (),
@@ -624,25 +374,22 @@ def build_diagnostic_page(
 ) -> Path:
     """``report.html`` for a diagnostic computed from another tool's results (BFCL's result
     trees, τ²-bench runs): the calibrate report's tables and styling, without conversations.
-    ``tables`` are ``(title, caption, markdown table or Table)`` (a :class:`Table` keeps its
-    ``row_styles``: bound violations are highlighted); ``warnings`` are shown first,
+    ``tables`` are ``(title, caption, Table)`` (each keeps its ``row_styles``: bound
+    violations are highlighted); ``warnings`` are shown first,
     highlighted; ``notes`` as text; ``lists`` as ``(heading, items)`` lists after the tables.
     The title is shown once (``<h1>``)."""
 
     parts = ['<section id="diagnostic">']
-    parts.extend(f'<p class="note warn">{_esc(w)}</p>' for w in warnings)
-    for i, (name, caption, md) in enumerate(tables):
-        if isinstance(md, Table):
-            t = Table(md.columns, md.rows, title=name, caption=caption, row_styles=md.row_styles)
-            parts.append(t.to_html(f"ext-{i}", "report diag"))
-        else:
-            parts.append(
-                cells_table_html(f"ext-{i}", name, caption, markdown_table(md), "report diag")
-            )
-    parts.extend(f'<p class="note">{_esc(n)}</p>' for n in notes)
+    parts.extend(f'<p class="note warn">{esc(w)}</p>' for w in warnings)
+    for i, (name, caption, table) in enumerate(tables):
+        t = Table(
+            table.columns, table.rows, title=name, caption=caption, row_styles=table.row_styles
+        )
+        parts.append(t.to_html(f"ext-{i}", "report diag"))
+    parts.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
     for heading, items in lists:
-        parts.append(f"<h3>{_esc(heading)}</h3><ul>")
-        parts.extend(f"<li>{_esc(item)}</li>" for item in items)
+        parts.append(f"<h3>{esc(heading)}</h3><ul>")
+        parts.extend(f"<li>{esc(item)}</li>" for item in items)
         parts.append("</ul>")
     parts.append("</section>")
     return write_page(out_dir, title, parts)
@@ -658,9 +405,9 @@ def write_page(out_dir: str | Path, title: str, parts: list[str]) -> Path:
                 "<!DOCTYPE html>",
                 '<html lang="en"><head><meta charset="utf-8">',
                 f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-                f"<title>{_esc(title)}</title>",
+                f"<title>{esc(title)}</title>",
                 f"<style>{_asset('report.css')}</style></head><body>",
-                f"<h1>{_esc(title)}</h1>",
+                f"<h1>{esc(title)}</h1>",
                 *parts,
                 "</body></html>",
             ]

@@ -20,8 +20,9 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +47,10 @@ from callscope.calibration.paired import (
     compare_probe,
     fired_by_case,
 )
-from callscope.calibration.panel import (
-    Panel,
-    build_panel,
-    capability_lines,
-    panel_table,
-    turn_panel_table,
-)
 from callscope.calibration.probes import PROBES, get_probe
-from callscope.core.table import Table, pct
+from callscope.calibration.stage_table import stage_mix_table
 from callscope.models.base import ChatModel, Decoding
-from callscope.records import CaseRecord
+from callscope.records import CaseRecord, Trajectory
 from callscope.runs.conversation import run_conversation
 from callscope.runs.runner import (
     MAX_CONSECUTIVE_CONNECTION_ERRORS,
@@ -65,10 +59,9 @@ from callscope.runs.runner import (
     in_parallel,
     resolve_style,
 )
-from callscope.saag.cascade import diagnose
 from callscope.saag.groundings import get_grounding
+from callscope.saag.stage_mix import CallStages, call_stages, stage_counts
 from callscope.store.run_store import RunStore
-from callscope.types import ToolCall
 
 BASELINE = "baseline"
 
@@ -127,39 +120,6 @@ def case_record(
 GROUNDING_META = "grounding"
 
 
-def saag_stage_mix(
-    bench: MultiTurnBenchmark[Any],
-    case: Any,
-    trajectory: dict[str, Any],
-    grounding: str | None = None,
-) -> Counter[str]:
-    """Beyond the paper: every parsed call checked by the SAAG cascade against the tools
-    available at its turn and the user text so far (stage 0 = passed all three), in the
-    ``grounding`` mode; the outputs of earlier tool calls are the grounding context."""
-    mix: Counter[str] = Counter()
-    user_text: list[str] = []
-    observed: list[str] = []
-    mode = get_grounding(grounding)
-    for turn in trajectory.get("turns") or []:
-        idx = int(turn["index"])
-        user_text.extend(str(m.get("content") or "") for m in turn.get("user_messages") or [])
-        functions = bench.tools_at(case, idx)
-        for step in turn.get("steps") or []:
-            for call in step.get("calls") or []:
-                d = diagnose(
-                    ToolCall(call["name"], call.get("arguments") or {}),
-                    functions,
-                    "\n".join(user_text),
-                    grounding=mode,
-                    context=observed,
-                )
-                mix[f"stage{d.stage}"] += 1
-            observed.extend(
-                str(r.get("output") or "") for r in step.get("results") or [] if r.get("accepted")
-            )
-    return mix
-
-
 #: error kinds that are the model's doing, not the backend's: a conversation the model grew
 #: past its context window ended there, and counts (a miss for GAR from then on, and the
 #: grader's verdict on the state it reached), as BFCL counts a failed inference as a failure
@@ -173,6 +133,26 @@ def backend_error(trajectory: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(err, dict) or err.get("kind") in MODEL_LIMIT_KINDS:
         return None
     return err
+
+
+def stored_stages(
+    store: RunStore,
+    bench: MultiTurnBenchmark[Any],
+    case: Any,
+    conv: Mapping[str, Any],
+    grounding: str | None,
+) -> CallStages:
+    """The SAAG stage verdicts of a stored conversation (a :meth:`RunStore.conversations`
+    row) in ``grounding``: those stored with it when they are of that mode and the running
+    cascade version, else computed now (:func:`~callscope.saag.stage_mix.call_stages`) and
+    stored, so that the next read finds them."""
+    stages: CallStages | None = conv.get("stages")
+    if stages is not None and stages.is_current(grounding):
+        return stages
+    traj = Trajectory.from_dict(conv["trajectory"])
+    stages = call_stages(traj, partial(bench.tools_at, case), grounding)
+    store.save_call_stages(str(conv["model"]), str(conv["probe"]), str(conv["case_id"]), stages)
+    return stages
 
 
 @dataclass
@@ -321,10 +301,14 @@ def run_calibration_cases(
             return run_conversation(model, case, env=bench.environment(case), **kwargs)
 
         workers, summary.concurrency_note = effective_concurrency(model, concurrency)
+        grounding = store.get_meta(GROUNDING_META)
         for case, traj in in_parallel(converse, todo, workers):
             verdict = bench.grade(case, traj)
             tdict = traj.to_dict()
-            store.save_conversation(model.spec, probe_name, case.category, tdict, verdict.to_dict())
+            stages = call_stages(traj, partial(bench.tools_at, case), grounding)
+            store.save_conversation(
+                model.spec, probe_name, case.category, tdict, verdict.to_dict(), stages
+            )
             events = tdict.get("events") or []
             if events:
                 with events_path.open("a", encoding="utf-8") as fh:
@@ -356,8 +340,11 @@ def diagnose_store(
     grounding: str | None = None,
 ) -> CalibrationResult:
     """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations. The stage
-    mix runs in ``grounding`` (default: the mode the run recorded, :data:`GROUNDING_META`,
-    else the default mode)."""
+    mix is that of ``grounding`` (default: the mode the run recorded, :data:`GROUNDING_META`,
+    else the default mode), read from the verdicts stored with each conversation; only a
+    conversation stored without them (a store from before they were stored, or verdicts of
+    another mode or cascade version) has them computed here, and stored
+    (:func:`stored_stages`)."""
     grounding = grounding or store.get_meta(GROUNDING_META)
     convs = list(store.conversations(model, probe))
     bench = benchmark_or_default(benchmark)
@@ -379,9 +366,8 @@ def diagnose_store(
             message = str(err.get("message") or "") or message
             continue
         records.append(case_record(bench, case, conv["trajectory"], conv["passed"]))
-        mix.setdefault(case.category, Counter()).update(
-            saag_stage_mix(bench, case, conv["trajectory"], grounding)
-        )
+        stages = stored_stages(store, bench, case, conv, grounding)
+        mix.setdefault(case.category, Counter()).update(stage_counts(stages.calls))
     diag = compute_diagnostics(records, config, settings)
     return CalibrationResult(
         model=model,
@@ -421,41 +407,10 @@ def write_outputs(run_dir: Path, result: CalibrationResult, *, per_model: bool =
         (f"{note}\n\n" if note else "")
         + to_markdown(result.rows())
         + "\n"
-        + stage_mix_markdown(result.rows()),
+        + stage_mix_table(result.rows()).to_markdown(),
         encoding="utf-8",
     )
     return stem.with_suffix(".md")
-
-
-STAGE_MIX_COLUMNS: tuple[str, ...] = (
-    "Category",
-    "tool calls",
-    "passed SAAG %",
-    "stage 1 (registry) %",
-    "stage 2 (structure) %",
-    "stage 3 (grounding) %",
-)
-
-
-def stage_mix_table(rows: Sequence[dict[str, Any]]) -> Table:
-    """Where the model's tool calls fail, per category (SAAG first failing stage: the shares
-    ``calls_stage0..3`` of :meth:`CalibrationResult.rows`), as a :class:`Table`."""
-    return Table(
-        STAGE_MIX_COLUMNS,
-        [
-            [
-                r["category"],
-                r["tool_calls_scored"],
-                *(pct(r.get(f"calls_stage{k}")) for k in range(4)),
-            ]
-            for r in rows
-        ],
-    )
-
-
-def stage_mix_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """Where the model's tool calls fail, per category (SAAG first failing stage)."""
-    return stage_mix_table(rows).to_markdown()
 
 
 def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, bool]]:
@@ -607,136 +562,3 @@ def calibrate_model(
         return done
     finally:
         store.close()
-
-
-# --------------------------------------------------------------------------------- panels
-
-#: the store meta key listing a panel's models (JSON list, in row order)
-PANEL_META = "panel_models"
-
-
-@dataclass
-class PanelCalibration:
-    """Result of :func:`calibrate_panel`: each model's :class:`ModelCalibration` (in row
-    order), the :class:`~callscope.calibration.panel.Panel` over them and the panel files
-    written (``panel-<probe>.md`` first)."""
-
-    models: list[ModelCalibration]
-    panel: Panel
-    written: list[Path]
-
-    @property
-    def aborted(self) -> dict[str, str]:
-        """``{model: why it stopped early}`` for the models whose run stopped early."""
-        return {m.result.model: m.result.aborted for m in self.models if m.result.aborted}
-
-    @property
-    def n_errored(self) -> int:
-        """Cases of every model left out because a backend error ended them."""
-        return sum(m.result.n_errored for m in self.models)
-
-
-def calibrate_panel(
-    specs: Sequence[str],
-    open_model: Callable[[str], ChatModel],
-    out: str | Path,
-    cases: Sequence[Any],
-    *,
-    styles: Mapping[str, str | None] | None = None,
-    probe: str | None = None,
-    style: str | None = None,
-    preset_name: str = "default",
-    on_model: Callable[[ModelCalibration], None] | None = None,
-    **kwargs: Any,
-) -> PanelCalibration:
-    """A panel run: :func:`calibrate_model` for each model of ``specs`` in turn, on the same
-    ``cases``, into the one store of ``out`` (each model's conversations under its own spec,
-    so re-running resumes every model where it stopped), then the panel over them
-    (:func:`callscope.calibration.panel.build_panel`) written by :func:`write_panel`.
-    ``open_model`` opens a spec (each model is closed before the next opens: two embedded
-    models are never loaded at once); ``styles``: a style per spec (else ``style``);
-    ``on_model`` is called after each model; other keywords go to :func:`calibrate_model`.
-    The panel's models are recorded in the store's meta (:data:`PANEL_META`)."""
-    out = Path(out)
-    done: list[ModelCalibration] = []
-    specs = list(dict.fromkeys(specs))
-    store = RunStore(out)
-    try:
-        store.set_meta(PANEL_META, json.dumps(specs))
-    finally:
-        store.close()
-    for spec in specs:
-        model = open_model(spec)
-        try:
-            one = calibrate_model(
-                model,
-                out,
-                cases,
-                probe=probe,
-                style=(styles or {}).get(spec, style),
-                preset_name=preset_name,
-                per_model=len(specs) > 1,
-                **kwargs,
-            )
-        finally:
-            close = getattr(model, "close", None)
-            if callable(close):
-                close()
-        done.append(one)
-        if on_model is not None:
-            on_model(one)
-    panel = build_panel({m.result.model: m.result.diagnostics for m in done})
-    written = write_panel(out, panel, probe or BASELINE)
-    return PanelCalibration(models=done, panel=panel, written=written)
-
-
-def panel_of_store(
-    store: RunStore,
-    models: Sequence[str] | None = None,
-    probe: str = BASELINE,
-    *,
-    benchmark: MultiTurnBenchmark[Any] | None = None,
-    config: ClassifierConfig = DEFAULT,
-) -> Panel:
-    """The panel of the conversations stored for ``models`` (default: the store's panel
-    models, else every model with a ``probe`` run) under ``probe``."""
-    if models is None:
-        recorded = store.get_meta(PANEL_META)
-        models = json.loads(recorded) if recorded else store_models(store, probe)
-    diags = {
-        m: diagnose_store(store, m, probe, benchmark=benchmark, config=config).diagnostics
-        for m in models
-    }
-    return build_panel(diags, list(models))
-
-
-def store_models(store: RunStore, probe: str = BASELINE) -> list[str]:
-    """Every model with conversations under ``probe`` in the store, sorted."""
-    return sorted({str(c["model"]) for c in store.conversations(None, probe)})
-
-
-def write_panel(out: str | Path, panel: Panel, probe: str = BASELINE) -> list[Path]:
-    """``panel-<probe>.{md,csv,tex,json}`` and ``panel-<probe>-turn.{md,csv,tex}`` under
-    ``out``: the case-level and the turn-level panel tables
-    (:func:`~callscope.calibration.panel.panel_table`, :func:`turn_panel_table`) and the
-    panel's numbers. Returns the paths, the case-level Markdown first."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    stem = f"panel-{probe}"
-    notes = capability_lines(panel) + panel.notes
-    for table, name in (
-        (panel_table(panel, stem), stem),
-        (turn_panel_table(panel, f"{stem}-turn"), f"{stem}-turn"),
-    ):
-        md = table.to_markdown()
-        if name == stem and notes:
-            md += "\n" + "\n\n".join(notes) + "\n"
-        for ext, text in (("md", md), ("csv", table.to_csv()), ("tex", table.to_latex())):
-            path = out / f"{name}.{ext}"
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    js = out / f"{stem}.json"
-    js.write_text(json.dumps(panel.to_dict(), indent=2, default=str), encoding="utf-8")
-    written.append(js)
-    return written

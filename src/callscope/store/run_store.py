@@ -10,6 +10,14 @@ tables) is accepted and stamped in place; a store with a higher version, written
 callscope, is refused with :class:`~callscope.errors.StoreSchemaError` before anything is
 written to it. Every JSON column is written by :func:`encode` and read by :func:`decode`.
 
+A conversation's SAAG stage verdicts (:class:`~callscope.saag.stage_mix.CallStages`, computed
+once when it is recorded) live in the ``call_stages`` table (:data:`SCHEMA_STAGES`), each row
+naming the SHA-256 of the trajectory text it was computed from: a table added without raising
+the version, because a callscope that does not know it neither reads it nor is misled by it
+(a conversation it re-saves no longer matches its digest, and reads as having no verdicts).
+A store written before the table reads the same; its verdicts are computed when missing
+(:func:`callscope.runs.calibrate.diagnose_store`) and stored.
+
 Nothing a model or a dataset can produce makes a write fail or is dropped: JSON columns are
 written by :func:`callscope.core.jsonl.dumps_safe` (a lone surrogate as its JSON escape, an
 integer over Python's digit limit as its ``hex`` string, the record flagged with
@@ -31,6 +39,7 @@ from typing import Any
 from callscope.core.jsonl import ESCAPED_KEY, dumps_safe
 from callscope.errors import StoreSchemaError
 from callscope.records import Outcome
+from callscope.saag.stage_mix import CallStages
 from callscope.types import Case
 
 SCHEMA = """
@@ -62,6 +71,16 @@ CREATE TABLE IF NOT EXISTS attempts (
 SCHEMA_V2 = """
 CREATE TABLE IF NOT EXISTS histories (
   id TEXT PRIMARY KEY, parent TEXT, data TEXT NOT NULL
+);
+"""
+
+#: the SAAG stage verdicts of each conversation (see the module doc); ``digest``: the SHA-256
+#: of the ``trajectory`` text the verdicts were computed from
+SCHEMA_STAGES = """
+CREATE TABLE IF NOT EXISTS call_stages (
+  model TEXT NOT NULL, probe TEXT NOT NULL, case_id TEXT NOT NULL, digest TEXT NOT NULL,
+  data TEXT NOT NULL,
+  PRIMARY KEY (model, probe, case_id)
 );
 """
 
@@ -101,6 +120,11 @@ def from_sql(value: Any) -> Any:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
+def _digest(text: str) -> str:
+    """The SHA-256 (hex) of a column's text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def decode(text: str | None) -> Any:
     """The value of a JSON column written by :func:`encode`; ``None`` for an empty cell."""
     return json.loads(text) if text else None
@@ -132,6 +156,7 @@ class RunStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        self._db.executescript(SCHEMA_STAGES)
         if version < 2:  # a new file, one from before versioning, or version 1
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -397,40 +422,80 @@ class RunStore:
         category: str,
         trajectory: dict[str, Any],
         verdict: dict[str, Any],
+        stages: CallStages | None = None,
     ) -> None:
-        """One multi-turn case: its whole trajectory and BFCL verdict, in one statement."""
+        """One multi-turn case: its whole trajectory, the grader's verdict and the SAAG stage
+        verdicts of its calls (``stages``; ``None``: not computed), in one transaction."""
+        text = encode(trajectory)
+        key = (sql_text(model), sql_text(probe), sql_text(trajectory["case_id"]))
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO conversations(model, probe, case_id, category, passed,"
-                " error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    sql_text(model),
-                    sql_text(probe),
-                    sql_text(trajectory["case_id"]),
-                    sql_text(category),
-                    int(bool(verdict["passed"])),
-                    encode(trajectory.get("error")) if trajectory.get("error") else None,
-                    encode(trajectory),
-                    encode(verdict),
-                ),
-            )
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO conversations(model, probe, case_id, category,"
+                    " passed, error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
+                    (
+                        *key,
+                        sql_text(category),
+                        int(bool(verdict["passed"])),
+                        encode(trajectory.get("error")) if trajectory.get("error") else None,
+                        text,
+                        encode(verdict),
+                    ),
+                )
+                self._put_stages(key, text, stages)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def save_call_stages(self, model: str, probe: str, case_id: str, stages: CallStages) -> None:
+        """Store the SAAG stage verdicts of a stored conversation (computed after it was
+        recorded: a store from before ``call_stages``, or another grounding mode)."""
+        key = (sql_text(model), sql_text(probe), sql_text(case_id))
+        with self._lock:
+            row = self._db.execute(
+                "SELECT trajectory FROM conversations WHERE model=? AND probe=? AND case_id=?",
+                key,
+            ).fetchone()
+            if row is not None:
+                self._put_stages(key, row[0], stages)
+
+    def _put_stages(self, key: tuple[Any, ...], text: str, stages: CallStages | None) -> None:
+        """Write (or, for ``None``, delete) the stage verdicts of the conversation ``key``
+        whose trajectory text is ``text``."""
+        if stages is None:
+            self._db.execute("DELETE FROM call_stages WHERE model=? AND probe=? AND case_id=?", key)
+            return
+        self._db.execute(
+            "INSERT OR REPLACE INTO call_stages(model, probe, case_id, digest, data)"
+            " VALUES (?,?,?,?,?)",
+            (*key, _digest(text), encode(stages.to_dict())),
+        )
 
     def conversations(
         self, model: str | None = None, probe: str | None = None
     ) -> Iterator[dict[str, Any]]:
+        """Stored conversations in the order they were saved: ``model``, ``probe``,
+        ``case_id``, ``category``, ``passed``, the decoded ``trajectory`` and ``verdict``, and
+        ``stages``: their :class:`~callscope.saag.stage_mix.CallStages` when stored for this
+        very trajectory, else ``None``."""
         sql = (
-            "SELECT model, probe, case_id, category, passed, trajectory, verdict FROM conversations"
+            "SELECT c.model, c.probe, c.case_id, c.category, c.passed, c.trajectory, c.verdict,"
+            " s.digest, s.data FROM conversations c LEFT JOIN call_stages s"
+            " ON s.model = c.model AND s.probe = c.probe AND s.case_id = c.case_id"
         )
         where, args = [], []
-        for col, val in (("model", model), ("probe", probe)):
+        for col, val in (("c.model", model), ("c.probe", probe)):
             if val is not None:
                 where.append(f"{col}=?")
                 args.append(sql_text(val))
         if where:
             sql += " WHERE " + " AND ".join(where)
-        for m, p, cid, cat, passed, traj, verdict in self._db.execute(
-            sql + " ORDER BY rowid", args
+        for m, p, cid, cat, passed, traj, verdict, digest, stages in self._db.execute(
+            sql + " ORDER BY c.rowid", args
         ):
+            current = stages is not None and digest == _digest(traj)
             yield {
                 "model": from_sql(m),
                 "probe": from_sql(p),
@@ -439,6 +504,7 @@ class RunStore:
                 "passed": bool(passed),
                 "trajectory": decode(traj),
                 "verdict": decode(verdict),
+                "stages": CallStages.from_dict(decode(stages)) if current else None,
             }
 
     def export_jsonl(self, path: str | Path | None = None) -> Path:

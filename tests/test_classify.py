@@ -9,7 +9,6 @@ from callscope.calibration.classify import (
     PRESETS,
     ClassifierConfig,
     classify_emission,
-    classify_jsonl,
     emission_classes,
     fired_classes,
     preset,
@@ -17,6 +16,7 @@ from callscope.calibration.classify import (
     register_preset,
     resolve,
 )
+from callscope.runs.classify_file import classify_jsonl
 from callscope.types import ASK, CONFIRM, OTHER, REFUSE, TOOL_CALL, ModelReply
 
 # ----------------------------------------------------------------------------- cue classes
@@ -385,7 +385,7 @@ def test_register_preset_and_bad_modes():
         with pytest.raises(ValueError, match="already registered"):
             register_preset(custom)
     finally:
-        PRESETS.pop("test-substring")
+        PRESETS.unregister("test-substring")
     with pytest.raises(ValueError, match="cue_match"):
         ClassifierConfig(cue_match="fuzzy")
     with pytest.raises(ValueError, match="call_syntax"):

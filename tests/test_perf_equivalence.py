@@ -7,7 +7,7 @@ import random
 import re
 from typing import Any
 
-from callscope.calibration.classify import _py_call_start
+from callscope.calibration.classify.emission import _py_call_start
 from callscope.parse import parse_output
 from callscope.parse.literals import Rejected, check_depth
 from callscope.runs.conversation import _native_assistant_message

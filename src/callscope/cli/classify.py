@@ -9,8 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from callscope.calibration.classify import classify_jsonl, preset
+from callscope.calibration.classify import preset
 from callscope.cli.common import console, fail
+from callscope.runs.classify_file import classify_jsonl
 
 
 def classify(

@@ -1,0 +1,49 @@
+"""Reading a JSON Lines file of emissions: one ``{"id", "emission"}`` object per line.
+
+The input format of ``callscope classify``. :func:`read_emission_rows` yields one
+:class:`EmissionRow` per non-blank line, in file order, with the reason when the line is not
+a usable row (not JSON, not an object, no ``emission``); it never raises on a bad line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+
+@dataclass(frozen=True)
+class EmissionRow:
+    """One non-blank line: its 1-based ``line`` number, the row's ``id`` (``None`` when the
+    line is not an object), its ``emission``, and ``error`` when the line is not a usable row."""
+
+    line: int
+    id: Any
+    emission: Any = None
+    error: str | None = None
+
+
+def read_emission_rows(path: str | Path) -> Iterator[EmissionRow]:
+    """The rows of the JSONL file ``path``. The file is opened before this returns, so a
+    missing file raises here (``FileNotFoundError``), not at the first row."""
+    return _rows(open(path, encoding="utf-8"))  # noqa: SIM115 (closed by _rows)
+
+
+def _rows(fh: IO[str]) -> Iterator[EmissionRow]:
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row: Any = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield EmissionRow(lineno, None, error=f"not valid JSON ({exc.msg})")
+                continue
+            if not isinstance(row, dict):
+                yield EmissionRow(lineno, None, error="row is not a JSON object")
+            elif "emission" not in row:
+                yield EmissionRow(lineno, row.get("id"), error="row has no 'emission'")
+            else:
+                yield EmissionRow(lineno, row.get("id"), row["emission"])

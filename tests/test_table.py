@@ -12,7 +12,6 @@ from callscope.calibration.diagnostics import diagnostics_table, to_markdown
 from callscope.calibration.paired import ablation_table, compare_markdown, compare_table
 from callscope.core.stats import cohen_kappa, newcombe_paired, rate_ci, wilson
 from callscope.core.table import Table, latex_escape, markdown_escape, pct, pct_ci
-from callscope.report.conversations import markdown_table
 
 
 def _table(**kw: object) -> Table:
@@ -33,7 +32,6 @@ def test_markdown_title_caption_and_empty() -> None:
 
 def test_cells_are_what_the_markdown_reads_back_as() -> None:
     t = _table(note="one note")
-    assert t.cells() == markdown_table(t.to_markdown())
     assert t.cells() == {
         "columns": ["Name", "n"],
         "rows": [["a|b", "3"], ["c\\d", "10"]],
@@ -114,7 +112,7 @@ def test_diagnostic_and_paired_tables_round_trip_through_markdown() -> None:
         "passed_without_gold": 1,
     }
     table = diagnostics_table([row])
-    assert table.cells() == markdown_table(to_markdown([row]))
+    assert to_markdown([row]) == table.to_markdown()
     assert table.row_styles == ["red"]
     cmp_row = {
         "probe": "sri",
@@ -136,7 +134,7 @@ def test_diagnostic_and_paired_tables_round_trip_through_markdown() -> None:
         "d_gar_hi": 0.8,
         "fired_rate": 1.0,
     }
-    assert compare_table([cmp_row]).cells() == markdown_table(compare_markdown([cmp_row]))
+    assert compare_markdown([cmp_row]) == compare_table([cmp_row]).to_markdown()
     assert ablation_table([]).cells() == {"columns": [], "rows": [], "notes": []}
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from callscope.saag import cascade
+from callscope.saag import intrinsic
 from callscope.saag import normalise as n
 from callscope.saag.cascade import diagnose, find_spec, required_params, schema_params
 from callscope.saag.extrinsic import _bfcl_accepts, bfcl_string_form, bfcl_values_equal
@@ -155,7 +155,7 @@ def test_wratio_memo_gives_rapidfuzz_floats() -> None:
     names = ["city", "cty", "location", "extra_argument", "units", "unit", "", "é" * 300]
     for _ in range(500):
         a, b = rng.choice(names), rng.choice(names)
-        assert cascade._wratio(a, b) == fuzz.WRatio(a, b)
+        assert intrinsic.wratio(a, b) == fuzz.WRatio(a, b)
 
 
 def test_required_params_equals_the_spec_lookup() -> None:

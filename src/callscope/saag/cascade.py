@@ -1,12 +1,16 @@
 """The SAAG cascade: registry conformance -> structural completeness -> argument grounding.
 
 ``diagnose`` scores one tool call against a registry and the user's query and halts at the
-first failing stage; metrics of later stages stay ``None`` (they are stage-conditional).
+first failing stage (SAAG paper, section 2); metrics of later stages stay ``None`` (they are
+stage-conditional). This module owns the order of the stages, their pass tests and the
+registry index that makes stage 1 fast on large registries; the metrics themselves (their
+formulas, sources and what the grounding mode changes) are the pure functions of
+:mod:`callscope.saag.intrinsic`, and stage 3's verdict on each value comes from the grounding
+mode (:mod:`callscope.saag.groundings`).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -18,21 +22,16 @@ from rapidfuzz import fuzz, process
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
-from callscope.saag.groundings import ArgVerdict, Evidence, Grounding, Judge, get_grounding
+from callscope.saag import intrinsic as m
+from callscope.saag.groundings import (
+    GROUNDINGS,
+    ArgVerdict,
+    Evidence,
+    Grounding,
+    Judge,
+    get_grounding,
+)
 from callscope.types import ToolCall
-
-#: γ_pds: PDS at or above this makes an out-of-schema parameter *drifted* rather than spurious
-#: (SAAG paper, Eq. 4 and App. A: "the parameter drift threshold is γ_pds = 0.8")
-DRIFT_THRESHOLD = 0.8
-#: NCS = max over candidates of 0.6 WRatio + 0.4 Jaccard (SAAG paper, Eq. 2)
-NCS_WRATIO_WEIGHT = 0.6
-NCS_JACCARD_WEIGHT = 0.4
-
-
-def _mean(values: list[float]) -> float:
-    """``statistics.fmean`` of a non-empty list, the same float (``fsum / n``) without its
-    per-call overhead."""
-    return math.fsum(values) / len(values)
 
 
 def _too_deep(value: Any) -> bool:
@@ -56,19 +55,6 @@ def _too_deep(value: Any) -> bool:
 def _trigrams(s: str) -> set[str]:
     s = s.lower()
     return {s[i : i + 3] for i in range(len(s) - 2)}
-
-
-def _jaccard(a: str, b: str) -> float:
-    ta, tb = set(a.lower().split()), set(b.lower().split())
-    union = ta | tb
-    return len(ta & tb) / len(union) if union else 0.0
-
-
-def _ncs_score(name: str, cand: str) -> float:
-    """``0.6 WRatio/100 + 0.4 Jaccard`` of one candidate (SAAG paper, Eq. 2), in this one
-    evaluation order (every path of :func:`nearest_candidate` gives the same float)."""
-    w = fuzz.WRatio(name, cand)
-    return NCS_WRATIO_WEIGHT * w / 100.0 + NCS_JACCARD_WEIGHT * _jaccard(name, cand)
 
 
 @lru_cache(maxsize=16)
@@ -188,7 +174,7 @@ def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
     the Jaccard term is 0, so only those with the highest WRatio can win: a lower bound of
     the best WRatio is taken from the few candidates sharing the most trigrams, one
     rapidfuzz batch pass keeps every candidate within ``_WRATIO_SLACK`` below it, and those
-    are scored exactly (:func:`_ncs_score`). Ties go to the first registry position.
+    are scored exactly (:func:`~callscope.saag.intrinsic.ncs_score`). Ties go to the first registry position.
     """
     grams = _trigrams(name)
     if not grams:
@@ -215,7 +201,7 @@ def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
     )
     exact.update(keys[pos] for _, _, pos in near)
     exact.update(seeds)
-    best, best_i = max(((_ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
+    best, best_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
     return best, names[best_i]
 
 
@@ -224,32 +210,25 @@ def _by_score_then_first(scored: tuple[float, int]) -> tuple[float, int]:
 
 
 def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None]:
-    """NCS = max over the registry names sharing a trigram with ``name`` of
-    ``0.6 WRatio/100 + 0.4 Jaccard`` (SAAG paper, Eq. 2), and the argmax name (first on
-    ties); (0, None) without candidates. The registry is indexed once per list
-    (:func:`_registry_index`)."""
+    """The Nearest Candidate Score and its name (SAAG paper, section 2.1, eq. 2)::
+
+        NCS(ŷ, R) = max over c ∈ C of [0.6 WRatio(ŷ, c) / 100 + 0.4 Jaccard(ŷ, c)]
+
+    over the names ``C`` of ``registry`` sharing a lowercased trigram with ``name`` (each term
+    :func:`~callscope.saag.intrinsic.ncs_score`), and the argmax name (first on ties);
+    ``(0, None)`` without candidates. The registry is indexed once per list
+    (:func:`_registry_index`). Independent of the grounding mode.
+
+    >>> ncs, name = nearest_candidate("get_weathr", ["get_weather", "book_flight"])
+    >>> round(ncs, 4), name
+    (0.5714, 'get_weather')
+    >>> nearest_candidate("zz", ["get_weather"])
+    (0.0, None)
+    """
     return _nearest(name, _registry_index(registry, specs=False))
 
 
 # --------------------------------------------------------------------------- stage 2
-
-#: pairs of names whose WRatio :func:`_wratio` remembers, and the longest pair (characters)
-#: it keeps: a model repeats its out-of-schema names, and registries their parameter names
-_WRATIO_PAIRS = 4096
-_WRATIO_MAX_CHARS = 256
-
-
-@lru_cache(maxsize=_WRATIO_PAIRS)
-def _wratio_memo(a: str, b: str) -> float:
-    return fuzz.WRatio(a, b)  # type: ignore[no-any-return]
-
-
-def _wratio(a: Any, b: Any) -> float:
-    """``rapidfuzz.fuzz.WRatio(a, b)`` (0-100), remembered for the last few thousand pairs
-    of short strings (each costs microseconds; the same float either way)."""
-    if type(a) is str and type(b) is str and len(a) + len(b) <= _WRATIO_MAX_CHARS:
-        return _wratio_memo(a, b)
-    return fuzz.WRatio(a, b)  # type: ignore[no-any-return]
 
 
 def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -311,6 +290,17 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 CASCADE_VERSION = 2
 
 
+def grounding_modes() -> tuple[str, ...]:
+    """The names :func:`diagnose` accepts as ``grounding=``, in registry order
+    (:data:`~callscope.saag.groundings.GROUNDINGS`); ``lexical`` is the SAAG paper's, the
+    default is :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`.
+
+    >>> grounding_modes()
+    ('lexical', 'registry')
+    """
+    return tuple(GROUNDINGS)
+
+
 def diagnose(
     call: ToolCall | None,
     functions: list[dict[str, Any]],
@@ -322,62 +312,74 @@ def diagnose(
 ) -> Diagnosis:
     """Score ``call`` against the registry ``functions`` and the user ``query``.
 
-    ``grounding`` names the stage-3 mode (:data:`~callscope.saag.groundings.GROUNDINGS`;
-    default :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`; ``"lexical"`` is the
-    paper's); ``context`` is what the conversation said before the request (earlier user
-    turns, tool results); ``judge`` is consulted for values the mode still flags."""
+    Stage 1 (registry conformance) reports FNEM and, for a name not in the registry, NCS;
+    stage 2 (structural completeness) RPR, PDS and SPR, and fails on a missing, spurious or
+    drifted parameter; stage 3 (argument grounding) AVEM, QSLO and VHR, and fails when any
+    value is flagged (numeric, hard or soft drift). The formulas are in
+    :mod:`callscope.saag.intrinsic`.
+
+    ``grounding`` names the stage-3 mode (:func:`grounding_modes`; default
+    :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`; ``"lexical"`` is the paper's);
+    ``context`` is what the conversation said before the request (earlier user turns, tool
+    results); ``judge`` is consulted for values the mode still flags.
+
+    >>> from callscope.types import ToolCall
+    >>> weather = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
+    ...     "city": {"type": "string"}, "unit": {"type": "string", "enum": ["C", "F"]}},
+    ...     "required": ["city"]}}]
+    >>> d = diagnose(ToolCall("get_weather", {"city": "Paris", "unit": "C"}), weather,
+    ...              "Weather in Paris?", grounding="lexical")
+    >>> d.stage, d.hard, d.avem
+    (3, ['unit'], 0.5)
+    >>> d = diagnose(ToolCall("get_weather", {"city": "Paris", "unit": "C"}), weather,
+    ...              "Weather in Paris?")
+    >>> d.stage, d.grounded, d.avem
+    (0, {'city': 'stated', 'unit': 'enum'}, 1.0)
+    """
     registry = _registry_index(functions, specs=True)
     # Stage 1: registry conformance
-    if call is None or not call.name:
-        return Diagnosis(stage=1, fnem=-1)
-    spec = (
-        registry.by_name.get(call.name)
-        if isinstance(call.name, str)
-        else find_spec(functions, call.name)
-    )
+    name = call.name if call is not None else None
+    if not name:
+        return Diagnosis(stage=1, fnem=m.fnem(name, False))
+    spec = registry.by_name.get(name) if isinstance(name, str) else find_spec(functions, name)
     if spec is None:
-        ncs, nearest = _nearest(call.name, registry)
-        return Diagnosis(stage=1, fnem=0, ncs=ncs, nearest=nearest, predicted=call.name)
+        ncs, nearest = _nearest(name, registry)
+        return Diagnosis(
+            stage=1, fnem=m.fnem(name, False), ncs=ncs, nearest=nearest, predicted=name
+        )
 
     # Stage 2: structural completeness
     a_req, a_all, in_schema, props = registry.shape(spec)
     arguments = call.arguments
     predicted = list(arguments)
     missing = [a for a in a_req if a not in arguments] if a_req else []
-    rpr = (len(a_req) - len(missing)) / len(a_req) if a_req else 1.0
     drifted: list[str] = []
     spurious: list[str] = []
     targets: dict[str, str] = {}
-    pds_values: list[float] = []
+    drift_scores: list[float] = []
     for p in predicted:
         if p in in_schema:
             continue
-        best, best_name = 0.0, None
-        for a in a_all:
-            score = _wratio(p, a) / 100.0
-            if best_name is None or score > best:
-                best, best_name = score, a
-        pds_values.append(best)
-        if best >= DRIFT_THRESHOLD and best_name is not None and best_name not in arguments:
+        best, best_name = m.drift_score(p, a_all)
+        drift_scores.append(best)
+        if best >= m.DRIFT_THRESHOLD and best_name is not None and best_name not in arguments:
             drifted.append(p)
             targets[p] = best_name
         else:
             spurious.append(p)
-    pds = _mean(pds_values) if pds_values else None
-    spr = len(spurious) / len(predicted) if predicted else 0.0
     d = Diagnosis(
         stage=2,
-        fnem=1,
-        rpr=rpr,
-        pds=pds,
-        spr=spr,
+        fnem=m.fnem(name, True),
+        rpr=m.rpr(a_req, arguments),
+        pds=m.pds(drift_scores),
+        spr=m.spr(spurious, predicted),
         missing=missing,
         drifted=drifted,
         spurious=spurious,
         drift_targets=targets,
-        predicted=call.name,
+        predicted=name,
     )
-    if rpr < 1.0 or spurious or drifted:
+    if missing or spurious or drifted:
         return d
 
     # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
@@ -388,7 +390,7 @@ def diagnose(
     all_text = evidence.all_text
     ground = mode.ground
     grounded: dict[str, str] = {}
-    overlaps: list[float] = []
+    unaccepted_strings: list[str] = []
     hs: list[float] = []
     for p, v in arguments.items():
         if isinstance(v, _CONTAINERS) and _too_deep(v):
@@ -400,7 +402,7 @@ def diagnose(
         if verdict.reason is not None:
             grounded[p] = verdict.reason
         elif isinstance(v, str) and verdict.h is not None:
-            overlaps.append(g.partial_ratio(v, all_text) / 100.0)
+            unaccepted_strings.append(v)
         h = verdict.h
         if h is None:
             continue
@@ -415,8 +417,8 @@ def diagnose(
                 d.soft.append(p)
     d.grounding = mode.name
     d.grounded = grounded
-    d.avem = len(grounded) / len(predicted) if predicted else None
-    d.qslo = _mean(overlaps) if overlaps else None
-    d.vhr = _mean(hs) if hs else None
+    d.avem = m.avem(grounded, predicted)
+    d.qslo = m.qslo(unaccepted_strings, all_text)
+    d.vhr = m.vhr(hs)
     d.stage = 3 if d.numeric or d.hard or d.soft else 0
     return d

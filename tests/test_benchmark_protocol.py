@@ -151,4 +151,4 @@ def test_a_new_benchmark_runs_through_calibrate_by_the_protocol_alone(tmp_path) 
             "lamp_bad": (TOOL_CALL, [0]),
         }
     finally:
-        BENCHMARKS.pop("lamp", None)
+        BENCHMARKS.unregister("lamp")

@@ -62,7 +62,7 @@ def test_a_registered_backend_is_loadable_and_listed():
         with pytest.raises(ValueError, match="echo:<name>"):
             load_model("nope:x")
     finally:
-        del BACKENDS["echo"]
+        BACKENDS.unregister("echo")
 
 
 def test_backend_prefix_is_checked():
@@ -111,11 +111,18 @@ def test_metric_specs_feed_every_list():
     assert all("SAAG section" in m.description for m in METRIC_SPECS)
 
 
-def test_metric_labels_match_the_report_tables():
-    from callscope.report.aggregate import METRIC_LABELS
-    from callscope.report.tables import LABELS
+def test_every_metric_has_its_label_in_the_aggregate_table_header():
+    import pandas as pd
 
-    assert {k: METRIC_LABELS[k] for k in LABELS} == LABELS
+    from callscope.report.tables import aggregate_table
+    from callscope.saag.metrics import METRIC_SPECS
+
+    row: dict[str, object] = {"model": "m", "mode": "direct", "n_scales": 1}
+    for spec in METRIC_SPECS:
+        row |= {spec.key: 0.5, f"{spec.key}_std": 0.1}
+    header = aggregate_table(pd.DataFrame([row])).columns
+    assert header[:3] == ["model", "mode", "n_scales"]
+    assert header[3:] == [spec.label for spec in METRIC_SPECS]
 
 
 # ----------------------------------------------------------------------------- probes

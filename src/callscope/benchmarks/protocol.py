@@ -8,9 +8,13 @@ class (the one its category rewards, e.g. ``TOOL_CALL``, ``ASK`` or ``REFUSE`` o
 is due (what Gold Action Recall looks at, §3.2). The check is
 structural (``typing.Protocol``): an implementation need not import this module.
 
-:data:`BENCHMARKS` maps a name to a factory of the benchmark; :func:`get_benchmark` builds
-one by name. Adding a benchmark is one module with a class satisfying the protocol plus one
-:func:`register_benchmark` line below.
+:data:`BENCHMARKS` (a :class:`~callscope.core.registry.Registry`) maps a name to a factory of
+the benchmark; :func:`get_benchmark` builds one by name (``ConfigError`` listing the registered
+names otherwise). Adding a benchmark is one package with a class satisfying the protocol that
+registers itself with one :func:`register_benchmark` line (as
+:mod:`callscope.benchmarks.bfcl.benchmark` does), named in :data:`BUILTIN_BENCHMARKS` when it
+is callscope's own; another installed package adds one with an entry point in the
+``callscope.benchmarks`` group whose object is the factory.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from callscope.benchmarks.bfcl.benchmark import BFCLMultiTurn
+from callscope.core.registry import Registry
 from callscope.records import ExecResult, Trajectory
 from callscope.types import ToolCall
 
@@ -103,15 +107,24 @@ class MultiTurnBenchmark(Protocol[CaseT]):
         ...
 
 
-#: name -> factory of the benchmark, in registration order
-BENCHMARKS: dict[str, Callable[[], MultiTurnBenchmark[Any]]] = {}
+#: the modules of callscope's own benchmarks, each registering itself on import (imported the
+#: first time :data:`BENCHMARKS` is used, so a lookup finds them without importing them first)
+BUILTIN_BENCHMARKS: tuple[str, ...] = ("callscope.benchmarks.bfcl.benchmark",)
+
+#: name -> factory of the benchmark, in registration order (plugins: the
+#: ``callscope.benchmarks`` entry points)
+BENCHMARKS: Registry[Callable[[], MultiTurnBenchmark[Any]]] = Registry(
+    "multi-turn benchmark",
+    builtin_modules=BUILTIN_BENCHMARKS,
+    entry_point_group="callscope.benchmarks",
+    unknown="unknown {what} {name!r}; registered: {choices}",
+)
 
 
 def register_benchmark(name: str, factory: Callable[[], MultiTurnBenchmark[Any]]) -> None:
-    """Add (or replace) the benchmark called ``name``."""
-    if not name:
-        raise ValueError("a benchmark needs a name")
-    BENCHMARKS[name] = factory
+    """Add (or replace) the benchmark called ``name`` (``ConfigError`` for an empty name or
+    one holding ``:``)."""
+    BENCHMARKS.register(name, factory)
 
 
 def benchmark_names() -> tuple[str, ...]:
@@ -129,15 +142,6 @@ def benchmark_or_default(benchmark: MultiTurnBenchmark[Any] | None) -> MultiTurn
 
 
 def get_benchmark(name: str) -> MultiTurnBenchmark[Any]:
-    """A new instance of the benchmark called ``name``; ``ValueError`` listing the
+    """A new instance of the benchmark called ``name``; ``ConfigError`` listing the
     registered names otherwise."""
-    factory = BENCHMARKS.get(name)
-    if factory is None:
-        raise ValueError(
-            f"unknown multi-turn benchmark {name!r}; registered: "
-            f"{', '.join(BENCHMARKS) or '(none)'}"
-        )
-    return factory()
-
-
-register_benchmark("bfcl", BFCLMultiTurn)
+    return BENCHMARKS[name]()

@@ -1,10 +1,12 @@
 """One entry point for building a registry-scale benchmark from a named source.
 
-The single-call sources are a registry, :data:`SOURCES` (name -> :class:`Source`): a source
-string is ``<name>`` or ``<name>:<argument>`` (``bfcl``, ``glaive:PATH``);
-:func:`load_source` looks the name up and its error lists the registered forms
-(:func:`source_forms`). Adding a source is one loader
-``(argument, allow_download) -> (cases, dropped counts)`` and one :func:`register_source` line.
+The single-call sources are a :class:`~callscope.core.registry.Registry`, :data:`SOURCES`
+(name -> :class:`Source`): a source string is ``<name>`` or ``<name>:<argument>`` (``bfcl``,
+``glaive:PATH``); :func:`load_source` looks the name up and its ``ConfigError`` lists the
+registered forms (:func:`source_forms`). Adding a source is one loader
+``(argument, allow_download) -> (cases, dropped counts)`` and one :func:`register_source` line;
+another installed package adds one with an entry point in the ``callscope.sources`` group
+whose object is a :class:`Source` (the entry point's name is the source's name).
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from callscope.benchmarks.bfcl.single import load_bfcl_single_detailed
 from callscope.benchmarks.glaive import load_glaive
 from callscope.benchmarks.registry_builder import build_registry_benchmark
+from callscope.core.registry import Registry
+from callscope.errors import ConfigError
 from callscope.types import Case
 
 BFCL_SOURCE = "bfcl"
@@ -46,16 +51,25 @@ class Source:
     loader: Loader
 
 
-#: name -> source, in help order
-SOURCES: dict[str, Source] = {}
+def _plugin_source(registry: Registry[Source], name: str, obj: Any) -> None:
+    """Register an entry point's :class:`Source`, whose name is the entry point's name."""
+    if not isinstance(obj, Source):
+        raise TypeError(f"entry point {name!r} is a {type(obj).__name__}, not a Source")
+    if obj.name != name:
+        raise ConfigError(f"entry point {name!r} holds the source {obj.name!r}")
+    registry.register(name, obj, replace=False)
+
+
+#: name -> source, in help order (plugins: the ``callscope.sources`` entry points)
+SOURCES: Registry[Source] = Registry(
+    "source", entry_point_group="callscope.sources", on_plugin=_plugin_source
+)
 
 
 def register_source(source: Source) -> Source:
-    """Add (or replace) the source called ``source.name``; returns it."""
-    if not source.name or ":" in source.name:
-        raise ValueError(f"a source name is a non-empty name without ':', not {source.name!r}")
-    SOURCES[source.name] = source
-    return source
+    """Add (or replace) the source called ``source.name``; returns it (``ConfigError`` for a
+    name that is empty or holds ``:``)."""
+    return SOURCES.register(source.name, source)
 
 
 def source_forms() -> list[tuple[str, str]]:
@@ -102,13 +116,13 @@ register_source(
 def load_source(source: str, *, allow_download: bool = False) -> tuple[list[Case], Counter[str]]:
     """Single-call source cases of ``source`` (a registered form: ``bfcl``, the installed
     bfcl-eval data, offline; ``glaive:PATH`` / ``glaive:hf:glaiveai/glaive-function-calling-v2``,
-    downloaded only with ``allow_download``). ``ValueError`` listing the registered forms for
+    downloaded only with ``allow_download``). ``ConfigError`` listing the registered forms for
     anything else."""
     name, sep, argument = source.partition(":")
-    entry = SOURCES.get(name)
+    entry = SOURCES.get(name, None)
     if entry is None or bool(sep) != entry.argument:
         forms = " or ".join(repr(form) for form, _ in source_forms())
-        raise ValueError(f"unknown benchmark source {source!r}: use {forms}")
+        raise ConfigError(f"unknown benchmark source {source!r}: use {forms}")
     return entry.loader(argument, allow_download)
 
 

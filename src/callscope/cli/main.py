@@ -3,8 +3,11 @@
 One module per command or command group (``score``, ``run``, ``bench``, ``experiment`` and
 ``demo``, ``report`` and ``compare``, ``classify``, ``calibrate``, ``audit``, ``serve``);
 shared options and helpers are in :mod:`callscope.cli.common`. Each command is a thin wrapper
-over a library call. :data:`COMMANDS` is the registry (name -> module and attribute), in the
-order ``callscope --help`` lists them.
+over a library call. :data:`COMMANDS` is the registry (name -> module and attribute; a
+read-only :class:`~callscope.core.registry.Registry`), in the order ``callscope --help`` lists
+them. Another installed package adds a command with an entry point in the
+``callscope.commands`` group (``name = "module:attribute"``, a function or a typer app); only
+its text is read until the command runs.
 
 Start-up: :func:`main` (the ``callscope`` console script) builds the app with only the
 command it is asked to run (``callscope score ...`` imports the score command's module, not
@@ -22,26 +25,45 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from callscope.cli.common import DEBUG_ENV, handle_errors, set_debug
+from callscope.core.registry import Registry
+from callscope.errors import ConfigError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+
+def _command_target(ep: EntryPoint) -> tuple[str, str]:
+    """A ``callscope.commands`` entry point's ``(module, attribute)``, without importing it."""
+    if not ep.attr:
+        raise ConfigError(f"command entry point {ep.name!r} names no attribute: {ep.value!r}")
+    return ep.module, ep.attr
+
 
 #: command name -> (module, attribute): a function, or a typer sub-app (``bench``)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "score": ("callscope.cli.score", "score"),
-    "run": ("callscope.cli.run", "run"),
-    "experiment": ("callscope.cli.experiment", "experiment"),
-    "demo": ("callscope.cli.experiment", "demo"),
-    "report": ("callscope.cli.report", "report"),
-    "compare": ("callscope.cli.report", "compare"),
-    "classify": ("callscope.cli.classify", "classify"),
-    "calibrate": ("callscope.cli.calibrate", "calibrate"),
-    "serve": ("callscope.cli.serve", "serve"),
-    "audit": ("callscope.cli.audit", "audit_command"),
-    "bench": ("callscope.cli.bench", "bench_app"),
-}
+COMMANDS: Registry[tuple[str, str]] = Registry(
+    "command",
+    entries={
+        "score": ("callscope.cli.score", "score"),
+        "run": ("callscope.cli.run", "run"),
+        "experiment": ("callscope.cli.experiment", "experiment"),
+        "demo": ("callscope.cli.experiment", "demo"),
+        "report": ("callscope.cli.report", "report"),
+        "compare": ("callscope.cli.report", "compare"),
+        "classify": ("callscope.cli.classify", "classify"),
+        "calibrate": ("callscope.cli.calibrate", "calibrate"),
+        "serve": ("callscope.cli.serve", "serve"),
+        "audit": ("callscope.cli.audit", "audit_command"),
+        "bench": ("callscope.cli.bench", "bench_app"),
+    },
+    entry_point_group="callscope.commands",
+    plugin_value=_command_target,
+    read_only=True,
+)
 
 
 def _main(

@@ -1,9 +1,10 @@
 """Turn a model string ``<prefix>:<rest>`` into a :class:`ChatModel`.
 
-The backends are a registry, :data:`BACKENDS` (prefix -> :class:`Backend`), in the order the
-help lists them; :func:`load_model` looks the prefix up, and the list of valid forms in its
-error messages and in the CLI help (:func:`backend_help`, :func:`backend_forms`) is generated
-from the same registry. The built-in backends::
+The backends are a :class:`~callscope.core.registry.Registry`, :data:`BACKENDS` (prefix ->
+:class:`Backend`), in the order the help lists them; :func:`load_model` looks the prefix up
+(``ConfigError`` listing the valid forms for an unknown one), and the list of valid forms in
+its error messages and in the CLI help (:func:`backend_help`, :func:`backend_forms`) is
+generated from the same registry. The built-in backends::
 
     local:qwen2.5-coder-0.5b   (the default; also plain "local")
     local:qwen2.5-coder-1.5b
@@ -14,7 +15,9 @@ from the same registry. The built-in backends::
 
 Adding a backend is one new module with a :class:`ChatModel` subclass and a factory
 ``(rest, BackendOptions) -> ChatModel`` (by convention a ``from_spec`` classmethod), plus one
-:func:`register_backend` line below.
+:func:`register_backend` line below. Another installed package adds a backend with an entry
+point in the ``callscope.backends`` group whose object is a :class:`Backend` (the entry
+point's name is its prefix).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callscope.core.registry import Registry
+from callscope.errors import ConfigError
 from callscope.models.base import BackendOptions, ChatModel
 from callscope.models.ollama import OllamaModel
 from callscope.models.openai_compat import OpenAICompatModel
@@ -48,18 +53,25 @@ class Backend:
     factory: Factory
 
 
-#: prefix -> backend, in help order
-BACKENDS: dict[str, Backend] = {}
+def _plugin_backend(registry: Registry[Backend], name: str, obj: Any) -> None:
+    """Register an entry point's :class:`Backend`, whose prefix is the entry point's name."""
+    if not isinstance(obj, Backend):
+        raise TypeError(f"entry point {name!r} is a {type(obj).__name__}, not a Backend")
+    if obj.prefix != name:
+        raise ConfigError(f"entry point {name!r} holds the backend {obj.prefix!r}")
+    registry.register(name, obj, replace=False)
+
+
+#: prefix -> backend, in help order (plugins: the ``callscope.backends`` entry points)
+BACKENDS: Registry[Backend] = Registry(
+    "backend", entry_point_group="callscope.backends", on_plugin=_plugin_backend
+)
 
 
 def register_backend(backend: Backend) -> Backend:
-    """Add (or replace) the backend of ``backend.prefix``; returns it."""
-    if not backend.prefix or ":" in backend.prefix:
-        raise ValueError(
-            f"a backend prefix is a non-empty name without ':', not {backend.prefix!r}"
-        )
-    BACKENDS[backend.prefix] = backend
-    return backend
+    """Add (or replace) the backend of ``backend.prefix``; returns it (``ConfigError`` for a
+    prefix that is empty or holds ``:``)."""
+    return BACKENDS.register(backend.prefix, backend)
 
 
 def backend_forms() -> list[tuple[str, str]]:
@@ -87,7 +99,7 @@ def _local(name: str, options: BackendOptions) -> ChatModel:
 
     weights = MODELS.get(name)
     if weights is None:
-        raise ValueError(
+        raise ConfigError(
             f"unknown local model {name!r}; choose one of: "
             + ", ".join(f"local:{n}" for n in MODELS)
             + f" (valid forms: {_forms()})"
@@ -151,7 +163,7 @@ def load_model(
     ``seed``, ``cache_dir`` (local); ``max_concurrency`` and ``num_ctx`` (ollama);
     ``max_concurrency`` and ``max_tokens_field`` (openai); ``source_spec``,
     ``native_tools`` (replay); ``backoff_base``, ``backoff_cap``, ``retry_after_cap``
-    (HTTP retries). Raises ``ValueError`` for an unknown form, ``ModelError`` when a
+    (HTTP retries). Raises ``ConfigError`` for an unknown form, ``ModelError`` when a
     local model's package or weights are missing.
     """
     spec = (spec or DEFAULT_SPEC).strip()
@@ -159,10 +171,10 @@ def load_model(
         spec = DEFAULT_SPEC
     prefix, sep, rest = spec.partition(":")
     if not sep:
-        raise ValueError(f"model {spec!r} has no backend prefix; valid forms: {_forms()}")
-    backend = BACKENDS.get(prefix)
+        raise ConfigError(f"model {spec!r} has no backend prefix; valid forms: {_forms()}")
+    backend = BACKENDS.get(prefix, None)
     if backend is None:
-        raise ValueError(f"unknown model backend {prefix!r} in {spec!r}; valid forms: {_forms()}")
+        raise ConfigError(f"unknown model backend {prefix!r} in {spec!r}; valid forms: {_forms()}")
     options = BackendOptions(
         spec=spec, base_url=base_url, api_key=api_key, timeout=timeout, retries=retries, extra=opts
     )

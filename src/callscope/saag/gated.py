@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from callscope.core.registry import Registry
 from callscope.records import Diagnosis
 
 #: stage-3 failure kinds a gated loop corrects; ``soft`` is left alone
@@ -69,20 +70,26 @@ class GatedSettings:
 GATED_DEFAULT = GatedSettings()
 
 #: the gated loop modes: ``gated`` and one ablation per ingredient switched off (the names are
-#: :data:`callscope.types.GATED_MODES`)
-GATED_VARIANTS: dict[str, GatedSettings] = {
-    "gated": GATED_DEFAULT,
-    "gated-ungated": replace(GATED_DEFAULT, confident_only=False),
-    "gated-nokeep": replace(GATED_DEFAULT, keep_right=False),
-    "gated-nobest": replace(GATED_DEFAULT, best_so_far=False, stop_on_regression=False),
-    "gated-norepeat": replace(GATED_DEFAULT, repeat_patience=0),
-    "gated-noparse": replace(GATED_DEFAULT, explain_parse=False),
-}
+#: :data:`callscope.types.GATED_MODES`); read-only, plugins: the ``callscope.gated_variants``
+#: entry points, each a :class:`GatedSettings`
+GATED_VARIANTS: Registry[GatedSettings] = Registry(
+    "gated variant",
+    entries={
+        "gated": GATED_DEFAULT,
+        "gated-ungated": replace(GATED_DEFAULT, confident_only=False),
+        "gated-nokeep": replace(GATED_DEFAULT, keep_right=False),
+        "gated-nobest": replace(GATED_DEFAULT, best_so_far=False, stop_on_regression=False),
+        "gated-norepeat": replace(GATED_DEFAULT, repeat_patience=0),
+        "gated-noparse": replace(GATED_DEFAULT, explain_parse=False),
+    },
+    entry_point_group="callscope.gated_variants",
+    read_only=True,
+)
 
 
 def gated_settings(mode: str) -> GatedSettings | None:
     """The settings of a gated loop mode, ``None`` for the paper's modes."""
-    return GATED_VARIANTS.get(mode)
+    return GATED_VARIANTS.get(mode, None)
 
 
 def repeats(calls: Sequence[Any], patience: int) -> bool:

@@ -1,7 +1,9 @@
 """Grounding modes: how stage 3 decides that an argument value is grounded.
 
-One registry, :data:`GROUNDINGS` (name -> :class:`Grounding`), read by every command that runs
-the cascade (``--grounding NAME``; ``grounding = "NAME"`` in an experiment file):
+One read-only registry, :data:`GROUNDINGS` (name -> factory of a :class:`Grounding`; a
+:class:`~callscope.core.registry.Registry`, extended by entry points in the
+``callscope.groundings`` group), read by every command that runs the cascade
+(``--grounding NAME``; ``grounding = "NAME"`` in an experiment file):
 
 * ``lexical``: the SAAG paper's definition exactly (section 2.3, eqs. 6-9): a value is
   grounded when it occurs verbatim in the query (:func:`callscope.saag.grounding.exact_match`);
@@ -59,7 +61,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
-from callscope.errors import ConfigError
+from callscope.core.registry import Registry
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 
@@ -533,11 +535,14 @@ def _leaves(
             yield v, s
 
 
-#: the grounding modes by name
-GROUNDINGS: dict[str, Callable[[], Grounding]] = {
-    "lexical": LexicalGrounding,
-    "registry": RegistryGrounding,
-}
+#: the grounding modes by name (read-only; plugins: the ``callscope.groundings`` entry points,
+#: each a factory of a :class:`Grounding`)
+GROUNDINGS: Registry[Callable[[], Grounding]] = Registry(
+    "grounding",
+    entries={"lexical": LexicalGrounding, "registry": RegistryGrounding},
+    entry_point_group="callscope.groundings",
+    read_only=True,
+)
 #: the mode every command uses unless told otherwise
 DEFAULT_GROUNDING = "registry"
 
@@ -549,12 +554,7 @@ def get_grounding(mode: str | Grounding | None = None) -> Grounding:
         mode = DEFAULT_GROUNDING
     if not isinstance(mode, str):
         return mode
-    try:
-        return GROUNDINGS[mode]()
-    except KeyError:
-        raise ConfigError(
-            f"unknown grounding {mode!r}; choose one of: {', '.join(GROUNDINGS)}"
-        ) from None
+    return GROUNDINGS[mode]()
 
 
 def grounding_help() -> str:

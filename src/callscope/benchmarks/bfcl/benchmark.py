@@ -5,6 +5,8 @@ A thin adapter over the existing functions: cases from
 :meth:`MTCase.functions_at`, a fresh :class:`~callscope.benchmarks.bfcl.env.SafeEnv` per run,
 BFCL's own checker through :func:`~callscope.benchmarks.bfcl.grade.grade`, and the gold action
 class and due turns of the category table (:mod:`callscope.benchmarks.bfcl.categories`).
+Registers itself as the ``bfcl`` benchmark of :data:`callscope.benchmarks.protocol.BENCHMARKS`
+(which imports this module on first use).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from callscope.benchmarks.bfcl.categories import full_category
 from callscope.benchmarks.bfcl.env import SafeEnv
 from callscope.benchmarks.bfcl.grade import Verdict, grade
 from callscope.benchmarks.bfcl.multi_turn import MULTI_TURN_CATEGORIES, MTCase, load_multi_turn
+from callscope.benchmarks.protocol import register_benchmark
 from callscope.records import Trajectory
 
 
@@ -49,3 +52,6 @@ class BFCLMultiTurn:
 
     def due_turns(self, case: MTCase) -> list[int]:
         return case.due_turns()
+
+
+register_benchmark("bfcl", BFCLMultiTurn)

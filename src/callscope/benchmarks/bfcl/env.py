@@ -54,6 +54,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from callscope.benchmarks.bfcl.multi_turn import SIMULATOR_MODULES, SIMULATOR_PACKAGE, MTCase
+from callscope.core.registry import Registry
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import ExecResult
 from callscope.types import ToolCall
@@ -164,13 +165,17 @@ def _round_guard(args: dict[str, Any]) -> str | None:
 
 #: function name -> guard: the reason a call would exceed the execution bounds, or ``None``.
 #: Checked by :func:`validate_call`, so an over-bound call is refused before it reaches a
-#: simulator and is never replayed by BFCL's checker; add one with :func:`register_cost_guard`.
-COST_GUARDS: dict[str, Callable[[dict[str, Any]], str | None]] = {}
+#: simulator and is never replayed by BFCL's checker; add one with :func:`register_cost_guard`
+#: (or, from another installed package, an entry point in the ``callscope.cost_guards``
+#: group named after the function).
+COST_GUARDS: Registry[Callable[[dict[str, Any]], str | None]] = Registry(
+    "cost guard", entry_point_group="callscope.cost_guards"
+)
 
 
 def register_cost_guard(name: str, guard: Callable[[dict[str, Any]], str | None]) -> None:
     """Bound the cost of calls to the simulator function ``name`` (see :data:`COST_GUARDS`)."""
-    COST_GUARDS[name] = guard
+    COST_GUARDS.register(name, guard)
 
 
 register_cost_guard("power", _power_guard)
@@ -212,7 +217,7 @@ def validate_call(call: ToolCall, available: set[str] | frozenset[str]) -> str:
             raise CallRejected(
                 f"Error: argument '{key}' is not a literal ({exc})", exc.reason
             ) from None
-    guard = COST_GUARDS.get(name)
+    guard = COST_GUARDS.get(name, None)
     bound = guard(args) if guard is not None else None
     if bound is not None:
         raise CallRejected(

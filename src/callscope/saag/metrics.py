@@ -4,16 +4,26 @@ Score output (:mod:`callscope.saag.score`), aggregation (:mod:`callscope.report.
 run comparison (:mod:`callscope.report.compare`), the report tables and the HTML page (which
 receives the list as JSON) all read their metric keys, labels and order from here.
 
-Three kinds (SAAG paper, section 3, "Metrics", and section 4):
+Three kinds (SAAG paper, section 3, "Metric classes", and section 4):
 
 * ``intrinsic``: the eight SAAG diagnostics of section 2, one cascade stage each
   (stage 1 registry conformance, section 2.1; stage 2 structural completeness, 2.2; stage 3
-  argument value grounding, 2.3). They are stage-conditional: the cascade halts at the first
-  failing stage, so a later-stage metric is defined only where the earlier stages passed.
+  argument value grounding, 2.3), computed by :mod:`callscope.saag.intrinsic` (formulas
+  there). They are stage-conditional: the cascade halts at the first failing stage, so a
+  later-stage metric is defined only where the earlier stages passed. The stage-3 metrics
+  depend on the grounding mode: under ``lexical`` they are the paper's eqs. 6-9, under
+  ``registry`` (the default) they count every value the mode accepts (each description says
+  how).
 * ``extrinsic``: name accuracy and argument precision, recall and F1 against the gold call,
-  computed only afterwards (never inside the correction loop).
+  computed only afterwards (never inside the correction loop) by
+  :func:`callscope.saag.extrinsic.extrinsic`.
 * ``outcome``: what the correction loop (section 2.4) achieves per outcome: solve rate and
   attempts to solve.
+
+>>> [m.key for m in specs("intrinsic") if m.stage == 3]
+['avem', 'qslo', 'vhr']
+>>> metric("avem").row_key, metric("name_acc").row_key
+('avem', 'name_match')
 """
 
 from __future__ import annotations
@@ -75,7 +85,7 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         True,
         "Function Name Exact Match: 1 if the predicted name is in the registry, 0 if "
         "not, -1 if no name was parsed (SAAG section 2.1, eq. 1); reported as the rate "
-        "of FNEM = 1.",
+        "of FNEM = 1. Independent of the grounding mode.",
         rate=True,
     ),
     _intrinsic(
@@ -83,51 +93,68 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         1,
         None,
         "Nearest Candidate Score, when FNEM = 0: max over trigram-sharing registry "
-        "names of 0.6 WRatio + 0.4 token Jaccard; high means a recoverable misspelling, "
-        "low a fabrication (SAAG section 2.1, eq. 2).",
+        "names c of 0.6 WRatio(name, c) / 100 + 0.4 Jaccard(name, c) over lowercased "
+        "whitespace tokens; high means a recoverable misspelling, low a fabrication "
+        "(SAAG section 2.1, eq. 2). Independent of the grounding mode.",
     ),
     _intrinsic(
         "rpr",
         2,
         True,
-        "Required Parameter Recall: share of the required parameters present "
-        "(SAAG section 2.2, eq. 3).",
+        "Required Parameter Recall: |A_req ∩ P| / |A_req|, the share of the required "
+        "parameters present; 1 when none is required (SAAG section 2.2, eq. 3). "
+        "Independent of the grounding mode.",
     ),
     _intrinsic(
         "pds",
         2,
         None,
-        "Parameter Drift Score: mean over unknown parameters of the best WRatio / 100 "
-        "against the admissible ones; >= 0.8 marks drift, else spurious "
-        "(SAAG section 2.2, eq. 4).",
+        "Parameter Drift Score: mean over the out-of-schema parameters p of "
+        "max over admissible a of WRatio(p, a) / 100; >= 0.8 marks drift (unless that "
+        "name is already predicted), else spurious (SAAG section 2.2, eq. 4). "
+        "Independent of the grounding mode.",
     ),
     _intrinsic(
         "spr",
         2,
         False,
         "Spurious Parameter Rate: share of predicted parameters that are neither "
-        "admissible nor drifted (SAAG section 2.2, eq. 5).",
+        "admissible nor drifted, |spurious| / |P| (SAAG section 2.2, eq. 5; also counts "
+        "a PDS >= 0.8 parameter whose target is already predicted, as the paper's text "
+        "says). Independent of the grounding mode.",
     ),
     _intrinsic(
         "avem",
         3,
         True,
-        "Argument Value Exact Match: share of argument values found verbatim in the "
-        "query, type-aware (SAAG section 2.3, eq. 6).",
+        "Argument Value Exact Match: share of the predicted arguments whose value the "
+        "grounding mode accepts. Under lexical grounding this is the paper's "
+        "|{i : ExactMatch(v_i, Q)}| / |P|, values found verbatim in the query, "
+        "type-aware (SAAG section 2.3, eq. 6). Under registry grounding (the default) "
+        "it is not eq. 6: it counts every accepted value (stated, normalised, unit, "
+        "context, format, described, enum, default, judge), and not a value outside "
+        "its parameter's enum even when the query states it.",
     ),
     _intrinsic(
         "qslo",
         3,
         True,
-        "Query-Supported Lexical Overlap: mean PartialRatio / 100 of string values "
-        "against the query; lexical, not semantic (SAAG section 2.3, eq. 7).",
+        "Query-Supported Lexical Overlap: mean PartialRatio(v, Q) / 100 over the string "
+        "values that fail grounding; lexical, not semantic (SAAG section 2.3, eq. 7). "
+        "Under lexical grounding those are the strings that fail exact match (the "
+        "paper's); under registry grounding, those the mode does not accept. Q includes "
+        "the conversation before the request when there is one.",
     ),
     _intrinsic(
         "vhr",
         3,
         False,
         "Value Hallucination Rate: mean per-argument hallucination h(v, Q) over the "
-        "contextual arguments (SAAG section 2.3, eqs. 8-9).",
+        "contextual arguments, 0 exactly when the paper's pass test "
+        "sum of h = 0 holds (SAAG section 2.3, eqs. 8-9). Under lexical grounding h is "
+        "eq. 8; under registry grounding an accepted value scores 0 and an unaccepted "
+        "one eq. 8's h over the request and its context, never 0 (0.05 for a fragment "
+        "of a word, 1 for a number when the request states numbers only in words).",
     ),
     MetricSpec(
         "name_acc",
@@ -146,7 +173,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "arg P",
         "extrinsic",
         True,
-        "Argument precision against the gold arguments (SAAG section 3, extrinsic metrics).",
+        "Argument precision: correct arguments / predicted arguments, against the gold "
+        "call (SAAG section 3, extrinsic metrics).",
         row_key="arg_precision",
     ),
     MetricSpec(
@@ -155,7 +183,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "arg R",
         "extrinsic",
         True,
-        "Argument recall against the gold arguments (SAAG section 3, extrinsic metrics).",
+        "Argument recall: correct arguments / gold arguments (with BFCL gold: the "
+        "mandatory and the correct optional ones) (SAAG section 3, extrinsic metrics).",
         row_key="arg_recall",
     ),
     MetricSpec(
@@ -164,7 +193,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "arg F1",
         "extrinsic",
         True,
-        "Argument F1 against the gold arguments (SAAG section 3, extrinsic metrics).",
+        "Argument F1: 2PR / (P + R) of argument precision and recall, 0 when both are 0 "
+        "(SAAG section 3, extrinsic metrics).",
         row_key="arg_f1",
     ),
     MetricSpec(
@@ -193,7 +223,11 @@ METRICS_BY_KEY: dict[str, MetricSpec] = {m.key: m for m in METRIC_SPECS}
 
 
 def metric(key: str) -> MetricSpec:
-    """The spec of ``key``; ``KeyError`` naming the known keys otherwise."""
+    """The spec of ``key``; ``KeyError`` naming the known keys otherwise.
+
+    >>> metric("vhr").higher_is_better, metric("vhr").stage
+    (False, 3)
+    """
     try:
         return METRICS_BY_KEY[key]
     except KeyError:

@@ -1,5 +1,18 @@
 """Extrinsic metrics against a gold call: name match and argument precision / recall / F1.
 
+The SAAG paper's extrinsic metrics (section 3, "Metric classes"; Table 2): computed against the
+ground truth after the cascade, never inside the correction loop, and independent of the
+grounding mode (the cascade's verdict plays no part). For a call with predicted arguments
+``P`` and the gold's relevant arguments ``G``, with ``C ⊆ P`` the arguments whose value the
+gold accepts (none when the name is wrong)::
+
+    name_match = (ŷ_name = y_name)
+    precision = |C| / |P|      recall = |C| / |G|      F1 = 2 precision recall / (precision + recall)
+
+When both ``P`` and ``G`` are empty, precision and recall are 1 if the name matches, else 0;
+when only ``P`` is empty precision is 0, when only ``G`` is empty recall is 1 if the name
+matches, else 0; F1 is 0 when precision + recall is 0.
+
 Two kinds of gold are understood:
 
 * ``{"name", "arguments"}`` (Glaive-style): one expected value per argument, compared
@@ -16,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 from callscope.saag.cascade import required_params
 from callscope.saag.grounding import is_number
@@ -132,24 +145,50 @@ def _bfcl_accepts(pred: Any, acceptable: Any) -> bool:
     return any(bfcl_values_equal(pred, a) for a in _as_list(acceptable))
 
 
-def _prf(correct: int, n_pred: int, n_gold: int, name_ok: bool) -> dict[str, float]:
+class ExtrinsicScores(TypedDict):
+    """The extrinsic metrics of one call (the same keys in a ``score`` row)."""
+
+    name_match: bool
+    arg_precision: float
+    arg_recall: float
+    arg_f1: float
+
+
+def _prf(correct: int, n_pred: int, n_gold: int, name_ok: bool) -> ExtrinsicScores:
+    """Precision, recall and F1 from the counts (the formulas of the module docstring).
+
+    >>> _prf(1, 2, 1, True)
+    {'name_match': True, 'arg_precision': 0.5, 'arg_recall': 1.0, 'arg_f1': 0.6666666666666666}
+    """
     if n_pred == 0 and n_gold == 0:
         p = r = 1.0 if name_ok else 0.0
     else:
         p = correct / n_pred if n_pred else 0.0
         r = correct / n_gold if n_gold else (1.0 if name_ok else 0.0)
     f1 = 2 * p * r / (p + r) if p + r else 0.0
-    return {"arg_precision": p, "arg_recall": r, "arg_f1": f1}
+    return {"name_match": name_ok, "arg_precision": p, "arg_recall": r, "arg_f1": f1}
 
 
 def extrinsic(
     call: ToolCall | None, gold: dict[str, Any], functions: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """``name_match``, ``arg_precision``, ``arg_recall``, ``arg_f1`` of ``call`` against ``gold``.
+) -> ExtrinsicScores:
+    """``name_match``, ``arg_precision``, ``arg_recall``, ``arg_f1`` of ``call`` against ``gold``
+    (formulas in the module docstring; SAAG paper, section 3, extrinsic metrics).
 
-    With acceptable-set gold, a parameter is mandatory when ``""`` is not among its values or
-    when the gold function's schema (looked up in ``functions``) lists it as required, as
-    BFCL's checker does."""
+    With ``{"name", "arguments"}`` gold, ``G`` is the gold's arguments and values compare by
+    :func:`values_equal`. With acceptable-set gold, ``G`` is the mandatory parameters and the
+    correctly given optional ones; a parameter is mandatory when ``""`` is not among its
+    values or when the gold function's schema (looked up in ``functions``) lists it as
+    required, as BFCL's checker does; values compare by :func:`bfcl_values_equal`. No call
+    scores 0 everywhere.
+
+    >>> gold = {"name": "tip", "arguments": {"bill": 84.5, "percent": 15}}
+    >>> extrinsic(ToolCall("tip", {"bill": "84.50", "currency": "USD"}), gold)
+    {'name_match': True, 'arg_precision': 0.5, 'arg_recall': 0.5, 'arg_f1': 0.5}
+    >>> bfcl = {"name": "tip", "acceptable": {"bill": [84.5], "percent": [15, ""]}}
+    >>> extrinsic(ToolCall("tip", {"bill": 84.5}), bfcl)["arg_recall"]
+    1.0
+    """
     if call is None:
         return {"name_match": False, "arg_precision": 0.0, "arg_recall": 0.0, "arg_f1": 0.0}
     name_ok = call.name == gold.get("name")
@@ -165,21 +204,22 @@ def extrinsic(
         )
         relevant = mandatory | correct_keys
         n_correct = len(correct_keys & relevant)
-        out = _prf(n_correct, len(pred), len(relevant), name_ok)
-    else:
-        gold_args = gold.get("arguments") or {}
-        n_correct = sum(
-            1
-            for k, v in pred.items()
-            if name_ok and k in gold_args and values_equal(v, gold_args[k])
-        )
-        out = _prf(n_correct, len(pred), len(gold_args), name_ok)
-    return {"name_match": name_ok, **out}
+        return _prf(n_correct, len(pred), len(relevant), name_ok)
+    gold_args = gold.get("arguments") or {}
+    n_correct = sum(
+        1 for k, v in pred.items() if name_ok and k in gold_args and values_equal(v, gold_args[k])
+    )
+    return _prf(n_correct, len(pred), len(gold_args), name_ok)
 
 
 def is_correct(
     call: ToolCall | None, gold: dict[str, Any], functions: list[dict[str, Any]] | None = None
 ) -> bool:
-    """Name and every argument right, nothing missing, nothing extra."""
+    """Name and every argument right, nothing missing, nothing extra: name match with
+    precision and recall both 1.
+
+    >>> is_correct(ToolCall("tip", {"bill": 84.5}), {"name": "tip", "arguments": {"bill": 84.5}})
+    True
+    """
     m = extrinsic(call, gold, functions)
     return bool(m["name_match"]) and m["arg_precision"] == 1.0 and m["arg_recall"] == 1.0

@@ -1,6 +1,10 @@
-"""Stage 3 primitives: exact match of a value in the query, and the hallucination score h(v).
+"""Stage 3 primitives of the SAAG paper (section 2.3): ExactMatch(v, Q) of eq. 6, the
+PartialRatio of eq. 7, the hallucination score h(v, Q) of eq. 8, and the hard-drift boundary.
 
-All functions are pure and total: any JSON-like value in, a number / bool / ``None`` out.
+These are the paper's definitions, and exactly what the ``lexical`` grounding mode uses; the
+``registry`` mode (:mod:`callscope.saag.groundings`) calls them first and accepts more values
+after (its reasons other than ``stated``). All functions are pure and total: any JSON-like
+value in, a number / bool / ``None`` out.
 """
 
 from __future__ import annotations
@@ -19,12 +23,17 @@ NUMBER_TOKEN = re.compile(r"(?:(?<!\w)-)?(?:\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+
 _WORD = re.compile(r"\w")
 _INT_TOKEN = re.compile(r"-?\d+")
 
-#: partial_ratio below this (0-100) makes a string a *hard* drift (SAAG paper, section 3.3 after
+#: partial_ratio below this (0-100) makes a string a *hard* drift (SAAG paper, section 2.3 after
 #: Eq. 9, and App. A: "the hard-drift boundary for Stage 3 correction is PartialRatio < 0.6")
 HARD_DRIFT_BELOW = 60.0
 
 
 def is_number(v: Any) -> bool:
+    """An int or float, not a bool (num(v) of eq. 8).
+
+    >>> is_number(3), is_number(2.5), is_number(True), is_number("3")
+    (True, True, False, False)
+    """
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
@@ -88,7 +97,13 @@ def _token_index(query: str) -> NumberIndex:
 
 
 def number_tokens(query: str) -> list[float | int]:
-    """The numbers written in ``query`` (commas dropped)."""
+    """The numbers written in ``query`` (commas dropped): the floating-point tokens a numeric
+    value must match (SAAG paper, section 2.3, after eq. 6). A minus sign counts only when no
+    word character precedes it.
+
+    >>> number_tokens("a 15% tip on $1,084.50, 5-3 and -2")
+    [15, 1084.5, 5, 3, -2]
+    """
     out: list[float | int] = []
     for tok in NUMBER_TOKEN.findall(query):
         clean = tok.replace(",", "")
@@ -100,7 +115,12 @@ def number_tokens(query: str) -> list[float | int]:
 
 
 def numbers_equal(a: float | int, b: float | int, rel: float = 1e-9) -> bool:
-    """Equality within ``rel`` relative tolerance; exact for two ints; never raises."""
+    """Equality within ``rel`` relative tolerance, ``|a - b| <= rel max(|a|, |b|)``; exact
+    for two ints; never raises (a non-finite or too large value equals nothing).
+
+    >>> numbers_equal(84.5, 84.50000000001), numbers_equal(84, 85), numbers_equal(10**400, 1.0)
+    (True, False, False)
+    """
     if isinstance(a, int) and isinstance(b, int):  # exact arithmetic, no float overflow
         return a == b or abs(a - b) * round(1 / rel) <= max(abs(a), abs(b))
     try:
@@ -116,7 +136,12 @@ def numbers_equal(a: float | int, b: float | int, rel: float = 1e-9) -> bool:
 
 def string_in_query(value: str, query: str) -> bool:
     """Lower-cased, stripped ``value`` occurs in lower-cased ``query`` with no word character
-    immediately before or after it. The empty string never matches."""
+    immediately before or after it (eq. 6's string case: case-insensitive, at word
+    boundaries). The empty string never matches.
+
+    >>> string_in_query(" Paris", "Weather in PARIS?"), string_in_query("Par", "Paris")
+    (True, False)
+    """
     needle = value.strip().lower()
     if not needle:
         return False
@@ -145,8 +170,16 @@ def _bounded(needle: str) -> re.Pattern[str]:
 
 
 def exact_match(value: Any, query: str) -> bool:
-    """EM(v, Q) as specified: strings at word boundaries, numbers against number tokens,
-    non-empty containers when every element / leaf matches; bool and null never match."""
+    """ExactMatch(v, Q) (SAAG paper, section 2.3, eq. 6; EM of eq. 8), type-aware: a string
+    at word boundaries, case-insensitive (:func:`string_in_query`); a number equal to a number
+    token of ``Q`` (:func:`number_tokens`, :func:`numbers_equal`); a non-empty list or object
+    when every element / leaf matches; bool and null never match.
+
+    >>> exact_match("paris", "Weather in Paris?"), exact_match(84.5, "a tip on $84.50")
+    (True, True)
+    >>> exact_match(["a", "b"], "a or b"), exact_match([], "a"), exact_match(True, "true")
+    (True, False, False)
+    """
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, str):
@@ -162,8 +195,14 @@ def exact_match(value: Any, query: str) -> bool:
 
 @lru_cache(maxsize=256)
 def partial_ratio(value: str, query: str) -> float:
-    """``rapidfuzz.fuzz.partial_ratio`` of the lower-cased strings, 0-100 (pure; the last
-    few hundred pairs are remembered: stage 3 asks for one value's ratio up to four times)."""
+    """PartialRatio(v, Q) of eqs. 7-8: ``rapidfuzz.fuzz.partial_ratio`` of the lower-cased
+    strings, 0-100, the score of the best contiguous alignment of ``value`` within ``query``
+    (pure; the last few hundred pairs are remembered: stage 3 asks for one value's ratio up to
+    four times).
+
+    >>> partial_ratio("Paris", "weather in paris?"), partial_ratio("celsius", "Weather in Paris?")
+    (100.0, 40.0)
+    """
     return float(fuzz.partial_ratio(value.lower(), _lower(query)))
 
 
@@ -173,9 +212,25 @@ ASSUMED = None
 
 
 def hallucination(value: Any, query: str) -> float | None:
-    """h(v): 0 when grounded, 1 - partial_ratio/100 for strings, 1 for numbers when the query
-    holds a digit; ``None`` (*assumed*) when there is no grounding context. A non-empty
-    container scores the max h over its non-assumed leaves."""
+    """h(v, Q) (SAAG paper, section 2.3, eq. 8)::
+
+        h(v, Q) = 0                          if ExactMatch(v, Q)
+                  1 - PartialRatio(v, Q)/100  if v is a string
+                  1                          if v is a number and Q holds a digit
+                  excluded (None, assumed)   otherwise
+
+    A non-empty container scores the max h over its non-assumed leaves (the paper does not
+    define containers). The arguments with an h form eq. 9's contextual subset ``G``; this is
+    the ``lexical`` mode's h, and the ``registry`` mode's for a value it does not accept (over
+    the request and its context, never 0: see :mod:`callscope.saag.groundings`).
+
+    >>> hallucination("Paris", "Weather in Paris?"), hallucination("celsius", "Weather in Paris?")
+    (0.0, 0.6)
+    >>> hallucination(3, "a 15% tip"), hallucination(3, "a tip"), hallucination(True, "yes")
+    (1.0, None, None)
+    >>> hallucination(["Paris", "Lyon"], "Weather in Paris?")
+    0.75
+    """
     if exact_match(value, query):
         return 0.0
     if isinstance(value, str):
@@ -190,7 +245,12 @@ def hallucination(value: Any, query: str) -> float | None:
 
 
 def worst_leaf(value: Any, query: str) -> Any:
-    """The leaf of ``value`` with the highest h (first one on ties); the value itself for scalars."""
+    """The leaf of ``value`` with the highest h (first one on ties); the value itself for
+    scalars. What a stage-3 failure names, and what decides a numeric, hard or soft drift.
+
+    >>> worst_leaf(["Paris", "Lyon"], "Weather in Paris?")
+    'Lyon'
+    """
     if not isinstance(value, list | tuple | dict):
         return value
     leaves = list(value.values() if isinstance(value, dict) else value)
@@ -215,7 +275,11 @@ def grounding_of(
     """``(exact_match(value, query), hallucination(value, query), worst_leaf(value, query))``
     in one pass over ``value``: each leaf is matched and scored once (the three functions
     above call each other again per leaf), a repeated scalar leaf once per argument. The same
-    values as calling the three, except beyond :data:`MAX_RATIO_LEAVES` (see there)."""
+    values as calling the three, except beyond :data:`MAX_RATIO_LEAVES` (see there).
+
+    >>> grounding_of(["Paris", "Lyon"], "Weather in Paris?")
+    (False, 0.75, 'Lyon')
+    """
     if not isinstance(value, list | tuple | dict):
         key = (type(value), value) if isinstance(value, str | int | float) else None
         if _memo is not None and key is not None and key in _memo:

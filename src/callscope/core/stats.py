@@ -2,7 +2,8 @@
 
 * Proportions: :func:`wilson` (Wilson 1927 score interval), and :func:`rate_ci`, the one
   wrapper that gives a rate and its Wilson interval as ``None`` (JSON ``null``) instead of
-  ``nan`` when there are no trials (the diagnostics rows, calibration paper section 3).
+  ``nan`` when there are no trials (the diagnostics rows: GAR and Acc per category,
+  calibration paper section 3.2; the SAAG report's rates).
 * Paired proportions: :func:`newcombe_paired` (Newcombe 1998, method 10), the interval of
   ΔAcc / ΔGAR between a probe run and its baseline on the same cases.
 * Agreement of two binary raters: :func:`cohen_kappa` (Cohen 1960), the CONFIRM rule against
@@ -42,7 +43,13 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     Returns ``(nan, nan)`` when ``n == 0``. Bounds always lie in [0, 1].
 
     Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
-    inference. Journal of the American Statistical Association 22(158), 209-212."""
+    inference. Journal of the American Statistical Association 22(158), 209-212.
+
+    >>> [round(b, 4) for b in wilson(8, 10)]
+    [0.4902, 0.9433]
+    >>> wilson(0, 0)
+    (nan, nan)
+    """
     if n <= 0:
         return NAN, NAN
     if not 0 <= k <= n:
@@ -58,7 +65,15 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 def rate_ci(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None, float | None]:
     """``(k / n, Wilson low, Wilson high)`` for ``k`` successes in ``n`` trials (see
     :func:`wilson`); all three ``None`` when ``n == 0``, and any ``nan`` bound as ``None``, so
-    the result can go into JSON rows as is."""
+    the result can go into JSON rows as is. GAR (the share of cases whose gold action class
+    is emitted at some turn) and Acc (the share the benchmark's grader passes) are such rates
+    (calibration paper, section 3.2).
+
+    >>> [round(x, 4) for x in rate_ci(8, 10)]
+    [0.8, 0.4902, 0.9433]
+    >>> rate_ci(0, 0)
+    (None, None, None)
+    """
     if not n:
         return None, None, None
     lo, hi = wilson(k, n, z)
@@ -84,7 +99,11 @@ def newcombe_paired(
     pair differs (a paired bootstrap would be). ``ValueError`` on an empty or negative table.
 
     Newcombe, R. G. (1998). Improved confidence intervals for the difference between binomial
-    proportions based on paired data. Statistics in Medicine 17, 2635-2650."""
+    proportions based on paired data. Statistics in Medicine 17, 2635-2650.
+
+    >>> [round(x, 4) for x in newcombe_paired(40, 10, 2, 48)]
+    [0.08, 0.0113, 0.1467]
+    """
     cells = (both, only_first, only_second, neither)
     if min(cells) < 0:
         raise ValueError(f"negative count in paired table {cells}")
@@ -115,7 +134,13 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
     raters constant and equal: kappa is 0/0); ``ValueError`` when the lengths differ.
 
     Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
-    Psychological Measurement 20(1), 37-46."""
+    Psychological Measurement 20(1), 37-46.
+
+    >>> cohen_kappa([True, True, False, False], [True, False, False, False])
+    0.5
+    >>> cohen_kappa([True, True], [True, True]) is None
+    True
+    """
     if len(a) != len(b):
         raise ValueError("raters must rate the same items")
     n = len(a)
@@ -137,7 +162,11 @@ def _clean(values: Sequence[float | None]) -> np.ndarray:
 def mean_std(values: Sequence[float | None]) -> tuple[float, float]:
     """Mean and *population* standard deviation (``ddof=0``) of the non-missing values: the
     dispersion of row-level scores used by the paper's per-scale tables. ``(nan, nan)`` when
-    empty; std is 0.0 for a single value."""
+    empty; std is 0.0 for a single value.
+
+    >>> [round(x, 4) for x in mean_std([1, 2, 3, None])]
+    [2.0, 0.8165]
+    """
     arr = _clean(values)
     if arr.size == 0:
         return NAN, NAN
@@ -146,7 +175,11 @@ def mean_std(values: Sequence[float | None]) -> tuple[float, float]:
 
 def sample_std(values: Sequence[float | None]) -> float:
     """*Sample* standard deviation (``ddof=1``) of the non-missing values, as the paper's
-    aggregate tables use over the per-scale values; ``nan`` with fewer than two values."""
+    aggregate tables use over the per-scale values; ``nan`` with fewer than two values.
+
+    >>> sample_std([1, 2, 3]), sample_std([1])
+    (1.0, nan)
+    """
     arr = _clean(values)
     if arr.size < 2:
         return NAN
@@ -154,7 +187,11 @@ def sample_std(values: Sequence[float | None]) -> float:
 
 
 def mean_sample_std(values: Sequence[float | None]) -> tuple[float, float]:
-    """Mean and sample std (``ddof=1``) of the non-missing values (across-scale aggregation)."""
+    """Mean and sample std (``ddof=1``) of the non-missing values (across-scale aggregation).
+
+    >>> mean_sample_std([1.0, 2.0, 3.0])
+    (2.0, 1.0)
+    """
     arr = _clean(values)
     if arr.size == 0:
         return NAN, NAN
@@ -192,7 +229,14 @@ def bootstrap_ci(
     """Percentile bootstrap interval of ``stat`` (default: the mean) of the non-missing values.
 
     Deterministic: the same values, ``n_boot`` and ``seed`` always give the same interval.
-    ``(nan, nan)`` when there are no values; a single value gives ``(v, v)``."""
+    ``(nan, nan)`` when there are no values; a single value gives ``(v, v)``.
+
+    >>> bootstrap_ci([5.0]), bootstrap_ci([])
+    ((5.0, 5.0), (nan, nan))
+    >>> lo, hi = bootstrap_ci([1, 2, 3, 4], n_boot=200)
+    >>> 1.0 <= lo <= 2.5 <= hi <= 4.0
+    True
+    """
     arr = _clean(values)
     if arr.size == 0:
         return NAN, NAN
@@ -210,7 +254,12 @@ def bootstrap_diff_ci(
     level: float = 0.95,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of ``mean(b) - mean(a)`` resampling both groups
-    independently (unpaired). ``(nan, nan)`` when either group is empty."""
+    independently (unpaired). ``(nan, nan)`` when either group is empty.
+
+    >>> lo, hi = bootstrap_diff_ci([1, 2], [3, 4], n_boot=200)
+    >>> 0.0 < lo <= 2.0 <= hi
+    True
+    """
     xa, xb = _clean(a), _clean(b)
     if xa.size == 0 or xb.size == 0:
         return NAN, NAN

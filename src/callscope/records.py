@@ -106,8 +106,23 @@ def failure_kinds_of(
 
 @dataclass
 class Diagnosis:
-    """The cascade's verdict on one call. ``stage`` is 0 when all stages pass, else the first
-    failing stage (1, 2 or 3). Failure detail lists keep the model's argument order."""
+    """The cascade's verdict on one call (:func:`callscope.saag.cascade.diagnose`). ``stage``
+    is 0 when all stages pass, else the first failing stage (1, 2 or 3). Failure detail lists
+    keep the model's argument order.
+
+    The metrics are the SAAG paper's (section 2), each computed by the function of
+    :mod:`callscope.saag.intrinsic` that states its formula: ``fnem`` (eq. 1) and ``ncs``
+    (eq. 2, only when ``fnem`` is 0) of stage 1; ``rpr``, ``pds``, ``spr`` (eqs. 3-5) of stage
+    2; ``avem``, ``qslo``, ``vhr`` (eqs. 6-9) of stage 3. They are stage-conditional: a metric
+    of a stage the cascade did not reach is ``None``. The stage-3 metrics depend on
+    ``grounding``: under ``lexical`` they are the paper's; under ``registry`` (the default)
+    ``avem`` is the share of values the mode accepts for any reason in ``grounded``, not only
+    the verbatim ones of eq. 6.
+
+    >>> d = Diagnosis(stage=2, fnem=1, rpr=0.5, spr=0.0, missing=["tip_percentage"])
+    >>> d.passed, [str(k) for k in d.failure_kinds()], d.avem is None
+    (False, ['missing'], True)
+    """
 
     stage: int
     fnem: int

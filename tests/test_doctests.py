@@ -1,0 +1,49 @@
+"""The examples in docstrings run: ``doctest.testmod`` over every module that has them.
+
+The modules are listed here, not collected with pytest's ``--doctest-modules`` over the tree
+(that would import every module, optional heavy dependencies included); a test keeps the list
+equal to the set of modules whose source holds a ``>>>`` example.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: every module with doctests: the records, the registry type, the statistics and the metrics
+DOCTEST_MODULES = (
+    "callscope.records",
+    "callscope.core.registry",
+    "callscope.core.stats",
+    "callscope.saag.grounding",
+    "callscope.saag.intrinsic",
+    "callscope.saag.cascade",
+    "callscope.saag.extrinsic",
+    "callscope.saag.metrics",
+    "callscope.cli.calibrate",
+)
+
+_EXAMPLE = re.compile(r"^\s*>>> ", re.M)
+
+
+@pytest.mark.parametrize("name", DOCTEST_MODULES)
+def test_the_examples_run(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 0, f"{name} has no doctest: take it off DOCTEST_MODULES"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} doctests of {name} failed"
+
+
+def test_every_module_with_examples_is_listed() -> None:
+    found = set()
+    for path in (SRC / "callscope").rglob("*.py"):
+        if _EXAMPLE.search(path.read_text(encoding="utf-8")):
+            parts = path.relative_to(SRC).with_suffix("").parts
+            found.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    assert found == set(DOCTEST_MODULES)

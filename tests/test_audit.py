@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -127,6 +129,20 @@ def test_deterministic_for_a_seed_and_written_three_ways(tmp_path: Path) -> None
     assert "| misspelled_name | detection | 1 |" in paths["md"].read_text()
     header = paths["csv"].read_text().splitlines()[0]
     assert header == "grounding,category,kind,polarity,stage,n,flagged,rate,lo,hi,at_stage"
+
+
+def test_csv_quotes_a_cell_with_comma_quote_and_newline(tmp_path: Path) -> None:
+    """audit.csv is written by the table writer: a category holding a comma, a quote and a
+    newline reads back as one cell (csv quoting), and the row count is the summary's."""
+    category = 'bfcl, "live"\nsimple'
+    odd = [Case(c.id, c.query, c.functions, c.gold, meta={"category": category}) for c in cases()]
+    result = audit(odd, grounding="registry")
+    paths = write_audit([result], tmp_path)
+    rows = list(csv.reader(io.StringIO(paths["csv"].read_text(encoding="utf-8"))))
+    summary = [*result.summary(), *result.summary(by_category=True)]
+    assert len(rows) == 1 + len(summary)
+    assert {r[1] for r in rows[1:]} == {"all", category}
+    assert all(len(r) == len(rows[0]) for r in rows)
 
 
 # --------------------------------------------------------------------------- real BFCL

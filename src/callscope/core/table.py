@@ -2,11 +2,14 @@
 
 A :class:`Table` is text cells under column headers, with an optional ``title``, ``caption``
 (what the table shows and how it was computed), ``note`` (a remark after the table, e.g. the
-interval method) and ``name`` (the file stem / anchor). The SAAG report tables
-(:mod:`callscope.report.tables`), the GAR / Acc diagnostics
-(:mod:`callscope.calibration.diagnostics`, :mod:`callscope.calibration.tau2`), the paired
-probe comparison (:mod:`callscope.calibration.paired`) and the SAAG stage mix
-(:mod:`callscope.runs.calibrate`) each build one and render it here:
+interval method), ``name`` (the file stem / anchor) and ``raw`` (the same data as exact
+values, for the formats that carry data rather than display). Every table builder returns
+one: the SAAG report tables (:mod:`callscope.report.tables`), the comparisons
+(:mod:`callscope.report.compare`), the GAR / Acc diagnostics
+(:mod:`callscope.calibration.diagnostics`, :mod:`callscope.calibration.tau2_tables`), the
+paired probe comparison (:mod:`callscope.calibration.paired`), the panel
+(:mod:`callscope.calibration.panel`), the detector audit (:mod:`callscope.saag.audit`). The
+renderings are its methods:
 
 * :meth:`Table.to_markdown`: GitHub pipe table. With a ``title``, a first paragraph
   ``**<title>.** <caption>``; with ``empty`` set and no rows, that line instead of the
@@ -17,13 +20,17 @@ probe comparison (:mod:`callscope.calibration.paired`) and the SAAG stage mix
 * :meth:`Table.to_latex`: a booktabs ``table`` environment (``\\toprule`` / ``\\midrule`` /
   ``\\bottomrule``) with ``\\caption`` and ``\\label{tab:<name>}``; cells escaped by
   :func:`latex_escape`.
-* :meth:`Table.to_csv`: the text cells as CSV (the report writes its raw numbers separately).
+* :meth:`Table.to_csv`: the ``raw`` table's cells as CSV when there is one (the report's
+  exact numbers), else the text cells; quoted by :mod:`csv` (a cell with a comma, quote or
+  newline survives).
 * :meth:`Table.to_rich`: a :class:`rich.table.Table` for the terminal (``row_styles`` colour
   rows, e.g. bound violations in red), fitted to the terminal width (see
   :func:`fit_terminal`); every header and cell is escaped (``[/red]`` is shown, not parsed).
 * :meth:`Table.cells`: ``{"columns", "rows", "notes"}``, the form the HTML report embeds as
-  JSON (the inverse of reading back the Markdown with
-  :func:`callscope.report.conversations.markdown_table`).
+  JSON.
+
+Files are written by :func:`callscope.core.table_formats.write_table`, which picks the
+rendering by format name or file extension (the registry of table formats).
 
 ``align`` has one letter per column, ``l`` or ``r``; it sets the LaTeX column spec and the
 rich justification (Markdown and HTML leave alignment to the stylesheet).
@@ -276,7 +283,9 @@ class Table:
     one rich style (or ``None``) per row. ``empty``: the Markdown line shown instead of the
     header when there are no rows (``None``: the header alone). ``terminal_drop``: columns
     (headers) the terminal leaves out, in this order, when the table does not fit otherwise
-    (:func:`fit_terminal`)."""
+    (:func:`fit_terminal`). ``raw``: the same rows as exact values (e.g. ``0.111111`` where
+    the cells read ``"0.111 [0.020, 0.435]"``), written by :meth:`to_csv` so that other tools
+    reuse the numbers; its columns may differ (a value and its interval bounds apart)."""
 
     columns: Sequence[str]
     rows: Sequence[Sequence[Any]]
@@ -288,6 +297,7 @@ class Table:
     row_styles: Sequence[str | None] | None = None
     empty: str | None = None
     terminal_drop: Sequence[str] = ()
+    raw: Table | None = None
 
     def __post_init__(self) -> None:
         self.columns = [str(c) for c in self.columns]
@@ -370,11 +380,13 @@ class Table:
         return "\n".join(out) + "\n"
 
     def to_csv(self) -> str:
-        """The header and the text cells as CSV (``\\n`` line ends)."""
+        """The header and the cells as CSV (``\\n`` line ends, minimal quoting): those of
+        ``raw`` when the table carries it, else the text cells."""
+        source = self.raw if self.raw is not None else self
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.columns)
-        writer.writerows(self.rows)
+        writer.writerow(source.columns)
+        writer.writerows(source.rows)
         return buf.getvalue()
 
     def to_rich(self, width: int | None = None) -> RichTable:

@@ -23,12 +23,20 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
 
 from callscope.core.stats import bootstrap_ci, bootstrap_diff_ci, newcombe_paired, wilson
-from callscope.core.table import Table as CoreTable
-from callscope.core.table import pct_ci
-from callscope.report import aggregate as agg
+from callscope.core.table import Table, pct_ci
+from callscope.report.load import load_outcomes
+from callscope.report.outcome import (
+    EXTRINSIC,
+    STAGE_LABELS,
+    extrinsic_value,
+    first_stage,
+    has_gold,
+    intrinsic_value,
+    is_solved,
+    mode_sort_key,
+)
 from callscope.saag.metrics import metric
 
 #: the metrics compared, keys of :data:`callscope.saag.metrics.METRIC_SPECS`
@@ -45,10 +53,10 @@ def metric_values(outcomes: Sequence[dict[str, Any]], key: str) -> list[float]:
     """Per-outcome values behind a headline metric (aggregate's conventions: solve rate and
     extrinsic over gold cases with errors as 0; VHR/AVEM only where defined)."""
     if key == "solve_rate":
-        return [1.0 if agg.is_solved(o) else 0.0 for o in outcomes if agg.has_gold(o)]
-    if key in agg.EXTRINSIC:
-        return [v for o in outcomes if (v := agg.extrinsic_value(o, key)) is not None]
-    return [v for o in outcomes if (v := agg.intrinsic_value(o, key)) is not None]
+        return [1.0 if is_solved(o) else 0.0 for o in outcomes if has_gold(o)]
+    if key in EXTRINSIC:
+        return [v for o in outcomes if (v := extrinsic_value(o, key)) is not None]
+    return [v for o in outcomes if (v := intrinsic_value(o, key)) is not None]
 
 
 def _interval(values: list[float], kind: str, n_boot: int, seed: int) -> tuple[float, float]:
@@ -74,13 +82,13 @@ def _pairs(
     models_b = sorted({o["model"] for o in b})
     if len(models_a) == 1 and len(models_b) == 1 and models_a != models_b:
         label = f"{models_a[0]} vs {models_b[0]}"
-        keys = sorted({o["mode"] for o in a} | {o["mode"] for o in b}, key=agg.mode_sort_key)
+        keys = sorted({o["mode"] for o in a} | {o["mode"] for o in b}, key=mode_sort_key)
         return [
             (label, m, [o for o in a if o["mode"] == m], [o for o in b if o["mode"] == m])
             for m in keys
         ]
     keys = sorted(
-        {(o["model"], o["mode"]) for o in [*a, *b]}, key=lambda k: (k[0], agg.mode_sort_key(k[1]))
+        {(o["model"], o["mode"]) for o in [*a, *b]}, key=lambda k: (k[0], mode_sort_key(k[1]))
     )
     return [
         (
@@ -142,7 +150,7 @@ def compare_runs(
 ) -> pd.DataFrame:
     """Load two run directories and compare their headline metrics (see
     :func:`compare_outcomes` for the columns). Raises FileNotFoundError without a store."""
-    return compare_outcomes(agg.load_outcomes(run_a), agg.load_outcomes(run_b), n_boot, seed)
+    return compare_outcomes(load_outcomes(run_a), load_outcomes(run_b), n_boot, seed)
 
 
 def _f(x: float) -> str:
@@ -150,41 +158,45 @@ def _f(x: float) -> str:
 
 
 def comparison_table(df: pd.DataFrame, title: str = "A vs B") -> Table:
-    """A rich table of :func:`compare_runs`' result."""
-    t = Table(title=title)
-    for col in ("model", "mode", "metric", "A [95% CI]", "B [95% CI]", "B − A [95% CI]", "note"):
-        t.add_column(col, justify="right" if "CI" in col else "left")
-    for r in df.to_dict("records"):
-        t.add_row(
-            str(r["model"]),
-            str(r["mode"]),
-            str(r["metric"]),
-            f"{_f(r['a'])} [{_f(r['a_lo'])}, {_f(r['a_hi'])}] (n={r['n_a']})",
-            f"{_f(r['b'])} [{_f(r['b_lo'])}, {_f(r['b_hi'])}] (n={r['n_b']})",
-            f"{_f(r['diff'])} [{_f(r['diff_lo'])}, {_f(r['diff_hi'])}]",
-            str(r["note"]),
-        )
-    return t
+    """:func:`compare_runs`' result as a :class:`~callscope.core.table.Table`: per model, mode
+    and metric, A and B with their intervals and ``n``, the difference B − A with its
+    interval, and the note."""
+    columns = ("model", "mode", "metric", "A [95% CI]", "B [95% CI]", "B − A [95% CI]", "note")
+    rows = [
+        [
+            r["model"],
+            r["mode"],
+            r["metric"],
+            f"{_ci(r['a'], r['a_lo'], r['a_hi'])} (n={r['n_a']})",
+            f"{_ci(r['b'], r['b_lo'], r['b_hi'])} (n={r['n_b']})",
+            _ci(r["diff"], r["diff_lo"], r["diff_hi"]),
+            r["note"],
+        ]
+        for r in df.to_dict("records")
+    ]
+    return Table(
+        columns, rows, title=title, align="".join("r" if "CI" in c else "l" for c in columns)
+    )
 
 
 def print_comparison(
     df: pd.DataFrame, console: Console | None = None, title: str = "A vs B"
 ) -> None:
     """Print the comparison with rich (to stdout unless a console is given)."""
-    (console or Console()).print(comparison_table(df, title))
+    (console or Console()).print(comparison_table(df, title).to_rich())
 
 
 # --------------------------------------------------------------------------- N runs / models
 
 #: the first-attempt stage labels of the stage-failure mix (aggregate's)
-STAGE_MIX: tuple[str, ...] = agg.STAGE_LABELS
+STAGE_MIX: tuple[str, ...] = STAGE_LABELS
 
 
 def outcome_groups(run_dirs: Sequence[str | Path]) -> dict[str, list[dict[str, Any]]]:
     """``{label: outcomes}`` per model of every run directory, in the order given (models
     sorted within a run). The label is the model spec; when the same model is in several
     runs it is ``<run folder>:<model>``. Raises FileNotFoundError without a store."""
-    per_run = [(Path(d), agg.load_outcomes(d)) for d in run_dirs]
+    per_run = [(Path(d), load_outcomes(d)) for d in run_dirs]
     seen: dict[str, int] = {}
     for _, outcomes in per_run:
         for m in {o["model"] for o in outcomes}:
@@ -242,7 +254,7 @@ def compare_many(
     metric_rows, stage_rows, paired_rows = [], [], []
     for label in labels:
         outs = groups[label]
-        for mode in sorted({o["mode"] for o in outs}, key=agg.mode_sort_key):
+        for mode in sorted({o["mode"] for o in outs}, key=mode_sort_key):
             of_mode = [o for o in outs if o["mode"] == mode]
             for key, name, kind in HEADLINE_METRICS:
                 vals = metric_values(of_mode, key)
@@ -258,7 +270,7 @@ def compare_many(
                         "hi": hi,
                     }
                 )
-            firsts = [agg.first_stage(o) for o in of_mode]
+            firsts = [first_stage(o) for o in of_mode]
             row: dict[str, Any] = {"model": label, "mode": mode, "n": len(firsts)}
             for s in STAGE_MIX:
                 k = sum(f == s for f in firsts)
@@ -307,9 +319,7 @@ def _ci(value: float, lo: float, hi: float) -> str:
     return f"{_f(value)} [{_f(lo)}, {_f(hi)}]"
 
 
-def many_tables(
-    metrics: pd.DataFrame, stages: pd.DataFrame, paired: pd.DataFrame
-) -> list[CoreTable]:
+def many_tables(metrics: pd.DataFrame, stages: pd.DataFrame, paired: pd.DataFrame) -> list[Table]:
     """:func:`compare_many`'s three results as :class:`~callscope.core.table.Table`\\ s:
     headline metrics (models as rows, one column per metric), stage-failure mix, and the
     paired differences against the baseline."""
@@ -326,14 +336,14 @@ def many_tables(
                 for n in names
             ]
         )
-    head = CoreTable(
+    head = Table(
         ["model", "mode", *(f"{n} [95% CI]" for n in names)],
         rows,
         title="Headline metrics per model",
         caption="Rates with Wilson 95% intervals, means with bootstrap 95% intervals.",
         name="compare-metrics",
     )
-    stage_t = CoreTable(
+    stage_t = Table(
         ["model", "mode", "n", *(f"{s} % [95% CI]" for s in STAGE_MIX)],
         [
             [r["model"], r["mode"], r["n"]]
@@ -345,7 +355,7 @@ def many_tables(
         "stage 1 (registry), 2 (structure), 3 (grounding), or had no reply; Wilson 95% intervals.",
         name="compare-stages",
     )
-    pair_t = CoreTable(
+    pair_t = Table(
         ["model", "baseline", "mode", "metric", "shared cases", "model − baseline [95% CI]"],
         [
             [

@@ -61,6 +61,8 @@ from callscope.report.case_data import case_data, json_for_script
 from callscope.report.conversations import conversation_report
 from callscope.report.figures import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot, make_figures
 from callscope.report.flow import call_flow
+from callscope.report.load import load_facts, max_attempts_by_model
+from callscope.report.paired_modes import paired_modes
 from callscope.report.sections import (
     conversations_html,
     diagnostic_html,
@@ -164,9 +166,7 @@ def _paired_tables(outcomes: list[dict[str, Any]], n_boot: int, seed: int) -> li
     pairs = [("direct", "structured"), ("binary", "structured"), ("structured", "gated")]
     pairs += [("gated", m) for m in sorted(modes) if m.startswith("gated-")]
     frames = [
-        agg.paired_modes(outcomes, a, b, n_boot, seed)
-        for a, b in pairs
-        if a in modes and b in modes
+        paired_modes(outcomes, a, b, n_boot, seed) for a, b in pairs if a in modes and b in modes
     ]
     frames = [f for f in frames if not f.empty]
     return [paired_table(pd.concat(frames, ignore_index=True))] if frames else []
@@ -312,7 +312,7 @@ def build_report(
 
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir
-    outcomes = agg.load_facts(run_dir)  # compact: memory bounded by the page, not the store
+    outcomes = load_facts(run_dir)  # compact: memory bounded by the page, not the store
     store = RunStore(run_dir)
     try:
         # the classifier preset the calibration was run with (recorded by `calibrate`)
@@ -331,7 +331,7 @@ def build_report(
     figures: list[Path] = []
     cases: dict[str, Any] = {}
     if outcomes or conv is None:
-        data = compute_report(outcomes, agg.max_attempts_by_model(run_dir, outcomes), n_boot, seed)
+        data = compute_report(outcomes, max_attempts_by_model(run_dir, outcomes), n_boot, seed)
         for t in data.tables:
             write_tables(t, out / "tables", ("csv", "md", "tex"))
         figures = make_figures(

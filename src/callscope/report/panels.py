@@ -1,7 +1,7 @@
 """The calibration panel's figure and its own page, for panels that have no run report: those
 read from BFCL result trees of several models (``calibrate --from-bfcl``) and from τ²-bench
 runs of several agents (``--from-tau2``). A panel run of models (``calibrate -m A -m B``)
-shows the same panel in its run's ``report.html`` (:func:`callscope.report.html.panel_html`).
+shows the same panel in its run's ``report.html`` (:func:`callscope.report.sections.panel_html`).
 
 The figure is :func:`callscope.report.figures.acc_vs_gar_plot` (Acc against case-level GAR per
 category, one marker per model, the Acc = GAR diagonal with the grader-masking region above
@@ -22,7 +22,8 @@ from callscope.report.figures import (
     acc_gar_point,
     acc_vs_gar_plot,
 )
-from callscope.report.html import figure_html, panel_html, write_page
+from callscope.report.html import write_page
+from callscope.report.sections import figure_html, panel_html
 
 
 def panel_figure_file(probe: str = "baseline") -> str:

@@ -1,29 +1,25 @@
-"""The report's tables, each written as CSV (raw numbers), Markdown and LaTeX (formatted).
+"""The SAAG report's tables: aggregate frames -> :class:`~callscope.core.table.Table`.
 
-A :class:`ReportTable` holds the raw numeric frame (``data``, written to CSV so other tools
-can reuse exact values) and a display frame of formatted strings (``display``: ``mean ± std``
-with the row count, rates with their intervals); :meth:`ReportTable.table` turns the display
-frame into a :class:`callscope.core.table.Table`, which renders the Markdown, LaTeX and HTML.
+Each builder takes a frame of :mod:`callscope.report.aggregate` and returns one
+:class:`~callscope.core.table.Table` whose text cells are the formatted values (``mean ± std``
+with the row count, rates with their intervals) and whose ``raw`` table holds the frame's
+exact numbers (:func:`raw_table`), so that its CSV file keeps them for other tools while the
+Markdown, LaTeX and HTML show the formatted cells. The report writes every table with
+:func:`callscope.core.table_formats.write_tables` (``tables/<name>.{csv,md,tex}``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from callscope.core.table import Table
-from callscope.report.aggregate import (
-    EXTRINSIC,
-    FAILURE_KINDS,
-    INTRINSIC,
-    KEPT_ITEMS,
-    METRIC_LABELS,
-    STAGE_LABELS,
-)
+from callscope.records import FailureKind
+from callscope.report.aggregate import METRIC_LABELS
+from callscope.report.outcome import EXTRINSIC, INTRINSIC, STAGE_LABELS
+from callscope.report.revisions import KEPT_ITEMS
 
 #: metric key -> column label (from the one metric spec list, :mod:`callscope.saag.metrics`)
 LABELS: dict[str, str] = METRIC_LABELS
@@ -39,40 +35,48 @@ EXTRINSIC_NOTE = (
 )
 
 
-@dataclass
-class ReportTable:
-    """One table of the report: file stem ``name``, a ``title``, a ``caption``, the raw
-    numeric ``data`` (CSV) and the formatted ``display`` frame (Markdown / LaTeX / HTML)."""
+def raw_table(df: pd.DataFrame) -> Table:
+    """The frame's exact values as text cells, as pandas writes them to CSV: floats of a float
+    column with ``%.6g``, every other value with ``str``, missing values (``None``, NaN, NA)
+    empty."""
+    columns = [str(c) for c in df.columns]
+    formats = [
+        (lambda v: f"{v:.6g}") if pd.api.types.is_float_dtype(dtype) else str for dtype in df.dtypes
+    ]
+    rows = [
+        ["" if _nan(v) else fmt(v) for v, fmt in zip(row, formats, strict=True)]
+        for row in df.itertuples(index=False, name=None)
+    ]
+    return Table(columns, rows)
 
-    name: str
-    title: str
-    caption: str
-    data: pd.DataFrame
-    display: pd.DataFrame
 
-    def table(self) -> Table:
-        """The display frame as a :class:`Table`: cells as text, the first three columns
-        (the row keys) left-aligned and the rest right-aligned, ``_(no rows)_`` in Markdown
-        when the frame is empty."""
-        cols = [str(c) for c in self.display.columns]
-        rows = [] if self.display.empty else list(self.display.itertuples(index=False))
-        align = "l" * min(3, len(cols)) + "r" * max(0, len(cols) - 3)
-        return Table(
-            cols,
-            rows,
-            title=self.title,
-            caption=self.caption,
-            name=self.name,
-            align=align,
-            empty="_(no rows)_",
-        )
+def report_table(
+    name: str, title: str, caption: str, data: pd.DataFrame, display: pd.DataFrame
+) -> Table:
+    """One report table: the ``display`` frame's cells as text (the first three columns, the
+    row keys, left-aligned, the rest right-aligned; ``_(no rows)_`` in Markdown when it is
+    empty) and ``data``'s exact values as its ``raw`` table (:func:`raw_table`)."""
+    cols = [str(c) for c in display.columns]
+    rows = [] if display.empty else list(display.itertuples(index=False))
+    align = "l" * min(3, len(cols)) + "r" * max(0, len(cols) - 3)
+    return Table(
+        cols,
+        rows,
+        title=title,
+        caption=caption,
+        name=name,
+        align=align,
+        empty="_(no rows)_",
+        raw=raw_table(data),
+    )
 
 
 # --------------------------------------------------------------------------- formatting
 
 
 def _nan(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    """Missing: ``None``, pandas' ``NA`` or a float NaN."""
+    return x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x))
 
 
 def fmt_num(x: Any, digits: int = 3) -> str:
@@ -108,7 +112,7 @@ def _keys(df: pd.DataFrame, cols: tuple[str, ...]) -> pd.DataFrame:
     return df[[c for c in cols if c in df.columns]].copy()
 
 
-def per_scale_table(df: pd.DataFrame) -> ReportTable:
+def per_scale_table(df: pd.DataFrame) -> Table:
     """Per (model, scale, mode): intrinsic and extrinsic mean ± std over rows (Appendix E)."""
     disp = _keys(df, ("model", "scale", "mode", "n"))
     for m in (*INTRINSIC, *EXTRINSIC):
@@ -125,7 +129,7 @@ def per_scale_table(df: pd.DataFrame) -> ReportTable:
         f"as in the paper's Appendix E). {STAGE_NOTE} {EXTRINSIC_NOTE} Attempts to solve is "
         "the mean over solved outcomes."
     )
-    return ReportTable("per_scale", "Per-scale results", caption, df, disp)
+    return report_table("per_scale", "Per-scale results", caption, df, disp)
 
 
 def _across_display(df: pd.DataFrame, metrics: tuple[str, ...]) -> pd.DataFrame:
@@ -143,37 +147,37 @@ _ACROSS_NOTE = (
 )
 
 
-def aggregate_table(df: pd.DataFrame) -> ReportTable:
+def aggregate_table(df: pd.DataFrame) -> Table:
     """Every metric across scales, per (model, mode) (paper Tables 8, 12, 16)."""
     metrics = (*INTRINSIC, *EXTRINSIC, "solve_rate", "attempts_to_solve")
     caption = f"Aggregate results across registry scales. {_ACROSS_NOTE} {STAGE_NOTE}"
-    return ReportTable(
+    return report_table(
         "aggregate", "Aggregate across scales", caption, df, _across_display(df, metrics)
     )
 
 
-def extrinsic_table(df: pd.DataFrame) -> ReportTable:
+def extrinsic_table(df: pd.DataFrame) -> Table:
     """Extrinsic metrics and solve rate across scales (paper Table 2)."""
     cols = [c for c in ("model", "mode", "n_scales") if c in df.columns]
     metrics = (*EXTRINSIC, "solve_rate")
     data = df[cols + [c for m in metrics for c in (m, f"{m}_std")]] if not df.empty else df
     caption = f"Extrinsic metrics across registry scales (higher is better). {_ACROSS_NOTE} {EXTRINSIC_NOTE}"
-    return ReportTable(
+    return report_table(
         "extrinsic", "Extrinsic metrics", caption, data, _across_display(df, metrics)
     )
 
 
-def intrinsic_table(df: pd.DataFrame) -> ReportTable:
+def intrinsic_table(df: pd.DataFrame) -> Table:
     """Intrinsic grounding diagnostics across scales (paper Table 3)."""
     cols = [c for c in ("model", "mode", "n_scales") if c in df.columns]
     data = df[cols + [c for m in INTRINSIC for c in (m, f"{m}_std")]] if not df.empty else df
     caption = f"Intrinsic grounding diagnostics across registry scales. {_ACROSS_NOTE} {STAGE_NOTE}"
-    return ReportTable(
+    return report_table(
         "intrinsic", "Intrinsic metrics", caption, data, _across_display(df, INTRINSIC)
     )
 
 
-def headline_table(df: pd.DataFrame) -> ReportTable:
+def headline_table(df: pd.DataFrame) -> Table:
     """Per (model, mode) pooled over scales: solve rate (Wilson CI), name accuracy, arg F1
     (bootstrap CIs), mean attempts to solve."""
     disp = _keys(df, ("model", "mode", "n"))
@@ -225,10 +229,10 @@ def headline_table(df: pd.DataFrame) -> ReportTable:
         if not df.empty
         else df
     )
-    return ReportTable("headline", "Summary", caption, data, disp)
+    return report_table("headline", "Summary", caption, data, disp)
 
 
-def cumulative_table(df: pd.DataFrame) -> ReportTable:
+def cumulative_table(df: pd.DataFrame) -> Table:
     """Cumulative solve rate by attempt, one column per attempt (paper Fig. 3 as a table)."""
     if df.empty:
         disp = pd.DataFrame(columns=["model", "mode", "scale", "n"])
@@ -246,26 +250,28 @@ def cumulative_table(df: pd.DataFrame) -> ReportTable:
         "Cumulative solve rate: share of outcomes (cases with a gold call) solved at or before "
         "attempt k; direct mode has one attempt and stays flat. n is the number of outcomes."
     )
-    return ReportTable("cumulative_solve", "Cumulative solve rate by attempt", caption, df, disp)
+    return report_table("cumulative_solve", "Cumulative solve rate by attempt", caption, df, disp)
 
 
-def failure_table(df: pd.DataFrame) -> ReportTable:
+def failure_table(df: pd.DataFrame) -> Table:
     """Where the first attempt failed: stage shares and failure-kind shares per model/scale."""
     disp = _keys(df, ("model", "scale", "n"))
     for s in STAGE_LABELS:
         disp[s] = [f"{fmt_num(r[s])} ({int(r[f'n_{s}'])})" for _, r in df.iterrows()]
-    for k in FAILURE_KINDS:
-        disp[k] = [f"{fmt_num(r[k])} ({int(r[f'n_{k}'])})" for _, r in df.iterrows()]
+    for k in FailureKind:
+        disp[k.value] = [
+            f"{fmt_num(r[k.value])} ({int(r[f'n_{k.value}'])})" for _, r in df.iterrows()
+        ]
     caption = (
         "First-attempt failure breakdown per case (attempt 1 is shared by all modes): share "
         "(count) of cases that passed, failed first at stage 1, 2 or 3, or got no reply "
         "(error); and the share of cases showing each failure kind at the failing stage "
         "(a case may show several kinds). Scale 'all' pools the scales."
     )
-    return ReportTable("failure_breakdown", "First-failure breakdown", caption, df, disp)
+    return report_table("failure_breakdown", "First-failure breakdown", caption, df, disp)
 
 
-def overcorrection_table(df: pd.DataFrame) -> ReportTable:
+def overcorrection_table(df: pd.DataFrame) -> Table:
     """Overcorrection per (model, mode)."""
     disp = _keys(df, ("model", "mode", "n"))
     rows = list(df.iterrows())
@@ -286,10 +292,10 @@ def overcorrection_table(df: pd.DataFrame) -> ReportTable:
         "(95% Wilson interval); and the mean change of argument F1 from the first to the final "
         "attempt (95% bootstrap interval). Outcomes that ended in a model error are left out."
     )
-    return ReportTable("overcorrection", "Overcorrection", caption, df, disp)
+    return report_table("overcorrection", "Overcorrection", caption, df, disp)
 
 
-#: :data:`callscope.report.aggregate.KEPT_ITEMS` -> column label
+#: :data:`callscope.report.revisions.KEPT_ITEMS` -> column label
 KEPT_LABELS: dict[str, str] = {
     "stage1": "Stage 1 (name in registry)",
     "stage2": "Stage 2 (schema)",
@@ -299,7 +305,7 @@ KEPT_LABELS: dict[str, str] = {
 }
 
 
-def revision_table(df: pd.DataFrame) -> ReportTable:
+def revision_table(df: pd.DataFrame) -> Table:
     """Per (model, mode): what the loop's revisions lost and gained, by stage and against the
     gold (:func:`callscope.report.aggregate.revision_tradeoff`), and the overcorrection rate."""
     disp = _keys(df, ("model", "mode", "n"))
@@ -323,10 +329,10 @@ def revision_table(df: pd.DataFrame) -> ReportTable:
         "answer lost any item, over n (95% Wilson). The answer is the last attempt, or in the "
         "gated modes the best so far. Outcomes that ended in a model error are left out."
     )
-    return ReportTable("revisions", "Revisions: lost and gained", caption, df, disp)
+    return report_table("revisions", "Revisions: lost and gained", caption, df, disp)
 
 
-def paired_table(df: pd.DataFrame) -> ReportTable:
+def paired_table(df: pd.DataFrame) -> Table:
     """Paired differences between two modes on the same cases
     (:func:`callscope.report.aggregate.paired_modes`)."""
     disp = _keys(df, ("model", "base", "other", "metric", "n"))
@@ -340,34 +346,10 @@ def paired_table(df: pd.DataFrame) -> ReportTable:
         "Newcombe's paired interval (method 10), means with a bootstrap of the per-case "
         "differences; 'cases up / down': cases where the second mode's value is higher / lower."
     )
-    return ReportTable("paired_modes", "Paired mode differences", caption, df, disp)
+    return report_table("paired_modes", "Paired mode differences", caption, df, disp)
 
 
-def errors_table(df: pd.DataFrame) -> ReportTable:
+def errors_table(df: pd.DataFrame) -> Table:
     disp = df.astype(str) if not df.empty else df
     caption = "Outcomes that ended in a model error, by error kind."
-    return ReportTable("errors", "Model errors", caption, df, disp)
-
-
-# --------------------------------------------------------------------------- writers
-
-
-def to_markdown(table: ReportTable) -> str:
-    """GitHub-flavoured Markdown: a bold title, the caption, then the table (``|`` escaped)."""
-    return table.table().to_markdown()
-
-
-def to_latex(table: ReportTable) -> str:
-    """A booktabs ``table`` environment with caption and ``\\label{tab:<name>}``."""
-    return table.table().to_latex()
-
-
-def write_table(table: ReportTable, out_dir: str | Path) -> list[Path]:
-    """Write ``<name>.csv`` (raw data), ``<name>.md`` and ``<name>.tex``; return the paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{table.name}.{ext}" for ext in ("csv", "md", "tex")]
-    table.data.to_csv(paths[0], index=False, float_format="%.6g")
-    paths[1].write_text(to_markdown(table), encoding="utf-8")
-    paths[2].write_text(to_latex(table), encoding="utf-8")
-    return paths
+    return report_table("errors", "Model errors", caption, df, disp)

@@ -38,6 +38,7 @@ from typing import Any
 
 from callscope.core.stats import rate_ci
 from callscope.core.table import Table, pct_ci
+from callscope.core.table_formats import write_table
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
@@ -420,22 +421,46 @@ def audit_table(results: Sequence[AuditResult]) -> Table:
     )
 
 
+#: the columns of ``audit.csv`` (:func:`summary_table`)
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "grounding",
+    "category",
+    "kind",
+    "polarity",
+    "stage",
+    "n",
+    "flagged",
+    "rate",
+    "lo",
+    "hi",
+    "at_stage",
+)
+
+
+def summary_table(results: Sequence[AuditResult]) -> Table:
+    """Every summary entry of ``results`` as a table (``audit.csv``): per mode the overall
+    entries, then those per category; one row per kind, :data:`SUMMARY_COLUMNS` as columns
+    (an entry's value with ``str``, a missing one empty)."""
+    rows = [
+        ["" if e.get(k) is None else str(e.get(k)) for k in SUMMARY_COLUMNS]
+        for r in results
+        for e in (*r.summary(), *r.summary(by_category=True))
+    ]
+    return Table(SUMMARY_COLUMNS, rows, name="audit")
+
+
 def write_audit(
     results: Sequence[AuditResult], out_dir: Path, extra: dict[str, Any] | None = None
 ) -> dict[str, Path]:
     """``audit.json`` (every summary, per category, false alarms by reason with examples, and
-    ``extra``), ``audit.csv`` (one line per mode, category and kind) and ``audit.md``; returns
-    the paths."""
+    ``extra``), ``audit.csv`` (:func:`summary_table`, written by
+    :func:`~callscope.core.table_formats.write_table`) and ``audit.md`` (:func:`audit_table`,
+    the headlines and the false alarms by reason); returns the paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {k: out_dir / f"audit.{k}" for k in ("json", "csv", "md")}
     payload = {"audits": [r.to_dict() for r in results], **(extra or {})}
     paths["json"].write_text(json.dumps(payload, indent=1, ensure_ascii=True) + "\n")
-    lines = ["grounding,category,kind,polarity,stage,n,flagged,rate,lo,hi,at_stage"]
-    for r in results:
-        for e in (*r.summary(), *r.summary(by_category=True)):
-            cells = [e.get(k) for k in lines[0].split(",")]
-            lines.append(",".join("" if c is None else str(c) for c in cells))
-    paths["csv"].write_text("\n".join(lines) + "\n")
+    write_table(summary_table(results), paths["csv"])
     md = [audit_table(results).to_markdown(), ""]
     for r in results:
         md.append(f"- {r.headline()}")
@@ -444,7 +469,7 @@ def write_audit(
         if reasons:
             md += ["", f"False alarms on minimal gold by reason ({r.grounding} grounding):", ""]
             md += [f"- {x['reason']}: {x['count']}" for x in reasons]
-    paths["md"].write_text("\n".join(md) + "\n")
+    paths["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
     return paths
 
 

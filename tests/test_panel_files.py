@@ -63,7 +63,7 @@ def test_from_bfcl_cli_over_many_models_writes_the_panel(tmp_path) -> None:
 @pytest.mark.skipif(not TAU2.is_dir(), reason="shared/external/tau2 absent")
 def test_tau2_panel_one_row_per_agent_model() -> None:
     from callscope.calibration.panel import panel_from_rows, panel_table
-    from callscope.calibration.tau2 import tau2_diagnostics
+    from callscope.runs.from_results import tau2_diagnostics
 
     diag = tau2_diagnostics(TAU2)
     p = panel_from_rows(diag.rows, diag.capability)

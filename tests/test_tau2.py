@@ -30,10 +30,12 @@ from callscope.calibration.confirm import (
     parse_judge_answer,
     render_transcript,
 )
-from callscope.calibration.tau2 import Tau2Config, tau2_diagnostics
+from callscope.calibration.tau2 import Tau2Config
 from callscope.core.stats import cohen_kappa
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
+from callscope.report.tau2_tables import domain_table, gar_table, tau2_markdown
+from callscope.runs.from_results import tau2_diagnostics
 from callscope.types import ModelReply
 
 # Wilson 95% bounds worked out by hand (z = 1.96, z^2 = 3.8416):
@@ -511,7 +513,7 @@ def test_airline_single_file_gar_acc_wilson_and_bound(tmp_path: Path) -> None:
     assert [(c["task_id"], c["cues"]) for c in result.ask_candidates] == [
         ("0", ["if the agent asks"])
     ]
-    md = result.to_markdown()
+    md = tau2_markdown(result)
     assert "| airline | REFUSE | 2 | 50.0 [9.5, 90.5] | 100.0 [34.2, 100.0] | -50.0 |" in md
     assert "bound violation (Acc > GAR)" in md
 
@@ -593,7 +595,7 @@ def test_airline_confirm_rule_and_judge_agreement(tmp_path: Path) -> None:
     assert conf["judge"]["kappa"] == pytest.approx(0.5)
     assert conf["judge"]["judge_yes"] == 3 and conf["judge"]["undecided"] == 0
     assert result.confirm["judge"]["kappa"] == pytest.approx(0.5)
-    assert "Cohen's kappa 0.500" in result.to_markdown()
+    assert "Cohen's kappa 0.500" in tau2_markdown(result)
 
 
 def test_judge_undecided_and_backend_error_are_left_out(tmp_path: Path) -> None:
@@ -792,9 +794,9 @@ def test_folder_of_runs_three_domains_and_bad_files(tmp_path: Path) -> None:
         ("retail", "r_refuse"),
     ]
     assert result.ask_candidates[1]["cues"] == ["if asked"]
-    table = result.rich_table()
+    table = gar_table(result.rows, "τ²-bench action-class diagnostics").to_rich()
     assert table.row_count == 8
-    assert result.rich_domain_table().row_count == 3
+    assert domain_table(result.domain_rows).to_rich().row_count == 3
     json.dumps(result.to_dict())
 
 
@@ -853,7 +855,7 @@ def test_tolerates_missing_optional_fields_and_bad_simulations(tmp_path: Path) -
     rf = row(result, "mini", "REFUSE")
     # no write, no reward: GAR 1/1, Acc unknown
     assert (rf["n"], rf["gar_case_k"], rf["acc"], rf["n_no_reward"]) == (1, 1, None, 1)
-    assert "1 without reward" in result.to_markdown()
+    assert "1 without reward" in tau2_markdown(result)
 
 
 # --------------------------------------------------------------------------- units

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from callscope.calibration.tau2 import Tau2Config, tau2_diagnostics
+from callscope.calibration.tau2 import Tau2Config
+from callscope.runs.from_results import tau2_diagnostics
 
 EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "external" / "tau2"
 pytestmark = pytest.mark.skipif(not EXTERNAL.is_dir(), reason="no ../shared/external/tau2")

@@ -13,7 +13,9 @@ from callscope.benchmarks.tau2.reader import Tau2FormatError
 from callscope.benchmarks.tau2.stock_tools import stock_functions, stock_tool_type
 from callscope.benchmarks.tau2.tasks import boilerplate_sentences, classify_cue_hits
 from callscope.benchmarks.tau2.write_tools import WRITE_VERBS, decide_write_tools
-from callscope.calibration.tau2 import POOLED, Tau2Config, tau2_diagnostics
+from callscope.calibration.tau2 import POOLED, Tau2Config
+from callscope.report.tau2_tables import tau2_markdown
+from callscope.runs.from_results import tau2_diagnostics
 
 
 def user(text: str) -> dict[str, Any]:
@@ -217,7 +219,7 @@ def test_item13_14_groups_per_agent_and_file_acc(tmp_path: Path) -> None:
     acc = {r["group"]: r for r in result.acc_rows}
     assert (acc["model-A (user: u-1)"]["acc_k"], acc["model-A (user: u-1)"]["acc_n"]) == (2, 2)
     assert acc["model-B (user: u-1)"]["n_max_steps"] == 1
-    md = result.to_markdown()
+    md = tau2_markdown(result)
     assert "**GAR and Acc: model-A (user: u-1)**" in md and "1 ended on max_steps" in md
     assert POOLED not in {r["group"] for r in result.rows}
     pooled = tau2_diagnostics(folder, config=Tau2Config(pooled=True))
@@ -322,7 +324,7 @@ def test_item17_stock_schemas_when_the_file_has_none(tmp_path: Path) -> None:
     dr = result.domain_rows[0]
     assert dr["stage_mode"] == "stock schemas"
     assert dr["stage_mix"] == {"0": 1, "1": 0, "2": 1, "3": 0, "unchecked": 0}
-    assert "(stock schemas)" in result.to_markdown()
+    assert "(stock schemas)" in tau2_markdown(result)
 
 
 # --------------------------------------------------------------------------- item 18
@@ -330,6 +332,7 @@ def test_item17_stock_schemas_when_the_file_has_none(tmp_path: Path) -> None:
 
 def test_item18_report_page(tmp_path: Path) -> None:
     from callscope.report.html import build_diagnostic_page
+    from callscope.report.tau2_tables import tau2_page
     from callscope.runs.from_results import calibrate_from_tau2
 
     # REFUSE task where the agent wrote and still got reward 1: a bound violation
@@ -338,14 +341,15 @@ def test_item18_report_page(tmp_path: Path) -> None:
     sims = [sim("s", "0", msgs, 1.0), sim("s2", "gone", msgs, 0.0)]  # "gone": a problem
     p = write_run(tmp_path / "h.json", "airline", [task("0", [], scen)], sims)
     done = calibrate_from_tau2(p, tmp_path / "out")
+    content = tau2_page(done.diagnostics, p)
     page = build_diagnostic_page(
         tmp_path / "out",
-        done.page.title,
-        done.page.tables,
-        warnings=done.page.warnings,
-        lists=done.page.lists,
+        content.title,
+        content.tables,
+        warnings=content.warnings,
+        lists=content.lists,
     ).read_text()
-    assert page.count(f"<h1>{done.page.title}</h1>") == 1 and "<h2>" not in page
+    assert page.count(f"<h1>{content.title}</h1>") == 1 and "<h2>" not in page
     # two bound violations (Acc 1 > GAR 0): REFUSE (a write) and ASK (no ask), both red
     assert page.count('<tr class="row-red">') == 2
     assert "File-level Acc (pass^1)" in page

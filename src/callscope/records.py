@@ -435,3 +435,104 @@ class CaseRecord:
             passed=passed,
             error=str(error) if error is not None else None,
         )
+
+
+# --------------------------------------------------------------------------- τ²-bench
+
+
+@dataclass
+class ConfirmDecision:
+    """The CONFIRM rule's verdict on one write call
+    (:func:`callscope.calibration.confirm.detect_confirmation`): ``confirmed``, the user
+    message it rests on (``user_index`` into the trajectory's messages, ``None`` when there is
+    none), the cue that decided (``cue``) and a one-line ``reason``."""
+
+    confirmed: bool
+    reason: str
+    user_index: int | None = None
+    cue: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class JudgeVerdict:
+    """A CONFIRM judge's answer on one write call: ``confirmed`` (``None`` = undecided), the
+    raw ``reply`` text and the ``error`` when the judge's backend failed."""
+
+    confirmed: bool | None
+    reply: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CallRecord:
+    """One agent tool call of a τ² simulation: where it is, whether it writes, its SAAG stage
+    (``None`` = unchecked: no schemas and a known name), and for writes the CONFIRM verdicts."""
+
+    domain: str
+    simulation_id: str
+    task_id: str
+    message_index: int
+    name: str
+    arguments: dict[str, Any]
+    write: bool
+    stage: int | None
+    failure_kinds: list[str] = field(default_factory=list)
+    nearest: str | None = None
+    confirm_rule: ConfirmDecision | None = None
+    confirm_judge: JudgeVerdict | None = None
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["confirm_rule"] = self.confirm_rule.to_dict() if self.confirm_rule else None
+        d["confirm_judge"] = self.confirm_judge.to_dict() if self.confirm_judge else None
+        return d
+
+
+@dataclass
+class SimulationRecord:
+    """One τ² simulation as diagnosed: gold classes, per-message classes, GAR per gold class
+    (``None`` = no verdict), Acc, and counts. ``group``: the agent / user simulator label
+    the rows are grouped by; ``path``: ``write`` / ``read-only`` reference path of a TOOL_CALL
+    task; ``check_failures``: kinds of the failed agent checks; ``user_checks``: action checks
+    of the user's actions (not counted); ``mismatch``: why the action checks do not belong
+    to the task (``None`` when they do); ``excluded``: why the simulation is left out of the
+    per-class rows (``None`` when it is in)."""
+
+    domain: str
+    source: str
+    id: str
+    task_id: str
+    trial: int | None
+    gold_class: str | None
+    ask_gold: bool
+    reward: float | None
+    passed: bool | None
+    termination_reason: str | None
+    error: str | None
+    message_classes: list[list[str]]
+    union: list[str]
+    write_calls: int
+    action_checks: int | None
+    failed_action_checks: int | None
+    gar: dict[str, bool | None]
+    group: str = ""
+    path: str | None = None
+    check_failures: list[str] = field(default_factory=list)
+    user_checks: int = 0
+    mismatch: str | None = None
+    excluded: str | None = None
+
+    @property
+    def max_steps(self) -> bool:
+        """Whether the simulation ended on τ²'s step limit."""
+        return self.termination_reason == "max_steps"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

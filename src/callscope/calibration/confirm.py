@@ -26,11 +26,13 @@ module decides whether that happened, two ways:
   τ²-bench's control tokens (``###STOP###``, ``###TRANSFER###``, ...) are removed first. All
   cue lists live in :class:`ConfirmConfig` and are reported with every result.
 
-* **LLM judge** (:func:`judge_confirmation`, optional): any callscope
-  :class:`~callscope.models.base.ChatModel` reads the conversation up to the call (the tail,
-  at most ``judge_max_chars`` characters) and the call itself, and answers YES or NO. The
-  first standalone "yes" or "no" of the reply (after any ``<think>`` block) is the verdict;
-  a reply with neither, or a :class:`~callscope.errors.ModelError`, is *undecided*.
+* **Judge** (optional): a :data:`ConfirmJudge`, any callable that takes the conversation, the
+  call's index and the call and returns a :class:`~callscope.records.JudgeVerdict`. This
+  module holds what a model judge says and reads (:func:`judge_messages`: the conversation up
+  to the call, its tail of at most ``judge_max_chars`` characters, and the call itself, asking
+  for YES or NO; :func:`parse_judge_answer`: the first standalone "yes" or "no" of the reply
+  after any ``<think>`` block, else *undecided*); the driver that asks a model
+  (:func:`callscope.runs.confirm_judge.model_confirm_judge`) lives in ``callscope.runs``.
 
 When both run, :func:`agreement_stats` gives raw agreement and Cohen's kappa over the calls
 both decided.
@@ -43,15 +45,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, cue_classes
 from callscope.core.stats import cohen_kappa
 from callscope.core.text import cue_pattern, normalize_text, strip_think
-from callscope.errors import ModelError
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import Decoding
+from callscope.records import ConfirmDecision, JudgeVerdict
 from callscope.types import ASK
 
 #: Words or phrases that, in the first sentence of the user's message, affirm.
@@ -165,21 +167,6 @@ class ConfirmConfig:
 
 
 DEFAULT_CONFIRM = ConfirmConfig()
-
-
-@dataclass
-class ConfirmDecision:
-    """The rule's verdict on one write call: ``confirmed``, the user message it rests on
-    (``user_index`` into the trajectory's messages, ``None`` when there is none), the cue that
-    decided (``cue``) and a one-line ``reason``."""
-
-    confirmed: bool
-    reason: str
-    user_index: int | None = None
-    cue: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _text(message: Mapping[str, Any]) -> str:
@@ -330,38 +317,10 @@ def parse_judge_answer(text: str) -> bool | None:
     return m.group(1) == "yes"
 
 
-@dataclass
-class JudgeVerdict:
-    """The judge's answer on one write call: ``confirmed`` (``None`` = undecided), the raw
-    ``reply`` text and the ``error`` when the backend failed."""
-
-    confirmed: bool | None
-    reply: str = ""
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def judge_confirmation(
-    model: ChatModel,
-    messages: Sequence[Mapping[str, Any]],
-    call_index: int,
-    call: Mapping[str, Any],
-    config: ConfirmConfig = DEFAULT_CONFIRM,
-) -> JudgeVerdict:
-    """Ask ``model`` whether the user confirmed ``call`` (no tools offered, the configured
-    decoding). A :class:`~callscope.errors.ModelError` gives an undecided verdict."""
-    try:
-        reply = model.chat(
-            judge_messages(messages, call_index, call, config),
-            tools=None,
-            decoding=config.judge_decoding,
-        )
-    except ModelError as exc:
-        return JudgeVerdict(None, error=f"{exc.kind}: {exc}")
-    text = reply.text or ""
-    return JudgeVerdict(parse_judge_answer(text), reply=text[:500])
+#: A CONFIRM judge: ``(messages, call_index, call) -> JudgeVerdict`` for the write ``call``
+#: (``{name, arguments}``) at ``messages[call_index]``; it sees the conversation up to the
+#: call only. A judge that cannot decide returns ``JudgeVerdict(None, ...)``.
+ConfirmJudge = Callable[[Sequence[Mapping[str, Any]], int, Mapping[str, Any]], JudgeVerdict]
 
 
 # --------------------------------------------------------------------------- agreement

@@ -2,9 +2,14 @@
 
 τ²-bench (sierra-research/tau2-bench) runs its own simulations; :mod:`callscope.benchmarks.tau2`
 reads what it wrote (results files and run directories, tasks, tool definitions, which tools
-write). This module reports the same GAR / Acc diagnostic as the BFCL one
+write) into :class:`~callscope.benchmarks.tau2.source.Tau2Results`. This module is the pure
+computation over those records (:func:`diagnose_tau2`: no files, no rendering, the CONFIRM
+judge passed in as a callable): the same GAR / Acc diagnostic as the BFCL one
 (:mod:`callscope.calibration.diagnostics`), plus the SAAG stage mix of every agent tool call and
 CONFIRM (did the user confirm before each database write, :mod:`callscope.calibration.confirm`).
+Its records (:class:`~callscope.records.SimulationRecord`, :class:`~callscope.records.CallRecord`)
+live in :mod:`callscope.records`; reading and diagnosing files is
+:func:`callscope.runs.from_results.tau2_diagnostics`.
 
 **Gold classes** (per task): TOOL_CALL or REFUSE from the task's expected actions
 (:func:`callscope.benchmarks.tau2.tasks.task_gold_class`). ASK is an extra label: the task's
@@ -15,9 +20,10 @@ list (task ids, or ``domain:id``); when it is ``None`` the unchecked candidates 
 gold and the result says so, except candidates whose cues occur only in scenario text shared
 by the run's tasks (boilerplate: listed, not used unless ``Tau2Config.boilerplate_ask``). A
 task can thus be in its TOOL_CALL or REFUSE row and in the ASK row. Tasks come from each
-run's own ``tasks`` list; a separate tasks file (``tasks=``) overrides embedded tasks with the
-same id and supplies missing ones, in every run of its domain. A
-simulation whose task cannot be found is reported in ``problems``.
+run's ``task_map`` (its own ``tasks`` list, and a tasks file of its domain overriding tasks
+with the same id and supplying missing ones:
+:func:`callscope.benchmarks.tau2.source.read_tau2_results`). A simulation whose task cannot be
+found is reported in ``problems``.
 
 **GAR per class** (one case = one simulation, i.e. task x trial; :data:`GAR_RULES`):
 
@@ -72,10 +78,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from rich.table import Table as RichTable
 
 from callscope.benchmarks.tau2.messages import (
     agent_calls,
@@ -83,13 +86,9 @@ from callscope.benchmarks.tau2.messages import (
     task_mismatch,
     tool_types,
 )
-from callscope.benchmarks.tau2.reader import (
-    Tau2FormatError,
-    Tau2Run,
-    find_tau2_runs,
-    load_tasks,
-)
-from callscope.benchmarks.tau2.stock_tools import stock_domain_of_tools, stock_functions
+from callscope.benchmarks.tau2.reader import Tau2Run
+from callscope.benchmarks.tau2.source import Tau2Results
+from callscope.benchmarks.tau2.stock_tools import stock_functions
 from callscope.benchmarks.tau2.tasks import (
     DEFAULT_ASK_SCENARIO_CUES,
     boilerplate_sentences,
@@ -97,45 +96,36 @@ from callscope.benchmarks.tau2.tasks import (
     cue_snippet,
     scenario_text,
     task_actions,
-    task_domain,
     task_gold_class,
     user_only_actions,
 )
 from callscope.benchmarks.tau2.write_tools import DEFAULT_WRITE_PATTERN, decide_write_tools
 from callscope.calibration.classify import DEFAULT, ClassifierConfig
-from callscope.calibration.confirm import DEFAULT_CONFIRM, ConfirmConfig, agreement_stats
+from callscope.calibration.confirm import (
+    DEFAULT_CONFIRM,
+    ConfirmConfig,
+    ConfirmJudge,
+    agreement_stats,
+)
 from callscope.calibration.diagnostics import (
     CaseClasses,
     DiagnosticsSettings,
     capability_check,
     category_row,
 )
-from callscope.calibration.tau2_simulation import (
-    GAR_RULES,
-    GOLD_ORDER,
-    CallRecord,
-    SimulationRecord,
-    diagnose_simulation,
-)
-from callscope.calibration.tau2_tables import (
-    acc_table,
-    domain_table,
-    gar_table,
-    report_markdown,
-)
+from callscope.calibration.tau2_simulation import GAR_RULES, GOLD_ORDER, diagnose_simulation
 from callscope.core.stats import rate_ci
-from callscope.models.base import ChatModel
+from callscope.records import CallRecord, SimulationRecord
 from callscope.types import ACTION_CLASSES, TOOL_CALL
 
 __all__ = [
     "DEFAULT_TAU2",
     "GAR_RULES",
-    "CallRecord",
-    "SimulationRecord",
+    "POOLED",
     "Tau2Config",
     "Tau2Diagnostics",
+    "diagnose_tau2",
     "is_ask_gold",
-    "tau2_diagnostics",
 ]
 
 
@@ -419,7 +409,7 @@ def _domain_rows(
 
 @dataclass
 class Tau2Diagnostics:
-    """Result of :func:`tau2_diagnostics`.
+    """Result of :func:`diagnose_tau2`.
 
     ``rows``: one per (group, domain, gold class [, reference path]), with the keys of
     :mod:`callscope.calibration.diagnostics` rows (``category`` = domain) plus ``group`` (the
@@ -477,98 +467,32 @@ class Tau2Diagnostics:
             d["calls"] = [c.to_dict() for c in self.calls]
         return d
 
-    def to_markdown(self) -> str:
-        """Warnings, file Acc, one GAR table per group, the domain table, the ASK candidates,
-        the write tools and the problems, as Markdown."""
-        return report_markdown(self)
-
     def group_rows(self, group: str) -> list[dict[str, Any]]:
         """The (domain, gold class) rows of one group."""
         return [r for r in self.rows if r.get("group") == group]
-
-    def rich_tables(self) -> list[RichTable]:
-        """One GAR / Acc table per group (pooled last when computed), for the terminal."""
-        groups = list(dict.fromkeys(r.get("group") for r in self.rows)) or [None]
-        return [
-            gar_table(
-                self.rows if g is None else self.group_rows(g),
-                f"τ²-bench action-class diagnostics: {g}"
-                if g
-                else "τ²-bench action-class diagnostics",
-            ).to_rich()
-            for g in groups
-        ]
-
-    def rich_table(self, title: str | None = "τ²-bench action-class diagnostics") -> RichTable:
-        """All (group, domain, gold class) rows as one :class:`rich.table.Table`."""
-        return gar_table(self.rows, title).to_rich()
-
-    def rich_acc_table(self, title: str | None = "τ²-bench file-level Acc (pass^1)") -> RichTable:
-        """The file-level Acc rows as a :class:`rich.table.Table`."""
-        return acc_table(self.acc_rows, title).to_rich()
-
-    def rich_domain_table(self, title: str | None = "τ²-bench tool calls and CONFIRM") -> RichTable:
-        """The per-domain rows as a :class:`rich.table.Table`."""
-        return domain_table(self.domain_rows, title).to_rich()
 
 
 # --------------------------------------------------------------------------- entry point
 
 
-def _tasks_mismatch(run: Tau2Run, external: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """Why a tasks file does not belong to ``run`` (``None`` when it does): another domain
-    (by the tasks' ``instructions.domain``, else by their action names against τ²'s stock
-    tools), or no task id shared with the run's simulations."""
-    domains = {d for t in external.values() if (d := task_domain(t))}
-    if not domains:
-        names = {str(a.get("name")) for t in external.values() for a in task_actions(t) or []}
-        stock = stock_domain_of_tools(names)
-        domains = {stock} if stock else set()
-    if domains and run.domain not in domains:
-        return f"the tasks file is of domain {', '.join(sorted(domains))}, not {run.domain}"
-    used = {str(sim["task_id"]) for sim in run.simulations}
-    if used and not used & set(external):
-        return "the tasks file shares no task id with its simulations"
-    return None
-
-
-def tau2_diagnostics(
-    run_dir: str | Path | Sequence[str | Path],
-    tasks: str | Path | Sequence[Mapping[str, Any]] | None = None,
+def diagnose_tau2(
+    results: Tau2Results,
     *,
-    judge: ChatModel | None = None,
+    judge: ConfirmJudge | None = None,
     config: Tau2Config | ClassifierConfig = DEFAULT_TAU2,
 ) -> Tau2Diagnostics:
-    """The τ² action-class diagnostic of the run(s) at ``run_dir`` (one path or several; what
-    a path may be: :func:`callscope.benchmarks.tau2.reader.find_tau2_runs`).
+    """The τ² action-class diagnostic of the runs read into ``results``
+    (:func:`callscope.benchmarks.tau2.source.read_tau2_results`; see the module docstring).
 
-    ``tasks``: a tasks file path or a list of task objects, overriding the runs' embedded
-    tasks by id in the runs they belong to (not used, and said so, for a run of another
-    domain or sharing no task id with it; refused, :class:`Tau2FormatError`, when they
-    belong to no run). ``judge``: a :class:`~callscope.models.base.ChatModel` asked about
-    every write call (CONFIRM); its agreement with the rule is reported. Raises
-    ``FileNotFoundError`` / :class:`Tau2FormatError` when a path holds no τ² results.
-    ``config`` may also be a bare :class:`~callscope.calibration.classify.ClassifierConfig`
-    (e.g. a classifier preset): the other settings then take their defaults.
+    ``judge``: a :data:`~callscope.calibration.confirm.ConfirmJudge` asked about every write
+    call (CONFIRM); its agreement with the rule is reported. ``config`` may also be a bare
+    :class:`~callscope.calibration.classify.ClassifierConfig` (e.g. a classifier preset): the
+    other settings then take their defaults.
     """
     if isinstance(config, ClassifierConfig):
         config = Tau2Config(classifier=config)
-    paths = [run_dir] if isinstance(run_dir, str | Path) else list(run_dir)
-    runs: list[Tau2Run] = []
-    problems: list[str] = []
-    for path in paths:
-        found, found_problems = find_tau2_runs(path)
-        runs.extend(found)
-        problems.extend(found_problems)
-    external = {str(t["id"]): t for t in load_tasks(tasks)}
-    foreign = {r.source: why for r in runs if external and (why := _tasks_mismatch(r, external))}
-    if external and len(foreign) == len(runs):
-        raise Tau2FormatError(
-            "refusing the tasks file: " + "; ".join(f"{src}: {why}" for src, why in foreign.items())
-        )
-    for src, why in foreign.items():
-        problems.append(f"{src}: tasks file not used ({why})")
-
+    runs = results.runs
+    problems = list(results.problems)
     sims: list[SimulationRecord] = []
     calls: list[CallRecord] = []
     candidates: list[dict[str, Any]] = []
@@ -579,9 +503,7 @@ def tau2_diagnostics(
     for run in runs:
         problems.extend(run.problems)
         group = f"{run.agent} (user: {run.user})"
-        task_map = {str(t["id"]): t for t in run.tasks if t.get("id") is not None}
-        if run.source not in foreign:
-            task_map.update(external)
+        task_map = run.task_map
         used = {str(sim["task_id"]) for sim in run.simulations}
         run_tasks = {tid: t for tid, t in task_map.items() if tid in used}
         boiler = boilerplate_sentences(scenario_text(t) for t in run_tasks.values())

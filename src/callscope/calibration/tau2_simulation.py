@@ -19,7 +19,6 @@ only against the tool names known from the run, a known name then being ``unchec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from callscope.benchmarks.tau2.messages import (
@@ -33,14 +32,8 @@ from callscope.benchmarks.tau2.messages import (
 from callscope.benchmarks.tau2.reader import Tau2Run
 from callscope.benchmarks.tau2.tasks import task_actions, task_gold_class
 from callscope.calibration.classify import ClassifierConfig, emission_classes
-from callscope.calibration.confirm import (
-    ConfirmConfig,
-    ConfirmDecision,
-    JudgeVerdict,
-    detect_confirmation,
-    judge_confirmation,
-)
-from callscope.models.base import ChatModel
+from callscope.calibration.confirm import ConfirmConfig, ConfirmJudge, detect_confirmation
+from callscope.records import CallRecord, SimulationRecord
 from callscope.saag.cascade import diagnose
 from callscope.types import ACTION_CLASSES, ASK, OTHER, REFUSE, TOOL_CALL, ToolCall
 
@@ -55,75 +48,6 @@ GAR_RULES: dict[str, str] = {
 
 
 # --------------------------------------------------------------------------- per simulation
-
-
-@dataclass
-class CallRecord:
-    """One agent tool call: where it is, whether it writes, its SAAG stage (``None`` =
-    unchecked: no schemas and a known name), and for writes the CONFIRM verdicts."""
-
-    domain: str
-    simulation_id: str
-    task_id: str
-    message_index: int
-    name: str
-    arguments: dict[str, Any]
-    write: bool
-    stage: int | None
-    failure_kinds: list[str] = field(default_factory=list)
-    nearest: str | None = None
-    confirm_rule: ConfirmDecision | None = None
-    confirm_judge: JudgeVerdict | None = None
-    source: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["confirm_rule"] = self.confirm_rule.to_dict() if self.confirm_rule else None
-        d["confirm_judge"] = self.confirm_judge.to_dict() if self.confirm_judge else None
-        return d
-
-
-@dataclass
-class SimulationRecord:
-    """One simulation as diagnosed: gold classes, per-message classes, GAR per gold class
-    (``None`` = no verdict), Acc, and counts. ``group``: the agent / user simulator label
-    the rows are grouped by; ``path``: ``write`` / ``read-only`` reference path of a TOOL_CALL
-    task; ``check_failures``: kinds of the failed agent checks; ``user_checks``: action checks
-    of the user's actions (not counted); ``mismatch``: why the action checks do not belong
-    to the task (``None`` when they do); ``excluded``: why the simulation is left out of the
-    per-class rows (``None`` when it is in)."""
-
-    domain: str
-    source: str
-    id: str
-    task_id: str
-    trial: int | None
-    gold_class: str | None
-    ask_gold: bool
-    reward: float | None
-    passed: bool | None
-    termination_reason: str | None
-    error: str | None
-    message_classes: list[list[str]]
-    union: list[str]
-    write_calls: int
-    action_checks: int | None
-    failed_action_checks: int | None
-    gar: dict[str, bool | None]
-    group: str = ""
-    path: str | None = None
-    check_failures: list[str] = field(default_factory=list)
-    user_checks: int = 0
-    mismatch: str | None = None
-    excluded: str | None = None
-
-    @property
-    def max_steps(self) -> bool:
-        """Whether the simulation ended on τ²'s step limit."""
-        return self.termination_reason == "max_steps"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def message_classes_of(message: Mapping[str, Any], config: ClassifierConfig) -> list[str]:
@@ -170,14 +94,14 @@ def diagnose_simulation(
     known: set[str],
     classifier: ClassifierConfig,
     confirm: ConfirmConfig,
-    judge: ChatModel | None,
+    judge: ConfirmJudge | None,
     group: str = "",
     functions: list[dict[str, Any]] | None = None,
 ) -> tuple[SimulationRecord, list[CallRecord]]:
     """Diagnose one simulation of ``run``: the classes of every agent message, the SAAG stage
     of every agent tool call (against ``run.functions``, else the ``known`` tool names), the
     CONFIRM verdicts of every write call (``writes``: the run's write decisions; the rule,
-    and ``judge`` when given), and GAR per gold class by :data:`GAR_RULES` (the task's
+    and ``judge``, a :data:`~callscope.calibration.confirm.ConfirmJudge`, when given), and GAR per gold class by :data:`GAR_RULES` (the task's
     TOOL_CALL / REFUSE gold, and ASK when ``ask_gold``). ``task`` is ``None`` when the
     simulation's task is unknown: no TOOL_CALL / REFUSE verdict then. ``group``: the label
     of the agent / user simulator pair the rows group by. ``functions``: the tool schemas to
@@ -224,12 +148,8 @@ def diagnose_simulation(
             if is_write:
                 rec.confirm_rule = detect_confirmation(messages, i, confirm, classifier)
                 if judge is not None:
-                    rec.confirm_judge = judge_confirmation(
-                        judge,
-                        messages,
-                        i,
-                        {"name": call["name"], "arguments": args},
-                        confirm,
+                    rec.confirm_judge = judge(
+                        messages, i, {"name": call["name"], "arguments": args}
                     )
             calls.append(rec)
 

@@ -1,20 +1,29 @@
 """`callscope calibrate --from-bfcl` / `--from-tau2`: the action-class diagnostic (GAR beside
 Acc, calibration paper section 3) of another tool's own results, without running a model.
 
-Each pipeline reads the results, diagnoses them, writes its tables (``.md`` and ``.json``) to
-the output directory and returns what it computed, with the content of its HTML page as a
-:class:`DiagnosticPage` (rendered by :func:`callscope.report.html.build_diagnostic_page`,
-which lives in the report layer above this one).
+:func:`calibrate_from_results` drives any registered results source by name
+(:data:`callscope.benchmarks.results_source.RESULTS_SOURCES`): the source reads its files into
+records, the diagnostic its ``diagnostic`` names (:data:`RESULTS_DIAGNOSTICS`: ``cases`` for
+:class:`~callscope.records.CaseRecord`\\ s, ``tau2`` for τ²-bench simulations) computes, and
+the result is written as ``<stem>.json`` under the output directory.
+:func:`calibrate_from_bfcl` and :func:`calibrate_from_tau2` are the two sources with their
+options; BFCL's also writes its ``.md`` and gives the content of its HTML page as a
+:class:`DiagnosticPage` (rendered by :func:`callscope.report.html.build_diagnostic_page`, which
+lives in the report layer above this one); τ²'s tables, Markdown and page are built by
+:mod:`callscope.report.tau2_tables` from the diagnostics returned.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from callscope.benchmarks.bfcl.results import BfclRun, load_bfcl_run
+from callscope.benchmarks.bfcl.results import BfclRun
+from callscope.benchmarks.results_source import RESULTS_SOURCES, CaseResults
+from callscope.benchmarks.tau2.source import TasksArg, Tau2Results, read_tau2_results
 from callscope.calibration.classify import DEFAULT, ClassifierConfig
 from callscope.calibration.diagnostics import (
     Diagnostics,
@@ -22,21 +31,10 @@ from callscope.calibration.diagnostics import (
     diagnostics_table,
     to_markdown,
 )
-from callscope.calibration.tau2 import (
-    Tau2Config,
-    Tau2Diagnostics,
-    tau2_diagnostics,
-)
-from callscope.calibration.tau2_tables import (
-    acc_table,
-    ask_candidate_lines,
-    capability_text,
-    domain_table,
-    gar_table,
-    group_rows,
-    write_tool_lines,
-)
+from callscope.calibration.tau2 import DEFAULT_TAU2, Tau2Config, Tau2Diagnostics, diagnose_tau2
+from callscope.core.registry import Registry
 from callscope.models.base import ChatModel
+from callscope.runs.confirm_judge import model_confirm_judge
 from callscope.types import TOOL_CALL
 
 BFCL_STEM = "calibration-from-bfcl"
@@ -56,6 +54,131 @@ class DiagnosticPage:
     lists: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
+def capability_text(cap: Mapping[str, Any]) -> str | None:
+    """The capability-check line when it fails (``None`` when every class is emitted often
+    enough)."""
+    below = cap.get("below") or []
+    if not below:
+        return None
+    return (
+        f"Capability check failed: emitted fewer than {cap.get('t_cap')} times: "
+        f"{', '.join(map(str, below))} (GAR and bound flags of these classes say little)."
+    )
+
+
+# --------------------------------------------------------------------------- any source
+
+
+@dataclass(frozen=True)
+class ResultsDiagnostic:
+    """How one kind of read results is diagnosed and saved: ``diagnose(read, source,
+    results, **options)`` computes the diagnostics (``source``: the results source, ``results``:
+    the path read, for messages); ``to_json(read, diagnostics)`` is what ``<stem>.json``
+    holds; ``stem`` names the files (``{source}``: the source's name)."""
+
+    name: str
+    stem: str
+    diagnose: Callable[..., Any]
+    to_json: Callable[[Any, Any], dict[str, Any]]
+
+
+@dataclass
+class ResultsCalibration:
+    """Result of :func:`calibrate_from_results`: the source's name, what it read, the
+    diagnostics, and the files written (``<stem>.json``)."""
+
+    source: str
+    read: Any
+    diagnostics: Any
+    written: list[Path]
+
+
+def calibrate_from_results(
+    source: str,
+    results: str | Path,
+    out: str | Path,
+    *,
+    read_options: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> ResultsCalibration:
+    """Read ``results`` with the results source called ``source`` (its ``read_options``),
+    diagnose what it read with the source's diagnostic (``options``), and write the result
+    as ``<stem>.json`` under ``out``. Raises :class:`~callscope.errors.ConfigError` for an
+    unknown source, and what the source and diagnostic raise (before writing anything) when
+    nothing usable was read."""
+    src = RESULTS_SOURCES[source]
+    diagnostic = RESULTS_DIAGNOSTICS[src.diagnostic]
+    read = src.read(Path(results), **dict(read_options or {}))
+    diag = diagnostic.diagnose(read, src, results, **options)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    js = out / f"{diagnostic.stem.format(source=src.name)}.json"
+    js.write_text(json.dumps(diagnostic.to_json(read, diag), indent=2, default=str), "utf-8")
+    return ResultsCalibration(source=src.name, read=read, diagnostics=diag, written=[js])
+
+
+def diagnose_cases(
+    read: CaseResults,
+    source: Any,
+    results: str | Path,
+    *,
+    config: ClassifierConfig = DEFAULT,
+) -> Diagnostics:
+    """GAR beside Acc of a ``cases`` source's records, classified by ``config``, with the
+    benchmark's own Acc counts where its files state them. Raises ``FileNotFoundError`` with
+    what was looked for when no case was read."""
+    if not read.records:
+        reason = read.problems[0] if read.problems else read.found()
+        raise FileNotFoundError(f"no {source.title} read from {results}: {reason}")
+    return compute_diagnostics(read.records, config, header_acc=read.header_acc())
+
+
+def cases_json(read: CaseResults, diag: Diagnostics) -> dict[str, Any]:
+    """The diagnostics and, under ``source``, what was read, the emissions without a class
+    and the problems."""
+    data = diag.to_dict()
+    data["source"] = {
+        **read.describe(),
+        "empty_emissions": sum(r["n_empty"] for r in diag.rows),
+        "problems": read.problems,
+    }
+    return data
+
+
+def diagnose_tau2_results(
+    read: Tau2Results,
+    source: Any,
+    results: str | Path,
+    *,
+    judge: ChatModel | None = None,
+    config: Tau2Config | ClassifierConfig = DEFAULT_TAU2,
+) -> Tau2Diagnostics:
+    """:func:`~callscope.calibration.tau2.diagnose_tau2` of τ² runs, ``judge`` (a model)
+    asked about CONFIRM through :func:`~callscope.runs.confirm_judge.model_confirm_judge`."""
+    settings = Tau2Config(classifier=config) if isinstance(config, ClassifierConfig) else config
+    confirm_judge = model_confirm_judge(judge, settings.confirm) if judge is not None else None
+    return diagnose_tau2(read, judge=confirm_judge, config=settings)
+
+
+#: The diagnostics a results source can name (its ``diagnostic``).
+RESULTS_DIAGNOSTICS: Registry[ResultsDiagnostic] = Registry("results diagnostic")
+RESULTS_DIAGNOSTICS.register(
+    "cases", ResultsDiagnostic("cases", "calibration-from-{source}", diagnose_cases, cases_json)
+)
+RESULTS_DIAGNOSTICS.register(
+    "tau2",
+    ResultsDiagnostic(
+        "tau2",
+        TAU2_STEM,
+        diagnose_tau2_results,
+        lambda _read, diag: diag.to_dict(include_details=True),
+    ),
+)
+
+
+# --------------------------------------------------------------------------- BFCL
+
+
 @dataclass
 class BfclCalibration:
     """Result of :func:`calibrate_from_bfcl`: what was read, its diagnostics, the files
@@ -63,16 +186,6 @@ class BfclCalibration:
 
     run: BfclRun
     diagnostics: Diagnostics
-    written: list[Path]
-    page: DiagnosticPage
-
-
-@dataclass
-class Tau2Calibration:
-    """Result of :func:`calibrate_from_tau2`: the τ² diagnostics, the files written (``.md``
-    first) and the page to render."""
-
-    diagnostics: Tau2Diagnostics
     written: list[Path]
     page: DiagnosticPage
 
@@ -93,29 +206,14 @@ def calibrate_from_bfcl(
     Writes ``calibration-from-bfcl.md`` / ``.json`` under ``out``. Raises
     ``FileNotFoundError`` (before writing anything) with a one-line message saying what was
     looked for when no case was read."""
-    out = Path(out)
-    run = load_bfcl_run(results, scores, model=model)
-    if not run.records:
-        reason = run.problems[0] if run.problems else f"looked for {run.looked_for}"
-        raise FileNotFoundError(f"no BFCL multi-turn results read from {results}: {reason}")
-    diag = compute_diagnostics(run.records, config, header_acc=run.header_acc())
+    done = calibrate_from_results(
+        "bfcl", results, out, read_options={"scores": scores, "model": model}, config=config
+    )
+    run: BfclRun = done.read
+    diag: Diagnostics = done.diagnostics
     warnings, notes = bfcl_warnings(diag), bfcl_notes(run, diag)
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / f"{BFCL_STEM}.md", out / f"{BFCL_STEM}.json"
+    md = Path(out) / f"{BFCL_STEM}.md"
     md.write_text(bfcl_markdown(run, diag), encoding="utf-8")
-    data = diag.to_dict()
-    data["source"] = {
-        "model": run.model,
-        "version": run.version,
-        "layout": run.layout,
-        "score_version": run.score_version,
-        "score_layout": run.score_layout,
-        "files": [str(f) for f in run.files],
-        "single_string_turns": run.single_string_turns,
-        "empty_emissions": sum(r["n_empty"] for r in diag.rows),
-        "problems": run.problems,
-    }
-    js.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     page = DiagnosticPage(
         f"Action-class diagnostic of BFCL results: {run.model}",
         [
@@ -131,7 +229,7 @@ def calibrate_from_bfcl(
         warnings=warnings,
         lists=[("Problems", list(run.problems))] if run.problems else [],
     )
-    return BfclCalibration(run=run, diagnostics=diag, written=[md, js], page=page)
+    return BfclCalibration(run=run, diagnostics=diag, written=[md, *done.written], page=page)
 
 
 def bfcl_warnings(diag: Diagnostics) -> list[str]:
@@ -175,6 +273,38 @@ def bfcl_markdown(run: BfclRun, diag: Diagnostics) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+# --------------------------------------------------------------------------- τ²-bench
+
+
+@dataclass
+class Tau2Calibration:
+    """Result of :func:`calibrate_from_tau2`: the τ² diagnostics and the file written
+    (``tau2-diagnostics.json``); its tables, Markdown and page:
+    :mod:`callscope.report.tau2_tables`."""
+
+    diagnostics: Tau2Diagnostics
+    written: list[Path]
+
+
+def tau2_diagnostics(
+    run_dir: str | Path | Sequence[str | Path],
+    tasks: TasksArg = None,
+    *,
+    judge: ChatModel | None = None,
+    config: Tau2Config | ClassifierConfig = DEFAULT_TAU2,
+) -> Tau2Diagnostics:
+    """The τ² action-class diagnostic of the run(s) at ``run_dir`` (one path or several):
+    :func:`~callscope.benchmarks.tau2.source.read_tau2_results` with ``tasks`` (a tasks file
+    or task objects), then :func:`~callscope.calibration.tau2.diagnose_tau2` with ``judge``
+    (a model also asked about every write call, its agreement with the rule reported) and
+    ``config`` (a :class:`~callscope.calibration.tau2.Tau2Config` or a bare classifier
+    configuration). Raises ``FileNotFoundError`` /
+    :class:`~callscope.benchmarks.tau2.reader.Tau2FormatError` when a path holds no τ²
+    results or the tasks belong to no run."""
+    read = read_tau2_results(run_dir, tasks)
+    return diagnose_tau2_results(read, None, run_dir, judge=judge, config=config)
+
+
 def calibrate_from_tau2(
     results: str | Path,
     out: str | Path,
@@ -188,67 +318,11 @@ def calibrate_from_tau2(
     (``tasks``: a tasks file when the results lack them; ``judge``: a model also asked about
     CONFIRM, its agreement with the rule reported; ``settings``: the τ² settings, e.g. write /
     read tools, the checked ASK list, pooling, its classifier replaced by ``config``). Writes
-    ``tau2-diagnostics.md`` / ``.json`` under ``out``. Raises ``FileNotFoundError`` /
+    ``tau2-diagnostics.json`` under ``out``. Raises ``FileNotFoundError`` /
     ``Tau2FormatError`` (before writing anything) when ``results`` holds no τ² results or
     ``tasks`` is of another domain."""
-    out = Path(out)
     tau2_config = replace(settings or Tau2Config(), classifier=config)
-    result = tau2_diagnostics(results, tasks, judge=judge, config=tau2_config)
-    out.mkdir(parents=True, exist_ok=True)
-    md, js = out / f"{TAU2_STEM}.md", out / f"{TAU2_STEM}.json"
-    js.write_text(
-        json.dumps(result.to_dict(include_details=True), indent=2, default=str), encoding="utf-8"
+    done = calibrate_from_results(
+        "tau2", results, out, read_options={"tasks": tasks}, judge=judge, config=tau2_config
     )
-    md.write_text(result.to_markdown(), encoding="utf-8")
-    return Tau2Calibration(diagnostics=result, written=[md, js], page=tau2_page(result, results))
-
-
-def tau2_page(result: Tau2Diagnostics, results: str | Path) -> DiagnosticPage:
-    """The ``report.html`` content of a τ² diagnostic: warnings first, the file-level Acc,
-    one GAR table per agent / user group (bound violations highlighted), the domain table,
-    and the ASK candidates, write-tool decisions and problems as lists."""
-    rules = "; ".join(f"{k} = {v}" for k, v in result.config["gar_rules"].items())
-    tables: list[tuple[str, str, Any]] = [
-        (
-            "File-level Acc (pass^1)",
-            "Share of simulations with reward 1 (the leaderboard's pass^1), over every "
-            "simulation with a reward; Wilson 95% intervals.",
-            acc_table(result.acc_rows),
-        )
-    ]
-    for group, rows in group_rows(result.rows):
-        tables.append(
-            (
-                f"GAR and Acc per domain and gold class: {group}",
-                f"τ² GAR rules: {rules}. Acc = reward 1. ASK gold: {result.ask_gold_source}. "
-                "Wilson 95% intervals; Acc > GAR (bound violation) rows highlighted.",
-                gar_table(rows),
-            )
-        )
-    tables.append(
-        (
-            "Per domain: SAAG stage mix of tool calls and CONFIRM",
-            "Every agent tool call through the SAAG cascade (against the run's tool schemas, "
-            "else τ²'s stock schemas for its domain); CONFIRM: did the user confirm before "
-            "each write.",
-            domain_table(result.domain_rows),
-        )
-    )
-    warnings = list(result.warnings)
-    if (cap := capability_text(result.capability)) is not None:
-        warnings.append(cap)
-    lists = [
-        (heading, items)
-        for heading, items in (
-            ("ASK candidates (check these by reading the scenario)", ask_candidate_lines(result)),
-            ("Write-tool decisions", write_tool_lines(result)),
-            ("Problems", list(result.problems)),
-        )
-        if items
-    ]
-    return DiagnosticPage(
-        f"τ²-bench action-class diagnostic: {Path(results).name}",
-        tables,
-        warnings=warnings,
-        lists=lists,
-    )
+    return Tau2Calibration(diagnostics=done.diagnostics, written=done.written)

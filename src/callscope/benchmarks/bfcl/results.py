@@ -35,6 +35,11 @@ to the empty-gold turns if the question has no ``missed_function``.
 
 Nothing here raises on a missing or malformed file: problems are collected as messages in
 :attr:`BfclRun.problems`.
+
+:data:`BFCL_RESULTS` is the :class:`~callscope.benchmarks.results_source.ResultsSource`
+(``bfcl``) registered in :data:`callscope.benchmarks.results_source.RESULTS_SOURCES`: its
+``read`` is :func:`load_bfcl_run`, whose :class:`BfclRun` is a
+:class:`~callscope.benchmarks.results_source.CaseResults`.
 """
 
 from __future__ import annotations
@@ -221,6 +226,19 @@ class BfclRun:
             if isinstance(correct, int) and isinstance(total, int) and 0 <= correct <= total:
                 out[cat] = (correct, total)
         return out
+
+    def describe(self) -> dict[str, Any]:
+        """What was read, JSON-ready: model, versions and layouts of the result and score
+        files, the files, and the turns saved as one string."""
+        return {
+            "model": self.model,
+            "version": self.version,
+            "layout": self.layout,
+            "score_version": self.score_version,
+            "score_layout": self.score_layout,
+            "files": [str(f) for f in self.files],
+            "single_string_turns": self.single_string_turns,
+        }
 
     def found(self) -> str:
         """What was found, in one line (``BFCL v4 result files (flat <model>/) ...``)."""
@@ -447,3 +465,27 @@ def load_bfcl_results(
 ) -> list[CaseRecord]:
     """The records of :func:`load_bfcl_run` (problems dropped; use that to see them)."""
     return load_bfcl_run(results_dir, scores_dir, model).records
+
+
+@dataclass(frozen=True)
+class BfclResultsSource:
+    """BFCL multi-turn result trees (and their score trees) as a results source (read options:
+    ``scores``, a score tree when it is not under the results path; ``model``, which model
+    when several are there)."""
+
+    name: str = "bfcl"
+    title: str = "BFCL multi-turn results"
+    diagnostic: str = "cases"
+
+    def detect(self, path: Path) -> bool:
+        """Whether a BFCL multi-turn result file is at or under ``path``."""
+        return bool(find_bfcl_files(path, "result"))
+
+    def read(
+        self, path: Path, *, scores: str | Path | None = None, model: str | None = None
+    ) -> BfclRun:
+        """:func:`load_bfcl_run` of ``path`` (one model's records, header counts, problems)."""
+        return load_bfcl_run(path, scores, model=model)
+
+
+BFCL_RESULTS = BfclResultsSource()

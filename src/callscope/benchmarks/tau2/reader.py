@@ -45,7 +45,9 @@ class Tau2Run:
     shape check), the tool schemas it exposes (``functions``, ``None`` when absent), the
     ``problems`` met while reading, and who ran it: ``agent`` and ``user`` (the agent's and
     the user simulator's model, from ``info.agent_info`` / ``info.user_info``; ``"unknown"``
-    when absent)."""
+    when absent). ``task_map``: the tasks its simulations are matched to, by id: the
+    embedded ones, and those of a tasks file of its domain
+    (:func:`callscope.benchmarks.tau2.source.read_tau2_results`)."""
 
     source: str
     layout: str
@@ -57,6 +59,7 @@ class Tau2Run:
     problems: list[str] = field(default_factory=list)
     agent: str = "unknown"
     user: str = "unknown"
+    task_map: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def participant(info: Mapping[str, Any], key: str) -> str:
@@ -246,6 +249,7 @@ def read_tau2_run(path: str | Path) -> Tau2Run:
         problems=problems,
         agent=participant(info, "agent_info"),
         user=participant(info, "user_info"),
+        task_map={str(t["id"]): t for t in tasks if t.get("id") is not None},
     )
 
 

@@ -1,5 +1,6 @@
-"""The tables of the τ²-bench diagnostic (:mod:`callscope.calibration.tau2`), built as
-:class:`callscope.core.table.Table` and rendered as Markdown or for the terminal.
+"""The τ²-bench diagnostic (:class:`callscope.calibration.tau2.Tau2Diagnostics`) as tables,
+Markdown and page content: every table is a :class:`callscope.core.table.Table`, rendered by
+the caller (Markdown, HTML, the terminal).
 
 * GAR / Acc per (domain, gold class [, reference path]) of one agent / user group:
   :func:`gar_table` (percentages, Wilson 95% intervals, GAR − Acc in pp, the flags of
@@ -8,21 +9,25 @@
 * the file-level Acc (the leaderboard's pass^1) per group and domain: :func:`acc_table`;
 * per domain: the SAAG stage mix of the agent's tool calls and CONFIRM (rule, and judge with
   agreement and Cohen's kappa when it ran): :func:`domain_table`;
-* :func:`report_markdown`: the warnings, the file Acc, one GAR table per group with the GAR
-  rules, the domain table, the ASK candidates, every write-tool decision and the problems.
+* :func:`tau2_markdown`: the warnings, the file Acc, one GAR table per group with the GAR
+  rules, the domain table, the ASK candidates, every write-tool decision and the problems;
+* :func:`tau2_terminal_tables`: the file Acc, one GAR table per group and the domain table,
+  titled for the terminal;
+* :func:`tau2_page`: the content of the diagnostic's ``report.html``
+  (:class:`~callscope.runs.from_results.DiagnosticPage`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from callscope.calibration.diagnostics import row_flags
+from callscope.calibration.tau2 import Tau2Diagnostics
 from callscope.calibration.tau2_simulation import GAR_RULES
 from callscope.core.table import Table, pct, pct_ci
-
-if TYPE_CHECKING:
-    from callscope.calibration.tau2 import Tau2Diagnostics
+from callscope.runs.from_results import TAU2_STEM, DiagnosticPage, capability_text
 
 GAR_COLUMNS: tuple[str, ...] = (
     "Domain",
@@ -185,18 +190,6 @@ def group_rows(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mappin
     return [(g, [r for r in rows if str(r.get("group") or "") == g]) for g in groups]
 
 
-def capability_text(cap: Mapping[str, Any]) -> str | None:
-    """The capability-check line when it fails (``None`` when every class is emitted often
-    enough)."""
-    below = cap.get("below") or []
-    if not below:
-        return None
-    return (
-        f"Capability check failed: emitted fewer than {cap.get('t_cap')} times: "
-        f"{', '.join(map(str, below))} (GAR and bound flags of these classes say little)."
-    )
-
-
 def ask_candidate_lines(diag: Tau2Diagnostics) -> list[str]:
     """One line per ASK candidate: task, cues, snippet, boilerplate and use."""
     out = []
@@ -225,7 +218,7 @@ def write_tool_lines(diag: Tau2Diagnostics) -> list[str]:
     ]
 
 
-def report_markdown(diag: Tau2Diagnostics) -> str:
+def tau2_markdown(diag: Tau2Diagnostics) -> str:
     """The warnings, the file Acc, one GAR table per group with the GAR rules, the domain
     table, CONFIRM agreement, the ASK candidates, the write-tool decisions and the problems,
     as Markdown."""
@@ -263,3 +256,82 @@ def report_markdown(diag: Tau2Diagnostics) -> str:
     if diag.problems:
         parts.append("\n**Problems**:\n" + "".join(f"- {p}\n" for p in diag.problems))
     return "".join(parts)
+
+
+def tau2_terminal_tables(diag: Tau2Diagnostics) -> list[Table]:
+    """The tables the terminal shows: the file-level Acc, one GAR / Acc table per group (in
+    row order, pooled last when computed) and the per-domain table, each titled."""
+    groups = list(dict.fromkeys(r.get("group") for r in diag.rows)) or [None]
+    return [
+        acc_table(diag.acc_rows, "τ²-bench file-level Acc (pass^1)"),
+        *(
+            gar_table(
+                diag.rows if g is None else diag.group_rows(g),
+                f"τ²-bench action-class diagnostics: {g}"
+                if g
+                else "τ²-bench action-class diagnostics",
+            )
+            for g in groups
+        ),
+        domain_table(diag.domain_rows, "τ²-bench tool calls and CONFIRM"),
+    ]
+
+
+def tau2_page(result: Tau2Diagnostics, results: str | Path) -> DiagnosticPage:
+    """The ``report.html`` content of a τ² diagnostic of ``results`` (its name is the title's):
+    warnings first, the file-level Acc, one GAR table per agent / user group (bound
+    violations highlighted), the domain table, and the ASK candidates, write-tool decisions
+    and problems as lists."""
+    rules = "; ".join(f"{k} = {v}" for k, v in result.config["gar_rules"].items())
+    tables: list[tuple[str, str, Any]] = [
+        (
+            "File-level Acc (pass^1)",
+            "Share of simulations with reward 1 (the leaderboard's pass^1), over every "
+            "simulation with a reward; Wilson 95% intervals.",
+            acc_table(result.acc_rows),
+        )
+    ]
+    for group, rows in group_rows(result.rows):
+        tables.append(
+            (
+                f"GAR and Acc per domain and gold class: {group}",
+                f"τ² GAR rules: {rules}. Acc = reward 1. ASK gold: {result.ask_gold_source}. "
+                "Wilson 95% intervals; Acc > GAR (bound violation) rows highlighted.",
+                gar_table(rows),
+            )
+        )
+    tables.append(
+        (
+            "Per domain: SAAG stage mix of tool calls and CONFIRM",
+            "Every agent tool call through the SAAG cascade (against the run's tool schemas, "
+            "else τ²'s stock schemas for its domain); CONFIRM: did the user confirm before "
+            "each write.",
+            domain_table(result.domain_rows),
+        )
+    )
+    warnings = list(result.warnings)
+    if (cap := capability_text(result.capability)) is not None:
+        warnings.append(cap)
+    lists = [
+        (heading, items)
+        for heading, items in (
+            ("ASK candidates (check these by reading the scenario)", ask_candidate_lines(result)),
+            ("Write-tool decisions", write_tool_lines(result)),
+            ("Problems", list(result.problems)),
+        )
+        if items
+    ]
+    return DiagnosticPage(
+        f"τ²-bench action-class diagnostic: {Path(results).name}",
+        tables,
+        warnings=warnings,
+        lists=lists,
+    )
+
+
+def write_tau2_markdown(diag: Tau2Diagnostics, out: str | Path) -> Path:
+    """:func:`tau2_markdown` as ``tau2-diagnostics.md`` under ``out`` (beside the ``.json`` of
+    :func:`callscope.runs.from_results.calibrate_from_tau2`); returns its path."""
+    path = Path(out) / f"{TAU2_STEM}.md"
+    path.write_text(tau2_markdown(diag), encoding="utf-8")
+    return path

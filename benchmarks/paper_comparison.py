@@ -18,6 +18,9 @@ from typing import Any
 
 from callscope.core.stats import bootstrap_ci
 from callscope.report import aggregate as agg
+from callscope.report.load import load_outcomes
+from callscope.report.outcome import is_solved
+from callscope.report.paired_modes import paired_modes
 from callscope.store.run_store import RunStore
 
 
@@ -76,7 +79,7 @@ def complete_cases(outcomes: list[dict[str, Any]], modes: list[str]) -> list[dic
 
 
 def report(run_dir: Path, modes: list[str]) -> None:
-    outcomes = complete_cases(agg.load_outcomes(run_dir), modes)
+    outcomes = complete_cases(load_outcomes(run_dir), modes)
     print(f"\n## {run_dir.name}\n")
     if not outcomes:
         print("no case finished in every mode yet")
@@ -101,7 +104,7 @@ def report(run_dir: Path, modes: list[str]) -> None:
         if m not in hl.index:
             continue
         r, v = hl.loc[m], rev.loc[m]
-        at = [float(o["solved_at"]) for o in outcomes if o["mode"] == m and agg.is_solved(o)]
+        at = [float(o["solved_at"]) for o in outcomes if o["mode"] == m and is_solved(o)]
         at_lo, at_hi = bootstrap_ci(agg.order_free(at))
         att = [float(o["n_attempts"]) for o in outcomes if o["mode"] == m]
         a_lo, a_hi = bootstrap_ci(agg.order_free(att))
@@ -150,7 +153,7 @@ def report(run_dir: Path, modes: list[str]) -> None:
     print("\n| finding | pair | metric | n | diff [95% paired] | up / down | verdict |")
     print("|---|---|---|---|---|---|---|")
     for text, a, b, key, side in findings:
-        p = agg.paired_modes(outcomes, a, b)
+        p = paired_modes(outcomes, a, b)
         if p.empty:
             continue
         r = p.set_index("key").loc[key]
@@ -160,7 +163,7 @@ def report(run_dir: Path, modes: list[str]) -> None:
             f"{verdict(r['lo'], r['hi'], side, int(r['n']))} |"
         )
     for m in ("binary", "structured", "gated"):
-        at = [float(o["solved_at"]) for o in outcomes if o["mode"] == m and agg.is_solved(o)]
+        at = [float(o["solved_at"]) for o in outcomes if o["mode"] == m and is_solved(o)]
         later = [a for a in at if a > 1]
         if later:
             lo, hi = bootstrap_ci(agg.order_free(later))

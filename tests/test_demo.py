@@ -23,9 +23,9 @@ pytest.importorskip("bfcl_eval")
 
 from callscope.cli import app  # noqa: E402
 from callscope.cli.common import EXIT_OK, EXIT_USAGE  # noqa: E402
-from callscope.report import aggregate as agg  # noqa: E402
 from callscope.report.findings import correction_that_works, where_calls_fail  # noqa: E402
 from callscope.report.flow import call_flow  # noqa: E402
+from callscope.report.load import load_outcomes  # noqa: E402
 from callscope.runs.demo import DEMO_CASES, DEMO_MODES, demo_cases  # noqa: E402
 
 
@@ -77,7 +77,7 @@ def test_demo_command_prints_three_findings(tmp_path: Path, cases) -> None:
     assert "2. A correction that works: structured feedback solved" in text
     assert "3. How far to trust the diagnosis: diagnosis audit (registry grounding)" in text
     assert "report.html#overview" in text and "demo finished in" in text
-    outcomes = agg.load_outcomes(out)
+    outcomes = load_outcomes(out)
     assert {o["mode"] for o in outcomes} == set(DEMO_MODES) == {"direct", "structured", "gated"}
     # the findings from the run's own outcomes, checked against the replay's design
     f1 = where_calls_fail(call_flow(outcomes))

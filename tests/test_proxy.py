@@ -380,7 +380,7 @@ def test_every_decision_is_in_the_run_store(proxy: Any, tmp_path: Path) -> None:
 
 
 def test_callscope_report_reads_the_proxy_store(proxy: Any, tmp_path: Path) -> None:
-    from callscope.report.aggregate import load_outcomes
+    from callscope.report.load import load_outcomes
 
     client = _client(proxy)
     _ask(client, "good")

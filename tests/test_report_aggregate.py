@@ -31,12 +31,14 @@ from callscope.core.stats import (
     wilson,
 )
 from callscope.report import aggregate as agg
+from callscope.report.load import load_outcomes
+from callscope.report.outcome import STAGE_LABELS, first_kinds, first_stage, is_error
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> list[dict]:
     # the hand-worked numbers follow the paper's lexical grounding ("two" does not state 2)
-    return agg.load_outcomes(replayed_run(tmp_path_factory.mktemp("agg"), grounding="lexical"))
+    return load_outcomes(replayed_run(tmp_path_factory.mktemp("agg"), grounding="lexical"))
 
 
 def _row(df, **keys):
@@ -76,7 +78,7 @@ def test_std_conventions_and_bootstrap() -> None:
 
 def test_run_shape(outcomes: list[dict]) -> None:
     assert len(outcomes) == 24
-    assert not any(agg.is_error(o) for o in outcomes)
+    assert not any(is_error(o) for o in outcomes)
     solved = {(o["case_id"], o["mode"]): o["solved_at"] for o in outcomes}
     assert solved[("q2@S5", "binary")] == 3 and solved[("q4@S5", "structured")] is None
 
@@ -169,26 +171,26 @@ def test_failure_breakdown(outcomes: list[dict]) -> None:
     fb = agg.failure_breakdown(outcomes)
     s5 = _row(fb, scale="5")
     assert s5["n"] == 4
-    assert [s5[k] for k in agg.STAGE_LABELS] == [0.25, 0.25, 0.25, 0.25, 0.0]
+    assert [s5[k] for k in STAGE_LABELS] == [0.25, 0.25, 0.25, 0.25, 0.0]
     assert (s5["wrong_name"], s5["no_name"], s5["drifted"], s5["numeric"]) == (0.25, 0, 0.25, 0.25)
     assert s5["missing"] == s5["spurious"] == s5["hard"] == s5["soft"] == 0
     s10 = _row(fb, scale="10")
-    assert [s10[k] for k in agg.STAGE_LABELS] == [0.0, 0.5, 0.25, 0.25, 0.0]
+    assert [s10[k] for k in STAGE_LABELS] == [0.0, 0.5, 0.25, 0.25, 0.0]
     assert (s10["no_name"], s10["wrong_name"]) == (0.25, 0.25)
     pooled = _row(fb, scale="all")
     assert pooled["n"] == 8
-    assert [pooled[f"n_{k}"] for k in agg.STAGE_LABELS] == [1, 3, 2, 2, 0]
+    assert [pooled[f"n_{k}"] for k in STAGE_LABELS] == [1, 3, 2, 2, 0]
     assert (pooled["n_wrong_name"], pooled["n_no_name"], pooled["n_numeric"]) == (2, 1, 2)
 
 
 def test_first_kinds_use_the_diagnosis_lists() -> None:
     o = {"first": {"stage": 3, "fnem": 1}, "first_diagnosis": {"numeric": ["a"], "soft": ["b"]}}
-    assert agg.first_kinds(o) == ["numeric", "soft"]
-    assert agg.first_kinds({"first": {"stage": 2, "missing": ["x"], "spurious": ["y"]}}) == [
+    assert first_kinds(o) == ["numeric", "soft"]
+    assert first_kinds({"first": {"stage": 2, "missing": ["x"], "spurious": ["y"]}}) == [
         "missing",
         "spurious",
     ]
-    assert agg.first_stage({"first": None}) == "error"
+    assert first_stage({"first": None}) == "error"
 
 
 # --------------------------------------------------------------------------- overcorrection
@@ -313,7 +315,7 @@ def test_compare_outcomes() -> None:
     assert not solve["overlap"] and "difference CI excludes 0" in solve["note"]
     same = compare_outcomes(a, a, n_boot=200)
     assert (same["diff"] == 0).all() and same["note"].str.startswith("intervals overlap").all()
-    assert comparison_table(df).row_count == len(df) == 5
+    assert len(comparison_table(df).rows) == len(df) == 5
 
 
 def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory, replayed_run) -> None:

@@ -16,9 +16,13 @@ import pytest
 
 from callscope.report import aggregate as agg
 from callscope.report import case_data as cd
+from callscope.report.facts import OutcomeFacts, first_segment
 from callscope.report.findings import correction_that_works
 from callscope.report.flow import call_flow
 from callscope.report.html import REPORT_FILE, build_report, run_info
+from callscope.report.load import load_facts, load_outcomes, max_attempts_by_model
+from callscope.report.paired_modes import paired_modes
+from callscope.report.revisions import KEPT_ITEMS
 from callscope.saag.audit import audit
 from callscope.saag.groundings import DEFAULT_GROUNDING
 from callscope.store.run_store import RunStore
@@ -42,8 +46,8 @@ def test_store_streams_what_it_lists(run_dir: Path) -> None:
 
 
 def test_facts_give_the_same_tables_as_dicts(run_dir: Path) -> None:
-    dicts, facts = agg.load_outcomes(run_dir), agg.load_facts(run_dir)
-    assert len(facts) == 27 and all(isinstance(f, agg.OutcomeFacts) for f in facts)
+    dicts, facts = load_outcomes(run_dir), load_facts(run_dir)
+    assert len(facts) == 27 and all(isinstance(f, OutcomeFacts) for f in facts)
     assert [(f.model, f.case_id, f.mode) for f in facts] == [
         (o["model"], o["case_id"], o["mode"]) for o in dicts
     ]
@@ -60,18 +64,18 @@ def test_facts_give_the_same_tables_as_dicts(run_dir: Path) -> None:
         pd.testing.assert_frame_equal(fn(facts), fn(dicts), check_exact=True)
     for base, other in (("direct", "structured"), ("binary", "structured")):
         pd.testing.assert_frame_equal(
-            agg.paired_modes(facts, base, other),
-            agg.paired_modes(dicts, base, other),
+            paired_modes(facts, base, other),
+            paired_modes(dicts, base, other),
             check_exact=True,
         )
-    assert agg.max_attempts_by_model(run_dir, facts) == agg.max_attempts_by_model(run_dir, dicts)
+    assert max_attempts_by_model(run_dir, facts) == max_attempts_by_model(run_dir, dicts)
     assert correction_that_works(facts) == correction_that_works(dicts)
 
 
 def test_facts_by_hand(run_dir: Path) -> None:
     """q2@S5 structured: attempt 1 ``book_tbl`` (stage 1, not a registered name), attempt 2
     right: solved at 2, gold name gained, nothing lost."""
-    f = next(f for f in agg.load_facts(run_dir) if f.case_id == "q2@S5" and f.mode == "structured")
+    f = next(f for f in load_facts(run_dir) if f.case_id == "q2@S5" and f.mode == "structured")
     assert (f["model"], f["mode"], f.get("final")) == (f.model, "structured", None)
     assert (f.scale, f.first_stage, f.first_kinds, f.solved_at) == (
         "5",
@@ -79,10 +83,10 @@ def test_facts_by_hand(run_dir: Path) -> None:
         ("wrong_name",),
         2,
     )
-    assert agg.first_segment(f) == "wrong_name"
+    assert first_segment(f) == "wrong_name"
     assert (f.solved, f.first_solved, f.error, f.final_segment) == (True, False, False, "passed")
     assert f.overcorrection == (False, True, False, True, 1.0)
-    name = f.revisions[agg.KEPT_ITEMS.index("name")]
+    name = f.revisions[KEPT_ITEMS.index("name")]
     assert name == (False, True) and f.lost_any is False
     with pytest.raises(KeyError):
         f["final"]
@@ -91,11 +95,11 @@ def test_facts_by_hand(run_dir: Path) -> None:
 
 
 def test_case_browser_is_capped(run_dir: Path) -> None:
-    full = cd.case_data(run_dir, agg.load_facts(run_dir))
+    full = cd.case_data(run_dir, load_facts(run_dir))
     assert len(full["items"]) == 27 and "note" not in full
     assert list(full["cases"]) == ORDER
-    assert cd.case_data(run_dir, agg.load_outcomes(run_dir)) == full  # dicts or facts
-    capped = cd.case_data(run_dir, agg.load_facts(run_dir), cap=2)
+    assert cd.case_data(run_dir, load_outcomes(run_dir)) == full  # dicts or facts
+    capped = cd.case_data(run_dir, load_facts(run_dir), cap=2)
     assert [(i["mode"], i["case_id"]) for i in capped["items"]] == [
         (m, c) for c in ORDER[:2] for m in ("direct", "binary", "structured")
     ]

@@ -28,11 +28,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from callscope.report import aggregate as agg
 from callscope.report.case_data import json_for_script
 from callscope.report.figures import ACC_GAR_FILE, FIGURE_FILES, acc_gar_points, acc_vs_gar_plot
 from callscope.report.flow import FIRST, SEGMENTS, call_flow
 from callscope.report.html import RunInfo, build_report, render_html, run_info
+from callscope.report.load import load_outcomes
 from callscope.store.run_store import RunStore
 
 TABLES = (
@@ -65,7 +65,7 @@ def default_report(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Pa
 
 
 def _bars(run_dir: Path) -> dict[str, dict[str, int]]:
-    flow = call_flow(agg.load_outcomes(run_dir))
+    flow = call_flow(load_outcomes(run_dir))
     out: dict[str, dict[str, int]] = {}
     for bar, g in flow.groupby("bar", sort=False):
         counts = {r.segment: int(r.n) for r in g.itertuples() if r.n}
@@ -195,7 +195,7 @@ def test_call_flow_by_hand(report: Path) -> None:
 
 
 def test_call_flow_shares_partition_each_bar(report: Path) -> None:
-    flow = call_flow(agg.load_outcomes(report.parent))
+    flow = call_flow(load_outcomes(report.parent))
     assert set(flow["segment"]) == set(SEGMENTS)
     for _, g in flow.groupby("bar"):
         assert g["share"].sum() == pytest.approx(1.0) and g["n"].sum() == g["total"].iloc[0]

@@ -69,12 +69,12 @@ def experiment(
 
 def print_findings(run_dir: Path) -> None:
     """The three findings a newcomer should look at, and where the report shows them."""
-    from callscope.report import aggregate as agg  # lazy: pandas
-    from callscope.report.findings import findings  # lazy: pandas, matplotlib
+    from callscope.report.findings import findings  # lazy: pandas
     from callscope.report.flow import call_flow  # lazy: pandas
     from callscope.report.html import REPORT_FILE, run_info  # lazy: pandas, matplotlib
+    from callscope.report.load import load_outcomes  # lazy: read only for the findings
 
-    outcomes = agg.load_outcomes(run_dir)
+    outcomes = load_outcomes(run_dir)
     store = RunStore(run_dir)
     try:
         info = run_info(store, sorted({str(o["model"]) for o in outcomes}))

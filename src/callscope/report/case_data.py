@@ -11,7 +11,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from callscope.report import aggregate as agg
+from callscope.records import FailureKind
+from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts
+from callscope.report.outcome import mode_sort_key, scale_label, scale_sort_key
 from callscope.saag.metrics import METRIC_SPECS
 from callscope.store.run_store import RunStore
 
@@ -20,8 +22,8 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
     reply = a.get("reply") or {}
     row = a.get("row")
     diag = a.get("diagnosis") or {}
-    if row is not None:
-        row = {**row, **{k: diag.get(k, []) for k in ("numeric", "hard", "soft")}}
+    if row is not None:  # the score row lacks the stage-3 kinds' lists: the diagnosis has them
+        row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind.of_stage(3)}}
     return {
         "attempt": a.get("attempt"),
         "text": reply.get("text") or "",
@@ -42,7 +44,7 @@ MAX_CASES_PER_GROUP = 200
 
 def case_data(
     run_dir: str | Path,
-    outcomes: Iterable[agg.Outcomeish],
+    outcomes: Iterable[Outcomeish],
     cap: int = MAX_CASES_PER_GROUP,
 ) -> dict[str, Any]:
     """The JSON the case browser renders: ``items`` (one per outcome, with every attempt; at
@@ -54,8 +56,8 @@ def case_data(
     holds. Memory: what the page holds, whatever the size of the store."""
 
     total: Counter[tuple[str, str]] = Counter()
-    shown: list[agg.OutcomeFacts] = []
-    for f in agg.as_facts(outcomes):
+    shown: list[OutcomeFacts] = []
+    for f in as_facts(outcomes):
         total[f.model, f.mode] += 1
         if total[f.model, f.mode] <= cap:
             shown.append(f)
@@ -74,7 +76,7 @@ def case_data(
                     "stage": "error"
                     if stage == "error"
                     else ("0" if stage == "passed" else stage[-1]),
-                    "kinds": list(f.first_kinds),
+                    "kinds": [k.value for k in f.first_kinds],
                     "result": "error"
                     if f.error
                     else ("solved" if f.solved_at is not None else "unsolved"),
@@ -91,21 +93,21 @@ def case_data(
                 "query": c.query,
                 "functions": c.functions,
                 "gold": c.gold,
-                "scale": agg.scale_label(c.scale),
+                "scale": scale_label(c.scale),
             }
             for c in store.iter_cases()
             if c.id in wanted
         }
     finally:
         store.close()
-    scales = sorted({i["scale"] for i in items}, key=agg.scale_sort_key)
+    scales = sorted({i["scale"] for i in items}, key=scale_sort_key)
     data: dict[str, Any] = {
         "cases": cases,
         "items": items,
         "models": sorted({i["model"] for i in items}),
-        "modes": sorted({i["mode"] for i in items}, key=agg.mode_sort_key),
+        "modes": sorted({i["mode"] for i in items}, key=mode_sort_key),
         "scales": scales,
-        "kinds": list(agg.FAILURE_KINDS),
+        "kinds": [k.value for k in FailureKind],
         "metrics": [m.to_dict() for m in METRIC_SPECS],
     }
     if len(items) < sum(total.values()):

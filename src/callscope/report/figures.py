@@ -21,16 +21,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from callscope.report.aggregate import (
-    STAGE_LABELS,
-    mode_sort_key,
-    scale_sort_key,
-)
+from callscope.records import FailureKind
+from callscope.report.flow import SEGMENT_STAGE, SEGMENTS, segment_label
+from callscope.report.outcome import STAGE_LABELS, mode_sort_key, scale_sort_key
+from callscope.report.revisions import KEPT_ITEMS
 
 FIGURE_FILES: tuple[str, ...] = (
     "call_flow.png",
@@ -223,42 +223,52 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
 
 
 #: the call-flow segments' colours: a colour family per stage (green passed, reds stage 1,
-#: oranges stage 2, purples stage 3, grey no reply)
-SEGMENT_COLORS = {
-    "passed": "#2ca02c",
-    "wrong_name": "#d62728",
-    "no_name": "#f28e8c",
-    "stage1": "#b01c1c",
-    "missing": "#e8590c",
-    "spurious": "#fd9a45",
-    "drifted": "#fcc58f",
-    "stage2": "#b34700",
-    "numeric": "#6a3d9a",
-    "hard": "#9e7cc9",
-    "soft": "#cbb8e6",
-    "stage3": "#4b2870",
-    "error": "#9a9a9a",
+#: oranges stage 2, purples stage 3, grey no reply). Per stage, its darkest shade is for a
+#: failure without a recorded kind (``stage<k>``), then one shade per failure kind of the
+#: stage in :class:`~callscope.records.FailureKind` order; a kind beyond the listed shades
+#: gets the stage's last shade lightened towards white (:func:`kind_shade`), so a new kind
+#: in ``callscope/records.py`` is drawn in its stage's family with no change here.
+STAGE_SHADES: dict[int, tuple[str, ...]] = {
+    1: ("#b01c1c", "#d62728", "#f28e8c"),
+    2: ("#b34700", "#e8590c", "#fd9a45", "#fcc58f"),
+    3: ("#4b2870", "#6a3d9a", "#9e7cc9", "#cbb8e6"),
 }
-_SEGMENT_LABELS = {
-    "passed": "passed all 3 stages",
-    "wrong_name": "1: name not in registry",
-    "no_name": "1: no call parsed",
-    "stage1": "1: name (other)",
-    "missing": "2: required arg missing",
-    "spurious": "2: unknown arg",
-    "drifted": "2: misspelled arg",
-    "stage2": "2: args (other)",
-    "numeric": "3: number not in query",
-    "hard": "3: value not grounded",
-    "soft": "3: value weakly grounded",
-    "stage3": "3: value (other)",
-    "error": "no reply (backend error)",
-}
+_PASSED_COLOR = "#2ca02c"
+_NO_REPLY_COLOR = "#9a9a9a"
 
 
-def segment_label(segment: str) -> str:
-    """The legend text of a call-flow segment (``<stage>: <what failed>``)."""
-    return _SEGMENT_LABELS.get(segment, segment)
+def kind_shade(stage: int, index: int) -> str:
+    """The colour of the ``index``-th failure kind (from 0, cascade order) of ``stage``: shade
+    ``index + 1`` of the stage's family (:data:`STAGE_SHADES`); past the listed shades, the
+    last one, halfway closer to white with each further kind."""
+    shades = STAGE_SHADES[stage]
+    i = index + 1
+    if i < len(shades):
+        return shades[i]
+    fade = 0.5 ** (i - len(shades) + 1)
+    return to_hex(tuple(1.0 - (1.0 - c) * fade for c in to_rgb(shades[-1])))
+
+
+def _segment_color(segment: str) -> str:
+    if segment == "passed":
+        return _PASSED_COLOR
+    if segment == "error":
+        return _NO_REPLY_COLOR
+    if segment.startswith("stage"):
+        return STAGE_SHADES[SEGMENT_STAGE[segment]][0]
+    kind = FailureKind(segment)
+    return kind_shade(kind.stage, FailureKind.of_stage(kind.stage).index(kind))
+
+
+#: segment -> colour, in :data:`callscope.report.flow.SEGMENTS` order (the bars' stacking)
+SEGMENT_COLORS: dict[str, str] = {s: _segment_color(s) for s in SEGMENTS}
+
+
+def _white_text(segment: str) -> bool:
+    """A count is written in white on the dark shades (passed, no reply, ``stage<k>`` and
+    each stage's first kind) and in black on the lighter kinds."""
+    kind = next((k for k in FailureKind if k.value == segment), None)
+    return kind is None or FailureKind.of_stage(kind.stage).index(kind) == 0
 
 
 def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
@@ -272,7 +282,7 @@ def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
     models = list(dict.fromkeys(flow["model"]))
     bars = {m: list(dict.fromkeys(flow[flow["model"] == m]["bar"])) for m in models}
     n_bars = sum(len(b) for b in bars.values())
-    present = [s for s in SEGMENT_COLORS if flow[(flow["segment"] == s)]["n"].sum() > 0]
+    present = [s for s in SEGMENTS if flow[(flow["segment"] == s)]["n"].sum() > 0]
     fig = Figure(figsize=(10.0, 0.42 * n_bars + 0.75 * len(models) + 0.9), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(
@@ -284,15 +294,13 @@ def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
         for y, bar in enumerate(names):
             rows = sub[sub["bar"] == bar]
             left = 0.0
-            for seg in SEGMENT_COLORS:
+            for seg in SEGMENTS:
                 r = rows[rows["segment"] == seg]
                 share = float(r["share"].sum())
                 if share <= 0:
                     continue
                 ax.barh(y, share, left=left, color=SEGMENT_COLORS[seg], edgecolor="white")
                 if share >= 0.045:
-                    dark = seg in ("passed", "wrong_name", "stage1", "missing", "stage2")
-                    dark = dark or seg in ("numeric", "stage3", "error")
                     ax.text(
                         left + share / 2,
                         y,
@@ -300,7 +308,7 @@ def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
                         ha="center",
                         va="center",
                         fontsize=8,
-                        color="white" if dark else "black",
+                        color="white" if _white_text(seg) else "black",
                     )
                 left += share
             total = int(rows["total"].iloc[0])
@@ -553,7 +561,7 @@ def revision_plot(rev: pd.DataFrame, out_dir: Path) -> Path:
     path = out_dir / FIGURE_FILES[5]
     if rev.empty:
         return _empty(path, "revisions")
-    items = ("stage1", "stage2", "stage3", "name", "args")
+    items = KEPT_ITEMS
     labels = [f"{_short(m, 24)}\n{mo}" for m, mo in zip(rev["model"], rev["mode"], strict=True)]
     fig = Figure(figsize=(max(7.0, 1.4 * len(labels) + 2), 4.2), layout="constrained")
     FigureCanvasAgg(fig)

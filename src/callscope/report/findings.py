@@ -1,6 +1,6 @@
 """The three findings a newcomer should read first, each with where the report shows it.
 
-Pure functions over the outcome dicts of :func:`callscope.report.aggregate.load_outcomes` and
+Pure functions over the outcome dicts of :func:`callscope.report.load.load_outcomes` and
 the call flow of :func:`callscope.report.flow.call_flow`; ``callscope demo`` prints them after
 the report is written. The three are fixed:
 
@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from callscope.report import aggregate as agg
-from callscope.report.figures import segment_label
-from callscope.report.flow import FIRST
+from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts
+from callscope.report.flow import FIRST, NO_REPLY_STAGE, segment_label
+from callscope.report.outcome import mode_sort_key
+from callscope.report.revisions import KEPT_ITEMS
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def where_calls_fail(flow: pd.DataFrame, report: str = "report.html") -> Finding
     if not failed.empty:
         top = str(failed.idxmax())
         stage = first[first["segment"] == top]["stage"].iloc[0]
-        where_stopped = "no reply" if stage == 4 else f"stage {stage}"
+        where_stopped = "no reply" if stage == NO_REPLY_STAGE else f"stage {stage}"
         text += (
             f"; the most frequent failure is {segment_label(top).split(': ', 1)[-1]} "
             f"({int(failed.max())} calls, {where_stopped})"
@@ -63,15 +64,13 @@ def where_calls_fail(flow: pd.DataFrame, report: str = "report.html") -> Finding
     return Finding("Where calls fail", text + ".", where)
 
 
-def correction_that_works(
-    outcomes: Sequence[agg.Outcomeish], report: str = "report.html"
-) -> Finding:
+def correction_that_works(outcomes: Sequence[Outcomeish], report: str = "report.html") -> Finding:
     """Finding 2: the feedback mode that turned most unsolved first attempts into solved
     final attempts, its solve rate beside direct's, and its first such case (by id)."""
-    gold = [f for f in agg.as_facts(outcomes) if f.has_gold]
-    fixed: dict[str, list[agg.OutcomeFacts]] = {}
+    gold = [f for f in as_facts(outcomes) if f.has_gold]
+    fixed: dict[str, list[OutcomeFacts]] = {}
     rate: dict[str, tuple[int, int]] = {}
-    for mode in sorted({f.mode for f in gold}, key=agg.mode_sort_key):
+    for mode in sorted({f.mode for f in gold}, key=mode_sort_key):
         mine = [f for f in gold if f.mode == mode]
         rate[mode] = (sum(f.solved for f in mine), len(mine))
         fixed[mode] = sorted(
@@ -81,7 +80,7 @@ def correction_that_works(
     modes = [m for m in fixed if m != "direct" and fixed[m]]
     if not modes:
         return what_corrections_did(gold, report)
-    best = max(modes, key=lambda m: (len(fixed[m]), -agg.mode_sort_key(m)[0]))
+    best = max(modes, key=lambda m: (len(fixed[m]), -mode_sort_key(m)[0]))
     ex = fixed[best][0]
     stage = ex.first_stage
     kinds = ex.first_kinds
@@ -103,23 +102,22 @@ def correction_that_works(
     )
 
 
-def what_corrections_did(
-    outcomes: Sequence[agg.Outcomeish], report: str = "report.html"
-) -> Finding:
+def what_corrections_did(outcomes: Sequence[Outcomeish], report: str = "report.html") -> Finding:
     """Finding 2 when no mode solved a case attempt 1 got wrong: per feedback mode, over the
     loops whose attempt 1 failed, how many answers passed a cascade stage attempt 1 had failed
-    (``gained`` a stage item of :func:`callscope.report.aggregate.revision_flags`) and how many
-    lost something an earlier attempt had right (overcorrection, :func:`~agg.lost_any`)."""
-    loops = [f for f in agg.as_facts(outcomes) if f.mode != "direct" and not f.first_solved]
+    (``gained`` a stage item of :func:`callscope.report.revisions.revision_flags`) and how many
+    lost something an earlier attempt had right (overcorrection,
+    :func:`callscope.report.revisions.lost_any`)."""
+    loops = [f for f in as_facts(outcomes) if f.mode != "direct" and not f.first_solved]
     parts = []
-    for mode in sorted({f.mode for f in loops}, key=agg.mode_sort_key):
+    for mode in sorted({f.mode for f in loops}, key=mode_sort_key):
         mine = [f for f in loops if f.mode == mode and f.revisions is not None]
         if not mine:
             continue
         deeper = sum(
             any(
                 r is not None and r[1]
-                for item, r in zip(agg.KEPT_ITEMS, f.revisions, strict=True)  # type: ignore[arg-type]
+                for item, r in zip(KEPT_ITEMS, f.revisions, strict=True)  # type: ignore[arg-type]
                 if item.startswith("stage")
             )
             for f in mine
@@ -150,7 +148,7 @@ def trust_the_diagnosis(audit_lines: Sequence[str], report: str = "report.html")
 
 
 def findings(
-    outcomes: Sequence[agg.Outcomeish],
+    outcomes: Sequence[Outcomeish],
     flow: pd.DataFrame,
     audit_lines: Sequence[str],
     report: str = "report.html",

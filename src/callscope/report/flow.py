@@ -1,12 +1,14 @@
-"""How a run's calls flow through the SAAG cascade: the data of the report's first figure.
+"""How a run's calls flow through the SAAG cascade: the data of the report's first figure,
+and the segments its bars are split into (:data:`SEGMENTS`, their stage and legend text).
 
-Pure functions over the outcome dicts of :func:`callscope.report.aggregate.load_outcomes`.
-Every call is counted once, in the segment of the stage where the cascade stopped it
+Pure functions over outcome dicts (:func:`callscope.report.load.load_outcomes`) or their
+facts. Every call is counted once, in the segment of the stage where the cascade stopped it
 (:data:`SEGMENTS`): ``passed`` (all three stages), one segment per failure kind of stages 1-3
-(a call showing several kinds is counted under the first in cascade order,
-:data:`callscope.report.aggregate.FAILURE_KINDS`; the failure-breakdown table counts every
-kind), ``stage<k>`` for a failure without a recorded kind, and ``error`` (no reply). So the
-segments of one bar partition its calls and their shares sum to 1.
+(:class:`callscope.records.FailureKind`; a call showing several kinds is counted under the
+first in cascade order, the failure-breakdown table counts every kind), ``stage<k>`` for a
+failure without a recorded kind, and ``error`` (no reply). So the segments of one bar
+partition its calls and their shares sum to 1. The segments follow ``FailureKind``: a new
+kind gets its segment, stage and legend text from ``callscope/records.py`` alone.
 """
 
 from __future__ import annotations
@@ -16,25 +18,53 @@ from typing import Any
 
 import pandas as pd
 
-from callscope.report import aggregate as agg
+from callscope.records import FailureKind
+from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts, first_segment
+from callscope.report.outcome import mode_sort_key
 
-#: bar segments in cascade order, and the stage each belongs to (0 passed, 4 no reply)
-SEGMENT_STAGE: dict[str, int] = {
-    "passed": 0,
-    "wrong_name": 1,
-    "no_name": 1,
-    "stage1": 1,
-    "missing": 2,
-    "spurious": 2,
-    "drifted": 2,
-    "stage2": 2,
-    "numeric": 3,
-    "hard": 3,
-    "soft": 3,
-    "stage3": 3,
-    "error": 4,
-}
+#: what each cascade stage checks, in the legend of a failure there without a recorded kind
+_STAGE_CHECKS: dict[int, str] = {1: "name", 2: "args", 3: "value"}
+#: the stage of the no-reply segment (after the three cascade stages)
+NO_REPLY_STAGE = 4
+
+
+def _segment_stages() -> dict[str, int]:
+    out = {"passed": 0}
+    for stage in _STAGE_CHECKS:
+        out.update({k.value: stage for k in FailureKind.of_stage(stage)})
+        out[f"stage{stage}"] = stage
+    out["error"] = NO_REPLY_STAGE
+    return out
+
+
+#: bar segments in cascade order, and the stage each belongs to (0 passed, 4 no reply):
+#: passed, then per stage its failure kinds (:meth:`FailureKind.of_stage`) and ``stage<k>``,
+#: then error
+SEGMENT_STAGE: dict[str, int] = _segment_stages()
 SEGMENTS: tuple[str, ...] = tuple(SEGMENT_STAGE)
+
+
+def _label(segment: str) -> str:
+    if segment == "passed":
+        return "passed all 3 stages"
+    if segment == "error":
+        return "no reply (backend error)"
+    stage = SEGMENT_STAGE[segment]
+    if segment == f"stage{stage}":
+        return f"{stage}: {_STAGE_CHECKS[stage]} (other)"
+    return f"{stage}: {FailureKind(segment).label}"
+
+
+#: the legend text of each segment, in :data:`SEGMENTS` order: ``<stage>: <what failed>``
+#: (a kind's :attr:`FailureKind.label`)
+SEGMENT_LABELS: dict[str, str] = {s: _label(s) for s in SEGMENTS}
+
+
+def segment_label(segment: str) -> str:
+    """The legend text of a call-flow segment (``<stage>: <what failed>``)."""
+    return SEGMENT_LABELS.get(segment, segment)
+
+
 #: the bar of attempt 1 (shared by every mode: the first attempt is computed once per case)
 FIRST = "attempt 1"
 FLOW_COLUMNS = ("model", "bar", "mode", "segment", "stage", "n", "total", "share", "solved")
@@ -64,7 +94,7 @@ def _bar_rows(
     ]
 
 
-def call_flow(outcomes: Iterable[agg.Outcomeish]) -> pd.DataFrame:
+def call_flow(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
     """Per model, one bar for attempt 1 (one outcome per case: it is shared by the modes)
     and one per feedback mode other than ``direct`` for the final attempt; per bar one row per
     segment of :data:`SEGMENTS` with its count ``n``, the bar's ``total`` calls, ``share`` =
@@ -73,17 +103,17 @@ def call_flow(outcomes: Iterable[agg.Outcomeish]) -> pd.DataFrame:
     Rows in model, bar, segment order.
 
     Attempt 1 of ``direct`` is its final attempt, so direct mode has no bar of its own."""
-    facts = agg.as_facts(outcomes)
+    facts = as_facts(outcomes)
     rows: list[dict[str, Any]] = []
     for model in sorted({f.model for f in facts}):
         mine = [f for f in facts if f.model == model]
-        first: dict[str, agg.OutcomeFacts] = {}
+        first: dict[str, OutcomeFacts] = {}
         for f in mine:  # one per case, preferring one whose first attempt exists
             if f.case_id not in first or (not first[f.case_id].has_first and f.has_first):
                 first[f.case_id] = f
-        items = [(agg.first_segment(f), f.first_solved and f.has_gold) for f in first.values()]
+        items = [(first_segment(f), f.first_solved and f.has_gold) for f in first.values()]
         rows += _bar_rows(model, FIRST, "", items)
-        modes = sorted({f.mode for f in mine} - {"direct"}, key=agg.mode_sort_key)
+        modes = sorted({f.mode for f in mine} - {"direct"}, key=mode_sort_key)
         for mode in modes:
             finals = [(f.final_segment, f.solved) for f in mine if f.mode == mode]
             rows += _bar_rows(model, f"final, {mode}", mode, finals)

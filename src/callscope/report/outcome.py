@@ -1,0 +1,154 @@
+"""What one stored outcome counts as in the report: the per-outcome definitions every
+aggregate, the call flow and the case browser apply (pure functions over one outcome dict).
+
+An outcome dict is what :meth:`callscope.store.run_store.RunStore.outcomes` yields (keys
+``model, case_id, mode, scale, n_attempts, solved_at, error, error_kind, final, first``),
+as :func:`callscope.report.load.iter_outcomes` enriches it (``first_diagnosis``,
+``final_diagnosis``, ``trajectory``, ``has_gold``). This module says, for one such outcome:
+
+* whether it ended in a model error (no final prediction), has a gold call, was solved;
+* its value of each metric: **intrinsic** metrics (FNEM, NCS, RPR, PDS, SPR, AVEM, QSLO, VHR)
+  from the final attempt, None where the cascade did not reach the metric's stage or the
+  outcome ended in a model error; FNEM is 1.0 for FNEM = 1, else 0.0 (the paper's -1 "no name
+  parsed" and 0 "not in the registry" both count 0). **Extrinsic** metrics (name accuracy,
+  argument precision, recall, F1) of the final attempt, 0.0 for a model error, None without
+  gold;
+* attempt 1's stage and failure kinds (:class:`callscope.records.FailureKind`), and the
+  call-flow segment of any attempt (:func:`segment_of`);
+* the labels and sort orders of scales and modes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from callscope.records import FailureKind, ScoreRow, failure_kinds_of
+from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, specs
+from callscope.types import LOOP_MODES
+
+OutcomeRow = dict[str, Any]
+
+#: metric keys, from the one spec list :data:`callscope.saag.metrics.METRIC_SPECS`
+INTRINSIC: tuple[str, ...] = INTRINSIC_KEYS
+EXTRINSIC: tuple[str, ...] = EXTRINSIC_KEYS
+#: how attempt 1 ended: passed all stages, failed first at stage 1, 2 or 3, or no reply
+STAGE_LABELS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3", "error")
+MODE_ORDER: tuple[str, ...] = LOOP_MODES
+#: the scale label of rows pooled over scales, and of cases without a registry scale
+ALL = "all"
+NO_SCALE = "-"
+
+#: extrinsic metric -> its key in a score row, where the two differ (``name_acc`` ->
+#: ``name_match``)
+_EXTRINSIC_KEY = {m.key: m.row_key for m in specs("extrinsic") if m.row_key not in (None, m.key)}
+
+
+# --------------------------------------------------------------------------- labels and order
+
+
+def scale_label(scale: int | str | None) -> str:
+    """``5 -> "5"``, ``None -> "-"``; strings pass through."""
+    if scale is None:
+        return NO_SCALE
+    return str(scale)
+
+
+def scale_sort_key(label: str) -> tuple[int, float, str]:
+    """Numeric scales ascending, then ``"-"``, then ``"all"``."""
+    try:
+        return (0, float(label), "")
+    except ValueError:
+        return (1 if label == NO_SCALE else 2, 0.0, label)
+
+
+def mode_sort_key(mode: str) -> tuple[int, str]:
+    return (MODE_ORDER.index(mode) if mode in MODE_ORDER else len(MODE_ORDER), mode)
+
+
+# --------------------------------------------------------------------------- outcome
+
+
+def is_error(o: OutcomeRow) -> bool:
+    """The outcome ended in a model error (no final prediction)."""
+    return bool(o.get("error"))
+
+
+def has_gold(o: OutcomeRow) -> bool:
+    if "has_gold" in o:
+        return bool(o["has_gold"])
+    final = o.get("final") or {}
+    return is_error(o) or "name_match" in final or "name_match" in (o.get("first") or {})
+
+
+def is_solved(o: OutcomeRow) -> bool:
+    return not is_error(o) and o.get("solved_at") is not None
+
+
+def intrinsic_value(o: OutcomeRow, metric: str) -> float | None:
+    """The final attempt's value of ``metric`` or None where undefined (or a model error)."""
+    if is_error(o):
+        return None
+    v = (o.get("final") or {}).get(metric)
+    if v is None:
+        return None
+    if metric == "fnem":
+        return 1.0 if v == 1 else 0.0
+    return float(v)
+
+
+def extrinsic_value(o: OutcomeRow, metric: str) -> float | None:
+    """The final attempt's extrinsic metric; 0.0 for a model error; None without gold."""
+    if not has_gold(o):
+        return None
+    if is_error(o):
+        return 0.0
+    v = (o.get("final") or {}).get(_EXTRINSIC_KEY.get(metric, metric))
+    return float(v) if v is not None else 0.0
+
+
+def gold_args(row: ScoreRow) -> bool:
+    """The attempt's arguments are the gold ones (argument precision = recall = 1)."""
+    return row.get("arg_precision") == 1.0 and row.get("arg_recall") == 1.0
+
+
+# --------------------------------------------------------------------------- stages and kinds
+
+
+def first_stage(o: OutcomeRow) -> str:
+    """Attempt 1's verdict: ``passed``, ``stage1``..``stage3`` or ``error`` (no reply)."""
+    first = o.get("first")
+    if not first or first.get("stage") is None:
+        return "error"
+    stage = int(first["stage"])
+    return "passed" if stage == 0 else f"stage{stage}"
+
+
+def first_kinds(o: OutcomeRow) -> list[FailureKind]:
+    """Failure kinds of attempt 1 (several may apply): from its diagnosis when loaded, else
+    from the attempt-1 score row (which lacks the stage-3 lists numeric/hard/soft)."""
+    return attempt_kinds(o.get("first"), o.get("first_diagnosis"))
+
+
+def attempt_kinds(row: ScoreRow | None, diagnosis: Mapping[str, Any] | None) -> list[FailureKind]:
+    """Failure kinds of one attempt (:func:`callscope.records.failure_kinds_of`), from its
+    score ``row`` and (when loaded) its cascade ``diagnosis``: ``[]`` when it passed or has
+    no reply."""
+    if not row or row.get("stage") in (None, 0):
+        return []
+    diag: Mapping[str, Any] = diagnosis or row
+    return failure_kinds_of(int(row["stage"]), diag.get("fnem"), diag)
+
+
+def segment_of(row: ScoreRow | None, diagnosis: Mapping[str, Any] | None) -> str:
+    """The call-flow segment of one attempt (:data:`callscope.report.flow.SEGMENTS`): from its
+    score ``row`` (``None``: no reply, ``error``) and its cascade ``diagnosis`` (for the
+    stage-3 kinds; see :func:`attempt_kinds`): ``passed``, the first failure kind in cascade
+    order, or ``stage<k>`` for a failure without a recorded kind."""
+    if not row or row.get("stage") is None:
+        return "error"
+    stage = int(row["stage"])
+    if stage == 0:
+        return "passed"
+    kinds = attempt_kinds(row, diagnosis)
+    return kinds[0].value if kinds else f"stage{stage}"

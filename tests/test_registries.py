@@ -89,16 +89,17 @@ def test_sources_registry_and_error():
 def test_metric_specs_feed_every_list():
     from callscope.report import aggregate as agg
     from callscope.report.compare import HEADLINE_METRICS
+    from callscope.report.outcome import _EXTRINSIC_KEY, EXTRINSIC, INTRINSIC
     from callscope.saag import score
     from callscope.saag.metrics import METRIC_SPECS
 
     intrinsic = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
-    assert score.METRICS == agg.INTRINSIC == intrinsic
-    assert agg.EXTRINSIC == ("name_acc", "arg_precision", "arg_recall", "arg_f1")
+    assert score.METRICS == INTRINSIC == intrinsic
+    assert EXTRINSIC == ("name_acc", "arg_precision", "arg_recall", "arg_f1")
     assert score.GOLD_KEYS == ("name_match", "arg_precision", "arg_recall", "arg_f1", "solved")
-    assert agg._EXTRINSIC_KEY == {"name_acc": "name_match"}
+    assert _EXTRINSIC_KEY == {"name_acc": "name_match"}
     outcomes = ("solve_rate", "attempts_to_solve")
-    expected = intrinsic + agg.EXTRINSIC + outcomes
+    expected = intrinsic + EXTRINSIC + outcomes
     assert expected == agg.ACROSS_METRICS
     assert HEADLINE_METRICS == (
         ("solve_rate", "solve rate", "rate"),

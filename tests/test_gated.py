@@ -16,6 +16,9 @@ from callscope.core.stats import wilson
 from callscope.errors import ModelError
 from callscope.models.base import Decoding
 from callscope.report import aggregate as agg
+from callscope.report.load import load_outcomes
+from callscope.report.paired_modes import paired_modes
+from callscope.report.revisions import KEPT_ITEMS, is_right, lost_any, revision_flags
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.runner import run_cases
 from callscope.saag.cascade import diagnose
@@ -353,7 +356,7 @@ HAND = [
 
 
 def test_revision_flags_by_hand() -> None:
-    f1 = agg.revision_flags(HAND[0])
+    f1 = revision_flags(HAND[0])
     # attempt 1 passed stages 1 and 2 with the gold name; the answer fails stage 1
     assert {k: v["lost"] for k, v in f1.items()} == {
         "stage1": True,
@@ -363,18 +366,18 @@ def test_revision_flags_by_hand() -> None:
         "args": False,
     }
     assert not any(v["gained"] for v in f1.values())
-    f2 = agg.revision_flags(HAND[1])
+    f2 = revision_flags(HAND[1])
     # attempt 1 failed at stage 2 (so had stage 1 only); the answer passed all three
     assert {k for k, v in f2.items() if v["gained"]} == {"stage2", "stage3", "args"}
     assert not any(v["lost"] for v in f2.values())
     # o3: attempt 2 had stage 1/2 and the name, the last attempt lost them
-    assert {k for k, v in agg.revision_flags(HAND[2]).items() if v["lost"]} == {
+    assert {k for k, v in revision_flags(HAND[2]).items() if v["lost"]} == {
         "stage1",
         "stage2",
         "name",
     }
     # the same trajectory answered by its best attempt (2) loses nothing and gains those
-    f4 = agg.revision_flags(HAND[3])
+    f4 = revision_flags(HAND[3])
     assert not any(v["lost"] for v in f4.values())
     assert {k for k, v in f4.items() if v["gained"]} == {"stage1", "stage2", "name"}
 
@@ -384,8 +387,8 @@ def test_revision_tradeoff_counts_by_hand() -> None:
     s = rev[rev["mode"] == "structured"].iloc[0]
     assert (s["n"], s["overcorrected"], s["overcorrection"]) == (3, 2, pytest.approx(2 / 3))
     assert (s["overcorrection_lo"], s["overcorrection_hi"]) == pytest.approx(wilson(2, 3))
-    lost = {i: int(s[f"{i}_lost"]) for i in agg.KEPT_ITEMS}
-    gained = {i: int(s[f"{i}_gained"]) for i in agg.KEPT_ITEMS}
+    lost = {i: int(s[f"{i}_lost"]) for i in KEPT_ITEMS}
+    gained = {i: int(s[f"{i}_gained"]) for i in KEPT_ITEMS}
     assert lost == {"stage1": 2, "stage2": 2, "stage3": 0, "name": 2, "args": 0}
     assert gained == {"stage1": 0, "stage2": 1, "stage3": 1, "name": 0, "args": 1}
     g = rev[rev["mode"] == "gated"].iloc[0]
@@ -410,7 +413,7 @@ def test_overcorrection_of_a_scripted_run_through_the_store(tmp_path) -> None:
         model, cases, store, modes=["structured", "gated"], max_attempts=3, show_progress=False
     )
     store.close()
-    outcomes = agg.load_outcomes(tmp_path / "run")
+    outcomes = load_outcomes(tmp_path / "run")
     w1 = {o["mode"]: o for o in outcomes if o["case_id"] == "w1"}
     assert [s["stage"] for s in w1["structured"]["trajectory"]] == [3, 1, 1]
     assert [s["stage"] for s in w1["gated"]["trajectory"]] == [3, 1]
@@ -420,7 +423,7 @@ def test_overcorrection_of_a_scripted_run_through_the_store(tmp_path) -> None:
     assert rev.loc["structured", "overcorrected"] == 1
     assert rev.loc["structured", "name_lost"] == 1 and rev.loc["structured", "stage3_gained"] == 1
     assert rev.loc["gated", "overcorrected"] == 0
-    paired = agg.paired_modes(outcomes, "structured", "gated").set_index("key")
+    paired = paired_modes(outcomes, "structured", "gated").set_index("key")
     assert paired.loc["overcorrection", "diff"] == pytest.approx(-0.5)
     assert paired.loc["name_acc", "diff"] == pytest.approx(0.5)  # w1: gated kept the name
     assert paired.loc["solve_rate", "diff"] == 0.0
@@ -453,7 +456,7 @@ def test_paired_modes_by_hand() -> None:
         o("gated", "d", True, 1.0),
         o("gated", "e", True, 1.0),  # no structured pair: left out
     ]
-    p = agg.paired_modes(rows, "structured", "gated", n_boot=500).set_index("key")
+    p = paired_modes(rows, "structured", "gated", n_boot=500).set_index("key")
     s = p.loc["solve_rate"]
     assert (s["n"], s["base_value"], s["other_value"], s["diff"]) == (4, 0.5, 0.75, 0.25)
     assert (s["better"], s["worse"]) == (1, 0)
@@ -485,9 +488,9 @@ def test_overcorrection_false_alarms_and_detection_on_seeded_trajectories() -> N
     for _ in range(500):
         traj = _monotone(rng, rng.randint(1, 6))
         o = {"final": {}, "trajectory": traj, "error": None}
-        false_alarms += agg.lost_any(o)
+        false_alarms += lost_any(o)
         best = traj[-1]
-        right = [i for i in agg.KEPT_ITEMS if agg.is_right(best, i)]
+        right = [i for i in KEPT_ITEMS if is_right(best, i)]
         if not right:
             continue
         item = rng.choice(right)
@@ -497,9 +500,9 @@ def test_overcorrection_false_alarms_and_detection_on_seeded_trajectories() -> N
         else:  # fail at the stage that was passed
             bad["stage"] = int(item[-1])
         made_wrong += 1
-        detected += agg.lost_any({"final": {}, "trajectory": [*traj, bad], "error": None})
+        detected += lost_any({"final": {}, "trajectory": [*traj, bad], "error": None})
         # answered by the best attempt (the gated modes), the same run loses nothing
         answer = {"answer_at": best["attempt"]}
-        assert not agg.lost_any({"final": answer, "trajectory": [*traj, bad], "error": None})
+        assert not lost_any({"final": answer, "trajectory": [*traj, bad], "error": None})
     assert false_alarms == 0
     assert made_wrong > 400 and detected == made_wrong

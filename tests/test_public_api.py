@@ -1,5 +1,6 @@
-"""The public API of ``import callscope``: a curated ``__all__`` whose names load lazily
-(PEP 562), a cheap import, and the README's "As a library" example running as written."""
+"""The public API of ``import callscope``: a curated ``__all__`` of verbs and types whose names
+load lazily (PEP 562), no mutable registry in it, a cheap import, the README's table of it, and
+the README's "As a library" example running as written."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,26 @@ def test_all_the_export_map_and_the_type_checking_imports_agree() -> None:
         for a in node.names
     }
     assert typed == callscope._EXPORTS
+
+
+def test_the_api_is_verbs_and_types_without_confusable_or_mutable_names() -> None:
+    """No registry or other mutable mapping in the namespace (the grounding modes are a
+    function); the lower-level twins of a public verb or type stay in their packages."""
+    for name in callscope.__all__:
+        assert not isinstance(getattr(callscope, name), Mapping | list | set), name
+    for twin in ("GROUNDINGS", "parse_text", "compute_diagnostics", "CaseRecord", "run_loop"):
+        assert twin not in callscope.__all__
+    assert callscope.grounding_modes() == ("lexical", "registry")
+    assert callscope.Diagnosis is importlib.import_module("callscope.records").Diagnosis
+
+
+def test_the_readme_lists_the_public_api() -> None:
+    """The README's table of the public API names every public name, and no other."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("`callscope.__all__` is the public API")
+    table = text[start : text.index("\n\n", text.index("| for |", start))]
+    named = set(re.findall(r"`([A-Za-z_]+)(?:\(\))?`", table)) - {"lexical"}
+    assert named == set(callscope.__all__)
 
 
 def test_version_dir_and_unknown_names() -> None:

@@ -1,13 +1,34 @@
 """callscope: where and why LLM tool calls fail, and how to repair them.
 
-The public API is the curated :data:`__all__` below, in pipeline order: parse a model's
-emission, diagnose the call with the SAAG cascade (SAAG paper, section 2) and score it, run
-the correction loop on a model (section 2.4), classify action classes and compute GAR beside
-Acc (calibration paper, section 3), keep runs in a store and report on them. Everything else
-lives in ``callscope.errors``, ``callscope.types``, ``callscope.core`` and the stage packages
-(``callscope.parse``, ``callscope.saag``, ``callscope.models``,
-``callscope.benchmarks``, ``callscope.store``, ``callscope.calibration``, ``callscope.runs``,
-``callscope.report``) and is imported from there.
+The public API is :data:`__all__`: a few verbs and the types they take and return, in
+pipeline order.
+
+* One call (SAAG paper, section 2): :func:`parse_output` reads any emission (text, a call
+  object, an assistant message) into a :class:`ParseResult` of calls (:class:`ToolCall`);
+  :func:`diagnose` runs the three-stage cascade on one call and returns a :class:`Diagnosis`
+  (the first failing stage, the eight metrics, what failed), in one of the
+  :func:`grounding_modes` (``lexical`` is the paper's); :func:`correction_message` is the fix
+  the loop sends for it; :func:`score_row` scores one input row (with its gold call, the
+  extrinsic metrics too); :func:`audit` measures the cascade as a detector on cases with gold
+  calls.
+* A model on many cases (section 2.4): :func:`load_model` gives a :class:`ChatModel` from a
+  spec (``ollama:qwen2.5-coder:1.5b``...; :class:`Decoding`, :class:`RequestContext` and
+  :class:`ModelReply` are what its ``chat`` takes and returns); :func:`run_cases` runs the
+  correction loop on cases (:class:`Case`) into a :class:`RunStore`; :func:`build_report` writes
+  the run's HTML page.
+* Action classes (calibration paper, section 3): :func:`classify_emission` names an
+  emission's class (``TOOL_CALL``, ``ASK``, ``REFUSE``, ``CONFIRM``, ``OTHER``).
+* A live agent: :func:`guard_check` checks a response's calls (a :class:`TurnVerdict`),
+  :func:`guard_repair` re-asks with the gated correction (a :class:`RepairResult`).
+* :class:`CallscopeError`: the base of every error callscope raises on purpose
+  (:class:`ConfigError`: an unknown name or a bad setting).
+
+Everything else lives in its layer's package and is imported from there: ``callscope.errors``,
+``callscope.types``, ``callscope.records`` (the records crossing layers), ``callscope.core``,
+``callscope.parse``, ``callscope.saag`` (``intrinsic``: the metrics' formulas; ``extrinsic``:
+the gold metrics), ``callscope.models``, ``callscope.benchmarks``, ``callscope.store``,
+``callscope.calibration`` (GAR beside Acc: ``calibration.diagnostics``), ``callscope.runs``,
+``callscope.guard``, ``callscope.report``.
 
 ``import callscope`` loads nothing but this module: each name is imported from its module
 the first time it is used (PEP 562 module ``__getattr__``), so the package stays cheap to
@@ -21,22 +42,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from callscope.calibration.classify import classify_emission
-    from callscope.calibration.diagnostics import compute_diagnostics
-    from callscope.errors import CallscopeError, DataFormatError, ModelError
+    from callscope.errors import CallscopeError, ConfigError
     from callscope.guard import guard_check, guard_repair
     from callscope.guard.check import TurnVerdict
     from callscope.guard.repair import RepairResult
     from callscope.models.base import ChatModel, Decoding, RequestContext
     from callscope.models.registry import load_model
-    from callscope.parse import parse_output, parse_text
-    from callscope.records import CaseRecord, Diagnosis
+    from callscope.parse import parse_output
+    from callscope.records import Diagnosis
     from callscope.report.html import build_report
-    from callscope.runs.loop import run_loop
     from callscope.runs.runner import run_cases
     from callscope.saag.audit import audit
-    from callscope.saag.cascade import diagnose
-    from callscope.saag.extrinsic import extrinsic
-    from callscope.saag.groundings import GROUNDINGS
+    from callscope.saag.cascade import diagnose, grounding_modes
     from callscope.saag.messages import correction_message
     from callscope.saag.score import score_row
     from callscope.store.run_store import RunStore
@@ -47,79 +64,65 @@ if TYPE_CHECKING:
 #: public name -> the module it is imported from (the ``TYPE_CHECKING`` imports above, for
 #: type checkers; tests/test_public_api.py checks the three lists agree)
 _EXPORTS: dict[str, str] = {
-    # values
+    # one call: parse, diagnose, correct, score
     "ToolCall": "callscope.types",
-    "Case": "callscope.types",
-    "ModelReply": "callscope.types",
     "ParseResult": "callscope.types",
-    # parse -> diagnose -> score
     "parse_output": "callscope.parse",
-    "parse_text": "callscope.parse",
+    "Diagnosis": "callscope.records",
     "diagnose": "callscope.saag.cascade",
-    "Diagnosis": "callscope.saag.cascade",
+    "grounding_modes": "callscope.saag.cascade",
     "correction_message": "callscope.saag.messages",
-    "GROUNDINGS": "callscope.saag.groundings",
-    "audit": "callscope.saag.audit",
-    "extrinsic": "callscope.saag.extrinsic",
     "score_row": "callscope.saag.score",
-    # models and the correction loop
-    "load_model": "callscope.models.registry",
+    "audit": "callscope.saag.audit",
+    # a model on many cases: the correction loop, the store, the report
     "ChatModel": "callscope.models.base",
     "Decoding": "callscope.models.base",
     "RequestContext": "callscope.models.base",
-    "run_loop": "callscope.runs.loop",
+    "ModelReply": "callscope.types",
+    "load_model": "callscope.models.registry",
+    "Case": "callscope.types",
     "run_cases": "callscope.runs.runner",
-    # action classes and calibration
-    "classify_emission": "callscope.calibration.classify",
-    "compute_diagnostics": "callscope.calibration.diagnostics",
-    "CaseRecord": "callscope.records",
-    # the guard: a live agent's calls checked and repaired
-    "guard_check": "callscope.guard",
-    "guard_repair": "callscope.guard",
-    "TurnVerdict": "callscope.guard.check",
-    "RepairResult": "callscope.guard.repair",
-    # store and report
     "RunStore": "callscope.store.run_store",
     "build_report": "callscope.report.html",
+    # action classes
+    "classify_emission": "callscope.calibration.classify",
+    # a live agent: check and repair its calls
+    "guard_check": "callscope.guard",
+    "TurnVerdict": "callscope.guard.check",
+    "guard_repair": "callscope.guard",
+    "RepairResult": "callscope.guard.repair",
     # errors
     "CallscopeError": "callscope.errors",
-    "ModelError": "callscope.errors",
-    "DataFormatError": "callscope.errors",
+    "ConfigError": "callscope.errors",
 }
 
 #: the public API (the keys of ``_EXPORTS``; a literal, so linters and type checkers see it)
 __all__ = [
     "ToolCall",
-    "Case",
-    "ModelReply",
     "ParseResult",
     "parse_output",
-    "parse_text",
-    "diagnose",
     "Diagnosis",
+    "diagnose",
+    "grounding_modes",
     "correction_message",
-    "GROUNDINGS",
-    "audit",
-    "extrinsic",
     "score_row",
-    "load_model",
+    "audit",
     "ChatModel",
     "Decoding",
     "RequestContext",
-    "run_loop",
+    "ModelReply",
+    "load_model",
+    "Case",
     "run_cases",
-    "classify_emission",
-    "compute_diagnostics",
-    "CaseRecord",
-    "guard_check",
-    "guard_repair",
-    "TurnVerdict",
-    "RepairResult",
     "RunStore",
     "build_report",
+    "classify_emission",
+    "guard_check",
+    "TurnVerdict",
+    "guard_repair",
+    "RepairResult",
     "CallscopeError",
-    "ModelError",
-    "DataFormatError",
+    "ConfigError",
 ]
 
 

@@ -20,6 +20,7 @@ from callscope.calibration.panel import (
     panel_table,
     turn_panel_table,
 )
+from callscope.core.table_formats import write_tables
 from callscope.models.base import ChatModel
 from callscope.runs.calibrate import BASELINE, ModelCalibration, calibrate_model, diagnose_store
 from callscope.store.run_store import RunStore
@@ -145,10 +146,9 @@ def write_panel(out: str | Path, panel: Panel, probe: str = BASELINE) -> list[Pa
         md = table.to_markdown()
         if name == stem and notes:
             md += "\n" + "\n\n".join(notes) + "\n"
-        for ext, text in (("md", md), ("csv", table.to_csv()), ("tex", table.to_latex())):
-            path = out / f"{name}.{ext}"
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+        path = out / f"{name}.md"  # the table and, for the case level, the notes after it
+        path.write_text(md, encoding="utf-8")
+        written += [path, *write_tables(table, out, ("csv", "tex"), stem=name)]
     js = out / f"{stem}.json"
     js.write_text(json.dumps(panel.to_dict(), indent=2, default=str), encoding="utf-8")
     written.append(js)

@@ -119,6 +119,7 @@ def test_entry_point_plugins_and_a_broken_one(tmp_path: Path, monkeypatch) -> No
     assert widgets.plugin_errors == {} and "regtest_widgets" not in sys.modules
     assert widgets["triangle"] == 3
     assert list(widgets) == ["square", "triangle"]
+    assert widgets.plugins == {"triangle": "regtest_widgets:TRIANGLE"}
     assert set(widgets.plugin_errors) == {"broken", "square"}
     assert "ModuleNotFoundError" in widgets.plugin_errors["broken"]
     assert "already registered" in widgets.plugin_errors["square"]
@@ -128,7 +129,8 @@ def test_entry_point_plugins_and_a_broken_one(tmp_path: Path, monkeypatch) -> No
 
 def test_another_package_adds_a_backend_and_a_command(tmp_path: Path) -> None:
     """End to end, in a fresh interpreter: a backend and a CLI command from another installed
-    distribution; a broken backend plugin is reported and leaves the built-ins alone; the
+    distribution; a broken backend plugin is reported and leaves the built-ins alone, a
+    command whose module does not import is left out of the whole app with a warning; the
     multi-turn benchmark ``bfcl`` is found without importing BFCL first."""
     make_dist(
         tmp_path,
@@ -140,6 +142,7 @@ def test_another_package_adds_a_backend_and_a_command(tmp_path: Path) -> None:
 
         [callscope.commands]
         hello = regtest_echo:hello
+        broken-cmd = regtest_no_such_module:run
         """,
         {
             "regtest_echo": """
@@ -175,8 +178,10 @@ def test_another_package_adds_a_backend_and_a_command(tmp_path: Path) -> None:
         print("backends", list(BACKENDS))
         print("errors", sorted(BACKENDS.plugin_errors))
         print("help", backend_help())
-        from callscope.cli.main import main
+        from callscope.cli.main import COMMANDS, build_app, main
 
+        app = build_app()
+        print("commands", [c.name for c in app.registered_commands][-2:], dict(COMMANDS.plugins))
         sys.argv = ["callscope", "hello"]
         main()
         """
@@ -194,5 +199,8 @@ def test_another_package_adds_a_backend_and_a_command(tmp_path: Path) -> None:
         "errors ['broken']",
         "help local:qwen2.5-coder-0.5b | local:qwen2.5-coder-1.5b | gguf:/path/to/model.gguf"
         " | ollama:<model> | openai:<model> | replay:<file.jsonl> | echo:<text>",
+        "commands ['audit', 'hello'] {'hello': 'regtest_echo:hello', "
+        "'broken-cmd': 'regtest_no_such_module:run'}",
         "hello from a plugin",
     ]
+    assert "command plugin 'broken-cmd' not loaded" in done.stderr

@@ -81,7 +81,9 @@ def _main(
 
 def build_app(names: Sequence[str] | None = None) -> typer.Typer:
     """The typer app with the commands ``names`` (all of :data:`COMMANDS` by default), each
-    wrapped in :func:`~callscope.cli.common.handle_errors`."""
+    wrapped in :func:`~callscope.cli.common.handle_errors`. In the whole app, a plugin
+    command whose module does not import is left out with a warning on stderr (the built-in
+    commands still run); asked for by name, its error is raised."""
     app = typer.Typer(
         add_completion=False,
         no_args_is_help=True,
@@ -90,7 +92,13 @@ def build_app(names: Sequence[str] | None = None) -> typer.Typer:
     app.callback()(_main)
     for name in names if names is not None else COMMANDS:
         module, attr = COMMANDS[name]
-        target: Any = getattr(importlib.import_module(module), attr)
+        try:
+            target: Any = getattr(importlib.import_module(module), attr)
+        except Exception as exc:
+            if names is not None or name not in COMMANDS.plugins:
+                raise
+            typer.echo(f"callscope: command plugin {name!r} not loaded: {exc}", err=True)
+            continue
         if isinstance(target, typer.Typer):  # a group: its module wraps its own commands
             app.add_typer(target, name=name)
         else:

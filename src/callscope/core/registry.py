@@ -25,7 +25,7 @@ register it under the entry point's name); ``plugin_value`` replaces the loading
 command registry keeps the ``module:attribute`` text, so a command's module is imported only
 when it runs). A plugin never replaces a built-in, and one that fails to load or to register
 is reported in :attr:`Registry.plugin_errors` (and logged) and left out: it never breaks the
-built-ins.
+built-ins. :attr:`Registry.plugins` lists the entry points that were registered.
 
 Read-only registries (``read_only=True``) take their entries at construction (``entries``)
 and from plugins; :meth:`Registry.register` and :meth:`Registry.unregister` refuse.
@@ -112,6 +112,8 @@ class Registry(Mapping[str, T], Generic[T]):
         self._adding_plugin = False
         #: entry point name -> why it could not be loaded or registered
         self.plugin_errors: dict[str, str] = {}
+        #: entry point name -> its value (``module:attribute``), for each one registered
+        self.plugins: dict[str, str] = {}
 
     # ------------------------------------------------------------------ registration
     def register(self, name: str, entry: T, *, replace: bool = True) -> T:
@@ -182,6 +184,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 self._on_plugin(self, ep.name, obj)
             else:
                 self._add(ep.name, obj, replace=False)
+            self.plugins[ep.name] = ep.value
         except Exception as exc:  # a broken plugin never takes the built-ins down
             self.plugin_errors[ep.name] = f"{type(exc).__name__}: {exc}"
             log.warning("callscope: %s plugin %r not loaded: %s", self.what, ep.name, exc)

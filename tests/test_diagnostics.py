@@ -4,6 +4,7 @@ import pytest
 from rich.console import Console
 
 from callscope.benchmarks.bfcl.categories import gold_class
+from callscope.benchmarks.case_records import read_case_records, write_case_records
 from callscope.calibration.classify import ASK_OVER_TOOL_CALL
 from callscope.calibration.diagnostics import (
     CaseRecord,
@@ -11,10 +12,8 @@ from callscope.calibration.diagnostics import (
     capability_check,
     classify_case,
     compute_diagnostics,
-    read_case_records,
     rich_table,
     to_markdown,
-    write_case_records,
 )
 from callscope.types import ASK, REFUSE, TOOL_CALL
 

@@ -107,6 +107,54 @@ class MultiTurnBenchmark(Protocol[CaseT]):
         ...
 
 
+@runtime_checkable
+class CategoryTable(Protocol):
+    """What a benchmark may also say about its category *names*, for the tables of
+    :mod:`callscope.calibration` and the readers of stored records (optional: without it,
+    :func:`category_key`, :func:`short_category` and :func:`category_gold_class` fall back on
+    :attr:`MultiTurnBenchmark.categories`)."""
+
+    def category_key(self, category: str) -> tuple[int, str]:
+        """Sort key of ``category`` (any spelling the benchmark uses) in display order."""
+        ...
+
+    def short_category(self, category: str) -> str:
+        """The name tables show for ``category`` (BFCL: ``multi_turn_base`` -> ``base``)."""
+        ...
+
+    def category_gold_class(self, category: str) -> str:
+        """The action class ``category`` rewards; ``ValueError`` for a name it does not know."""
+        ...
+
+
+def category_key(benchmark: MultiTurnBenchmark[Any], category: str) -> tuple[int, str]:
+    """Sort key of ``category`` in ``benchmark``'s display order: its
+    :meth:`CategoryTable.category_key`, else the position in ``benchmark.categories`` (names
+    it does not list after them), then the name."""
+    if isinstance(benchmark, CategoryTable):
+        return benchmark.category_key(category)
+    known = tuple(benchmark.categories)
+    return (known.index(category) if category in known else len(known)), category
+
+
+def short_category(benchmark: MultiTurnBenchmark[Any], category: str) -> str:
+    """The display name of ``category``: :meth:`CategoryTable.short_category`, else the name."""
+    if isinstance(benchmark, CategoryTable):
+        return benchmark.short_category(category)
+    return category
+
+
+def category_gold_class(benchmark: MultiTurnBenchmark[Any], category: str) -> str:
+    """The gold action class of ``category``: :meth:`CategoryTable.category_gold_class`;
+    ``ValueError`` when the benchmark has no such table or does not know the name."""
+    if isinstance(benchmark, CategoryTable):
+        return benchmark.category_gold_class(category)
+    raise ValueError(
+        f"no gold action class known for category {category!r}: benchmark "
+        f"{benchmark.name!r} has no category table"
+    )
+
+
 #: the modules of callscope's own benchmarks, each registering itself on import (imported the
 #: first time :data:`BENCHMARKS` is used, so a lookup finds them without importing them first)
 BUILTIN_BENCHMARKS: tuple[str, ...] = ("callscope.benchmarks.bfcl.benchmark",)

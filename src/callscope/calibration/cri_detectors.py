@@ -6,14 +6,17 @@ Bottleneck", §3.3; the rules are stated in :mod:`callscope.calibration.probes`'
   (:func:`has_antecedent`) in the user text or the observed state;
 * SAAG (:func:`detect_saag`): the cascade on the same call, a stage-1 failure is ``MC``, a
   stage-3 hard drift on a required argument is ``UR``.
+
+:data:`DETECTORS` is the registry of detectors by name (a probe names its detector).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from callscope.core.registry import Registry
 from callscope.saag import grounding as g
 from callscope.saag.cascade import diagnose, find_spec, schema_params
 from callscope.types import ToolCall
@@ -142,4 +145,15 @@ def detect_saag(
     return None
 
 
-DETECTORS = {"label-free": detect_label_free, "saag": detect_saag}
+#: a detector: ``(calls, functions, user text, observed state) -> the first suspect call``
+#: (``None`` when none is)
+Detector = Callable[[Sequence[ToolCall], Sequence[dict[str, Any]], str, str], Detection | None]
+
+#: CRI's detectors by name (a :class:`~callscope.calibration.probes.ProbeConfig`'s
+#: ``detector``); another package adds one with an entry point in the
+#: ``callscope.cri_detectors`` group whose object is the detector
+DETECTORS: Registry[Detector] = Registry(
+    "CRI detector",
+    entries={"label-free": detect_label_free, "saag": detect_saag},
+    entry_point_group="callscope.cri_detectors",
+)

@@ -1,7 +1,9 @@
 """GAR / Acc diagnostics of action-class calibration (paper "Calibration is the Bottleneck").
 
 Input: one :class:`CaseRecord` per multi-turn case, from any source (callscope's own
-multi-turn conversation driver, or BFCL's result files through :mod:`callscope.benchmarks.bfcl.results`)::
+multi-turn conversation driver, or a benchmark's result files through its reader in
+:mod:`callscope.benchmarks`; :mod:`callscope.benchmarks.case_records` reads and writes them as
+JSON Lines)::
 
     {"id": "multi_turn_miss_param_3", "category": "miss_param", "gold_class": "ASK",
      "turn_emissions": [[emission, ...], ...],   # per turn, that turn's emissions in order
@@ -40,48 +42,19 @@ read counts as OTHER.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table as RichTable
 
-from callscope.benchmarks.bfcl.categories import category_key
-from callscope.benchmarks.bfcl.categories import gold_class as bfcl_gold_class
+from callscope.benchmarks.protocol import MultiTurnBenchmark, benchmark_or_default, category_key
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, fired_classes, resolve
 from callscope.core.stats import rate_ci
 from callscope.core.table import Table, pct, pct_ci
 from callscope.records import CaseRecord
 from callscope.types import ACTION_CLASSES, OTHER
-
-
-def read_case_records(path: str | Path) -> tuple[list[CaseRecord], list[str]]:
-    """Read a JSONL file of :class:`CaseRecord` rows; returns the records and one message per
-    malformed line (``path:line: reason``). Blank lines are skipped."""
-    records: list[CaseRecord] = []
-    problems: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(CaseRecord.from_dict(json.loads(line), bfcl_gold_class))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
-            except ValueError as exc:
-                problems.append(f"{path}:{lineno}: {exc}")
-    return records, problems
-
-
-def write_case_records(path: str | Path, records: Iterable[CaseRecord]) -> None:
-    """Write records as JSONL (the format :func:`read_case_records` reads)."""
-    with open(path, "w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
-
 
 # --------------------------------------------------------------------------- per case
 
@@ -267,12 +240,17 @@ def compute_diagnostics(
     config: ClassifierConfig = DEFAULT,
     settings: DiagnosticsSettings | None = None,
     header_acc: Mapping[str, tuple[int, int]] | None = None,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> Diagnostics:
     """GAR, Acc and flags per category (see the module docstring).
 
     ``header_acc`` maps a category to ``(correct, total)`` used as Acc for a category none of
-    whose records has a ``passed`` verdict (e.g. BFCL's score-file header).
+    whose records has a ``passed`` verdict (e.g. BFCL's score-file header). Rows follow the
+    display order of ``benchmark``'s categories
+    (:func:`callscope.benchmarks.protocol.category_key`; default: the
+    :data:`~callscope.benchmarks.protocol.DEFAULT_BENCHMARK`).
     """
+    bench = benchmark_or_default(benchmark)
     settings = settings or DiagnosticsSettings()
     cases = [classify_case(r, config, settings.multi_label) for r in records]
     by_cat: dict[str, list[CaseClasses]] = {}
@@ -281,7 +259,7 @@ def compute_diagnostics(
     header_acc = header_acc or {}
     rows = [
         category_row(cat, by_cat[cat], settings, header_acc.get(cat))
-        for cat in sorted(by_cat, key=category_key)
+        for cat in sorted(by_cat, key=lambda c: category_key(bench, c))
     ]
     totals = Counter(c for case in cases for turn in case.turn_classes for em in turn for c in em)
     class_counts = {c: totals.get(c, 0) for c in ACTION_CLASSES}

@@ -1,10 +1,12 @@
 """Paired comparison of a probe run against a baseline run (same model, same cases).
 
-Input per run: ``(case_id, category, passed, gar_hit)`` tuples: ``passed`` is BFCL's verdict
-(Acc), ``gar_hit`` whether the case's gold action class appeared (case-level GAR). Cases are
-paired by id; a case present in only one run is left out of every number and counted in
-``unpaired``. Rows are per category (``multi_turn_`` prefix dropped; base, miss_param,
-miss_func, long_context, then others alphabetically) plus ``all``.
+Input per run: ``(case_id, category, passed, gar_hit)`` tuples: ``passed`` is the grader's
+verdict (Acc), ``gar_hit`` whether the case's gold action class appeared (case-level GAR). Cases
+are paired by id; a case present in only one run is left out of every number and counted in
+``unpaired``. Rows are per category, by the benchmark's short name and in its display order
+(:func:`callscope.benchmarks.protocol.short_category` and
+:func:`~callscope.benchmarks.protocol.category_key`; BFCL: ``multi_turn_`` prefix dropped;
+base, miss_param, miss_func, long_context, then others alphabetically) plus ``all``.
 
 Intervals: ΔAcc = Acc(probe) − Acc(baseline) and ΔGAR likewise, with Newcombe's (1998)
 hybrid score interval for the difference of *paired* proportions
@@ -25,7 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from callscope.benchmarks.bfcl.categories import category_key, short_category
+from callscope.benchmarks.protocol import (
+    MultiTurnBenchmark,
+    benchmark_or_default,
+    category_key,
+    short_category,
+)
 from callscope.calibration.probes import PROBES
 from callscope.core.stats import newcombe_paired
 from callscope.core.table import Table, pct, pct_ci
@@ -36,7 +43,7 @@ CI_METHOD = "newcombe-paired-wilson (method 10, phi continuity-corrected), 95%"
 
 
 def _gar_valid_for(probe_name: str) -> bool:
-    probe = PROBES.get(probe_name)
+    probe = PROBES.get(probe_name, None)
     return probe.gar_valid if probe is not None else True
 
 
@@ -114,13 +121,17 @@ def compare_probe(
     probe_name: str,
     *,
     gar_valid: bool | None = None,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Per-category paired rows (then ``all``) of ``probed`` against ``baseline``.
 
     ``fired`` maps case id -> whether the probe fired in that case (missing = no).
     ``gar_valid`` defaults to the named probe's :attr:`ProbeConfig.gar_valid` (false for the
-    bypass probes, true for unknown names). A case's category is taken from the baseline.
+    bypass probes, true for unknown names). A case's category is taken from the baseline;
+    names and order are ``benchmark``'s (default: the
+    :data:`~callscope.benchmarks.protocol.DEFAULT_BENCHMARK`).
     """
+    bench = benchmark_or_default(benchmark)
     if gar_valid is None:
         gar_valid = _gar_valid_for(probe_name)
     base_by_id = {o[0]: o for o in baseline}
@@ -128,7 +139,7 @@ def compare_probe(
     pairs: dict[str, list[tuple[CaseResult, CaseResult]]] = {}
     unpaired: dict[str, int] = {}
     for cid, b in base_by_id.items():
-        cat = short_category(b[1])
+        cat = short_category(bench, b[1])
         pairs.setdefault(cat, [])
         if cid in probe_by_id:
             pairs[cat].append((b, probe_by_id[cid]))
@@ -136,12 +147,12 @@ def compare_probe(
             unpaired[cat] = unpaired.get(cat, 0) + 1
     for cid, p in probe_by_id.items():
         if cid not in base_by_id:
-            cat = short_category(p[1])
+            cat = short_category(bench, p[1])
             pairs.setdefault(cat, [])
             unpaired[cat] = unpaired.get(cat, 0) + 1
     rows = [
         _row(probe_name, cat, pairs[cat], fired, gar_valid, unpaired.get(cat, 0))
-        for cat in sorted(pairs, key=category_key)
+        for cat in sorted(pairs, key=lambda c: category_key(bench, c))
     ]
     everything = [pair for cat in pairs for pair in pairs[cat]]
     rows.append(_row(probe_name, "all", everything, fired, gar_valid, sum(unpaired.values())))
@@ -159,16 +170,21 @@ def fired_by_case(convs: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
     }
 
 
-def ablation_matrix(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+def ablation_matrix(
+    results: Mapping[str, Sequence[Mapping[str, Any]]],
+    benchmark: MultiTurnBenchmark[Any] | None = None,
+) -> list[dict[str, Any]]:
     """Probes × categories: one row per probe (in the given order) with ``<cat>.d_acc`` and
     ``<cat>.d_gar`` for every category any probe has (``None`` where a probe lacks it or GAR
-    is not valid), and ``all.fired_rate``."""
+    is not valid), and ``all.fired_rate``. Categories in ``benchmark``'s display order
+    (default: the :data:`~callscope.benchmarks.protocol.DEFAULT_BENCHMARK`)."""
+    bench = benchmark_or_default(benchmark)
     cats: list[str] = []
     for rows in results.values():
         for r in rows:
             if r["category"] not in cats:
                 cats.append(r["category"])
-    cats.sort(key=lambda c: (c == "all", category_key(c)))
+    cats.sort(key=lambda c: (c == "all", category_key(bench, c)))
     out = []
     for probe, rows in results.items():
         by_cat = {r["category"]: r for r in rows}

@@ -30,7 +30,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from callscope.benchmarks.bfcl.categories import category_key, short_category
+from callscope.benchmarks.protocol import (
+    MultiTurnBenchmark,
+    benchmark_or_default,
+    category_key,
+    short_category,
+)
 from callscope.calibration.diagnostics import Diagnostics
 from callscope.core.stats import newcombe_paired
 from callscope.core.table import Table, pct, pct_ci
@@ -89,7 +94,7 @@ class PanelCell:
 
 @dataclass
 class Panel:
-    """The panel: ``models`` in row order, ``categories`` in BFCL's display order, one
+    """The panel: ``models`` in row order, ``categories`` in the benchmark's display order, one
     :class:`PanelCell` per (model, category) the model has, each model's capability check."""
 
     models: list[str]
@@ -113,15 +118,20 @@ class Panel:
 
 
 def build_panel(
-    diagnostics: Mapping[str, Diagnostics], models: Sequence[str] | None = None
+    diagnostics: Mapping[str, Diagnostics],
+    models: Sequence[str] | None = None,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> Panel:
     """The :class:`Panel` of ``{model: Diagnostics}``; rows in the order of ``models`` (default:
-    the mapping's order), categories by their short name (``base``) in BFCL's order over
-    every model."""
+    the mapping's order), categories by ``benchmark``'s short name (BFCL: ``base``) in its
+    display order over every model (:func:`callscope.benchmarks.protocol.short_category`,
+    :func:`~callscope.benchmarks.protocol.category_key`; default benchmark: the
+    :data:`~callscope.benchmarks.protocol.DEFAULT_BENCHMARK`)."""
+    bench = benchmark_or_default(benchmark)
     order = list(models) if models is not None else list(diagnostics)
     cats = sorted(
-        {short_category(r["category"]) for d in diagnostics.values() for r in d.rows},
-        key=category_key,
+        {short_category(bench, r["category"]) for d in diagnostics.values() for r in d.rows},
+        key=lambda c: category_key(bench, c),
     )
     panel = Panel(models=order, categories=cats)
     for model in order:
@@ -131,7 +141,7 @@ def build_panel(
             gar, acc = row.get("gar_case"), row.get("acc")
             delta = acc - gar if gar is not None and acc is not None else None
             paired = delta_interval(diag.cases, row["category"]) if row["acc_source"] else None
-            cat = short_category(row["category"])
+            cat = short_category(bench, row["category"])
             cell = PanelCell(model, cat, dict(row), delta)
             if paired is not None:
                 cell.delta, cell.delta_lo, cell.delta_hi = paired

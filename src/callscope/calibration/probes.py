@@ -57,16 +57,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from callscope.benchmarks.bfcl.multi_turn import MTCase
+from callscope.benchmarks.protocol import MultiTurnCase
 from callscope.calibration.classify import DEFAULT, classify_emission
 from callscope.calibration.cri_detectors import DETECTORS
+from callscope.core.registry import Registry
 from callscope.records import ExecResult
 from callscope.types import ASK, ToolCall
 
 Seam = Literal["halt", "call"]
 Gate = Literal["none", "all", "miss_param"]
 Action = Literal["retry", "bypass"]
-DetectorKind = Literal["label-free", "saag"]
 
 #: state injection cap (characters of the whole snapshot block); this cap, the 4 prior requests
 #: and their 700-character cap are the settings of the calibration paper's public code (SRI,
@@ -99,7 +99,8 @@ BYPASS_ABSTENTION = "I cannot proceed with this request yet."
 @dataclass(frozen=True)
 class ProbeConfig:
     """One probe. ``seam="halt"`` is SRI (components and gate apply), ``seam="call"`` is CRI
-    (``action`` and ``detector`` apply)."""
+    (``action`` and ``detector``, a name in
+    :data:`~callscope.calibration.cri_detectors.DETECTORS`, apply)."""
 
     name: str
     seam: Seam
@@ -108,7 +109,7 @@ class ProbeConfig:
     reconciliation: bool = True
     gate: Gate = "none"
     action: Action = "retry"
-    detector: DetectorKind = "label-free"
+    detector: str = "label-free"
     state_cap: int = STATE_CAP
     max_prior_requests: int = MAX_PRIOR_REQUESTS
     prior_request_chars: int = PRIOR_REQUEST_CHARS
@@ -120,8 +121,8 @@ class ProbeConfig:
             raise ValueError(f"gate must be none/all/miss_param, not {self.gate!r}")
         if self.action not in ("retry", "bypass"):
             raise ValueError(f"action must be retry/bypass, not {self.action!r}")
-        if self.detector not in ("label-free", "saag"):
-            raise ValueError(f"detector must be label-free/saag, not {self.detector!r}")
+        if self.detector not in DETECTORS:
+            raise ValueError(f"detector must be {'/'.join(DETECTORS)}, not {self.detector!r}")
 
     @property
     def gar_valid(self) -> bool:
@@ -141,42 +142,44 @@ def _sri(name: str, **kw: Any) -> ProbeConfig:
     return ProbeConfig(name=name, seam="halt", **kw)
 
 
-def _cri(name: str, action: Action, detector: DetectorKind) -> ProbeConfig:
+def _cri(name: str, action: Action, detector: str) -> ProbeConfig:
     return ProbeConfig(name=name, seam="call", action=action, detector=detector)
 
 
 #: every named probe, in registry order: THE list of probes; the names ``callscope calibrate
 #: --probe`` accepts (:func:`probe_help`), the order of the report's probe tables and files
-#: (``callscope.runs.calibrate.probe_key``) and :func:`get_probe` all read it
-PROBES: dict[str, ProbeConfig] = {
-    p.name: p
-    for p in (
-        _sri("sri"),
-        _sri("sri-no-history", history_edit=False),
-        _sri("sri-no-state", state_injection=False),
-        _sri("sri-no-reconciliation", reconciliation=False),
-        _sri("sri-gate", gate="all"),
-        _sri("sri-gate-miss-param", gate="miss_param"),
-        _cri("cri-retry", "retry", "label-free"),
-        _cri("cri-bypass", "bypass", "label-free"),
-        _cri("cri-retry-saag", "retry", "saag"),
-        _cri("cri-bypass-saag", "bypass", "saag"),
-    )
-}
+#: (``callscope.runs.calibrate.probe_key``) and :func:`get_probe` all read it; another package
+#: adds one with an entry point in the ``callscope.probes`` group whose object is a
+#: :class:`ProbeConfig`
+PROBES: Registry[ProbeConfig] = Registry(
+    "probe",
+    entries={
+        p.name: p
+        for p in (
+            _sri("sri"),
+            _sri("sri-no-history", history_edit=False),
+            _sri("sri-no-state", state_injection=False),
+            _sri("sri-no-reconciliation", reconciliation=False),
+            _sri("sri-gate", gate="all"),
+            _sri("sri-gate-miss-param", gate="miss_param"),
+            _cri("cri-retry", "retry", "label-free"),
+            _cri("cri-bypass", "bypass", "label-free"),
+            _cri("cri-retry-saag", "retry", "saag"),
+            _cri("cri-bypass-saag", "bypass", "saag"),
+        )
+    },
+    entry_point_group="callscope.probes",
+)
 
 
 def get_probe(name: str) -> ProbeConfig:
-    """The named probe; ``ValueError`` listing the valid names otherwise."""
-    try:
-        return PROBES[name]
-    except KeyError:
-        raise ValueError(f"unknown probe {name!r}; valid: {', '.join(PROBES)}") from None
+    """The named probe; ``ConfigError`` (a ``ValueError``) listing the valid names otherwise."""
+    return PROBES[name]
 
 
 def register_probe(probe: ProbeConfig) -> ProbeConfig:
     """Add (or replace) ``probe`` under its name, after the built-in probes; returns it."""
-    PROBES[probe.name] = probe
-    return probe
+    return PROBES.register(probe.name, probe)
 
 
 def probe_names() -> tuple[str, ...]:
@@ -288,9 +291,13 @@ def user_text(messages: Sequence[dict[str, Any]]) -> str:
 
 
 class ProbeSession:
-    """One probe over one case: holds the gates, decides at each seam, keeps the events."""
+    """One probe over one case: holds the gates, decides at each seam, keeps the events.
 
-    def __init__(self, probe: ProbeConfig, case: MTCase) -> None:
+    ``case`` is any benchmark's case (:class:`~callscope.benchmarks.protocol.MultiTurnCase`);
+    ``due_turns`` are the turns its gold class is due at (the benchmark's ``due_turns(case)``),
+    which are the empty-gold turns of CRI-bypass in a ``miss_param`` / ``miss_func`` case."""
+
+    def __init__(self, probe: ProbeConfig, case: MultiTurnCase, due_turns: Sequence[int]) -> None:
         self.probe = probe
         self.case = case
         self.events: list[dict[str, Any]] = []
@@ -298,7 +305,7 @@ class ProbeSession:
         self._cri_fired_at: int | None = None
         self._first_reinjection = min(case.missed_function) if case.missed_function else None
         short = case.category.removeprefix("multi_turn_")
-        self._empty_gold = set(case.due_turns()) if short in ("miss_param", "miss_func") else set()
+        self._empty_gold = set(due_turns) if short in ("miss_param", "miss_func") else set()
 
     def _log(
         self,

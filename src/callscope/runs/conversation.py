@@ -200,7 +200,7 @@ def run_conversation(
         env = SafeEnv(case)
     elif getattr(getattr(env, "case", None), "id", case.id) != case.id:
         raise ValueError(f"environment of {env.case.id!r} given for case {case.id!r}")
-    session = ProbeSession(probe, case) if probe is not None else None
+    session = ProbeSession(probe, case, case.due_turns()) if probe is not None else None
     traj = Trajectory(
         case.id,
         case.category,

@@ -4,7 +4,8 @@ A thin adapter over the existing functions: cases from
 :func:`~callscope.benchmarks.bfcl.multi_turn.load_multi_turn`, tools at a turn from
 :meth:`MTCase.functions_at`, a fresh :class:`~callscope.benchmarks.bfcl.env.SafeEnv` per run,
 BFCL's own checker through :func:`~callscope.benchmarks.bfcl.grade.grade`, and the gold action
-class and due turns of the category table (:mod:`callscope.benchmarks.bfcl.categories`).
+class, due turns, display order and short names of the category table
+(:mod:`callscope.benchmarks.bfcl.categories`).
 Registers itself as the ``bfcl`` benchmark of :data:`callscope.benchmarks.protocol.BENCHMARKS`
 (which imports this module on first use).
 """
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from callscope.benchmarks.bfcl import categories as table
 from callscope.benchmarks.bfcl.categories import full_category
 from callscope.benchmarks.bfcl.env import SafeEnv
 from callscope.benchmarks.bfcl.grade import Verdict, grade
@@ -52,6 +54,17 @@ class BFCLMultiTurn:
 
     def due_turns(self, case: MTCase) -> list[int]:
         return case.due_turns()
+
+    # the category table (:class:`~callscope.benchmarks.protocol.CategoryTable`)
+    def category_key(self, category: str) -> tuple[int, str]:
+        """BFCL's display order (base, miss_param, miss_func, long_context), then others."""
+        return table.category_key(category)
+
+    def short_category(self, category: str) -> str:
+        return table.short_category(category)
+
+    def category_gold_class(self, category: str) -> str:
+        return table.gold_class(category)
 
 
 register_benchmark("bfcl", BFCLMultiTurn)

@@ -6,10 +6,10 @@ interval method), ``name`` (the file stem / anchor) and ``raw`` (the same data a
 values, for the formats that carry data rather than display). Every table builder returns
 one: the SAAG report tables (:mod:`callscope.report.tables`), the comparisons
 (:mod:`callscope.report.compare`), the GAR / Acc diagnostics
-(:mod:`callscope.calibration.diagnostics`, :mod:`callscope.calibration.tau2_tables`), the
-paired probe comparison (:mod:`callscope.calibration.paired`), the panel
-(:mod:`callscope.calibration.panel`), the detector audit (:mod:`callscope.saag.audit`). The
-renderings are its methods:
+(:mod:`callscope.calibration.diagnostics`, :mod:`callscope.report.tau2_tables`), the SAAG
+stage mix (:mod:`callscope.calibration.stage_table`), the paired probe comparison
+(:mod:`callscope.calibration.paired`), the panel (:mod:`callscope.calibration.panel`) and the
+detector audit (:mod:`callscope.saag.audit`). The renderings are its methods:
 
 * :meth:`Table.to_markdown`: GitHub pipe table. With a ``title``, a first paragraph
   ``**<title>.** <caption>``; with ``empty`` set and no rows, that line instead of the

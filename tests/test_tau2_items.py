@@ -13,7 +13,8 @@ from callscope.benchmarks.tau2.reader import Tau2FormatError
 from callscope.benchmarks.tau2.stock_tools import stock_functions, stock_tool_type
 from callscope.benchmarks.tau2.tasks import boilerplate_sentences, classify_cue_hits
 from callscope.benchmarks.tau2.write_tools import WRITE_VERBS, decide_write_tools
-from callscope.calibration.tau2 import POOLED, Tau2Config
+from callscope.calibration.tau2 import Tau2Config
+from callscope.calibration.tau2_rows import POOLED
 from callscope.report.tau2_tables import tau2_markdown
 from callscope.runs.from_results import tau2_diagnostics
 

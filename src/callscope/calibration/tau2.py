@@ -69,14 +69,15 @@ whose name is known is then ``unchecked`` (stages 2-3 not run). Stage 3 grounds 
 the user's words only, so an id the agent read from a tool result counts as ungrounded:
 read stage 3 on τ² as "not said by the user".
 
-The tables are rendered by :mod:`callscope.calibration.tau2_tables`.
+One simulation is diagnosed by :mod:`callscope.calibration.tau2_simulation`, the rows are
+computed by :mod:`callscope.calibration.tau2_rows`, and the tables
+(:class:`callscope.core.table.Table`) are built by :mod:`callscope.report.tau2_tables`.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,6 @@ from callscope.benchmarks.tau2.messages import (
     task_mismatch,
     tool_types,
 )
-from callscope.benchmarks.tau2.reader import Tau2Run
 from callscope.benchmarks.tau2.source import Tau2Results
 from callscope.benchmarks.tau2.stock_tools import stock_functions
 from callscope.benchmarks.tau2.tasks import (
@@ -101,27 +101,16 @@ from callscope.benchmarks.tau2.tasks import (
 )
 from callscope.benchmarks.tau2.write_tools import DEFAULT_WRITE_PATTERN, decide_write_tools
 from callscope.calibration.classify import DEFAULT, ClassifierConfig
-from callscope.calibration.confirm import (
-    DEFAULT_CONFIRM,
-    ConfirmConfig,
-    ConfirmJudge,
-    agreement_stats,
-)
-from callscope.calibration.diagnostics import (
-    CaseClasses,
-    DiagnosticsSettings,
-    capability_check,
-    category_row,
-)
-from callscope.calibration.tau2_simulation import GAR_RULES, GOLD_ORDER, diagnose_simulation
-from callscope.core.stats import rate_ci
+from callscope.calibration.confirm import DEFAULT_CONFIRM, ConfirmConfig, ConfirmJudge
+from callscope.calibration.diagnostics import DiagnosticsSettings, capability_check
+from callscope.calibration.tau2_rows import acc_rows, confirm_summary, domain_rows, gold_rows
+from callscope.calibration.tau2_simulation import GAR_RULES, diagnose_simulation
 from callscope.records import CallRecord, SimulationRecord
-from callscope.types import ACTION_CLASSES, TOOL_CALL
+from callscope.types import ACTION_CLASSES
 
 __all__ = [
     "DEFAULT_TAU2",
     "GAR_RULES",
-    "POOLED",
     "Tau2Config",
     "Tau2Diagnostics",
     "diagnose_tau2",
@@ -211,197 +200,6 @@ def is_ask_gold(domain: str, task_id: str, candidate: bool, config: Tau2Config) 
     if config.ask_tasks is None:
         return candidate
     return task_id in config.ask_tasks or f"{domain}:{task_id}" in config.ask_tasks
-
-
-# --------------------------------------------------------------------------- rows
-
-
-#: The group label of rows that pool every agent / user pair (``Tau2Config.pooled``).
-POOLED = "pooled (all agents)"
-
-
-def _partitions(
-    sims: Sequence[SimulationRecord], pooled: bool
-) -> list[tuple[str, str, list[SimulationRecord]]]:
-    """``(group, domain, simulations)`` in group order (first seen), then domain; pooled
-    partitions last when asked and there is more than one group."""
-    groups = list(dict.fromkeys(s.group for s in sims))
-    out = [
-        (g, d, [s for s in sims if s.group == g and s.domain == d])
-        for g in groups
-        for d in sorted({s.domain for s in sims if s.group == g})
-    ]
-    if pooled and len(groups) > 1:
-        out += [
-            (POOLED, d, [s for s in sims if s.domain == d])
-            for d in sorted({s.domain for s in sims})
-        ]
-    return out
-
-
-def _class_row(
-    group: str,
-    domain: str,
-    gold: str,
-    members: Sequence[SimulationRecord],
-    settings: DiagnosticsSettings,
-    path: str | None,
-) -> dict[str, Any]:
-    known = [s for s in members if s.gar[gold] is not None]
-    cases = [
-        CaseClasses(
-            id=s.id,
-            category=domain,
-            gold_class=gold,
-            turn_classes=[s.message_classes],
-            union=s.union,
-            gar_case=bool(s.gar[gold]),
-            due_hits=[],
-            passed=s.passed,
-            error=s.error,
-        )
-        for s in known
-    ]
-    row = category_row(domain, cases, settings, None)
-    if row.get("acc_source") == "cases":
-        row["acc_source"] = "reward"
-    failures = Counter(k for s in known for k in s.check_failures if gold == TOOL_CALL)
-    row.update(
-        gold_class=gold,
-        group=group,
-        domain=domain,
-        path=path,
-        gar_rule=GAR_RULES[gold],
-        n_tasks=len({s.task_id for s in members}),
-        n_gar_unknown=len(members) - len(known),
-        n_no_reward=sum(s.passed is None for s in known),
-        n_max_steps=sum(s.max_steps for s in members),
-        n_write_path=sum(s.path == "write" for s in members),
-        n_read_path=sum(s.path == "read-only" for s in members),
-        check_failures={k: failures[k] for k in ("count", "arguments", "order", "other")},
-        emission_gold_k=sum(gold in s.union for s in known),
-    )
-    return row
-
-
-def _gold_rows(
-    sims: Sequence[SimulationRecord], settings: DiagnosticsSettings, pooled: bool = False
-) -> list[dict[str, Any]]:
-    """One row per (group, domain, gold class); a TOOL_CALL row is followed by its write-path
-    and read-only-path rows when the tasks have both. Excluded simulations are left out."""
-    rows = []
-    kept = [s for s in sims if s.excluded is None]
-    for group, domain, d_sims in _partitions(kept, pooled):
-        for gold in GOLD_ORDER:
-            members = [s for s in d_sims if gold in s.gar]
-            if not members:
-                continue
-            rows.append(_class_row(group, domain, gold, members, settings, None))
-            paths = [p for p in ("write", "read-only") if any(s.path == p for s in members)]
-            if gold == TOOL_CALL and len(paths) > 1:
-                for path in paths:
-                    sub = [s for s in members if s.path == path]
-                    rows.append(_class_row(group, domain, gold, sub, settings, path))
-    return rows
-
-
-def _acc_rows(
-    sims: Sequence[SimulationRecord], runs: Sequence[Tau2Run], z: float, pooled: bool = False
-) -> list[dict[str, Any]]:
-    """The file-level Acc (the leaderboard's pass^1: share of simulations with reward 1,
-    Wilson interval, over every simulation with a reward) per (group, domain), with the
-    simulations that ended on ``max_steps``, in error, without reward, or were excluded."""
-    rows = []
-    for group, domain, members in _partitions(sims, pooled):
-        rewarded = [s for s in members if s.passed is not None]
-        k = sum(bool(s.passed) for s in rewarded)
-        acc, lo, hi = rate_ci(k, len(rewarded), z)
-        sources = sorted({s.source for s in members})
-        pair = next((r for r in runs if r.source in sources), None)
-        rows.append(
-            {
-                "group": group,
-                "domain": domain,
-                "agent": pair.agent if pair and group != POOLED else None,
-                "user": pair.user if pair and group != POOLED else None,
-                "sources": sources,
-                "n_simulations": len(members),
-                "n_tasks": len({s.task_id for s in members}),
-                "acc_k": k,
-                "acc_n": len(rewarded),
-                "acc": acc,
-                "acc_ci_low": lo,
-                "acc_ci_high": hi,
-                "n_no_reward": len(members) - len(rewarded),
-                "n_max_steps": sum(s.max_steps for s in members),
-                "n_errors": sum(s.error is not None for s in members),
-                "n_mismatch": sum(s.mismatch is not None for s in members),
-                "n_excluded": sum(s.excluded is not None for s in members),
-            }
-        )
-    return rows
-
-
-def _rate_dict(k: int, n: int, z: float) -> dict[str, float | None]:
-    rate, lo, hi = rate_ci(k, n, z)
-    return {"rate": rate, "ci_low": lo, "ci_high": hi}
-
-
-def _confirm_summary(calls: Sequence[CallRecord], z: float) -> dict[str, Any]:
-    writes = [c for c in calls if c.write]
-    k = sum(bool(c.confirm_rule and c.confirm_rule.confirmed) for c in writes)
-    out: dict[str, Any] = {
-        "write_calls": len(writes),
-        "rule_k": k,
-        "rule": _rate_dict(k, len(writes), z),
-    }
-    judged = [c for c in writes if c.confirm_judge is not None]
-    if judged:
-        stats = agreement_stats(
-            [bool(c.confirm_rule and c.confirm_rule.confirmed) for c in judged],
-            [c.confirm_judge.confirmed for c in judged if c.confirm_judge is not None],
-        )
-        out["judge"] = {**stats, **_rate_dict(stats["judge_yes"], stats["n"], z)}
-    else:
-        out["judge"] = None
-    return out
-
-
-def _domain_rows(
-    sims: Sequence[SimulationRecord],
-    calls: Sequence[CallRecord],
-    modes: Mapping[str, str],
-    writes: Mapping[str, Mapping[str, Mapping[str, Any]]],
-    z: float,
-    pooled: bool = False,
-) -> list[dict[str, Any]]:
-    """Per (group, domain): emission class counts, the SAAG stage mix of the agent's calls
-    (``stage_mode``: ``schemas`` = the run's own, ``stock schemas`` = τ²'s stock ones,
-    ``names_only``, or ``mixed``), the write tools and CONFIRM."""
-    rows = []
-    for group, domain, d_sims in _partitions(sims, pooled):
-        ids = {(s.source, s.id) for s in d_sims}
-        d_calls = [c for c in calls if (c.source, c.simulation_id) in ids]
-        counts = Counter(c for s in d_sims for m in s.message_classes for c in m)
-        stages = Counter("unchecked" if c.stage is None else str(c.stage) for c in d_calls)
-        kinds = {modes.get(s.source, "names_only") for s in d_sims}
-        mode = kinds.pop() if len(kinds) == 1 else "mixed"
-        rows.append(
-            {
-                "group": group,
-                "domain": domain,
-                "n_simulations": len(d_sims),
-                "n_tasks": len({s.task_id for s in d_sims}),
-                "assistant_messages": sum(len(s.message_classes) for s in d_sims),
-                "class_counts": {c: counts.get(c, 0) for c in ACTION_CLASSES},
-                "tool_calls": len(d_calls),
-                "stage_mode": mode,
-                "stage_mix": {k: stages.get(k, 0) for k in ("0", "1", "2", "3", "unchecked")},
-                "write_tools": sorted(n for n, w in writes.get(domain, {}).items() if w["write"]),
-                "confirm": _confirm_summary(d_calls, z),
-            }
-        )
-    return rows
 
 
 # --------------------------------------------------------------------------- result
@@ -615,13 +413,13 @@ def diagnose_tau2(
     else:
         ask_source = f"checked list of {len(config.ask_tasks)} task(s)"
     capability = capability_check(class_counts, config.t_cap)
-    rows = _gold_rows(sims, settings, config.pooled)
+    rows = gold_rows(sims, settings, config.pooled)
     return Tau2Diagnostics(
         rows=rows,
-        domain_rows=_domain_rows(sims, calls, modes, writes, config.z, config.pooled),
+        domain_rows=domain_rows(sims, calls, modes, writes, config.z, config.pooled),
         class_counts=class_counts,
         capability=capability,
-        confirm=_confirm_summary(calls, config.z),
+        confirm=confirm_summary(calls, config.z),
         ask_candidates=candidates,
         ask_gold_source=ask_source,
         write_tools=writes,
@@ -642,7 +440,7 @@ def diagnose_tau2(
         config=config.to_dict(),
         simulations=sims,
         calls=calls,
-        acc_rows=_acc_rows(sims, runs, config.z, config.pooled),
+        acc_rows=acc_rows(sims, runs, config.z, config.pooled),
         groups=list(dict.fromkeys(s.group for s in sims)),
         warnings=warnings,
     )

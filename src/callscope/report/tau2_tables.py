@@ -169,21 +169,6 @@ def domain_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) ->
     )
 
 
-def gar_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The (domain, gold class) rows as a Markdown table."""
-    return gar_table(rows).to_markdown()
-
-
-def domain_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The per-domain rows (stage mix, CONFIRM) as a Markdown table."""
-    return domain_table(rows).to_markdown()
-
-
-def acc_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The file-level Acc rows as a Markdown table."""
-    return acc_table(rows).to_markdown()
-
-
 def group_rows(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
     """``(group, rows)`` in the rows' group order."""
     groups = list(dict.fromkeys(str(r.get("group") or "") for r in rows))
@@ -228,9 +213,9 @@ def tau2_markdown(diag: Tau2Diagnostics) -> str:
         warn.append(cap)
     if warn:
         parts.append("\n" + "".join(f"> **Warning**: {w}\n>\n" for w in warn))
-    parts.append("\n**File-level Acc (pass^1)**\n\n" + acc_markdown(diag.acc_rows))
+    parts.append("\n**File-level Acc (pass^1)**\n\n" + acc_table(diag.acc_rows).to_markdown())
     for group, rows in group_rows(diag.rows):
-        parts.append(f"\n**GAR and Acc: {group}**\n\n" + gar_markdown(rows))
+        parts.append(f"\n**GAR and Acc: {group}**\n\n" + gar_table(rows).to_markdown())
     if not diag.rows:
         parts.append("\n(no per-class rows)\n")
     parts.append(
@@ -238,7 +223,7 @@ def tau2_markdown(diag: Tau2Diagnostics) -> str:
         + "; ".join(f"{k} = {v}" for k, v in GAR_RULES.items())
         + f". ASK gold: {diag.ask_gold_source}. Acc = reward == 1.\n"
     )
-    parts.append("\n" + domain_markdown(diag.domain_rows))
+    parts.append("\n" + domain_table(diag.domain_rows).to_markdown())
     if diag.confirm.get("judge"):
         j = diag.confirm["judge"]
         parts.append(

@@ -171,7 +171,7 @@ RESULTS_DIAGNOSTICS.register(
         "tau2",
         TAU2_STEM,
         diagnose_tau2_results,
-        lambda _read, diag: diag.to_dict(include_details=True),
+        lambda _read, diag: diag.to_dict(include_details=True),  # every simulation and call
     ),
 )
 

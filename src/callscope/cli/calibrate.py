@@ -1,17 +1,29 @@
-"""`callscope calibrate`: the action-class diagnostic (GAR beside Acc) in one of three
-pipelines: run a model on BFCL multi-turn (:func:`callscope.runs.calibrate.calibrate_model`),
-or read BFCL's (:func:`callscope.runs.from_results.calibrate_from_bfcl`) or τ²-bench's
-(:func:`callscope.runs.from_results.calibrate_from_tau2`) own results. This module parses
-the options, calls one of them, prints what it returned and renders the HTML page."""
+"""`callscope calibrate`: the action-class diagnostic (GAR beside Acc), one subcommand per job.
+
+* ``run``: a model on a multi-turn benchmark (:func:`callscope.runs.calibrate.calibrate_model`);
+* ``panel``: several models on the same cases (:func:`callscope.runs.calibrate_panel.calibrate_panel`);
+* ``experiment``: every probe of a calibration experiment file, each as a panel run;
+* ``from-bfcl``: BFCL's own result trees (:func:`callscope.runs.from_results.calibrate_from_bfcl`,
+  or a panel when they hold several models);
+* ``from-tau2``: τ²-bench result files (:func:`callscope.runs.from_results.calibrate_from_tau2`);
+* ``export``: a run directory's conversations as BFCL result and score files.
+
+Each subcommand takes only its own options. The single command this replaces still works:
+``callscope calibrate -m X ...`` (no subcommand) runs ``calibrate run``, ``calibrate
+--from-bfcl DIR`` runs ``calibrate from-bfcl DIR`` and so on (:func:`legacy_args`), after one
+line on stderr naming the new spelling. This module parses the options, calls the library,
+prints what it returned and renders the HTML page."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from callscope.benchmarks.bfcl.categories import FILE_ORDER
 from callscope.benchmarks.protocol import benchmark_names, get_benchmark
@@ -24,13 +36,13 @@ from callscope.cli.common import (
     BaseUrlOpt,
     CacheOpt,
     GroundingOpt,
-    MaxTokensOpt,
     NoCacheOpt,
     StyleOpt,
     TimeoutOpt,
     comma_list,
     console,
     fail,
+    handle_errors,
     interruptible,
     open_model,
     print_stopped_early,
@@ -46,156 +58,190 @@ if TYPE_CHECKING:
     from callscope.calibration.tau2 import Tau2Config
     from callscope.runs.calibrate import ModelCalibration
 
+# --------------------------------------------------------------------------- the old spelling
 
-def calibrate(
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "-m", "--model", help=backend_help() + " Repeat -m for a panel of models in one run."
-        ),
-    ] = None,
-    experiment: Annotated[
-        Path | None,
-        typer.Option("--experiment", help="calibration experiment TOML (models, categories, ...)"),
-    ] = None,
-    out: Annotated[
-        Path, typer.Option("-o", "--out", help="run directory (re-run to resume)")
-    ] = Path("runs/calibrate"),
-    categories: Annotated[str, typer.Option("--categories", help=",".join(FILE_ORDER))] = ",".join(
-        FILE_ORDER
+#: the options that chose a job of the single command, in the order it tried them, and the
+#: subcommand each is now (their value becomes the subcommand's argument)
+LEGACY_JOBS: tuple[tuple[str, str], ...] = (
+    ("--export-bfcl", "export"),
+    ("--from-tau2", "from-tau2"),
+    ("--from-bfcl", "from-bfcl"),
+    ("--experiment", "experiment"),
+)
+#: the single command's options that took no value
+LEGACY_FLAGS = frozenset({"--quiet", "--no-cache", "--allow-task-mismatch", "--pooled"})
+_OUT = ("-o", "--out")
+#: ``ctx.meta`` key of the note an old spelling prints
+_NOTE = "callscope.calibrate.legacy_note"
+
+
+def legacy_args(args: Sequence[str], accepted: dict[str, frozenset[str]]) -> tuple[list[str], str]:
+    """The subcommand spelling of the single command's arguments ``args``, and the one-line
+    note saying so. The job is chosen as the single command chose it: ``--export-bfcl``,
+    then ``--from-tau2``, ``--from-bfcl``, ``--experiment``, then ``-m`` given more than once
+    (``panel``), else ``run``; the chosen option's value becomes the subcommand's argument
+    (``export`` also takes the ``-o`` run directory as its first). Options the subcommand
+    does not take (``accepted``: subcommand -> its option names), which the single command
+    ignored for that job, are left out.
+
+    >>> legacy_args(["--from-bfcl", "r", "-o", "o", "--quiet"], {"from-bfcl": frozenset({"-o"})})[0]
+    ['from-bfcl', 'r', '-o', 'o']
+    """
+    items: list[tuple[str, str | None]] = []  # (option or "", value); "" = a bare argument
+    rest = list(args)
+    while rest:
+        token = rest.pop(0)
+        if token.startswith("--") and "=" in token:
+            name, value = token.split("=", 1)
+            items.append((name, value))
+        elif token.startswith("-") and token not in LEGACY_FLAGS and token != "--help" and rest:
+            items.append((token, rest.pop(0)))
+        elif token.startswith("-"):
+            items.append((token, None))
+        else:
+            items.append(("", token))
+    given = {name: value for name, value in items}
+    job = next((sub for opt, sub in LEGACY_JOBS if given.get(opt) is not None), None)
+    models = [v for name, v in items if name in ("-m", "--model")]
+    if job is None:
+        job = "panel" if len(models) > 1 else "run"
+    selector = next((opt for opt, sub in LEGACY_JOBS if sub == job), None)
+    head: list[str] = [job]
+    if job == "export":
+        head.append(next((v for n, v in items if n in _OUT and v is not None), "runs/calibrate"))
+    if selector is not None:
+        head.append(str(given[selector]))
+    keep = accepted.get(job, frozenset()) | {"--help"}
+    if job == "export":
+        keep = keep - set(_OUT)
+    out = list(head)
+    for name, value in items:
+        if name == selector or (name and name not in keep):
+            continue
+        out.extend(t for t in (name, value) if t)
+    old = {
+        "export": "-o RUN_DIR --export-bfcl DEST",
+        "from-tau2": "--from-tau2 RESULTS",
+        "from-bfcl": "--from-bfcl RESULTS",
+        "experiment": "--experiment FILE",
+        "panel": "-m MODEL -m MODEL ...",
+        "run": "-m MODEL ...",
+    }[job]
+    new = {
+        "export": "export RUN_DIR DEST",
+        "from-tau2": "from-tau2 RESULTS",
+        "from-bfcl": "from-bfcl RESULTS",
+        "experiment": "experiment FILE",
+        "panel": "panel -m MODEL -m MODEL ...",
+        "run": "run -m MODEL ...",
+    }[job]
+    note = (
+        f"note: `callscope calibrate {old}` is now `callscope calibrate {new}`; "
+        "the old spelling will be removed in a later release"
+    )
+    return out, note
+
+
+class CalibrateGroup(TyperGroup):
+    """The ``calibrate`` group: arguments that do not start with a subcommand (or ask for the
+    group's help) are the single command's old spelling, run as their subcommand
+    (:func:`legacy_args`), followed by a one-line note on stderr (last, so that what the
+    command prints first stays first)."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            accepted = {
+                name: frozenset(
+                    opt
+                    for p in cmd.params
+                    for opt in (*p.opts, *p.secondary_opts)
+                    if opt.startswith("-")
+                )
+                for name, cmd in self.commands.items()
+            }
+            args, ctx.meta[_NOTE] = legacy_args(args, accepted)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        """Run the subcommand; after it (however it ends), the note of an old spelling."""
+        try:
+            return super().invoke(ctx)
+        finally:
+            if ctx.meta.get(_NOTE):
+                typer.echo(ctx.meta[_NOTE], err=True)
+
+
+calibrate = typer.Typer(
+    cls=CalibrateGroup,
+    help="The action-class diagnostic (GAR beside Acc): run models on a multi-turn benchmark, "
+    "or read BFCL's or tau2-bench's own results.",
+)
+
+# --------------------------------------------------------------------------- shared options
+
+#: ``--categories`` by default: every BFCL multi-turn category, in BFCL's file order
+ALL_CATEGORIES = ",".join(FILE_ORDER)
+
+OutOpt = Annotated[
+    Path,
+    typer.Option("-o", "--out", help="The run directory. Run the same command again to resume."),
+]
+ClassifierOpt = Annotated[
+    str,
+    typer.Option(
+        "--classifier",
+        "--preset",
+        help="The classifier preset that labels each emission: " + " | ".join(preset_names()) + ".",
     ),
-    benchmark: Annotated[
-        str,
-        typer.Option("--benchmark", help="multi-turn benchmark: " + " | ".join(benchmark_names())),
-    ] = "bfcl",
-    n: Annotated[
-        int | None,
-        typer.Option("--n", help="cases per category (first N in BFCL order; all if omitted)"),
-    ] = None,
-    probe: Annotated[
-        str | None,
-        typer.Option(
-            "--probe",
-            help=probe_help(),
-        ),
-    ] = None,
-    style: StyleOpt = "auto",
-    max_steps: Annotated[int, typer.Option("--max-steps")] = 20,
-    max_tokens: MaxTokensOpt = 512,
-    preset_name: Annotated[
-        str,
-        typer.Option(
-            "--classifier", "--preset", help="classifier preset: " + " | ".join(preset_names())
-        ),
-    ] = "default",
-    from_bfcl: Annotated[
-        Path | None, typer.Option("--from-bfcl", help="BFCL result tree from `bfcl generate`")
-    ] = None,
-    scores: Annotated[
-        Path | None, typer.Option("--scores", help="BFCL score tree from `bfcl evaluate`")
-    ] = None,
-    bfcl_model: Annotated[
-        str | None, typer.Option("--bfcl-model", help="model folder inside the BFCL trees")
-    ] = None,
-    from_tau2: Annotated[
-        Path | None, typer.Option("--from-tau2", help="a tau2-bench results.json or run directory")
-    ] = None,
-    tasks: Annotated[
-        Path | None, typer.Option("--tasks", help="tau2 tasks file (when results lack tasks)")
-    ] = None,
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            "--judge", help="tau2 CONFIRM: also ask this model (any backend) and report agreement"
-        ),
-    ] = None,
-    write_tools: Annotated[
-        str | None, typer.Option("--write-tools", help="tau2: comma list of tools that write")
-    ] = None,
-    read_tools: Annotated[
-        str | None, typer.Option("--read-tools", help="tau2: comma list of tools that never write")
-    ] = None,
-    ask_tasks: Annotated[
-        str | None,
-        typer.Option(
-            "--ask-tasks",
-            help="tau2: checked ASK task list (ids or domain:id, comma separated; 'none' = no "
-            "ASK gold); default: the scenario cue candidates",
-        ),
-    ] = None,
-    allow_task_mismatch: Annotated[
-        bool,
-        typer.Option(
-            "--allow-task-mismatch",
-            help="tau2: compute per-class rows even when action checks belong to other tasks",
-        ),
-    ] = False,
-    pooled: Annotated[
-        bool, typer.Option("--pooled", help="tau2: also pool every agent / user pair")
-    ] = False,
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    timeout: TimeoutOpt = 120.0,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="cases run at once (HTTP backends)")
-    ] = 1,
-    quiet: Annotated[bool, typer.Option("--quiet")] = False,
-    export_bfcl: Annotated[
-        Path | None,
-        typer.Option(
-            "--export-bfcl",
-            help="write the run in -o as BFCL result/score files under this folder (no model run)",
-        ),
-    ] = None,
-    grounding: GroundingOpt = DEFAULT_GROUNDING,
-) -> None:
-    """Action-class diagnostic (GAR beside Acc) on BFCL multi-turn: run a model, or read
-    BFCL's or tau2-bench's own results."""
+]
+CategoriesOpt = Annotated[
+    str,
+    typer.Option(
+        "--categories",
+        help="The categories to run, comma separated (BFCL: " + ",".join(FILE_ORDER) + ").",
+    ),
+]
+BenchmarkOpt = Annotated[
+    str,
+    typer.Option(
+        "--benchmark",
+        help="The multi-turn benchmark the cases come from: " + " | ".join(benchmark_names()) + ".",
+    ),
+]
+NOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--n",
+        help="Cases per category: the first N in the benchmark's order. All when omitted.",
+    ),
+]
+ProbeOpt = Annotated[str | None, typer.Option("--probe", help=probe_help())]
+MaxStepsOpt = Annotated[
+    int, typer.Option("--max-steps", help="Steps in one turn before the case is force-quit.")
+]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option("--concurrency", min=1, help="Conversations run at once (HTTP backends)."),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="Show no progress bar.")]
+MaxTokensOpt = Annotated[
+    int, typer.Option("--max-tokens", help="The most tokens the model may write in one reply.")
+]
+ReadOutOpt = Annotated[
+    Path, typer.Option("-o", "--out", help="The folder the tables and report.html are written to.")
+]
+
+
+def _config(preset_name: str) -> ClassifierConfig:
+    """The classifier preset ``preset_name`` (exit 2 when unknown)."""
     try:
-        config = preset(preset_name)
+        return preset(preset_name)
     except ValueError as exc:
         fail(str(exc))
-    if export_bfcl is not None:
-        _export_bfcl(out, export_bfcl, probe)
-        return
-    if from_tau2 is not None:
-        judge_model = None
-        if judge:
-            judge_model = open_model(
-                judge,
-                base_url=base_url,
-                api_key=api_key,
-                timeout=timeout,
-                cache=cache,
-                no_cache=no_cache,
-            )
-        from callscope.calibration.tau2 import Tau2Config  # lazy: with its pipeline
 
-        settings = Tau2Config(
-            write_tools=frozenset(comma_list(write_tools or "")),
-            read_tools=frozenset(comma_list(read_tools or "")),
-            ask_tasks=None
-            if ask_tasks is None
-            else frozenset(t for t in comma_list(ask_tasks) if t.lower() != "none"),
-            allow_task_mismatch=allow_task_mismatch,
-            pooled=pooled,
-        )
-        _from_tau2(from_tau2, out, tasks, judge_model, config, settings)
-        return
-    if from_bfcl is not None:
-        from callscope.runs.panel_files import bfcl_models  # lazy: with its pipeline
 
-        if bfcl_model is None and len(bfcl_models(from_bfcl)) > 1:
-            _bfcl_panel(from_bfcl, out, scores, config)
-        else:
-            _from_bfcl(from_bfcl, out, scores, bfcl_model, config)
-        return
-    if experiment is not None:
-        _experiment_run(experiment, quiet=quiet)
-        return
-    # the SAAG stage mix of a model run is computed in this grounding mode (kept in the store)
+def _record_grounding(out: Path, grounding: str) -> None:
+    """Record the grounding mode of a model run's SAAG stage mix in its store."""
     from callscope.runs.calibrate import GROUNDING_META  # lazy: the multi-turn pipeline
     from callscope.store.run_store import RunStore  # lazy: only model runs open a store
 
@@ -204,25 +250,253 @@ def calibrate(
         store.set_meta(GROUNDING_META, get_grounding(grounding).name)
     finally:
         store.close()
-    common: dict[str, Any] = {
-        "benchmark": benchmark,
-        "probe": probe,
-        "style": style_arg(style),
-        "max_steps": max_steps,
-        "decoding": Decoding(max_tokens=max_tokens),
-        "preset_name": preset_name,
-        "quiet": quiet,
-        "base_url": base_url,
-        "api_key": api_key,
-        "timeout": timeout,
-        "cache": cache,
-        "no_cache": no_cache,
-        "concurrency": concurrency,
-    }
-    if model and len(model) > 1:
-        _panel_run(model, out, comma_list(categories), n, **common)
+
+
+# --------------------------------------------------------------------------- subcommands
+
+
+@calibrate.command("run")
+@handle_errors
+def run_command(
+    model: Annotated[str, typer.Option("-m", "--model", help=backend_help())] = DEFAULT_MODEL,
+    out: OutOpt = Path("runs/calibrate"),
+    categories: CategoriesOpt = ALL_CATEGORIES,
+    benchmark: BenchmarkOpt = "bfcl",
+    n: NOpt = None,
+    probe: ProbeOpt = None,
+    style: StyleOpt = "auto",
+    max_steps: MaxStepsOpt = 20,
+    max_tokens: MaxTokensOpt = 512,
+    preset_name: ClassifierOpt = "default",
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+    concurrency: ConcurrencyOpt = 1,
+    quiet: QuietOpt = False,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
+) -> None:
+    """Run one model on a multi-turn benchmark's cases (optionally under a probe), grade them
+    and write GAR beside Acc per category, resumably, into the run directory."""
+    _config(preset_name)
+    _record_grounding(out, grounding)
+    _model_run(
+        model,
+        out,
+        comma_list(categories),
+        n,
+        benchmark=benchmark,
+        probe=probe,
+        style=style_arg(style),
+        max_steps=max_steps,
+        decoding=Decoding(max_tokens=max_tokens),
+        preset_name=preset_name,
+        quiet=quiet,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        cache=cache,
+        no_cache=no_cache,
+        concurrency=concurrency,
+    )
+
+
+@calibrate.command("panel")
+@handle_errors
+def panel_command(
+    model: Annotated[
+        list[str],
+        typer.Option("-m", "--model", help=backend_help() + " Repeat -m for each model."),
+    ],
+    out: OutOpt = Path("runs/calibrate"),
+    categories: CategoriesOpt = ALL_CATEGORIES,
+    benchmark: BenchmarkOpt = "bfcl",
+    n: NOpt = None,
+    probe: ProbeOpt = None,
+    style: StyleOpt = "auto",
+    max_steps: MaxStepsOpt = 20,
+    max_tokens: MaxTokensOpt = 512,
+    preset_name: ClassifierOpt = "default",
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+    concurrency: ConcurrencyOpt = 1,
+    quiet: QuietOpt = False,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
+) -> None:
+    """Run several models on the same cases into one run directory, then write their panel:
+    per category each model's GAR, Acc and their difference."""
+    _config(preset_name)
+    _record_grounding(out, grounding)
+    _panel_run(
+        model,
+        out,
+        comma_list(categories),
+        n,
+        benchmark=benchmark,
+        probe=probe,
+        style=style_arg(style),
+        max_steps=max_steps,
+        decoding=Decoding(max_tokens=max_tokens),
+        preset_name=preset_name,
+        quiet=quiet,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        cache=cache,
+        no_cache=no_cache,
+        concurrency=concurrency,
+    )
+
+
+@calibrate.command("experiment")
+@handle_errors
+def experiment_command(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="The calibration experiment TOML: models, categories, cases, probes, style."
+        ),
+    ],
+    quiet: QuietOpt = False,
+) -> None:
+    """Run every probe of a calibration experiment file, each as a panel run of its models."""
+    _experiment_run(path, quiet=quiet)
+
+
+@calibrate.command("from-bfcl")
+@handle_errors
+def from_bfcl_command(
+    results: Annotated[
+        Path, typer.Argument(help="The BFCL result tree written by `bfcl generate`.")
+    ],
+    out: ReadOutOpt = Path("runs/calibrate"),
+    scores: Annotated[
+        Path | None,
+        typer.Option(
+            "--scores",
+            help="The BFCL score tree written by `bfcl evaluate`. Default: look under the "
+            "result tree.",
+        ),
+    ] = None,
+    bfcl_model: Annotated[
+        str | None,
+        typer.Option(
+            "--bfcl-model",
+            help="The model folder inside the BFCL trees. Without it, a tree of several "
+            "models gives their panel.",
+        ),
+    ] = None,
+    preset_name: ClassifierOpt = "default",
+) -> None:
+    """Read BFCL's own multi-turn result files and write GAR beside Acc (Acc from BFCL's
+    score files), or the panel of every model the tree holds."""
+    config = _config(preset_name)
+    from callscope.runs.panel_files import bfcl_models  # lazy: with its pipeline
+
+    if bfcl_model is None and len(bfcl_models(results)) > 1:
+        _bfcl_panel(results, out, scores, config)
     else:
-        _model_run(model[0] if model else DEFAULT_MODEL, out, comma_list(categories), n, **common)
+        _from_bfcl(results, out, scores, bfcl_model, config)
+
+
+@calibrate.command("from-tau2")
+@handle_errors
+def from_tau2_command(
+    results: Annotated[
+        Path, typer.Argument(help="A tau2-bench results.json, run directory or folder of runs.")
+    ],
+    out: ReadOutOpt = Path("runs/calibrate"),
+    tasks: Annotated[
+        Path | None,
+        typer.Option("--tasks", help="The tau2 tasks file, when the results do not hold them."),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="Also ask this model (any backend) whether the user confirmed each write, "
+            "and report its agreement with the CONFIRM rule.",
+        ),
+    ] = None,
+    write_tools: Annotated[
+        str | None,
+        typer.Option("--write-tools", help="Tools that write, comma separated."),
+    ] = None,
+    read_tools: Annotated[
+        str | None,
+        typer.Option("--read-tools", help="Tools that never write, comma separated."),
+    ] = None,
+    ask_tasks: Annotated[
+        str | None,
+        typer.Option(
+            "--ask-tasks",
+            help="The checked list of ASK tasks (ids or domain:id, comma separated; 'none': "
+            "no ASK gold). Default: the scenario cue candidates.",
+        ),
+    ] = None,
+    allow_task_mismatch: Annotated[
+        bool,
+        typer.Option(
+            "--allow-task-mismatch",
+            help="Compute the per-class rows even when the action checks belong to other tasks.",
+        ),
+    ] = False,
+    pooled: Annotated[
+        bool, typer.Option("--pooled", help="Also pool every agent and user pair.")
+    ] = False,
+    preset_name: ClassifierOpt = "default",
+    base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    timeout: TimeoutOpt = 120.0,
+    cache: CacheOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """Read tau2-bench's own result files and write GAR beside Acc per domain and gold class
+    (the connection options are the judge's)."""
+    config = _config(preset_name)
+    judge_model = None
+    if judge:
+        judge_model = open_model(
+            judge,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            cache=cache,
+            no_cache=no_cache,
+        )
+    from callscope.calibration.tau2 import Tau2Config  # lazy: with its pipeline
+
+    settings = Tau2Config(
+        write_tools=frozenset(comma_list(write_tools or "")),
+        read_tools=frozenset(comma_list(read_tools or "")),
+        ask_tasks=None
+        if ask_tasks is None
+        else frozenset(t for t in comma_list(ask_tasks) if t.lower() != "none"),
+        allow_task_mismatch=allow_task_mismatch,
+        pooled=pooled,
+    )
+    _from_tau2(results, out, tasks, judge_model, config, settings)
+
+
+@calibrate.command("export")
+@handle_errors
+def export_command(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory of a calibrate run.")],
+    dest: Annotated[Path, typer.Argument(help="The folder to write BFCL's files under.")],
+    probe: Annotated[
+        str | None,
+        typer.Option("--probe", help="The probe run to export. Default: the baseline."),
+    ] = None,
+) -> None:
+    """Write a calibrate run's conversations as BFCL result and score files (no model runs)."""
+    _export_bfcl(run_dir, dest, probe)
+
+
+# --------------------------------------------------------------------------- the jobs
 
 
 def _from_tau2(
@@ -235,6 +509,11 @@ def _from_tau2(
 ) -> None:
     from callscope.benchmarks.tau2.reader import Tau2FormatError  # lazy: with its pipeline
     from callscope.report.html import build_diagnostic_page  # lazy: pandas + matplotlib
+    from callscope.report.tau2_tables import (  # lazy: with its pipeline
+        tau2_page,
+        tau2_terminal_tables,
+        write_tau2_markdown,
+    )
     from callscope.runs.from_results import calibrate_from_tau2  # lazy: numpy
 
     try:
@@ -243,23 +522,23 @@ def _from_tau2(
         )
     except (Tau2FormatError, FileNotFoundError) as exc:
         fail(str(exc))
-    for w in done.page.warnings:
+    md = write_tau2_markdown(done.diagnostics, out)
+    content = tau2_page(done.diagnostics, results)
+    for w in content.warnings:
         console.print(w, style="bold red", markup=False)
-    Console().print(done.diagnostics.rich_acc_table())
-    for table in done.diagnostics.rich_tables():
-        Console().print(table)
-    Console().print(done.diagnostics.rich_domain_table())
-    for heading, items in done.page.lists:
+    for table in tau2_terminal_tables(done.diagnostics):
+        Console().print(table.to_rich())
+    for heading, items in content.lists:
         console.print(f"{heading}: {len(items)} (listed in the report)", markup=False)
     page = build_diagnostic_page(
         out,
-        done.page.title,
-        done.page.tables,
-        notes=done.page.notes,
-        warnings=done.page.warnings,
-        lists=done.page.lists,
+        content.title,
+        content.tables,
+        notes=content.notes,
+        warnings=content.warnings,
+        lists=content.lists,
     )
-    console.print(f"wrote {done.written[0]}, .json and {page}")
+    console.print(f"wrote {md}, .json and {page}")
     groups = list(dict.fromkeys(r.get("group") for r in done.diagnostics.rows))
     if len(groups) > 1:  # several agent models: their panel too
         from callscope.calibration.panel import panel_from_rows  # lazy: numpy

@@ -22,12 +22,12 @@ from callscope.report.revisions import KEPT_ITEMS, is_right, lost_any, revision_
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.runner import run_cases
 from callscope.saag.cascade import diagnose
+from callscope.saag.correction import attempt_rank, repeats
 from callscope.saag.gated import (
     GATED_DEFAULT,
     GATED_VARIANTS,
-    attempt_rank,
     confident_kinds,
-    repeats,
+    diagnosis_from_dict,
 )
 from callscope.saag.messages import (
     HARD,
@@ -175,7 +175,7 @@ def test_attempt_rank_depth_then_fewest_flags() -> None:
     assert attempt_rank(diag(MISSING)) == (2, -1)
     assert attempt_rank(diag(WRONG)) == (1, -1)
     assert attempt_rank(None) == (0, 0)
-    assert attempt_rank(diag(HARD_UNIT).to_dict()) == (3, -1)  # as the store keeps it
+    assert attempt_rank(diagnosis_from_dict(diag(HARD_UNIT).to_dict())) == (3, -1)  # stored
 
 
 # --------------------------------------------------------------------------- the loop

@@ -15,7 +15,7 @@ the system prompt is flagged).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +24,16 @@ from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis
 from callscope.saag.cascade import diagnose
+from callscope.saag.correction import (
+    AnswerVerdict,
+    CheckedCall,
+    call_depth,
+    flagged_values,
+    per_call,
+)
 from callscope.saag.groundings import Grounding
-from callscope.saag.messages import NO_NAME, correction_message
+from callscope.saag.messages import correction_message
 from callscope.types import TOOL_CALL, ParseResult, ToolCall
-
-#: ``CallVerdict.reached`` of a call that passed every stage (one past stage 3)
-PASSED_ALL = 4
 
 
 @dataclass(frozen=True)
@@ -56,24 +60,21 @@ class CallVerdict:
 
     @property
     def reached(self) -> int:
-        """The deepest stage the call reached: its failing stage, or :data:`PASSED_ALL`."""
-        return PASSED_ALL if self.stage == 0 else self.stage
+        """The deepest stage the call reached: its failing stage, or
+        :data:`~callscope.saag.correction.PASSED_DEPTH` (one past stage 3)."""
+        return call_depth(self.diagnosis)
 
     @property
     def flagged(self) -> int:
-        """How many names or values the failing stage flagged (0 when it passed)."""
-        if self.stage == 0:
-            return 0
-        if self.stage == 1:
-            return 1
-        d = self.diagnosis
-        return (
-            len(d.missing)
-            + len(d.spurious)
-            + len(d.drifted)
-            + len(d.numeric)
-            + len(d.hard)
-            + len(d.soft)
+        """How many names or values the failing stage flagged (0 when it passed;
+        :func:`~callscope.saag.correction.flagged_values`)."""
+        return flagged_values(self.diagnosis)
+
+    @property
+    def checked_call(self) -> CheckedCall:
+        """The call as the correction engine sees it (a nameless call has no call)."""
+        return CheckedCall(
+            ToolCall(self.name, self.arguments) if self.name else None, self.diagnosis
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,12 +125,22 @@ class TurnVerdict:
     @property
     def reached(self) -> int:
         """The deepest stage the turn's worst call reached (0: no call at all)."""
-        return min((c.reached for c in self.calls), default=0)
+        return self.answer.depth
 
     @property
     def flagged(self) -> int:
         """Names and values flagged over all the turn's calls."""
-        return sum(c.flagged for c in self.calls)
+        return self.answer.flagged
+
+    @property
+    def answer(self) -> AnswerVerdict:
+        """The turn as the correction engine (:mod:`callscope.saag.correction`) sees it: every
+        call checked, the named ones compared by the repeat stop."""
+        return AnswerVerdict(
+            checked=tuple(c.checked_call for c in self.calls),
+            calls=self.tool_calls,
+            parse_error=self.parse_error,
+        )
 
     @property
     def worst(self) -> CallVerdict | None:
@@ -145,21 +156,10 @@ class TurnVerdict:
 
     @property
     def correction(self) -> str | None:
-        """The feedback to send: the failing call's correction, each prefixed with the call it
-        is for when the turn made several calls; ``None`` when every call passed."""
-        return self.feedback(lambda c: c.correction)
-
-    def feedback(self, message: Callable[[CallVerdict], str | None]) -> str | None:
-        """``message`` of each failing call (one giving ``None`` or ``""`` left out), each
-        prefixed with the call it is for when the turn made several calls; ``None`` when no
-        failing call has one. :attr:`correction` uses the paper's message, the guard's repair
-        the gated one."""
-        fixes = [(c, m) for c in self.calls if not c.passed for m in (message(c),) if m]
-        if not fixes:
-            return None
-        if len(self.calls) == 1:
-            return fixes[0][1]
-        return " ".join(f"Call {c.index + 1} ({c.name or 'unnamed'}): {m}" for c, m in fixes)
+        """The paper's structured correction of each failing call, each prefixed with the call
+        it is for when the turn made several calls (:func:`callscope.saag.correction.per_call`);
+        ``None`` when every call passed."""
+        return per_call(self.answer.checked, lambda c: correction_message(c.diagnosis))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -346,7 +346,3 @@ def check(
         native=bool(native_calls),
         functions=functions,
     )
-
-
-#: the feedback sent after a re-asked turn that made no call at all
-NO_CALL_FEEDBACK = NO_NAME

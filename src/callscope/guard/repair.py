@@ -2,7 +2,9 @@
 
 :func:`repair` asks any chat function, checks the answer (:func:`callscope.guard.check.check`)
 and, while a call fails, appends the model's answer and a correction and asks again, at most
-``k`` times. By default the correction is the gated mode's (issue 17,
+``k`` times. This module is the guard's driver of the correction engine the SAAG loop shares
+(:mod:`callscope.saag.correction`): the engine says which correction to send, when to stop and
+which answer to keep. By default the correction is the gated mode's (issue 17,
 :func:`callscope.saag.messages.gated_message` with :data:`~callscope.saag.gated.GATED_DEFAULT`):
 only confident failures are corrected (a soft drift alone closes the gate and ends the repair,
 ``stopped="gate"``), the message names what of the model's own name and arguments already
@@ -10,9 +12,10 @@ passed, a revision that ranks below the best so far ends it (``stopped="regressi
 does a call repeated unchanged through two corrections (``stopped="repeat"``).
 ``settings=None`` sends the SAAG paper's ``structured`` correction
 (:func:`callscope.saag.messages.correction_message`, section 2.4) until ``k`` is spent. It
-keeps the best response seen: the one whose worst call reached the deepest stage, then the one
-with the fewest flagged names and values, then the earliest. Every re-asked answer is checked
-against the *original* messages: the correction is never evidence for grounding.
+keeps the best response seen (:func:`callscope.saag.correction.best_at`): the one whose worst
+call reached the deepest stage, then the one with the fewest flagged names and values, then
+the later one. Every re-asked answer is checked against the *original* messages: the
+correction is never evidence for grounding.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from callscope.guard.check import NO_CALL_FEEDBACK, TurnVerdict, check, message_of
+from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.models.prompting import assistant_turn
-from callscope.saag.gated import GATED_DEFAULT, GatedSettings, repeats
+from callscope.saag.correction import AnswerVerdict, Policy, answer_at, decide
+from callscope.saag.gated import GATED_DEFAULT, GatedSettings
 from callscope.saag.groundings import Grounding
-from callscope.saag.messages import gated_message
-from callscope.types import ParseResult, ToolCall
+from callscope.types import ParseResult
 
 #: Re-asks after the first response when ``k`` is not given (the one place the guard, the
 #: proxy and ``callscope serve --attempts`` read it). The gated settings end most repairs
@@ -98,12 +101,6 @@ class RepairResult:
         }
 
 
-def rank(verdict: TurnVerdict) -> tuple[int, int]:
-    """Keep-best order of two responses (higher is better): the deepest stage the worst call
-    reached (:attr:`TurnVerdict.reached`), then fewer flagged names and values."""
-    return verdict.reached, -verdict.flagged
-
-
 def repair(
     chat_fn: ChatFn,
     messages: Sequence[dict[str, Any]],
@@ -120,12 +117,14 @@ def repair(
     correction up to ``k`` times while the answer fails; return the best answer and the record.
 
     ``settings`` are the gated mode's ingredients used here (``confident_only``, ``keep_right``,
-    ``stop_on_regression``, ``repeat_patience``; the answer is always the best so far);
-    ``None`` sends the paper's structured correction. ``deadline`` is a ``clock()`` time after
-    which no further re-ask starts. An exception from the first ask propagates; one from a
-    re-ask ends the repair with the best answer so far (``stopped="error"``)."""
+    ``stop_on_regression``, ``repeat_patience``, ``explain_parse``; the answer is always the
+    best so far); ``None`` sends the paper's structured correction. ``deadline`` is a
+    ``clock()`` time after which no further re-ask starts. An exception from the first ask
+    propagates; one from a re-ask ends the repair with the best answer so far
+    (``stopped="error"``)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
+    policy = repair_policy(k, settings)
     base = [dict(m) for m in messages]
     t0 = clock()
     response = chat_fn(list(base), tools) if first is None else first
@@ -133,28 +132,24 @@ def repair(
     attempts = [RepairAttempt(1, base, response, verdict, latency_s=clock() - t0)]
     if not verdict.checked:
         return RepairResult(response, verdict, 1, "no_call", attempts)
-    best = 0
+    history: list[AnswerVerdict | None] = [verdict.answer]
     convo = list(base)
-    stopped = "passed"
-    while not attempts[best].verdict.passed:  # type: ignore[union-attr]
-        if len(attempts) > k:
-            stopped = "budget"
-            break
-        if deadline is not None and clock() >= deadline:
-            stopped = "deadline"
+
+    def out_of_time() -> bool:
+        return deadline is not None and clock() >= deadline
+
+    while True:
+        decision = decide(history, policy, out_of_time=out_of_time)
+        if decision.stop is not None:
+            stopped: str = decision.stop
             break
         last = attempts[-1]
-        last_verdict = last.verdict
-        assert last_verdict is not None
-        feedback = _feedback(last_verdict, settings)
-        if feedback is None:
-            stopped = "gate"
-            break
-        last.feedback = feedback
+        assert last.verdict is not None  # an attempt without an answer stops the repair
+        last.feedback = decision.feedback
         convo = [
             *convo,
-            _assistant(last.response, last_verdict),
-            {"role": "user", "content": feedback},
+            _assistant(last.response, last.verdict),
+            {"role": "user", "content": decision.feedback},
         ]
         n = len(attempts) + 1
         t0 = clock()
@@ -162,42 +157,24 @@ def repair(
             reply = chat_fn(list(convo), tools)
         except Exception as exc:  # noqa: BLE001 - any failure of the chat function ends it
             attempts.append(RepairAttempt(n, list(convo), error=str(exc), latency_s=clock() - t0))
-            stopped = "error"
-            break
+            history.append(None)
+            continue
         v = check(reply, tools, base, grounding)
         attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
-        now, so_far = rank(v), rank(attempts[best].verdict)  # type: ignore[arg-type]
-        if now > so_far:
-            best = len(attempts) - 1
-        elif now < so_far and settings is not None and settings.stop_on_regression:
-            stopped = "regression"
-            break
-        if settings is not None and repeats(
-            [a.verdict.tool_calls for a in attempts if a.verdict is not None],
-            settings.repeat_patience,
-        ):
-            stopped = "repeat"
-            break
+        history.append(v.answer)
+    best = answer_at(history, policy)
+    assert best is not None  # the first attempt always has an answer
     chosen = attempts[best]
     assert chosen.verdict is not None
     return RepairResult(chosen.response, chosen.verdict, chosen.attempt, stopped, attempts)
 
 
-def _feedback(verdict: TurnVerdict, settings: GatedSettings | None) -> str | None:
-    """The message sent after a failing turn: the structured correction (``settings=None``)
-    or the gated one per failing call, labelled by call when the turn made several; a turn
-    with no readable call gets :data:`NO_CALL_FEEDBACK`; ``None`` when the gate is closed for
-    every failing call."""
-    if not verdict.calls or settings is None:
-        return verdict.correction or NO_CALL_FEEDBACK
-    return verdict.feedback(
-        lambda c: gated_message(
-            c.diagnosis,
-            ToolCall(c.name, c.arguments) if c.name else None,
-            settings,
-            verdict.parse_error,
-        )
-    )
+def repair_policy(k: int, settings: GatedSettings | None) -> Policy:
+    """The repair's correction policy: ``k`` re-asks after the first answer, the gated
+    feedback with ``settings`` (``None``: the paper's structured one), the best answer kept."""
+    if settings is None:
+        return Policy("structured", k + 1, keep_best=True)
+    return Policy("gated", k + 1, settings, keep_best=True)
 
 
 def _assistant(response: Any, verdict: TurnVerdict) -> dict[str, Any]:

@@ -1,6 +1,11 @@
 """The SAAG correction loop (paper section 2.4): direct, binary ("No") and structured feedback,
 and callscope's gated feedback (:mod:`callscope.saag.gated`, issue 17).
 
+This module is the loop's driver: it asks the model, parses and scores each attempt and
+records it; what feedback to send, when to stop and which attempt is the answer are decided
+by the correction engine the guard's repair shares (:mod:`callscope.saag.correction`), from
+the loop mode's :func:`loop_policy`.
+
 The ground truth is never used inside the loop: an attempt stops the loop when it passes all
 three cascade stages; gold is only read afterwards, for the extrinsic metrics.
 
@@ -8,9 +13,10 @@ Why a loop stopped is recorded on its :class:`Outcome` (``stop``): ``passed`` (a
 stages), ``budget`` (``max_attempts`` spent; direct mode's budget is 1), ``error`` (the
 backend failed), and in the gated modes ``gate`` (only a soft drift was left: nothing
 confident to correct), ``regression`` (a revision ranked below the best attempt so far,
-:func:`callscope.saag.gated.attempt_rank`) and ``repeat`` (the last ``repeat_patience``
-revisions repeated the call before them, :func:`callscope.saag.gated.repeats`). A gated loop with ``best_so_far`` answers with its
-best attempt (``Outcome.answer_at``; ties go to the later attempt).
+:func:`callscope.saag.correction.answer_rank`) and ``repeat`` (the last ``repeat_patience``
+revisions repeated the call before them, :func:`callscope.saag.correction.repeats`). A gated
+loop with ``best_so_far`` answers with its best attempt (``Outcome.answer_at``; ties go to the
+later attempt, :func:`callscope.saag.correction.best_at`).
 """
 
 from __future__ import annotations
@@ -23,16 +29,16 @@ from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.records import Attempt, Outcome
-from callscope.saag.gated import (
-    GatedSettings,
-    attempt_rank,
-    diagnosis_from_dict,
-    gated_settings,
-    repeats,
+from callscope.saag.correction import (
+    AnswerVerdict,
+    CheckedCall,
+    Policy,
+    answer_at,
+    decide,
 )
-from callscope.saag.messages import BINARY_FEEDBACK, gated_message
+from callscope.saag.gated import GatedSettings, diagnosis_from_dict, gated_settings
 from callscope.saag.score import score_parsed
-from callscope.types import Case, Mode, ModelReply, ParseResult, Style
+from callscope.types import Case, Mode, ModelReply, ParseResult, Style, ToolCall
 
 
 def _call(
@@ -118,46 +124,27 @@ def run_loop(
     ask to change a value that mode accepted). A gated mode (``gated``, ``gated-*``) runs with
     its :data:`~callscope.saag.gated.GATED_VARIANTS` settings unless ``gated`` overrides
     them; it may also stop at the gate, on a regression or when the model keeps repeating
-    its call (module docstring)."""
+    its call (module docstring). What to send, when to stop and which attempt answers is
+    :func:`callscope.saag.correction.decide`'s and :func:`~callscope.saag.correction.answer_at`'s."""
     decoding = decoding or Decoding()
-    settings = gated if gated is not None and mode.startswith("gated") else gated_settings(mode)
+    policy = loop_policy(mode, max_attempts, gated)
     attempt1, messages, tools = first
     out = Outcome(case_id=case.id, mode=mode, attempts=[_copy(attempt1)])
-    limit = 1 if mode == "direct" else max_attempts
     native = style == "native"
     messages = list(messages)
-    best: Attempt | None = None
+    history = [_verdict(attempt1)]
     while True:
         last = out.attempts[-1]
-        if last.error is not None:
-            out.error, out.error_kind = last.error, last.error_kind
-            return _finish(out, "error", best, settings)
-        if settings is not None:
-            if best is not None and settings.stop_on_regression and _rank(last) < _rank(best):
-                return _finish(out, "regression", best, settings)
-            if best is None or _rank(last) >= _rank(best):
-                best = last
-        if last.row is not None and last.row["stage"] == 0:
-            return _finish(out, "passed", best, settings)
-        if last.attempt >= limit:
-            return _finish(out, "budget", best, settings)
-        if settings is not None and repeats(
-            [a.parsed for a in out.attempts if a.error is None], settings.repeat_patience
-        ):
-            return _finish(out, "repeat", best, settings)
-        reply_text = (last.reply or {}).get("text") or ""
-        parsed = parse_output(ModelReply.from_dict(last.reply or {}))
-        if settings is not None:
-            feedback = _gated_feedback(last, parsed, settings)
-            if feedback is None:
-                return _finish(out, "gate", best, settings)
-        else:
-            feedback = BINARY_FEEDBACK if mode == "binary" else last.row["fix"]
-        last.feedback = feedback
+        decision = decide(history, policy)
+        if decision.stop is not None:
+            return _finish(out, decision.stop, answer_at(history, policy))
+        last.feedback = decision.feedback
+        said = history[-1]
+        assert said is not None  # an attempt without an answer stops the loop
         messages = [
             *messages,
-            assistant_turn(reply_text, parsed, native),
-            {"role": "user", "content": feedback},
+            assistant_turn((last.reply or {}).get("text") or "", ParseResult(said.calls), native),
+            {"role": "user", "content": decision.feedback},
         ]
         n = last.attempt + 1
         context = RequestContext(case_id=case.id, mode=mode, attempt=n)
@@ -166,27 +153,45 @@ def run_loop(
             out.attempts.append(_failed(n, messages, err, latency))
         else:
             out.attempts.append(_scored_attempt(n, case, messages, reply, latency, grounding))
+        history.append(_verdict(out.attempts[-1]))
 
 
-def _rank(a: Attempt) -> tuple[int, int]:
-    return attempt_rank(a.diagnosis)
+def loop_policy(mode: Mode, max_attempts: int, gated: GatedSettings | None = None) -> Policy:
+    """The correction policy of a loop mode: ``direct`` makes one attempt; ``binary`` and
+    ``structured`` send the paper's feedback until ``max_attempts``; a gated mode sends the
+    gated feedback with its :data:`~callscope.saag.gated.GATED_VARIANTS` settings (``gated``
+    overrides them) and answers with its best attempt when ``best_so_far`` is on."""
+    settings = gated if gated is not None and mode.startswith("gated") else gated_settings(mode)
+    if settings is not None:
+        return Policy("gated", max_attempts, settings, keep_best=settings.best_so_far)
+    if mode == "direct":
+        return Policy("structured", 1)
+    return Policy("binary" if mode == "binary" else "structured", max_attempts)
 
 
-def _gated_feedback(a: Attempt, parsed: ParseResult, settings: GatedSettings) -> str | None:
-    """The gated message for attempt ``a``, whose answer parsed as ``parsed`` (``None``: the
-    gate is closed)."""
-    if a.diagnosis is None:
+def _verdict(a: Attempt) -> AnswerVerdict | None:
+    """The engine's view of attempt ``a`` from what it stored: the first parsed call with its
+    diagnosis (the cascade scores the first call), every parsed call, the parser's error;
+    ``None`` when the backend failed."""
+    if a.error is not None or a.diagnosis is None:
         return None
-    return gated_message(diagnosis_from_dict(a.diagnosis), parsed.first, settings, parsed.error)
+    calls = tuple(ToolCall(**c) for c in a.parsed)
+    return AnswerVerdict(
+        checked=(CheckedCall(calls[0] if calls else None, diagnosis_from_dict(a.diagnosis)),),
+        calls=calls,
+        parse_error=(a.row or {}).get("parse_error"),
+    )
 
 
-def _finish(
-    out: Outcome, stop: str, best: Attempt | None, settings: GatedSettings | None
-) -> Outcome:
-    """Record why the loop stopped and, for a best-so-far gated loop, its answer attempt."""
+def _finish(out: Outcome, stop: str, answer: int | None) -> Outcome:
+    """Record why the loop stopped and, for a best-so-far loop, its answer attempt
+    (``answer``: an index into ``out.attempts``)."""
     out.stop = stop
-    if settings is not None and settings.best_so_far and best is not None:
-        out.answer_at = best.attempt
+    if stop == "error":
+        last = out.attempts[-1]
+        out.error, out.error_kind = last.error, last.error_kind
+    if answer is not None:
+        out.answer_at = out.attempts[answer].attempt
     return out
 
 

@@ -17,27 +17,30 @@ it; :data:`GATED_DEFAULT`, every ingredient on, is the setting the comparison ru
   prediction and the cascade only (never the gold): the predicted name once it passed
   stage 1, and the arguments stage 3 grounded (stage 3 failures) -- so that fixing one
   argument does not move the rest.
-* ``best_so_far`` -- the loop's answer is its best attempt (:func:`attempt_rank`: deepest
-  stage reached, then fewest flagged values), not its last.
+* ``best_so_far`` -- the loop's answer is its best attempt
+  (:func:`callscope.saag.correction.answer_rank`: deepest stage reached, then fewest flagged
+  values; on a tie the later attempt), not its last.
 * ``stop_on_regression`` -- the loop stops as soon as a revision ranks below the best attempt
   so far (the answer is then that best attempt when ``best_so_far`` is on).
 * ``repeat_patience`` -- the loop stops when the model's last ``repeat_patience`` revisions
-  each repeated the call before them exactly (:func:`repeats`): it is not following the
-  correction, and under greedy decoding the same correction again rarely changes that (in
-  the first 20 comparison cases, all 9 of the 0.5B's loops, in any mode, that gave the same
-  call three times in a row gave it until the 15-attempt budget ran out). ``0`` never stops for this.
+  each repeated the call before them exactly (:func:`callscope.saag.correction.repeats`): it
+  is not following the correction, and under greedy decoding the same correction again
+  rarely changes that (in the first 20 comparison cases, all 9 of the 0.5B's loops, in any
+  mode, that gave the same call three times in a row gave it until the 15-attempt budget ran
+  out). ``0`` never stops for this.
 * ``explain_parse`` -- when no call could be read from the answer, the correction gives the
   parser's reason (a JSON call cut off before it closes, invalid JSON at a character, a
   non-literal argument...) instead of the paper's "No function name found", which is wrong
   when the name is there but the JSON around it is broken. Only the model's own text is
   read; an answer with no call-like text at all still gets the paper's message.
 
-Everything here is a pure function of a :class:`~callscope.saag.cascade.Diagnosis`.
+This module holds the settings and the gate; the decisions a loop takes with them (feedback,
+stop reason, the attempt kept) are :mod:`callscope.saag.correction`'s, shared by the SAAG loop
+and the guard. Everything here is a pure function of a :class:`~callscope.records.Diagnosis`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -56,7 +59,8 @@ class GatedSettings:
     confident_only: bool = True
     #: say which name and arguments of the model's own call already passed
     keep_right: bool = True
-    #: the loop's answer is its best attempt (:func:`attempt_rank`), not its last
+    #: the loop's answer is its best attempt (:func:`callscope.saag.correction.best_at`), not
+    #: its last
     best_so_far: bool = True
     #: stop as soon as a revision ranks below the best attempt so far
     stop_on_regression: bool = True
@@ -92,17 +96,6 @@ def gated_settings(mode: str) -> GatedSettings | None:
     return GATED_VARIANTS.get(mode, None)
 
 
-def repeats(calls: Sequence[Any], patience: int) -> bool:
-    """Whether the last ``patience`` revisions each repeated the call before them: the last
-    ``patience + 1`` entries of ``calls`` (one per attempt, oldest first, each the attempt's
-    parsed calls in any comparable form) are all equal. ``False`` for ``patience <= 0`` or
-    when there are fewer attempts."""
-    if patience <= 0 or len(calls) < patience + 1:
-        return False
-    tail = calls[-(patience + 1) :]
-    return all(c == tail[0] for c in tail[1:])
-
-
 def confident_kinds(d: Diagnosis) -> list[str]:
     """The failure kinds of ``d`` a gated loop corrects (in cascade order): all kinds at
     stages 1 and 2, ``numeric`` and ``hard`` at stage 3; ``[]`` when the call passed or only
@@ -113,28 +106,7 @@ def confident_kinds(d: Diagnosis) -> list[str]:
     return kinds
 
 
-def flagged_values(d: Diagnosis) -> int:
-    """How many parameters or values the diagnosis flags (missing + spurious + drifted +
-    numeric + hard + soft); a stage-1 failure flags its name (1)."""
-    if d.stage == 1:
-        return 1
-    return sum(len(x) for x in (d.missing, d.spurious, d.drifted, d.numeric, d.hard, d.soft))
-
-
 def diagnosis_from_dict(d: dict[str, Any]) -> Diagnosis:
     """A :class:`Diagnosis` from its ``to_dict`` form (unknown keys ignored)."""
     names = {f.name for f in fields(Diagnosis)}
     return Diagnosis(**{k: v for k, v in d.items() if k in names})
-
-
-def attempt_rank(d: Diagnosis | dict[str, Any] | None) -> tuple[int, int]:
-    """How good an attempt is by the cascade alone, larger is better: ``(depth, -flags)`` with
-    depth 4 for a pass, 3 / 2 / 1 for a failure at stage 3 / 2 / 1, 0 for no diagnosis (a
-    model error); ties broken by fewer :func:`flagged_values`. Accepts a diagnosis dict as the
-    run store keeps it."""
-    if d is None:
-        return (0, 0)
-    if isinstance(d, dict):
-        d = diagnosis_from_dict(d)
-    depth = 4 if d.stage == 0 else d.stage
-    return (depth, -flagged_values(d))

@@ -22,7 +22,7 @@ from callscope.report.revisions import KEPT_ITEMS, is_right, lost_any, revision_
 from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.runner import run_cases
 from callscope.saag.cascade import diagnose
-from callscope.saag.correction import attempt_rank, repeats
+from callscope.saag.correction import call_rank, repeats
 from callscope.saag.gated import (
     GATED_DEFAULT,
     GATED_VARIANTS,
@@ -168,14 +168,14 @@ def test_kept_values_are_capped() -> None:
     assert msg is not None and "x" * 116 + "..." in msg and "x" * 118 not in msg
 
 
-def test_attempt_rank_depth_then_fewest_flags() -> None:
-    assert attempt_rank(diag(GOOD)) == (4, 0)
-    assert attempt_rank(diag(HARD_UNIT)) == (3, -1)
-    assert attempt_rank(replace(diag(HARD_UNIT), soft=["city"])) == (3, -2)
-    assert attempt_rank(diag(MISSING)) == (2, -1)
-    assert attempt_rank(diag(WRONG)) == (1, -1)
-    assert attempt_rank(None) == (0, 0)
-    assert attempt_rank(diagnosis_from_dict(diag(HARD_UNIT).to_dict())) == (3, -1)  # stored
+def test_call_rank_depth_then_fewest_flags() -> None:
+    assert call_rank(diag(GOOD)) == (4, 0)
+    assert call_rank(diag(HARD_UNIT)) == (3, -1)
+    assert call_rank(replace(diag(HARD_UNIT), soft=["city"])) == (3, -2)
+    assert call_rank(diag(MISSING)) == (2, -1)
+    assert call_rank(diag(WRONG)) == (1, -1)
+    assert call_rank(None) == (0, 0)
+    assert call_rank(diagnosis_from_dict(diag(HARD_UNIT).to_dict())) == (3, -1)  # stored
 
 
 # --------------------------------------------------------------------------- the loop
@@ -217,7 +217,7 @@ def test_best_so_far_without_stopping_returns_the_best_at_the_budget() -> None:
 
 def test_ties_go_to_the_later_attempt() -> None:
     hard_other = call(city="San Francisco", unit="rankine")
-    assert attempt_rank(diag(hard_other)) == attempt_rank(diag(HARD_UNIT))
+    assert call_rank(diag(hard_other)) == call_rank(diag(HARD_UNIT))
     out, _ = run([HARD_UNIT, hard_other], "gated", max_attempts=3)
     assert (len(out.attempts), out.stop, out.answer_at) == (3, "budget", 3)
 

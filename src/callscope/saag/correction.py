@@ -37,7 +37,9 @@ the order they are checked after an attempt:
 :func:`answer_at` says which attempt is the answer: with ``keep_best`` the best one by
 :func:`answer_rank` (deepest stage reached, then fewest flagged names and values); on a tie
 the **later** attempt is kept (:func:`best_at`), as the SAAG loop always has: a revision as
-good as the best so far is the model's latest word on the same correction.
+good as the best so far is the model's latest word on the same correction. (The guard's
+repair kept the earlier one until issue 27; its committed measurement does not depend on it:
+tied answers fail at the same stage, and only a pass counts as solved.)
 """
 
 from __future__ import annotations
@@ -70,15 +72,6 @@ class CheckedCall:
     call: ToolCall | None
     diagnosis: Diagnosis
 
-    @property
-    def depth(self) -> int:
-        """The deepest stage the call reached: its failing stage, or :data:`PASSED_DEPTH`."""
-        return call_depth(self.diagnosis)
-
-    @property
-    def flagged(self) -> int:
-        return flagged_values(self.diagnosis)
-
 
 @dataclass(frozen=True)
 class AnswerVerdict:
@@ -101,12 +94,12 @@ class AnswerVerdict:
     @property
     def depth(self) -> int:
         """The deepest stage the answer's worst call reached; 0 when no call was checked."""
-        return min((c.depth for c in self.checked), default=0)
+        return answer_rank(self)[0]
 
     @property
     def flagged(self) -> int:
         """Names and values flagged over all the checked calls."""
-        return sum(c.flagged for c in self.checked)
+        return -answer_rank(self)[1]
 
 
 @dataclass(frozen=True)
@@ -151,7 +144,7 @@ def flagged_values(d: Diagnosis) -> int:
     return sum(len(x) for x in (d.missing, d.spurious, d.drifted, d.numeric, d.hard, d.soft))
 
 
-def attempt_rank(d: Diagnosis | None) -> tuple[int, int]:
+def call_rank(d: Diagnosis | None) -> tuple[int, int]:
     """How good one call is by the cascade alone, larger is better: ``(depth, -flags)``
     (:func:`call_depth`, :func:`flagged_values`); ``(0, 0)`` for no diagnosis."""
     if d is None:
@@ -161,11 +154,12 @@ def attempt_rank(d: Diagnosis | None) -> tuple[int, int]:
 
 def answer_rank(v: AnswerVerdict | None) -> tuple[int, int]:
     """How good an answer is, larger is better: the depth its worst call reached, then fewer
-    flagged names and values over all its calls; ``(0, 0)`` for no answer. For an answer of
-    one call it is :func:`attempt_rank` of that call."""
-    if v is None:
+    flagged names and values over all its calls (:func:`call_rank` of each); ``(0, 0)`` for
+    no answer or an answer with no checked call. An answer of one call ranks as that call."""
+    if v is None or not v.checked:
         return (0, 0)
-    return (v.depth, -v.flagged)
+    ranks = [call_rank(c.diagnosis) for c in v.checked]
+    return (min(depth for depth, _ in ranks), sum(flags for _, flags in ranks))
 
 
 def best_at(history: Sequence[AnswerVerdict | None]) -> int | None:

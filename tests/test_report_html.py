@@ -28,8 +28,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from callscope.report.acc_gar_figure import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot
 from callscope.report.case_data import json_for_script
-from callscope.report.figures import ACC_GAR_FILE, FIGURE_FILES, acc_gar_points, acc_vs_gar_plot
+from callscope.report.figures import FIGURE_FILES
 from callscope.report.flow import FIRST, SEGMENTS, call_flow
 from callscope.report.html import RunInfo, build_report, render_html, run_info
 from callscope.report.load import load_outcomes

@@ -1,21 +1,17 @@
-"""The report's PNG figures (matplotlib, Agg canvas; no display needed, no pyplot state).
+"""The SAAG run's PNG figures (matplotlib, Agg canvas; no display needed, no pyplot state).
 
 File names are fixed, so a report directory of a SAAG run always holds the same six files:
 ``call_flow.png`` (the first screen: where and why calls fail, per model and mode),
 ``solve_rate_by_scale.png`` (paper Fig. 2), ``cumulative_solve.png`` (Fig. 3),
 ``failure_stages.png``, ``overcorrection.png`` and ``revisions.png`` (what each mode's
-revisions lost and gained, by stage); a calibration run adds ``acc_vs_gar.png``
-(:func:`acc_vs_gar_plot`: Acc against GAR per category, one marker per model; the one
-drawing of that figure, also the panel's ``panel-<probe>.png``). A figure without data says
-so in the image.
+revisions lost and gained, by stage). A figure without data says so in the image. The
+calibration run's figure is :mod:`callscope.report.acc_gar_figure`; the canvas, DPI and
+labels both use are :mod:`callscope.report.png`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,13 +19,13 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import MaxNLocator
 
 from callscope.records import FailureKind
 from callscope.report.flow import SEGMENT_STAGE, SEGMENTS, segment_label
 from callscope.report.outcome import STAGE_LABELS, mode_sort_key, scale_sort_key
+from callscope.report.png import empty_png, save_png, short_label
 from callscope.report.revisions import KEPT_ITEMS
 
 FIGURE_FILES: tuple[str, ...] = (
@@ -40,8 +36,6 @@ FIGURE_FILES: tuple[str, ...] = (
     "overcorrection.png",
     "revisions.png",
 )
-#: the calibration run's first figure (not among :data:`FIGURE_FILES`: SAAG runs lack it)
-ACC_GAR_FILE = "acc_vs_gar.png"
 MODE_STYLE = {
     "direct": {"color": "#7f7f7f", "linestyle": ":", "marker": "o"},
     "binary": {"color": "#1f77b4", "linestyle": "--", "marker": "s"},
@@ -54,34 +48,10 @@ STAGE_COLORS = {
     "stage3": "#9467bd",
     "error": "#7f7f7f",
 }
-DPI = 100
 
 
 def _style(mode: str) -> dict[str, str]:
     return MODE_STYLE.get(mode, {"color": "#17becf", "linestyle": "-.", "marker": "d"})
-
-
-def _short(model: str, width: int = 40) -> str:
-    """A plot label: ``backend:/long/path/file`` keeps only the file name (a label with a
-    space is no such spec and keeps its text); long labels are cut from the left."""
-    kind, sep, rest = model.partition(":")
-    if sep and "/" in rest and not any(ch.isspace() for ch in model):
-        model = f"{kind}:{rest.rstrip('/').rsplit('/', 1)[-1]}"
-    return model if len(model) <= width else "…" + model[-(width - 1) :]
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})
-    return path
-
-
-def _empty(path: Path, title: str) -> Path:
-    fig = Figure(figsize=(5, 2))
-    ax = fig.add_subplot()
-    ax.axis("off")
-    ax.text(0.5, 0.5, f"{title}: no data", ha="center", va="center")
-    return _save(fig, path)
 
 
 def _grid(n_rows: int, n_cols: int, w: float = 4.2, h: float = 3.2) -> tuple[Figure, np.ndarray]:
@@ -95,7 +65,7 @@ def solve_rate_by_scale(per_scale: pd.DataFrame, out_dir: Path) -> Path:
     95% error bars (paper Fig. 2)."""
     path = out_dir / FIGURE_FILES[1]
     if per_scale.empty:
-        return _empty(path, "solve rate by scale")
+        return empty_png(path, "solve rate by scale")
     models = sorted(per_scale["model"].unique())
     scales = sorted(per_scale["scale"].unique(), key=scale_sort_key)
     fig, axes = _grid(1, len(models))
@@ -114,10 +84,10 @@ def solve_rate_by_scale(per_scale: pd.DataFrame, out_dir: Path) -> Path:
         ax.set_xlabel("registry scale")
         ax.set_ylabel("solve rate")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title(_short(model), fontsize=9)
+        ax.set_title(short_label(model), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def cumulative_solve_plot(cum: pd.DataFrame, out_dir: Path) -> Path:
@@ -125,7 +95,7 @@ def cumulative_solve_plot(cum: pd.DataFrame, out_dir: Path) -> Path:
     (direct dotted as the single-pass baseline; paper Fig. 3)."""
     path = out_dir / FIGURE_FILES[2]
     if cum.empty:
-        return _empty(path, "cumulative solve rate")
+        return empty_png(path, "cumulative solve rate")
     models = sorted(cum["model"].unique())
     scales = sorted(cum["scale"].unique(), key=scale_sort_key)
     fig, axes = _grid(len(models), len(scales), 3.8, 3.0)
@@ -138,13 +108,13 @@ def cumulative_solve_plot(cum: pd.DataFrame, out_dir: Path) -> Path:
                 ax.plot(s["attempt"], s["rate"], label=mode, markersize=3, **_style(mode))
             ax.set_ylim(-0.02, 1.02)
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_title(f"{_short(model, 30)}  S={scale}", fontsize=8)
+            ax.set_title(f"{short_label(model, 30)}  S={scale}", fontsize=8)
             ax.set_xlabel("attempt")
             ax.set_ylabel("cumulative solve rate")
             ax.grid(alpha=0.3)
             if not sub.empty:
                 ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def failure_stages_plot(fb: pd.DataFrame, out_dir: Path) -> Path:
@@ -152,8 +122,8 @@ def failure_stages_plot(fb: pd.DataFrame, out_dir: Path) -> Path:
     stage 1/2/3, or got no reply."""
     path = out_dir / FIGURE_FILES[3]
     if fb.empty:
-        return _empty(path, "failure stages")
-    labels = [f"{_short(m, 24)}\nS={s}" for m, s in zip(fb["model"], fb["scale"], strict=True)]
+        return empty_png(path, "failure stages")
+    labels = [f"{short_label(m, 24)}\nS={s}" for m, s in zip(fb["model"], fb["scale"], strict=True)]
     fig = Figure(figsize=(max(5.0, 1.1 * len(labels) + 2), 4), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -168,7 +138,7 @@ def failure_stages_plot(fb: pd.DataFrame, out_dir: Path) -> Path:
     ax.set_ylim(0, 1.0)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Where the first attempt failed", fontsize=10)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
@@ -176,8 +146,8 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     attempt (Wilson 95% error bars), and the mean F1 change with its bootstrap CI."""
     path = out_dir / FIGURE_FILES[4]
     if oc.empty:
-        return _empty(path, "overcorrection")
-    labels = [f"{_short(m, 24)}\n{mo}" for m, mo in zip(oc["model"], oc["mode"], strict=True)]
+        return empty_png(path, "overcorrection")
+    labels = [f"{short_label(m, 24)}\n{mo}" for m, mo in zip(oc["model"], oc["mode"], strict=True)]
     fig = Figure(figsize=(max(7.0, 1.6 * len(labels) + 2), 4), layout="constrained")
     FigureCanvasAgg(fig)
     ax1, ax2 = fig.subplots(1, 2)
@@ -219,7 +189,7 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
     ax2.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
     ax2.set_ylabel("mean arg F1: final − first")
     ax2.set_title("F1 change over the loop", fontsize=10)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 #: the call-flow segments' colours: a colour family per stage (green passed, reds stage 1,
@@ -278,7 +248,7 @@ def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
     kind that stopped the call), counts written inside, ``solved k/n`` at the right."""
     path = out_dir / FIGURE_FILES[0]
     if flow.empty:
-        return _empty(path, "call flow")
+        return empty_png(path, "call flow")
     models = list(dict.fromkeys(flow["model"]))
     bars = {m: list(dict.fromkeys(flow[flow["model"] == m]["bar"])) for m in models}
     n_bars = sum(len(b) for b in bars.values())
@@ -322,7 +292,7 @@ def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
             ax.spines[side].set_visible(False)
         first_total = int(sub["total"].iloc[0])
         ax.set_title(
-            f"{_short(model, 60)}: where the cascade stopped each call ({first_total} cases)",
+            f"{short_label(model, 60)}: where the cascade stopped each call ({first_total} cases)",
             fontsize=9,
             loc="left",
         )
@@ -338,196 +308,7 @@ def call_flow_plot(flow: pd.DataFrame, out_dir: Path) -> Path:
         title="stage that stopped the call: what failed",
         title_fontsize=7.5,
     )
-    return _save(fig, path)
-
-
-def acc_gar_point(
-    model: str, category: str, row: Mapping[str, Any], probe: str | None = None
-) -> dict[str, Any] | None:
-    """One point of :func:`acc_vs_gar_plot` from a diagnostics row (``gar_case``, ``acc``
-    and their ``*_ci_low``/``*_ci_high`` Wilson bounds), ``None`` when either rate is missing:
-    ``gar`` (case-level GAR), ``acc``, their bounds (the rate itself where a bound is missing)
-    and ``masked`` = Acc > GAR (grader masking: GAR bounds Acc from above when the grader only
-    passes cases whose gold action was emitted; calibration paper section 3)."""
-    gar, acc = _rate(row.get("gar_case")), _rate(row.get("acc"))
-    if gar is None or acc is None:
-        return None
-    return {
-        "model": str(model),
-        "probe": None if probe is None else str(probe),
-        "category": str(category),
-        "gar": gar,
-        "acc": acc,
-        "gar_lo": _rate(row.get("gar_case_ci_low"), gar),
-        "gar_hi": _rate(row.get("gar_case_ci_high"), gar),
-        "acc_lo": _rate(row.get("acc_ci_low"), acc),
-        "acc_hi": _rate(row.get("acc_ci_high"), acc),
-        "masked": acc > gar,
-    }
-
-
-def acc_gar_points(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The points of :func:`acc_vs_gar_plot` for the ``runs`` of
-    :func:`callscope.report.conversations.conversation_report`: per (model, probe) run and
-    category with both rates, :func:`acc_gar_point` of its row."""
-    out = []
-    for run in runs:
-        for row in run.get("rows") or []:
-            p = acc_gar_point(
-                str(run.get("model")), str(row.get("category", "")), row, str(run.get("probe"))
-            )
-            if p is not None:
-                out.append(p)
-    return out
-
-
-def _rate(v: Any, default: float | None = None) -> float | None:
-    if v is None or isinstance(v, bool) or not isinstance(v, int | float) or np.isnan(v):
-        return default
-    return float(v)
-
-
-@dataclass(frozen=True)
-class AccGarFigure:
-    """What :func:`acc_vs_gar_plot` drew: the PNG, the subplot titles (one per category, in
-    order), the legend's entries as drawn (one per series: a model, or ``model (probe)`` when
-    the points hold several probes) and the points plotted."""
-
-    path: Path
-    categories: list[str]
-    legend: list[str]
-    points: list[dict[str, Any]]
-
-
-#: the figure's caption, wherever it is shown (the report's first screen, the panel page)
-ACC_GAR_CAPTION = (
-    "Acc against case-level GAR per category, one marker per model, Wilson 95% whiskers: Acc "
-    "is the share of cases the grader passed, GAR the share whose gold action class (base "
-    "TOOL_CALL, miss_param ASK, miss_func REFUSE) was emitted. A sound grader keeps Acc <= GAR: "
-    "a point above the dashed diagonal Acc = GAR (the shaded region, ringed red) is grader "
-    "masking, cases passed without the gold action."
-)
-#: one marker shape per series (model), cycled
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
-_MASK_COLOR = "#d62728"
-
-
-def _series_label(point: Mapping[str, Any], probes: int) -> str:
-    label = _short(str(point["model"]))
-    if probes > 1 and point.get("probe") is not None:
-        label = f"{label} ({point['probe']})"
-    # model names are data: "$" would start matplotlib's mathtext
-    return label.replace("$", r"\$")
-
-
-def acc_vs_gar_plot(
-    points: list[dict[str, Any]],
-    path: Path,
-    *,
-    categories: list[str] | None = None,
-    intervals: bool = True,
-) -> AccGarFigure:
-    """Acc (the grader passed the case) against case-level GAR (the gold action class was
-    emitted), the calibration run's first figure and the panel's: one subplot per category
-    (``categories`` in order, default the points' order; a category without a point says
-    so), one marker shape and colour per model (per (model, probe) when the points hold
-    several probes; legend below), the diagonal Acc = GAR dashed, the region above it shaded
-    and labelled "grader masking" (a point there, ``masked``, gets a red ring), Wilson 95%
-    whiskers when ``intervals``; earlier series are drawn larger, so models on the same spot
-    stay visible, nested. ``points``: :func:`acc_gar_points` or
-    :func:`acc_gar_point` rows. Returns what was drawn (:class:`AccGarFigure`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cats = list(categories) if categories is not None else []
-    cats += [c for c in dict.fromkeys(p["category"] for p in points) if c not in cats]
-    if not points:
-        _empty(path, "Acc vs GAR")
-        return AccGarFigure(path, [], [], [])
-    probes = len({p.get("probe") for p in points})
-    series = list(dict.fromkeys((p["model"], p.get("probe")) for p in points))
-    labels = {s: _series_label({"model": s[0], "probe": s[1]}, probes) for s in series}
-    cols = min(len(cats), 4)
-    n_rows = (len(cats) + cols - 1) // cols
-    fig = Figure(figsize=(3.1 * cols + 0.4, 3.1 * n_rows + 0.5), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = np.atleast_2d(fig.subplots(n_rows, cols, squeeze=False))
-    titles = []
-    for i, ax in enumerate(axes.flat):
-        if i >= len(cats):
-            ax.axis("off")
-            continue
-        cat = cats[i]
-        ax.fill_between([0, 1], [0, 1], [1, 1], color="#fde2e1", alpha=0.6, linewidth=0)
-        ax.plot([0, 1], [0, 1], color="#555", linewidth=0.8, linestyle="--")
-        ax.text(0.03, 0.97, "Acc > GAR:\ngrader masking", fontsize=7, color="#8a1010", va="top")
-        mine = [p for p in points if p["category"] == cat]
-        for p in mine:
-            k = series.index((p["model"], p.get("probe")))
-            color = f"C{k % 10}"
-            x, y = p["gar"], p["acc"]
-            if intervals:
-                ax.errorbar(
-                    [x],
-                    [y],
-                    xerr=[[max(x - p.get("gar_lo", x), 0.0)], [max(p.get("gar_hi", x) - x, 0.0)]],
-                    yerr=[[max(y - p.get("acc_lo", y), 0.0)], [max(p.get("acc_hi", y) - y, 0.0)]],
-                    fmt="none",
-                    ecolor=color,
-                    alpha=0.6,
-                    capsize=2,
-                    linewidth=0.9,
-                )
-            # earlier series drawn larger: models on the same spot stay visible, nested
-            size = 30 * 2.0 ** min(len(series) - 1 - k, 4)
-            if p.get("masked"):  # a red ring around a point in the masking region
-                ax.scatter(
-                    [x], [y], s=size * 2.2, facecolors="none", edgecolors=_MASK_COLOR, zorder=3
-                )
-            ax.scatter(
-                [x],
-                [y],
-                marker=MARKERS[k % len(MARKERS)],
-                s=size,
-                color=color,
-                edgecolors="white",
-                linewidths=0.6,
-                zorder=4,
-            )
-        if not mine:
-            ax.text(0.5, 0.5, "no GAR and Acc", ha="center", va="center", color="#7f7f7f")
-        ax.set_xlim(-0.03, 1.03)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_aspect("equal")
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.tick_params(labelsize=7)
-        title = cat.removeprefix("multi_turn_")
-        ax.set_title(_short(title, 40).replace("$", r"\$"), fontsize=9)
-        titles.append(ax.get_title())
-        ax.set_xlabel("GAR (gold action emitted)", fontsize=8)
-        ax.set_ylabel("Acc (grader passed)", fontsize=8)
-        ax.grid(alpha=0.3)
-    handles = [
-        Line2D(
-            [],
-            [],
-            linestyle="none",
-            marker=MARKERS[k % len(MARKERS)],
-            color=f"C{k % 10}",
-            markersize=7,
-            label=labels[s],
-        )
-        for k, s in enumerate(series)
-    ]
-    legend = fig.legend(
-        handles=handles,
-        loc="outside lower center",
-        ncol=min(len(handles), 4),
-        fontsize=8,
-        frameon=False,
-    )
-    _save(fig, path)
-    return AccGarFigure(path, titles, [t.get_text() for t in legend.get_texts()], list(points))
+    return save_png(fig, path)
 
 
 def make_figures(
@@ -560,9 +341,11 @@ def revision_plot(rev: pd.DataFrame, out_dir: Path) -> Path:
     :data:`callscope.report.aggregate.KEPT_ITEMS`, with Wilson 95% error bars."""
     path = out_dir / FIGURE_FILES[5]
     if rev.empty:
-        return _empty(path, "revisions")
+        return empty_png(path, "revisions")
     items = KEPT_ITEMS
-    labels = [f"{_short(m, 24)}\n{mo}" for m, mo in zip(rev["model"], rev["mode"], strict=True)]
+    labels = [
+        f"{short_label(m, 24)}\n{mo}" for m, mo in zip(rev["model"], rev["mode"], strict=True)
+    ]
     fig = Figure(figsize=(max(7.0, 1.4 * len(labels) + 2), 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.subplots()
@@ -594,4 +377,4 @@ def revision_plot(rev: pd.DataFrame, out_dir: Path) -> Path:
     ax.set_ylabel("share of outcomes: gained (up) / lost (down, hatched)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="item")
     ax.set_title("What the loop's revisions gained and lost", fontsize=10)
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -57,9 +57,10 @@ from callscope.calibration.classify import preset
 from callscope.core.table import Table
 from callscope.core.table_formats import write_tables
 from callscope.report import aggregate as agg
+from callscope.report.acc_gar_figure import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot
 from callscope.report.case_data import case_data, json_for_script
 from callscope.report.conversations import conversation_report
-from callscope.report.figures import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot, make_figures
+from callscope.report.figures import make_figures
 from callscope.report.flow import call_flow
 from callscope.report.load import load_facts, max_attempts_by_model
 from callscope.report.paired_modes import paired_modes

@@ -3,7 +3,7 @@ read from BFCL result trees of several models (``calibrate --from-bfcl``) and fr
 runs of several agents (``--from-tau2``). A panel run of models (``calibrate -m A -m B``)
 shows the same panel in its run's ``report.html`` (:func:`callscope.report.sections.panel_html`).
 
-The figure is :func:`callscope.report.figures.acc_vs_gar_plot` (Acc against case-level GAR per
+The figure is :func:`callscope.report.acc_gar_figure.acc_vs_gar_plot` (Acc against case-level GAR per
 category, one marker per model, the Acc = GAR diagonal with the grader-masking region above
 it, Wilson whiskers) on the panel's cells; the page is the panel section of the run report
 (figure first, then the case-level and turn-level tables).
@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from callscope.calibration.panel import Panel
-from callscope.report.conversations import panel_entry
-from callscope.report.figures import (
+from callscope.report.acc_gar_figure import (
     ACC_GAR_CAPTION,
     AccGarFigure,
     acc_gar_point,
     acc_vs_gar_plot,
 )
+from callscope.report.conversations import panel_entry
 from callscope.report.html import write_page
 from callscope.report.sections import figure_html, panel_html
 
@@ -32,7 +32,7 @@ def panel_figure_file(probe: str = "baseline") -> str:
 
 
 def panel_acc_gar_points(panel: Panel) -> list[dict[str, Any]]:
-    """The figure's points of a panel: :func:`~callscope.report.figures.acc_gar_point` of each
+    """The figure's points of a panel: :func:`~callscope.report.acc_gar_figure.acc_gar_point` of each
     cell with both rates (its category the panel's column), models in the panel's row order."""
     rank = {m: i for i, m in enumerate(panel.models)}
     cells = sorted(panel.cells.values(), key=lambda c: rank.get(c.model, len(rank)))
@@ -42,7 +42,7 @@ def panel_acc_gar_points(panel: Panel) -> list[dict[str, Any]]:
 
 def panel_figure(panel: Panel, path: str | Path) -> AccGarFigure:
     """The panel's figure at ``path``: its points (:func:`panel_acc_gar_points`) drawn by
-    :func:`~callscope.report.figures.acc_vs_gar_plot`, one subplot per panel column."""
+    :func:`~callscope.report.acc_gar_figure.acc_vs_gar_plot`, one subplot per panel column."""
     return acc_vs_gar_plot(panel_acc_gar_points(panel), Path(path), categories=panel.categories)
 
 

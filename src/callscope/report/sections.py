@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.core.table import Table
-from callscope.report.figures import ACC_GAR_CAPTION, ACC_GAR_FILE
+from callscope.report.acc_gar_figure import ACC_GAR_CAPTION, ACC_GAR_FILE
 
 
 def esc(x: Any) -> str:

@@ -1,5 +1,5 @@
 """The report in bounded memory (issue 16): outcomes streamed from the store into compact
-:class:`callscope.report.aggregate.OutcomeFacts`, the case browser capped per model and mode.
+:class:`callscope.report.facts.OutcomeFacts`, the case browser capped per model and mode.
 
 The replayed run of ``conftest.build_run`` with the payload case: 9 cases (q1..q4 at scales 5
 and 10, then x1@S5, in that store order) x 3 modes = 27 outcomes of one model.

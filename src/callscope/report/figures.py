@@ -338,7 +338,7 @@ def make_figures(
 def revision_plot(rev: pd.DataFrame, out_dir: Path) -> Path:
     """The trade-off of each loop mode (``revisions.png``): per (model, mode), the share of
     outcomes whose answer lost (down, red) or gained (up, green) each item of
-    :data:`callscope.report.aggregate.KEPT_ITEMS`, with Wilson 95% error bars."""
+    :data:`callscope.report.revisions.KEPT_ITEMS`, with Wilson 95% error bars."""
     path = out_dir / FIGURE_FILES[5]
     if rev.empty:
         return empty_png(path, "revisions")

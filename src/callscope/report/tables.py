@@ -334,7 +334,7 @@ def revision_table(df: pd.DataFrame) -> Table:
 
 def paired_table(df: pd.DataFrame) -> Table:
     """Paired differences between two modes on the same cases
-    (:func:`callscope.report.aggregate.paired_modes`)."""
+    (:func:`callscope.report.paired_modes.paired_modes`)."""
     disp = _keys(df, ("model", "base", "other", "metric", "n"))
     rows = list(df.iterrows())
     disp["base value"] = [fmt_num(r["base_value"]) for _, r in rows]

@@ -536,3 +536,91 @@ class SimulationRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class WriteDecision(TypedDict):
+    """Whether a τ² tool writes to the database
+    (:func:`callscope.benchmarks.tau2.write_tools.decide_write_tools`): the decision, the rule
+    that made it (``source``), τ²'s ``tool_type`` label when one is known, and whether it is
+    (``known`` false: a guess by name pattern, description verb or the read default)."""
+
+    write: bool
+    source: str
+    tool_type: str | None
+    known: bool
+
+
+class AskCandidate(TypedDict):
+    """A τ² task whose scenario text holds ASK cues, for a person to check: where, the cues,
+    the text around the first, whether every cue is in shared boilerplate, and whether the
+    task serves as ASK gold."""
+
+    domain: str
+    task_id: str
+    cues: list[str]
+    snippet: str
+    boilerplate: bool
+    used_as_gold: bool
+
+
+class RateCI(TypedDict):
+    """A rate with its Wilson interval (``None`` each when nothing was counted)."""
+
+    rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class ConfirmSummary(TypedDict):
+    """CONFIRM over a set of τ² write calls: how many, how many the rule found confirmed
+    (``rule_k``, and as a :class:`RateCI`), and the judge's agreement with the rule
+    (:func:`callscope.calibration.confirm.agreement_stats` plus its YES rate; ``None`` when no
+    judge ran)."""
+
+    write_calls: int
+    rule_k: int
+    rule: RateCI
+    judge: dict[str, Any] | None
+
+
+class Tau2AccRow(TypedDict):
+    """The file-level Acc (the leaderboard's pass^1) of one (group, domain) of τ² simulations:
+    reward 1 over every simulation with a reward, with its Wilson interval, and the
+    simulations that ended on ``max_steps``, in error, without reward, with another task's
+    action checks, or withheld from the GAR rows."""
+
+    group: str
+    domain: str
+    agent: str | None
+    user: str | None
+    sources: list[str]
+    n_simulations: int
+    n_tasks: int
+    acc_k: int
+    acc_n: int
+    acc: float | None
+    acc_ci_low: float | None
+    acc_ci_high: float | None
+    n_no_reward: int
+    n_max_steps: int
+    n_errors: int
+    n_mismatch: int
+    n_excluded: int
+
+
+class Tau2DomainRow(TypedDict):
+    """One (group, domain) of τ² simulations: emission class counts, the SAAG stage mix of the
+    agent's tool calls (``stage_mode``: ``schemas``, ``stock schemas``, ``names_only`` or
+    ``mixed``), the write tools and CONFIRM."""
+
+    group: str
+    domain: str
+    n_simulations: int
+    n_tasks: int
+    assistant_messages: int
+    class_counts: dict[str, int]
+    tool_calls: int
+    stage_mode: str
+    stage_mix: dict[str, int]
+    write_tools: list[str]
+    confirm: ConfirmSummary

@@ -105,7 +105,15 @@ from callscope.calibration.confirm import DEFAULT_CONFIRM, ConfirmConfig, Confir
 from callscope.calibration.diagnostics import DiagnosticsSettings, capability_check
 from callscope.calibration.tau2_rows import acc_rows, confirm_summary, domain_rows, gold_rows
 from callscope.calibration.tau2_simulation import GAR_RULES, diagnose_simulation
-from callscope.records import CallRecord, SimulationRecord
+from callscope.records import (
+    AskCandidate,
+    CallRecord,
+    ConfirmSummary,
+    SimulationRecord,
+    Tau2AccRow,
+    Tau2DomainRow,
+    WriteDecision,
+)
 from callscope.types import ACTION_CLASSES
 
 __all__ = [
@@ -225,19 +233,19 @@ class Tau2Diagnostics:
     """
 
     rows: list[dict[str, Any]]
-    domain_rows: list[dict[str, Any]]
+    domain_rows: list[Tau2DomainRow]
     class_counts: dict[str, int]
     capability: dict[str, Any]
-    confirm: dict[str, Any]
-    ask_candidates: list[dict[str, Any]]
+    confirm: ConfirmSummary
+    ask_candidates: list[AskCandidate]
     ask_gold_source: str
-    write_tools: dict[str, dict[str, dict[str, Any]]]
+    write_tools: dict[str, dict[str, WriteDecision]]
     sources: list[dict[str, Any]]
     problems: list[str]
     config: dict[str, Any]
     simulations: list[SimulationRecord] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
-    acc_rows: list[dict[str, Any]] = field(default_factory=list)
+    acc_rows: list[Tau2AccRow] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -293,8 +301,8 @@ def diagnose_tau2(
     problems = list(results.problems)
     sims: list[SimulationRecord] = []
     calls: list[CallRecord] = []
-    candidates: list[dict[str, Any]] = []
-    writes: dict[str, dict[str, dict[str, Any]]] = {}
+    candidates: list[AskCandidate] = []
+    writes: dict[str, dict[str, WriteDecision]] = {}
     modes: dict[str, str] = {}
     warnings: list[str] = []
     seen_candidates: set[tuple[str, str]] = set()
@@ -318,14 +326,14 @@ def diagnose_tau2(
             if (run.domain, tid) not in seen_candidates:
                 seen_candidates.add((run.domain, tid))
                 candidates.append(
-                    {
-                        "domain": run.domain,
-                        "task_id": tid,
-                        "cues": hits,
-                        "snippet": cue_snippet(text, hits[0]),
-                        "boilerplate": is_boiler,
-                        "used_as_gold": is_ask_gold(run.domain, tid, tid in cand_cues, config),
-                    }
+                    AskCandidate(
+                        domain=run.domain,
+                        task_id=tid,
+                        cues=hits,
+                        snippet=cue_snippet(text, hits[0]),
+                        boilerplate=is_boiler,
+                        used_as_gold=is_ask_gold(run.domain, tid, tid in cand_cues, config),
+                    )
                 )
         names = {
             c["name"]

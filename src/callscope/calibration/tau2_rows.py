@@ -25,7 +25,15 @@ from callscope.calibration.confirm import agreement_stats
 from callscope.calibration.diagnostics import CaseClasses, DiagnosticsSettings, category_row
 from callscope.calibration.tau2_simulation import GAR_RULES, GOLD_ORDER
 from callscope.core.stats import rate_ci
-from callscope.records import CallRecord, SimulationRecord
+from callscope.records import (
+    CallRecord,
+    ConfirmSummary,
+    RateCI,
+    SimulationRecord,
+    Tau2AccRow,
+    Tau2DomainRow,
+    WriteDecision,
+)
 from callscope.types import ACTION_CLASSES, TOOL_CALL
 
 #: The group label of rows that pool every agent / user pair (``Tau2Config.pooled``).
@@ -119,11 +127,11 @@ def gold_rows(
 
 def acc_rows(
     sims: Sequence[SimulationRecord], runs: Sequence[Tau2Run], z: float, pooled: bool = False
-) -> list[dict[str, Any]]:
+) -> list[Tau2AccRow]:
     """The file-level Acc (the leaderboard's pass^1: share of simulations with reward 1,
     Wilson interval, over every simulation with a reward) per (group, domain), with the
     simulations that ended on ``max_steps``, in error, without reward, or were excluded."""
-    rows = []
+    rows: list[Tau2AccRow] = []
     for group, domain, members in _partitions(sims, pooled):
         rewarded = [s for s in members if s.passed is not None]
         k = sum(bool(s.passed) for s in rewarded)
@@ -131,66 +139,65 @@ def acc_rows(
         sources = sorted({s.source for s in members})
         pair = next((r for r in runs if r.source in sources), None)
         rows.append(
-            {
-                "group": group,
-                "domain": domain,
-                "agent": pair.agent if pair and group != POOLED else None,
-                "user": pair.user if pair and group != POOLED else None,
-                "sources": sources,
-                "n_simulations": len(members),
-                "n_tasks": len({s.task_id for s in members}),
-                "acc_k": k,
-                "acc_n": len(rewarded),
-                "acc": acc,
-                "acc_ci_low": lo,
-                "acc_ci_high": hi,
-                "n_no_reward": len(members) - len(rewarded),
-                "n_max_steps": sum(s.max_steps for s in members),
-                "n_errors": sum(s.error is not None for s in members),
-                "n_mismatch": sum(s.mismatch is not None for s in members),
-                "n_excluded": sum(s.excluded is not None for s in members),
-            }
+            Tau2AccRow(
+                group=group,
+                domain=domain,
+                agent=pair.agent if pair and group != POOLED else None,
+                user=pair.user if pair and group != POOLED else None,
+                sources=sources,
+                n_simulations=len(members),
+                n_tasks=len({s.task_id for s in members}),
+                acc_k=k,
+                acc_n=len(rewarded),
+                acc=acc,
+                acc_ci_low=lo,
+                acc_ci_high=hi,
+                n_no_reward=len(members) - len(rewarded),
+                n_max_steps=sum(s.max_steps for s in members),
+                n_errors=sum(s.error is not None for s in members),
+                n_mismatch=sum(s.mismatch is not None for s in members),
+                n_excluded=sum(s.excluded is not None for s in members),
+            )
         )
     return rows
 
 
-def _rate_dict(k: int, n: int, z: float) -> dict[str, float | None]:
+def _rate(k: int, n: int, z: float) -> RateCI:
     rate, lo, hi = rate_ci(k, n, z)
-    return {"rate": rate, "ci_low": lo, "ci_high": hi}
+    return RateCI(rate=rate, ci_low=lo, ci_high=hi)
 
 
-def confirm_summary(calls: Sequence[CallRecord], z: float) -> dict[str, Any]:
+def confirm_summary(calls: Sequence[CallRecord], z: float) -> ConfirmSummary:
+    """CONFIRM over the write calls among ``calls``: the rule's confirmed share (Wilson
+    interval) and, when a judge ran, its agreement with the rule over the calls it decided
+    (:func:`~callscope.calibration.confirm.agreement_stats`) and its YES rate."""
     writes = [c for c in calls if c.write]
     k = sum(bool(c.confirm_rule and c.confirm_rule.confirmed) for c in writes)
-    out: dict[str, Any] = {
-        "write_calls": len(writes),
-        "rule_k": k,
-        "rule": _rate_dict(k, len(writes), z),
-    }
     judged = [c for c in writes if c.confirm_judge is not None]
+    judge: dict[str, Any] | None = None
     if judged:
         stats = agreement_stats(
             [bool(c.confirm_rule and c.confirm_rule.confirmed) for c in judged],
             [c.confirm_judge.confirmed for c in judged if c.confirm_judge is not None],
         )
-        out["judge"] = {**stats, **_rate_dict(stats["judge_yes"], stats["n"], z)}
-    else:
-        out["judge"] = None
-    return out
+        judge = {**stats, **_rate(stats["judge_yes"], stats["n"], z)}
+    return ConfirmSummary(
+        write_calls=len(writes), rule_k=k, rule=_rate(k, len(writes), z), judge=judge
+    )
 
 
 def domain_rows(
     sims: Sequence[SimulationRecord],
     calls: Sequence[CallRecord],
     modes: Mapping[str, str],
-    writes: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    writes: Mapping[str, Mapping[str, WriteDecision]],
     z: float,
     pooled: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[Tau2DomainRow]:
     """Per (group, domain): emission class counts, the SAAG stage mix of the agent's calls
     (``stage_mode``: ``schemas`` = the run's own, ``stock schemas`` = τ²'s stock ones,
     ``names_only``, or ``mixed``), the write tools and CONFIRM."""
-    rows = []
+    rows: list[Tau2DomainRow] = []
     for group, domain, d_sims in _partitions(sims, pooled):
         ids = {(s.source, s.id) for s in d_sims}
         d_calls = [c for c in calls if (c.source, c.simulation_id) in ids]
@@ -199,18 +206,18 @@ def domain_rows(
         kinds = {modes.get(s.source, "names_only") for s in d_sims}
         mode = kinds.pop() if len(kinds) == 1 else "mixed"
         rows.append(
-            {
-                "group": group,
-                "domain": domain,
-                "n_simulations": len(d_sims),
-                "n_tasks": len({s.task_id for s in d_sims}),
-                "assistant_messages": sum(len(s.message_classes) for s in d_sims),
-                "class_counts": {c: counts.get(c, 0) for c in ACTION_CLASSES},
-                "tool_calls": len(d_calls),
-                "stage_mode": mode,
-                "stage_mix": {k: stages.get(k, 0) for k in ("0", "1", "2", "3", "unchecked")},
-                "write_tools": sorted(n for n, w in writes.get(domain, {}).items() if w["write"]),
-                "confirm": confirm_summary(d_calls, z),
-            }
+            Tau2DomainRow(
+                group=group,
+                domain=domain,
+                n_simulations=len(d_sims),
+                n_tasks=len({s.task_id for s in d_sims}),
+                assistant_messages=sum(len(s.message_classes) for s in d_sims),
+                class_counts={c: counts.get(c, 0) for c in ACTION_CLASSES},
+                tool_calls=len(d_calls),
+                stage_mode=mode,
+                stage_mix={k: stages.get(k, 0) for k in ("0", "1", "2", "3", "unchecked")},
+                write_tools=sorted(n for n, w in writes.get(domain, {}).items() if w["write"]),
+                confirm=confirm_summary(d_calls, z),
+            )
         )
     return rows

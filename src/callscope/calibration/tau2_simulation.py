@@ -33,7 +33,7 @@ from callscope.benchmarks.tau2.reader import Tau2Run
 from callscope.benchmarks.tau2.tasks import task_actions, task_gold_class
 from callscope.calibration.classify import ClassifierConfig, emission_classes
 from callscope.calibration.confirm import ConfirmConfig, ConfirmJudge, detect_confirmation
-from callscope.records import CallRecord, SimulationRecord
+from callscope.records import CallRecord, SimulationRecord, WriteDecision
 from callscope.saag.cascade import diagnose
 from callscope.types import ACTION_CLASSES, ASK, OTHER, REFUSE, TOOL_CALL, ToolCall
 
@@ -85,12 +85,18 @@ def _stage(
     return d.stage, d.failure_kinds(), d.nearest
 
 
+def _writes(writes: Mapping[str, WriteDecision], name: str) -> bool:
+    """Whether the run's write decisions say tool ``name`` writes (unknown names do not)."""
+    decision = writes.get(name)
+    return decision is not None and decision["write"]
+
+
 def diagnose_simulation(
     run: Tau2Run,
     sim: Mapping[str, Any],
     task: Mapping[str, Any] | None,
     ask_gold: bool,
-    writes: Mapping[str, Mapping[str, Any]],
+    writes: Mapping[str, WriteDecision],
     known: set[str],
     classifier: ClassifierConfig,
     confirm: ConfirmConfig,
@@ -131,7 +137,7 @@ def diagnose_simulation(
             stage, kinds, nearest = _stage(
                 ToolCall(call["name"], args), schemas, known, query, observed
             )
-            is_write = bool(writes.get(call["name"], {}).get("write"))
+            is_write = _writes(writes, call["name"])
             rec = CallRecord(
                 domain=run.domain,
                 simulation_id=sim_id,
@@ -162,7 +168,7 @@ def diagnose_simulation(
     path = None
     if gold == TOOL_CALL and task is not None:
         names = {str(a.get("name")) for a in task_actions(task) or []}
-        path = "write" if any(writes.get(n, {}).get("write") for n in names) else "read-only"
+        path = "write" if any(_writes(writes, n) for n in names) else "read-only"
     gar: dict[str, bool | None] = {}
     if gold == REFUSE:
         gar[REFUSE] = write_calls == 0

@@ -27,6 +27,7 @@ from callscope.calibration.diagnostics import row_flags
 from callscope.calibration.tau2 import Tau2Diagnostics
 from callscope.calibration.tau2_simulation import GAR_RULES
 from callscope.core.table import Table, pct, pct_ci
+from callscope.records import Tau2AccRow, Tau2DomainRow
 from callscope.runs.from_results import TAU2_STEM, DiagnosticPage, capability_text
 
 GAR_COLUMNS: tuple[str, ...] = (
@@ -93,7 +94,7 @@ def _gar_cells(row: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _domain_cells(row: Mapping[str, Any]) -> list[str]:
+def _domain_cells(row: Tau2DomainRow) -> list[str]:
     mix = row["stage_mix"]
     conf = row["confirm"]
     rule = conf["rule"]
@@ -118,7 +119,7 @@ def _domain_cells(row: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _acc_cells(row: Mapping[str, Any]) -> list[str]:
+def _acc_cells(row: Tau2AccRow) -> list[str]:
     notes = []
     if row.get("n_max_steps"):
         notes.append(f"{row['n_max_steps']} ended on max_steps")
@@ -140,7 +141,7 @@ def _acc_cells(row: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def acc_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
+def acc_table(rows: Sequence[Tau2AccRow], title: str | None = None) -> Table:
     """The file-level Acc rows (pass^1 over every simulation with a reward) as a
     :class:`Table`."""
     return Table(ACC_COLUMNS, [_acc_cells(r) for r in rows], title=title, align=_align(ACC_COLUMNS))
@@ -162,7 +163,7 @@ def gar_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Ta
     )
 
 
-def domain_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
+def domain_table(rows: Sequence[Tau2DomainRow], title: str | None = None) -> Table:
     """The per-domain rows (stage mix, CONFIRM) as a :class:`Table`."""
     return Table(
         DOMAIN_COLUMNS, [_domain_cells(r) for r in rows], title=title, align=_align(DOMAIN_COLUMNS)

@@ -9,10 +9,16 @@
   REFUSE gold class and its user scenario text;
 * :mod:`~callscope.benchmarks.tau2.messages`: a simulation's agent calls, tool responses,
   reward and action checks;
-* :mod:`~callscope.benchmarks.tau2.write_tools`: which tools write to the database.
+* :mod:`~callscope.benchmarks.tau2.write_tools`: which tools write to the database;
+* :mod:`~callscope.benchmarks.tau2.stock_tools`: τ²'s tool labels and schemas of its stock
+  domains;
+* :mod:`~callscope.benchmarks.tau2.source`: runs and a tasks file read together
+  (:func:`read_tau2_results`, each run's tasks by id), and τ² as a results source
+  (:data:`~callscope.benchmarks.tau2.source.TAU2_RESULTS`).
 
-The action-class diagnostic on top of these (GAR / Acc, stage mix, CONFIRM) is
-:mod:`callscope.calibration.tau2`.
+The action-class diagnostic on these records (GAR / Acc, stage mix, CONFIRM) is
+:func:`callscope.calibration.tau2.diagnose_tau2`; its tables are
+:mod:`callscope.report.tau2_tables`.
 """
 
 from callscope.benchmarks.tau2.reader import (

@@ -37,11 +37,6 @@ class Tau2Results:
     runs: list[Tau2Run]
     problems: list[str] = field(default_factory=list)
 
-    def found(self) -> str:
-        """What was read, in one line."""
-        sims = sum(len(r.simulations) for r in self.runs)
-        return f"{len(self.runs)} τ²-bench run(s), {sims} simulations"
-
 
 def tasks_mismatch(run: Tau2Run, external: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Why a tasks file does not belong to ``run`` (``None`` when it does): another domain

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from callscope.benchmarks.tau2.stock_tools import stock_tool_type
+from callscope.records import WriteDecision
 
 #: Verbs whose tools change the database (name prefixes ``<verb>_`` and description openings).
 WRITE_VERBS: tuple[str, ...] = (
@@ -115,9 +116,9 @@ def decide_write_tools(
     tau2_types: Mapping[str, str],
     config: WriteToolRules = DEFAULT_WRITE_RULES,
     domain: str | None = None,
-) -> dict[str, dict[str, Any]]:
-    """``{name: {"write": bool, "source": why, "tool_type": τ²'s label or None, "known":
-    bool}}`` for every name in ``names`` and every tool of ``functions`` (the run's tool
+) -> dict[str, WriteDecision]:
+    """``{name: WriteDecision}`` (write, the rule that decided, τ²'s label, whether it is
+    known) for every name in ``names`` and every tool of ``functions`` (the run's tool
     definitions, ``None`` when absent), by the first rule of the module docstring that
     applies. ``tau2_types``: tool name -> τ²'s ``tool_type`` from the run's action checks
     (:func:`callscope.benchmarks.tau2.messages.tool_types`). ``domain``: the run's domain,
@@ -128,28 +129,28 @@ def decide_write_tools(
     docs = {f["name"]: f.get("description") or "" for f in functions or []}
     pattern = re.compile(config.write_pattern, re.I)
     use_stock = getattr(config, "use_stock_types", True)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, WriteDecision] = {}
     for name in sorted(set(names) | set(docs)):
         label = tau2_types.get(name) if config.use_tau2_tool_types else None
         stock = stock_tool_type(domain, name) if (domain and use_stock) else None
         kind = label or stock
         if name in config.read_tools:
-            d: dict[str, Any] = {"write": False, "source": "config read_tools"}
+            write, source = False, "config read_tools"
         elif name in config.write_tools:
-            d = {"write": True, "source": "config write_tools"}
+            write, source = True, "config write_tools"
         elif label is not None:
-            d = {"write": label == "write", "source": f"τ² tool_type {label!r} in the file"}
+            write, source = label == "write", f"τ² tool_type {label!r} in the file"
         elif stock is not None:
-            d = {"write": stock == "write", "source": f"τ² stock label {stock!r} ({domain})"}
+            write, source = stock == "write", f"τ² stock label {stock!r} ({domain})"
         elif pattern.search(name):
-            d = {"write": True, "source": "name pattern (no τ² label)"}
+            write, source = True, "name pattern (no τ² label)"
         elif config.use_tool_docs and (verb := _doc_verb(name, docs.get(name, ""))) in set(
             WRITE_VERBS
         ):
-            d = {"write": True, "source": f"description verb {verb!r} (no τ² label)"}
+            write, source = True, f"description verb {verb!r} (no τ² label)"
         else:
-            d = {"write": False, "source": "default read (no τ² label)"}
-        d["tool_type"] = kind
-        d["known"] = kind is not None
-        out[name] = d
+            write, source = False, "default read (no τ² label)"
+        out[name] = WriteDecision(
+            write=write, source=source, tool_type=kind, known=kind is not None
+        )
     return out

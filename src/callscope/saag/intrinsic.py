@@ -169,7 +169,7 @@ def drift_score(param: str, a_all: Sequence[str]) -> tuple[float, str | None]:
 
 def pds(scores: Sequence[float]) -> float | None:
     """The PDS a diagnosis reports: the mean of :func:`drift_score` over the out-of-schema
-    parameters ``P \\ A_all`` (eq. 4 is per parameter; the paper's tables average it), and
+    parameters ``P \\ A_all`` (eq. 4 is per parameter; a diagnosis reports their mean), and
     ``None`` when every predicted parameter is admissible. A descriptive diagnostic; independent
     of the grounding mode.
 
@@ -184,9 +184,10 @@ def spr(spurious: Sequence[str], predicted: Sequence[str]) -> float:
 
         SPR = |{p ∈ P \\ A_all : p spurious}| / |P|
 
-    ``spurious`` as :func:`drift_score` classifies: PDS < 0.8 (eq. 5's set), and also a
-    parameter with PDS >= 0.8 whose nearest admissible name is already predicted (the paper's
-    text after eq. 4 calls it spurious; eq. 5's set leaves it out). 0.0 when nothing is
+    ``spurious``: the out-of-schema parameters the cascade does not count as drifted, those
+    with PDS < 0.8 (eq. 5's set, PDS by :func:`drift_score`) and also a parameter with
+    PDS >= 0.8 whose nearest admissible name is already predicted (the paper's text after
+    eq. 4 calls it spurious; eq. 5's set leaves it out). 0.0 when nothing is
     predicted. Independent of the grounding mode; SPR > 0 fails stage 2.
 
     >>> spr(["colour"], ["bill_amount", "colour"]), spr([], [])

@@ -1,11 +1,12 @@
 """The SAAG paper's eight intrinsic metrics (section 2, eqs. 1-9), one pure function each.
 
-:func:`callscope.saag.cascade.diagnose` runs the three stages and calls these functions for the
-numbers it reports in a :class:`~callscope.records.Diagnosis`; :data:`~callscope.saag.metrics.METRIC_SPECS`
-describes them to the tables. Each docstring states the formula, its source, and what the
-grounding mode changes. Notation as in the paper: ``R`` the registry's function names, ``ŷ`` the
-predicted name, ``P`` the predicted parameters (``v_i`` the value of the i-th), ``A_req`` and
-``A_all`` the function's required and admissible parameters, ``Q`` the user's query.
+:func:`callscope.saag.cascade.diagnose` runs the three stages and calls these functions for
+the numbers it reports in a :class:`~callscope.records.Diagnosis`;
+:data:`~callscope.saag.metrics.METRIC_SPECS` describes them to the tables. Each docstring
+states the formula, its source, and what the grounding mode changes. Notation as in the
+paper: ``R`` the registry's function names, ``ŷ`` the predicted name, ``P`` the predicted
+parameters (``v_i`` the value of the i-th), ``A_req`` and ``A_all`` the function's required
+and admissible parameters, ``Q`` the user's query.
 
 The metrics are stage-conditional (paper, section 3, "Metric classes"): the cascade halts at
 the first failing stage, so a metric of a later stage exists only where the earlier ones

@@ -318,6 +318,54 @@ def test_placeholder_and_retracted_steps() -> None:
     assert rec["n_fired"] == 1 and [e["turn"] for e in rec["other_events"]] == [7]
 
 
+def test_report_reads_stored_stage_verdicts_and_never_runs_the_cascade(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SAAG stage mix was stored with each conversation when it was recorded: building
+    report.html with the cascade made to fail succeeds, with the stage mix the cascade gives
+    when run afresh over the stored trajectories."""
+    from collections import Counter
+    from functools import partial
+
+    from callscope.benchmarks.protocol import get_benchmark
+    from callscope.records import Trajectory
+    from callscope.saag import cascade
+    from callscope.saag.stage_mix import call_stages, stage_counts
+
+    bench = get_benchmark("bfcl")
+    store = RunStore(run_dir)
+    try:
+        convs = list(store.conversations())
+    finally:
+        store.close()
+    cases = {c.id: c for c in bench.cases(sorted({c["category"] for c in convs}))}
+    fresh: dict[tuple[str, str], Counter[str]] = {}
+    for c in convs:
+        stages = call_stages(
+            Trajectory.from_dict(c["trajectory"]), partial(bench.tools_at, cases[c["case_id"]])
+        )
+        fresh.setdefault((c["probe"], c["category"]), Counter()).update(stage_counts(stages.calls))
+    assert sum(sum(m.values()) for m in fresh.values()) > 0
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the cascade ran while building the report")
+
+    monkeypatch.setattr(cascade, "diagnose", refuse)
+    assert build_report(run_dir).is_file()
+    store = RunStore(run_dir)
+    try:
+        runs = conversation_report(store)["runs"]
+    finally:
+        store.close()
+    for run in runs:
+        for row in run["rows"]:
+            mix = fresh[(run["probe"], row["category"])]
+            total = sum(mix.values())
+            assert row["tool_calls_scored"] == total
+            for k in range(4):
+                assert row[f"calls_stage{k}"] == mix[f"stage{k}"] / total
+
+
 # --------------------------------------------------------------------------- HTML
 
 

@@ -269,7 +269,7 @@ def tau2_page(result: Tau2Diagnostics, results: str | Path) -> DiagnosticPage:
     violations highlighted), the domain table, and the ASK candidates, write-tool decisions
     and problems as lists."""
     rules = "; ".join(f"{k} = {v}" for k, v in result.config["gar_rules"].items())
-    tables: list[tuple[str, str, Any]] = [
+    tables: list[tuple[str, str, Table]] = [
         (
             "File-level Acc (pass^1)",
             "Share of simulations with reward 1 (the leaderboard's pass^1), over every "

@@ -1,4 +1,4 @@
-"""`callscope calibrate --from-bfcl` / `--from-tau2`: the action-class diagnostic (GAR beside
+"""`callscope calibrate from-bfcl` / `from-tau2`: the action-class diagnostic (GAR beside
 Acc, calibration paper section 3) of another tool's own results, without running a model.
 
 :func:`calibrate_from_results` drives any registered results source by name
@@ -33,6 +33,7 @@ from callscope.calibration.diagnostics import (
 )
 from callscope.calibration.tau2 import DEFAULT_TAU2, Tau2Config, Tau2Diagnostics, diagnose_tau2
 from callscope.core.registry import Registry
+from callscope.core.table import Table
 from callscope.models.base import ChatModel
 from callscope.runs.confirm_judge import model_confirm_judge
 from callscope.types import TOOL_CALL
@@ -43,12 +44,12 @@ TAU2_STEM = "tau2-diagnostics"
 
 @dataclass
 class DiagnosticPage:
-    """The content of a diagnostic ``report.html``: a title, ``(title, caption, Markdown
-    table or Table)`` sections, notes, warnings (shown first) and ``(heading, items)`` lists
-    (the arguments of ``build_diagnostic_page``)."""
+    """The content of a diagnostic ``report.html``: a title, ``(title, caption, Table)``
+    sections, notes, warnings (shown first) and ``(heading, items)`` lists (the arguments of
+    ``build_diagnostic_page``)."""
 
     title: str
-    tables: list[tuple[str, str, Any]]
+    tables: list[tuple[str, str, Table]]
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     lists: list[tuple[str, list[str]]] = field(default_factory=list)

@@ -34,11 +34,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from callscope.benchmarks.bfcl.categories import category_key, gold_class
 from callscope.benchmarks.protocol import (
     DEFAULT_BENCHMARK,
     MultiTurnBenchmark,
     benchmark_or_default,
+    category_gold_class,
+    category_key,
     get_benchmark,
 )
 from callscope.calibration.classify import DEFAULT, ClassifierConfig, classify_emission
@@ -181,16 +182,16 @@ def conversation_record(
 ) -> dict[str, Any]:
     """One stored conversation (a :meth:`RunStore.conversations` row) as the browser shows it.
 
-    ``case`` supplies the due turns (``None`` when the BFCL case is unavailable: no due
+    ``case`` supplies the due turns (``None`` when the benchmark's case is unavailable: no due
     turns); ``gold_emitted`` is the diagnostics' case-level GAR verdict (``None``: unknown)."""
     traj = conv.get("trajectory") or {}
     verdict = conv.get("verdict") or {}
     category = str(conv.get("category") or "")
+    bench = benchmark_or_default(benchmark)
     try:
-        gold: str | None = gold_class(category)
+        gold: str | None = category_gold_class(bench, category)
     except ValueError:
         gold = None
-    bench = benchmark_or_default(benchmark)
     if case is not None:
         gold = bench.gold_class(case)
     due = bench.due_turns(case) if case is not None else []
@@ -291,11 +292,13 @@ def conversation_report(store: RunStore, config: ClassifierConfig = DEFAULT) -> 
     :func:`panel_entry` of their :func:`~callscope.calibration.panel.build_panel`, rows in the
     panel run's order), ``conversations`` (see
     :func:`conversation_record`), the filter choices ``models``, ``probes``, ``categories``,
-    the classifier ``config`` name and a ``note`` when BFCL cases could not be loaded.
+    the classifier ``config`` name and a ``note`` when the benchmark's cases could not be loaded.
     Empty lists when the store has no conversations."""
     convs = list(store.conversations())
-    categories = sorted({str(c["category"]) for c in convs}, key=category_key)
     bench = get_benchmark(store.get_meta(BENCHMARK_META) or DEFAULT_BENCHMARK)
+    categories = sorted(
+        {str(c["category"]) for c in convs}, key=lambda cat: category_key(bench, cat)
+    )
     cases, note = _load_cases(bench, categories)
     pairs = sorted(
         {(str(c["model"]), str(c["probe"])) for c in convs},

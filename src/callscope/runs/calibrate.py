@@ -298,7 +298,9 @@ def run_calibration_cases(
 
         def converse(case: Any) -> Any:
             # each case on its own fresh environment (BFCL: its own simulator instances)
-            return run_conversation(model, case, env=bench.environment(case), **kwargs)
+            return run_conversation(
+                model, case, benchmark=bench, env=bench.environment(case), **kwargs
+            )
 
         workers, summary.concurrency_note = effective_concurrency(model, concurrency)
         grounding = store.get_meta(GROUNDING_META)

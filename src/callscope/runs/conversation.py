@@ -1,4 +1,7 @@
-"""Drive one BFCL multi-turn conversation the way BFCL's inference loop does.
+"""Drive one multi-turn conversation the way BFCL's inference loop does, on any benchmark's case
+and environment (:class:`~callscope.benchmarks.protocol.MultiTurnCase`,
+:class:`~callscope.benchmarks.protocol.Environment`; the benchmark is passed in by the caller,
+the registry's default one when none is).
 
 Structure (``bfcl_eval.model_handler.base_handler.inference_multi_turn_FC`` / ``_prompting``):
 
@@ -7,7 +10,7 @@ Structure (``bfcl_eval.model_handler.base_handler.inference_multi_turn_FC`` / ``
   :data:`REINJECT_MESSAGE` (native mode: the tools list grows; prompt mode: the message is
   ``"{functions}\\n" + REINJECT_MESSAGE`` with the added docs, the system prompt is unchanged);
 * within a turn the model is queried repeatedly: an answer with no parseable call ends the
-  turn; otherwise the calls are executed (through :class:`~callscope.benchmarks.bfcl.env.SafeEnv`) and
+  turn; otherwise the calls are executed (in the benchmark's environment of the case) and
   the results appended (native: one ``tool`` message per call with ``tool_call_id``/``name``;
   prompt: one ``user`` message holding ``repr`` of ``[{"role": "tool", "name": <call>,
   "content": <result>}]``, as BFCL's ``format_execution_results_prompting``);
@@ -50,9 +53,12 @@ import json
 import time
 from typing import Any, Literal
 
-from callscope.benchmarks.bfcl.categories import MAXIMUM_STEP_LIMIT
-from callscope.benchmarks.bfcl.env import SafeEnv
-from callscope.benchmarks.bfcl.multi_turn import MTCase
+from callscope.benchmarks.protocol import (
+    Environment,
+    MultiTurnBenchmark,
+    MultiTurnCase,
+    benchmark_or_default,
+)
 from callscope.calibration.probes import (
     BYPASS_ABSTENTION,
     CRI_RETRY_INSTRUCTION,
@@ -67,7 +73,7 @@ from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.parse import parse_native, parse_output, parse_python_calls
 from callscope.parse.text import EMPTY_OUTPUT
-from callscope.records import ExecResult, StepRecord, Trajectory, TurnRecord
+from callscope.records import DEFAULT_MAX_STEPS, ExecResult, StepRecord, Trajectory, TurnRecord
 from callscope.types import ModelReply, ParseResult, Style
 
 ParseMode = Literal["bfcl", "lenient"]
@@ -175,32 +181,36 @@ def _add_user_text(messages: list[dict[str, Any]], text: str) -> None:
 
 def run_conversation(
     model: ChatModel,
-    case: MTCase,
+    case: MultiTurnCase,
     *,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
+    env: Environment | None = None,
     style: Style = "native",
-    max_steps: int = MAXIMUM_STEP_LIMIT,
+    max_steps: int = DEFAULT_MAX_STEPS,
     decoding: Decoding | None = None,
     parse_mode: ParseMode = "bfcl",
     probe: ProbeConfig | None = None,
-    env: SafeEnv | None = None,
 ) -> Trajectory:
     """Run ``case`` with ``model``; never raises on a model error (it is recorded).
 
     Every query carries a :class:`~callscope.models.base.RequestContext`: ``case_id``,
     ``mode`` (the style), ``attempt`` (1-based query number in the case; probe retries are
     queries too), ``turn`` and ``step`` (the replay backend looks answers up by it).
-    ``probe`` runs SRI or CRI (see the module doc). ``env`` is the simulator environment to run in (a fresh
-    :class:`~callscope.benchmarks.bfcl.env.SafeEnv` of ``case`` by default; pass one to inspect the
-    final state).
+    ``benchmark`` is the benchmark ``case`` comes from (the registry's default one,
+    :func:`~callscope.benchmarks.protocol.benchmark_or_default`, when ``None``): it gives the
+    environment (``env``: pass one to inspect the final state; a fresh
+    ``benchmark.environment(case)`` by default) and, for a probe, the case's due turns.
+    ``probe`` runs SRI or CRI (see the module doc).
     """
     if style not in ("native", "prompt"):
         raise ValueError(f"style must be 'native' or 'prompt', not {style!r}")
     started = time.perf_counter()
+    bench = benchmark_or_default(benchmark)
     if env is None:
-        env = SafeEnv(case)
-    elif getattr(getattr(env, "case", None), "id", case.id) != case.id:
-        raise ValueError(f"environment of {env.case.id!r} given for case {case.id!r}")
-    session = ProbeSession(probe, case, case.due_turns()) if probe is not None else None
+        env = bench.environment(case)
+    elif (given := getattr(getattr(env, "case", None), "id", case.id)) != case.id:
+        raise ValueError(f"environment of {given!r} given for case {case.id!r}")
+    session = ProbeSession(probe, case, bench.due_turns(case)) if probe is not None else None
     traj = Trajectory(
         case.id,
         case.category,

@@ -390,3 +390,17 @@ def test_register_preset_and_bad_modes():
         ClassifierConfig(cue_match="fuzzy")
     with pytest.raises(ValueError, match="call_syntax"):
         ClassifierConfig(call_syntax="magic")
+
+
+def test_a_classifier_variant_is_chosen_by_call_syntax():
+    from callscope.calibration.classify import VARIANTS
+
+    VARIANTS.register("test-always-ask", lambda emission, config: {ASK})
+    try:
+        cfg = ClassifierConfig(call_syntax="test-always-ask", name="test-always-ask")
+        assert classify_emission("[ls()]", cfg) == ASK
+        assert classify_emission("[ls()]") == TOOL_CALL
+    finally:
+        VARIANTS.unregister("test-always-ask")
+    with pytest.raises(ValueError, match="call_syntax"):
+        ClassifierConfig(call_syntax="test-always-ask")

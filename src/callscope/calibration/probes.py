@@ -148,8 +148,8 @@ def _cri(name: str, action: Action, detector: str) -> ProbeConfig:
 
 #: every named probe, in registry order: THE list of probes; the names ``callscope calibrate
 #: --probe`` accepts (:func:`probe_help`), the order of the report's probe tables and files
-#: (``callscope.runs.calibrate.probe_key``) and :func:`get_probe` all read it; another package
-#: adds one with an entry point in the ``callscope.probes`` group whose object is a
+#: (``callscope.runs.calibration_store.probe_key``) and :func:`get_probe` all read it; another
+#: package adds one with an entry point in the ``callscope.probes`` group whose object is a
 #: :class:`ProbeConfig`
 PROBES: Registry[ProbeConfig] = Registry(
     "probe",

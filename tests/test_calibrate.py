@@ -13,12 +13,8 @@ from scripted import Scripted  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from callscope.benchmarks.bfcl.multi_turn import gold_calls  # noqa: E402
-from callscope.runs.calibrate import (  # noqa: E402
-    diagnose_store,
-    run_calibration,
-    select_cases,
-    write_outputs,
-)
+from callscope.runs.calibrate import run_calibration, select_cases, write_outputs  # noqa: E402
+from callscope.runs.calibration_store import diagnose_store  # noqa: E402
 from callscope.store.run_store import RunStore  # noqa: E402
 from callscope.types import ModelReply  # noqa: E402
 
@@ -116,7 +112,7 @@ def test_calibrate_from_bfcl_cli(tmp_path) -> None:
 def test_probe_run_is_paired_with_its_baseline(tmp_path) -> None:
     """SRI never fires for a model that calls at every turn: the paired comparison shows no
     change and no flips; events of a probe run land in events.jsonl only when decided."""
-    from callscope.runs.calibrate import compare_with_baseline
+    from callscope.runs.calibration_store import compare_with_baseline
 
     base_cases = select_cases(["base"], 2)
     store = RunStore(tmp_path / "cal")
@@ -135,7 +131,7 @@ def test_fired_rate_counts_cases_where_the_probe_fired(tmp_path) -> None:
     """A model that never calls halts at every turn, so SRI fires in every case: the paired
     comparison reports fired 2/2 (read back from the stored trajectories' events), and every
     decision is in events.jsonl."""
-    from callscope.runs.calibrate import compare_with_baseline
+    from callscope.runs.calibration_store import compare_with_baseline
 
     base_cases = select_cases(["base"], 2)
     store = RunStore(tmp_path / "cal")

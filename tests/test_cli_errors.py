@@ -296,7 +296,8 @@ def test_calibration_stops_on_unreachable_and_leaves_errors_out(tmp_path: Path) 
     from scripted import Scripted
 
     from callscope.errors import ModelError
-    from callscope.runs.calibrate import diagnose_store, run_calibration_cases, select_cases
+    from callscope.runs.calibrate import run_calibration_cases, select_cases
+    from callscope.runs.calibration_store import diagnose_store
     from callscope.runs.runner import MAX_CONSECUTIVE_CONNECTION_ERRORS
     from callscope.store.run_store import RunStore
 
@@ -356,7 +357,8 @@ def test_a_conversation_past_the_context_window_counts_as_the_models(tmp_path: P
     from scripted import Scripted
 
     from callscope.errors import ModelError
-    from callscope.runs.calibrate import diagnose_store, run_calibration_cases, select_cases
+    from callscope.runs.calibrate import run_calibration_cases, select_cases
+    from callscope.runs.calibration_store import diagnose_store
     from callscope.store.run_store import RunStore
 
     two = select_cases(["base"], 2)

@@ -87,7 +87,8 @@ def cached(model, tmp_path_factory):
 
 
 def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None:
-    from callscope.runs.calibrate import diagnose_store, run_calibration
+    from callscope.runs.calibrate import run_calibration
+    from callscope.runs.calibration_store import diagnose_store
 
     store = RunStore(tmp_path / "cal")
     ran, _ = run_calibration(
@@ -115,7 +116,8 @@ def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None
 
 @pytest.mark.parametrize("probe", ["sri", "cri-retry"])
 def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_cases, probe) -> None:
-    from callscope.runs.calibrate import compare_with_baseline, run_calibration
+    from callscope.runs.calibrate import run_calibration
+    from callscope.runs.calibration_store import compare_with_baseline
 
     cases = [c for c in mt_cases if c.category in ("multi_turn_base", "multi_turn_miss_param")]
     store = RunStore(tmp_path / "cal")

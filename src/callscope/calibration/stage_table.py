@@ -1,6 +1,6 @@
 """The SAAG stage-mix table of a calibrate run: where the model's tool calls fail, per
 category (the first failing stage of each call, as shares of the calls scored), built from
-the diagnostic rows of :meth:`callscope.runs.calibrate.CalibrationResult.rows` (the keys
+the diagnostic rows of :meth:`callscope.runs.calibration_store.CalibrationResult.rows` (the keys
 ``category``, ``tool_calls_scored`` and ``calls_stage0`` .. ``calls_stage3``) as a
 :class:`~callscope.core.table.Table`, which renders every format.
 """

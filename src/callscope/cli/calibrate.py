@@ -242,7 +242,7 @@ def _config(preset_name: str) -> ClassifierConfig:
 
 def _record_grounding(out: Path, grounding: str) -> None:
     """Record the grounding mode of a model run's SAAG stage mix in its store."""
-    from callscope.runs.calibrate import GROUNDING_META  # lazy: the multi-turn pipeline
+    from callscope.runs.calibration_store import GROUNDING_META  # lazy: the multi-turn pipeline
     from callscope.store.run_store import RunStore  # lazy: only model runs open a store
 
     store = RunStore(out)
@@ -614,7 +614,8 @@ def _model_run(
     concurrency: int = 1,
 ) -> None:
     from callscope.calibration.diagnostics import rich_table  # lazy: numpy
-    from callscope.runs.calibrate import BASELINE, calibrate_model  # lazy: numpy
+    from callscope.runs.calibrate import calibrate_model  # lazy: numpy
+    from callscope.runs.calibration_store import BASELINE  # lazy: numpy
 
     bench, cases = _cases(categories, n, benchmark)
     m = open_model(
@@ -825,7 +826,7 @@ def _experiment_run(path: Path, *, quiet: bool) -> None:
 def _export_bfcl(run_dir: Path, dest: Path, probe: str | None) -> None:
     """``--export-bfcl DIR``: the run directory's conversations as BFCL files."""
     from callscope.benchmarks.protocol import benchmark_or_default  # lazy: with its pipeline
-    from callscope.runs.calibrate import BASELINE, BENCHMARK_META  # lazy: numpy
+    from callscope.runs.calibration_store import BASELINE, BENCHMARK_META  # lazy: numpy
     from callscope.runs.export_bfcl import export_bfcl  # lazy: numpy
     from callscope.store.run_store import STORE_FILE, RunStore  # lazy: with its pipeline
 

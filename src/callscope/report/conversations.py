@@ -4,7 +4,7 @@ from a run store's conversations to the JSON the report's conversation browser r
 What a user relies on:
 
 * **Diagnostic rows** per (model, probe) come from
-  :func:`callscope.runs.calibrate.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
+  :func:`callscope.runs.calibration_store.diagnose_store` (GAR, Acc, intervals, flags, SAAG stage
   mix) and are tabulated by :func:`callscope.calibration.diagnostics.diagnostics_table` and
   :func:`callscope.calibration.stage_table.stage_mix_table`; nothing is recomputed here: the
   stage mix is read from the cascade verdicts stored with each conversation when it was
@@ -60,14 +60,14 @@ from callscope.calibration.panel import (
 )
 from callscope.calibration.stage_table import stage_mix_table
 from callscope.core.table import Table
-from callscope.runs.calibrate import (
+from callscope.runs.calibrate_panel import PANEL_META
+from callscope.runs.calibration_store import (
     BASELINE,
     BENCHMARK_META,
     diagnose_store,
     paired_outcomes,
     probe_key,
 )
-from callscope.runs.calibrate_panel import PANEL_META
 from callscope.store.run_store import RunStore
 from callscope.types import ACTION_CLASSES
 

@@ -1,6 +1,10 @@
-"""`callscope calibrate`: run a multi-turn benchmark's cases on a model (optionally under a
-probe), grade them with the benchmark's grader, and compute GAR beside Acc, resumably, into a
-run store.
+"""The calibrate driver: run a multi-turn benchmark's cases on a model (optionally under a
+probe), grade them with the benchmark's grader, store each conversation with the SAAG stage
+verdicts of its calls (:func:`~callscope.saag.stage_mix.call_stages`, computed once, here),
+resumably, into a run store; then diagnose the store
+(:func:`~callscope.runs.calibration_store.diagnose_store`: GAR beside Acc) and write
+``calibration-<probe>.{json,md}`` (:func:`write_outputs`). A panel of models is
+:mod:`callscope.runs.calibrate_panel`.
 
 The benchmark is any :class:`~callscope.benchmarks.protocol.MultiTurnBenchmark` (BFCL
 multi-turn by default): cases, tools at a turn, a fresh environment per run, grade, gold class
@@ -8,7 +12,8 @@ and due turns come from it and from nothing else.
 
 Backend errors (a :class:`~callscope.errors.ModelError` that ended a conversation: the server
 unreachable, 5xx after retries, an undecodable reply) are not model behaviour: such cases are
-stored with their error, left out of GAR and Acc (:attr:`CalibrationResult.errored` counts them
+stored with their error, left out of GAR and Acc
+(:attr:`~callscope.runs.calibration_store.CalibrationResult.errored` counts them
 by kind; the numbers cover the rest) and run again on resume. After
 :data:`~callscope.runs.runner.MAX_CONSECUTIVE_CONNECTION_ERRORS` consecutive cases that could
 not reach the backend the run stops early, as ``run`` does
@@ -20,7 +25,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,24 +38,22 @@ from callscope.benchmarks.protocol import (
     MultiTurnBenchmark,
     benchmark_or_default,
 )
-from callscope.calibration.classify import DEFAULT, ClassifierConfig, preset
+from callscope.calibration.classify import preset
 from callscope.calibration.diagnostics import (
-    Diagnostics,
-    DiagnosticsSettings,
-    compute_diagnostics,
     to_markdown,
 )
-from callscope.calibration.paired import (
-    ablation_markdown,
-    ablation_matrix,
-    compare_markdown,
-    compare_probe,
-    fired_by_case,
-)
-from callscope.calibration.probes import PROBES, get_probe
+from callscope.calibration.probes import get_probe
 from callscope.calibration.stage_table import stage_mix_table
 from callscope.models.base import ChatModel, Decoding
-from callscope.records import CaseRecord, Trajectory
+from callscope.runs.calibration_store import (
+    BASELINE,
+    BENCHMARK_META,
+    GROUNDING_META,
+    CalibrationResult,
+    ablation_with_baseline,
+    backend_error,
+    diagnose_store,
+)
 from callscope.runs.conversation import run_conversation
 from callscope.runs.runner import (
     MAX_CONSECUTIVE_CONNECTION_ERRORS,
@@ -60,14 +63,8 @@ from callscope.runs.runner import (
     resolve_style,
 )
 from callscope.saag.groundings import get_grounding
-from callscope.saag.stage_mix import CallStages, call_stages, stage_counts
+from callscope.saag.stage_mix import call_stages
 from callscope.store.run_store import RunStore
-
-BASELINE = "baseline"
-
-
-#: the store meta key naming the benchmark a run directory's conversations come from
-BENCHMARK_META = "benchmark"
 
 
 def select_cases(
@@ -81,127 +78,6 @@ def select_cases(
         of_cat = bench.cases([category])
         out.extend(of_cat if n is None else of_cat[:n])
     return out
-
-
-def _is_model_emission(step: dict[str, Any]) -> bool:
-    """Bypass placeholders are inserted by a probe, not said by the model."""
-    return not step.get("placeholder", False)
-
-
-def case_record(
-    bench: MultiTurnBenchmark[Any], case: Any, trajectory: dict[str, Any], passed: bool
-) -> CaseRecord:
-    """The diagnostics' view of one conversation: per turn, the model's emissions."""
-    turns: list[list[Any]] = [[] for _ in case.turns]
-    all_turns = list(trajectory.get("turns") or [])
-    if trajectory.get("partial_turn"):
-        all_turns.append(trajectory["partial_turn"])
-    for turn in all_turns:
-        idx = int(turn["index"])
-        if idx < len(turns):
-            turns[idx].extend(
-                {"content": s.get("text") or "", "tool_calls": s.get("tool_calls")}
-                for s in turn.get("steps") or []
-                if _is_model_emission(s)
-            )
-    err = trajectory.get("error")
-    return CaseRecord(
-        id=case.id,
-        category=case.category,
-        gold_class=bench.gold_class(case),
-        turn_emissions=turns,
-        due_turns=bench.due_turns(case),
-        passed=passed,
-        error=json.dumps(err) if err else None,
-    )
-
-
-#: store meta key: the grounding mode of a calibrate run's SAAG stage mix
-GROUNDING_META = "grounding"
-
-
-#: error kinds that are the model's doing, not the backend's: a conversation the model grew
-#: past its context window ended there, and counts (a miss for GAR from then on, and the
-#: grader's verdict on the state it reached), as BFCL counts a failed inference as a failure
-MODEL_LIMIT_KINDS = frozenset({"context_length"})
-
-
-def backend_error(trajectory: dict[str, Any]) -> dict[str, Any] | None:
-    """The backend error that ended a stored conversation (``{"kind", "message", ...}``), or
-    ``None`` when it ran to its end or ended on a model limit (:data:`MODEL_LIMIT_KINDS`)."""
-    err = trajectory.get("error")
-    if not isinstance(err, dict) or err.get("kind") in MODEL_LIMIT_KINDS:
-        return None
-    return err
-
-
-def stored_stages(
-    store: RunStore,
-    bench: MultiTurnBenchmark[Any],
-    case: Any,
-    conv: Mapping[str, Any],
-    grounding: str | None,
-) -> CallStages:
-    """The SAAG stage verdicts of a stored conversation (a :meth:`RunStore.conversations`
-    row) in ``grounding``: those stored with it when they are of that mode and the running
-    cascade version, else computed now (:func:`~callscope.saag.stage_mix.call_stages`) and
-    stored, so that the next read finds them."""
-    stages: CallStages | None = conv.get("stages")
-    if stages is not None and stages.is_current(grounding):
-        return stages
-    traj = Trajectory.from_dict(conv["trajectory"])
-    stages = call_stages(traj, partial(bench.tools_at, case), grounding)
-    store.save_call_stages(str(conv["model"]), str(conv["probe"]), str(conv["case_id"]), stages)
-    return stages
-
-
-@dataclass
-class CalibrationResult:
-    """GAR / Acc diagnostics of one (model, probe). ``errored``: cases that ended in a backend
-    error, by kind, left out of the diagnostics (``error_message``: the last one's message);
-    ``aborted``: why the run stopped early, if it did."""
-
-    model: str
-    probe: str
-    diagnostics: Diagnostics
-    stage_mix: dict[str, Counter[str]] = field(default_factory=dict)
-    ran: int = 0
-    skipped: int = 0
-    seconds: float = 0.0
-    errored: Counter[str] = field(default_factory=Counter)
-    error_message: str | None = None
-    aborted: str | None = None
-
-    @property
-    def n_errored(self) -> int:
-        """Cases left out of GAR and Acc because a backend error ended them."""
-        return sum(self.errored.values())
-
-    def errored_note(self) -> str | None:
-        """``2 cases ended in a backend error (connection: 2) and are left out: GAR and Acc
-        cover the other 6.``; ``None`` when none did."""
-        if not self.n_errored:
-            return None
-        kinds = ", ".join(f"{k}: {v}" for k, v in sorted(self.errored.items()))
-        rest = len(self.diagnostics.cases)
-        cases, verb = ("case", "is") if self.n_errored == 1 else ("cases", "are")
-        return (
-            f"{self.n_errored} {cases} ended in a backend error ({kinds}) and {verb} left out: "
-            f"GAR and Acc cover the other {rest}."
-        )
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Diagnostic rows with the SAAG stage mix of tool calls added per category."""
-        out = []
-        for row in self.diagnostics.rows:
-            mix = self.stage_mix.get(row["category"], Counter())
-            total = sum(mix.values())
-            extra = {
-                f"calls_{k}": (mix.get(k, 0) / total if total else None)
-                for k in ("stage0", "stage1", "stage2", "stage3")
-            }
-            out.append({**row, "tool_calls_scored": total, **extra})
-        return out
 
 
 @dataclass
@@ -330,57 +206,6 @@ def run_calibration_cases(
     return summary
 
 
-def diagnose_store(
-    store: RunStore,
-    model: str,
-    probe: str = BASELINE,
-    cases: Sequence[Any] | None = None,
-    *,
-    benchmark: MultiTurnBenchmark[Any] | None = None,
-    config: ClassifierConfig = DEFAULT,
-    settings: DiagnosticsSettings | None = None,
-    grounding: str | None = None,
-) -> CalibrationResult:
-    """GAR/Acc diagnostics (and the SAAG stage mix) of the stored conversations. The stage
-    mix is that of ``grounding`` (default: the mode the run recorded, :data:`GROUNDING_META`,
-    else the default mode), read from the verdicts stored with each conversation; only a
-    conversation stored without them (a store from before they were stored, or verdicts of
-    another mode or cascade version) has them computed here, and stored
-    (:func:`stored_stages`)."""
-    grounding = grounding or store.get_meta(GROUNDING_META)
-    convs = list(store.conversations(model, probe))
-    bench = benchmark_or_default(benchmark)
-    by_id = {c.id: c for c in (cases or [])}
-    if not by_id:
-        cats = sorted({c["category"] for c in convs})
-        by_id = {c.id: c for c in bench.cases(cats)} if cats else {}
-    records: list[CaseRecord] = []
-    mix: dict[str, Counter[str]] = {}
-    errored: Counter[str] = Counter()
-    message: str | None = None
-    for conv in convs:
-        case = by_id.get(conv["case_id"])
-        if case is None:
-            continue
-        err = backend_error(conv["trajectory"])
-        if err is not None:  # not model behaviour: left out of GAR and Acc
-            errored[str(err.get("kind") or "error")] += 1
-            message = str(err.get("message") or "") or message
-            continue
-        records.append(case_record(bench, case, conv["trajectory"], conv["passed"]))
-        stages = stored_stages(store, bench, case, conv, grounding)
-        mix.setdefault(case.category, Counter()).update(stage_counts(stages.calls))
-    diag = compute_diagnostics(records, config, settings)
-    return CalibrationResult(
-        model=model,
-        probe=probe,
-        diagnostics=diag,
-        stage_mix=mix,
-        errored=errored,
-        error_message=message,
-    )
-
-
 def model_slug(spec: str) -> str:
     """A model spec as a file-name part: ``local:qwen2.5-coder-0.5b`` ->
     ``local-qwen2.5-coder-0.5b`` (every character other than letters, digits, ``.``, ``_``
@@ -413,69 +238,6 @@ def write_outputs(run_dir: Path, result: CalibrationResult, *, per_model: bool =
         encoding="utf-8",
     )
     return stem.with_suffix(".md")
-
-
-def paired_outcomes(result: CalibrationResult) -> list[tuple[str, str, bool, bool]]:
-    """(case_id, category, passed, gar_hit) per case, for the paired probe comparison."""
-    return [(c.id, c.category, bool(c.passed), c.gar_case) for c in result.diagnostics.cases]
-
-
-def probe_key(probe: str) -> tuple[int, int, str]:
-    """Sort key of run names: the baseline, the named probes in registry order, then others."""
-    if probe == BASELINE:
-        return 0, 0, probe
-    names = list(PROBES)
-    return (1, names.index(probe), probe) if probe in PROBES else (2, 0, probe)
-
-
-def compare_with_baseline(
-    store: RunStore,
-    model: str,
-    probe: str,
-    cases: Sequence[Any] | None = None,
-    *,
-    baseline: CalibrationResult | None = None,
-    benchmark: MultiTurnBenchmark[Any] | None = None,
-    suffix: str = "",
-) -> tuple[list[dict[str, Any]], str]:
-    """Paired comparison of ``probe`` against the baseline run of the same model and cases:
-    rows per category (ΔAcc, ΔGAR with Newcombe intervals, flips, fired rate) and Markdown.
-    Written to ``probe-<probe><suffix>.md`` in the run directory (a panel's ``suffix`` names
-    the model). ``baseline``: the baseline's diagnostics when the caller already has them."""
-    base = baseline or diagnose_store(store, model, BASELINE, cases, benchmark=benchmark)
-    probed = diagnose_store(store, model, probe, cases, benchmark=benchmark)
-    fired = fired_by_case(store.conversations(model, probe))
-    rows = compare_probe(paired_outcomes(base), paired_outcomes(probed), fired, probe)
-    md = compare_markdown(rows)
-    (store.run_dir / f"probe-{probe}{suffix}.md").write_text(md, encoding="utf-8")
-    return rows, md
-
-
-def ablation_with_baseline(
-    store: RunStore,
-    model: str,
-    cases: Sequence[Any] | None = None,
-    *,
-    benchmark: MultiTurnBenchmark[Any] | None = None,
-    suffix: str = "",
-) -> tuple[list[dict[str, Any]], str]:
-    """The ablation matrix of every probe run of ``model`` in the store (ΔAcc / ΔGAR per
-    category against the baseline, fired rate), in :func:`probe_key` order; written to
-    ``probe-ablation.md``, with each probe's paired table refreshed in ``probe-<probe>.md``.
-    Each probe is paired with the baseline on the cases both ran."""
-    base = diagnose_store(store, model, BASELINE, cases, benchmark=benchmark)
-    ran = sorted(store.conversation_probes(model) - {BASELINE}, key=probe_key)
-    matrix = ablation_matrix(
-        {
-            p: compare_with_baseline(
-                store, model, p, cases, baseline=base, benchmark=benchmark, suffix=suffix
-            )[0]
-            for p in ran
-        }
-    )
-    md = ablation_markdown(matrix)
-    (store.run_dir / f"probe-ablation{suffix}.md").write_text(md, encoding="utf-8")
-    return matrix, md
 
 
 @dataclass
@@ -519,7 +281,8 @@ def calibrate_model(
     ``benchmark``: the multi-turn benchmark the cases come from (BFCL by default).
     ``concurrency``: conversations run at once (HTTP backends). ``per_model``: name the
     outputs after the model too (a panel's models share the directory). ``grounding``: the
-    stage-3 mode of the SAAG stage mix, recorded in the store (:data:`GROUNDING_META`).
+    stage-3 mode of the SAAG stage mix, recorded in the store
+    (:data:`~callscope.runs.calibration_store.GROUNDING_META`).
     """
     out = Path(out)
     config = preset(preset_name)

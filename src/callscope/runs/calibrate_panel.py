@@ -22,7 +22,8 @@ from callscope.calibration.panel import (
 )
 from callscope.core.table_formats import write_tables
 from callscope.models.base import ChatModel
-from callscope.runs.calibrate import BASELINE, ModelCalibration, calibrate_model, diagnose_store
+from callscope.runs.calibrate import ModelCalibration, calibrate_model
+from callscope.runs.calibration_store import BASELINE, diagnose_store
 from callscope.store.run_store import RunStore
 
 #: the store meta key listing a panel's models (JSON list, in row order)

@@ -31,7 +31,8 @@ from typing import Any
 
 from callscope.benchmarks.bfcl.categories import category_key, short_category
 from callscope.benchmarks.bfcl.results import result_file_name, score_file_name
-from callscope.runs.calibrate import BASELINE, backend_error, model_slug
+from callscope.runs.calibrate import model_slug
+from callscope.runs.calibration_store import BASELINE, backend_error
 from callscope.store.run_store import RunStore
 
 

@@ -16,7 +16,7 @@ naming the SHA-256 of the trajectory text it was computed from: a table added wi
 the version, because a callscope that does not know it neither reads it nor is misled by it
 (a conversation it re-saves no longer matches its digest, and reads as having no verdicts).
 A store written before the table reads the same; its verdicts are computed when missing
-(:func:`callscope.runs.calibrate.diagnose_store`) and stored.
+(:func:`callscope.runs.calibration_store.diagnose_store`) and stored.
 
 Nothing a model or a dataset can produce makes a write fail or is dropped: JSON columns are
 written by :func:`callscope.core.jsonl.dumps_safe` (a lone surrogate as its JSON escape, an

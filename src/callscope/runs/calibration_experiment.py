@@ -1,5 +1,5 @@
 """Calibration experiments: a panel of models x probes on a multi-turn benchmark, from one
-TOML file, into one run store (``callscope calibrate --experiment FILE``).
+TOML file, into one run store (``callscope calibrate experiment FILE``).
 
 Example ``panel.toml``::
 

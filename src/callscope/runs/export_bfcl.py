@@ -1,5 +1,5 @@
 """Write a callscope multi-turn run as BFCL result and score files, so BFCL's own tooling (and
-``callscope calibrate --from-bfcl``) can read it.
+``callscope calibrate from-bfcl``) can read it.
 
 Layout (BFCL's, ``bfcl generate`` / ``bfcl evaluate``)::
 

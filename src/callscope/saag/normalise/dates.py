@@ -1,0 +1,251 @@
+"""Dates and times a text states (absolute, month-year, times of day).
+
+Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
+
+from __future__ import annotations
+
+import re
+
+from callscope.saag.normalise.numbers import WORD_TOKEN
+
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        )
+    )
+    for m in names
+}
+_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_ORD = r"(?:st|nd|rd|th)?"
+_Y_FIRST = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
+_Y_LAST = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4}|\d{2})(?!\d)")
+_COMPACT_DATE = re.compile(r"(?<!\d)(\d{4})(\d{2})(\d{2})(?!\d)")
+_MONTH_DAY = re.compile(
+    rf"\b({_MONTH_RE})\.?[\s.]?(?:the\s)?(\d{{1,2}}){_ORD}(?!\d)(?:,?\s?(\d{{4}}))?", re.I
+)
+_DAY_MONTH = re.compile(
+    rf"\b(\d{{1,2}}){_ORD}\s(?:of\s)?(?:this\s)?({_MONTH_RE})\b\.?(?:,?\s(\d{{4}}))?", re.I
+)
+_YEAR_MONTH_DAY = re.compile(rf"\b(\d{{4}})\s+({_MONTH_RE})\.?\s+(\d{{1,2}}){_ORD}\b", re.I)
+_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+_MONTH_YEAR = re.compile(rf"\b({_MONTH_RE})\.?,?\s+(?:of\s+)?(\d{{4}})(?!\d)", re.I)
+_DAY_BEFORE = re.compile(r"\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:the\s+)?$", re.I)
+_NUMERIC_MONTH_YEAR = re.compile(
+    r"(?<![\d/.-])(?:(\d{1,2})[/-](\d{4})|(\d{4})[/-](\d{1,2}))(?![\d/.-])"
+)
+#: a whole value naming a month of a year: "04-2022", "2022/04", "2022-04-01" (its first day)
+_VALUE_MONTH_YEAR = re.compile(
+    r"(\d{1,2})[-/.](\d{4})|(\d{4})[-/.](\d{1,2})|(\d{4})-(\d{1,2})-0?1(?:T00:00(?::00)?Z?)?"
+)
+_TIME_12 = re.compile(r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+_TIME_WORDS = re.compile(
+    r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s(?:o'clock\s)?in\sthe\s(morning|afternoon|evening|night)\b",
+    re.I,
+)
+_NOON = re.compile(r"\b(noon|midday)\b", re.I)
+_TIME_24 = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d])")
+_VALUE_TIME = re.compile(
+    r"(?:^|[T\s])(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$"
+)
+
+Date = tuple[int | None, int, int]
+_ANY_DIGIT = re.compile(r"\d")
+
+
+def _valid(y: int | None, m: int, d: int) -> bool:
+    return 1 <= m <= 12 and 1 <= d <= 31 and (y is None or 1000 <= y <= 9999)
+
+
+def _year(y: str) -> int:
+    v = int(y)
+    return v + 2000 if len(y) == 2 else v
+
+
+def _numeric_dates(text: str) -> set[Date]:
+    out: set[Date] = set()
+    for m in _Y_FIRST.finditer(text):
+        y, a, b = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
+    for m in _Y_LAST.finditer(text):
+        a, b, y = int(m.group(1)), int(m.group(2)), _year(m.group(3))
+        out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
+    for m in _COMPACT_DATE.finditer(text):
+        x = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if _valid(*x):
+            out.add(x)
+    return out
+
+
+def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
+    """The dates ``text`` states as ``(year or None, month, day)`` (numeric dates in either
+    day/month order, "March 14th", "14th of March 2023", "2023 April 21st"), and the years it
+    states anywhere."""
+    if _ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
+        return frozenset(), frozenset()
+    out = _numeric_dates(text)
+    for m in _MONTH_DAY.finditer(text):
+        x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(1).lower()], int(m.group(2)))
+        if _valid(*x):
+            out.add(x)
+    for m in _DAY_MONTH.finditer(text):
+        x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(2).lower()], int(m.group(1)))
+        if _valid(*x):
+            out.add(x)
+    for m in _YEAR_MONTH_DAY.finditer(text):
+        x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
+        if _valid(*x):
+            out.add(x)
+    years = frozenset(int(y) for y in _YEAR.findall(text))
+    return frozenset(out), years
+
+
+def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
+    """The months of a year ``text`` states as such, ``(year, month)``: "April 2022", "Apr.
+    2022", "July of 2022", "04/2022", "2022-04". A full date ("2023-03-05", "the 19th of
+    March, 2024") states a day, not a month, and is not listed (:func:`month_year_stated`
+    still reads its month, but not that month's first day)."""
+    out: set[tuple[int, int]] = set()
+    if _ANY_DIGIT.search(text) is None:
+        return frozenset()
+    for x in _MONTH_YEAR.finditer(text):
+        if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
+            out.add((int(x.group(2)), _MONTHS[x.group(1).lower()]))  # not "19th of March, 2024"
+    for x in _NUMERIC_MONTH_YEAR.finditer(text):
+        m, y = (x.group(1), x.group(2)) if x.group(1) else (x.group(4), x.group(3))
+        if 1 <= int(m) <= 12:
+            out.add((int(y), int(m)))
+    return frozenset(out)
+
+
+def month_year_stated(
+    value: str, month_years: frozenset[tuple[int, int]], dates: frozenset[Date]
+) -> bool:
+    """A value naming a month of a year ("04-2022", "2022-04", "Apr 2022") that the text
+    states as a month (``month_years``, :func:`month_year_evidence`) or as a day of it
+    (``dates``, :func:`date_evidence`); or the first day of a month the text states as a
+    month ("2022-07-01" for "since July 2022"; not for a stated day of it)."""
+    v = value.strip()
+    if not (month_years or dates) or len(v) > 24:
+        return False
+    m = _VALUE_MONTH_YEAR.fullmatch(v)
+    if m is not None:
+        g = m.groups()
+        if g[4]:  # the first day of a month
+            return (int(g[4]), int(g[5])) in month_years
+        year, month = (int(g[1]), int(g[0])) if g[0] else (int(g[2]), int(g[3]))
+    else:
+        m = _MONTH_YEAR.fullmatch(v)
+        if m is None:
+            return False
+        year, month = int(m.group(2)), _MONTHS[m.group(1).lower()]
+    return (year, month) in month_years or any(y == year and mo == month for y, mo, _ in dates)
+
+
+def time_evidence(text: str) -> frozenset[tuple[int, int]]:
+    """The clock times ``text`` states as ``(hour 0-23, minute)``: "7 PM", "10:00 a.m.",
+    "19:00"."""
+    out: set[tuple[int, int]] = set()
+    if _ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
+        return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
+    for m in _TIME_12.finditer(text):
+        h, mi = int(m.group(1)), int(m.group(2) or 0)
+        if 1 <= h <= 12 and mi < 60:
+            out.add(((h % 12) + (12 if m.group(3).lower() == "p" else 0), mi))
+    for m in _TIME_WORDS.finditer(text):
+        h, mi = int(m.group(1)), int(m.group(2) or 0)
+        if 1 <= h <= 12 and mi < 60:
+            pm = m.group(3).lower() != "morning" and h != 12
+            out.add((h + 12 if pm else h % 12, mi))
+    if _NOON.search(text):
+        out.add((12, 0))
+    for m in _TIME_24.finditer(text):
+        h, mi = int(m.group(1)), int(m.group(2))
+        if h < 24 and mi < 60:
+            out.add((h, mi))
+    return frozenset(out)
+
+
+def date_time_stated(
+    value: str, dates: frozenset[Date], years: frozenset[int], times: frozenset[tuple[int, int]]
+) -> bool:
+    """A date, time or date-time string ``value`` that the text's ``dates`` / ``times``
+    (:func:`date_evidence`, :func:`time_evidence`) state. A date matches a stated one with the
+    same month and day and either the same year, or no stated year while the text states no
+    other year (the year is then the implied current one). Every part the value holds must
+    be stated."""
+    v = value.strip()
+    if len(v) > 40:
+        return False
+    vdates = _numeric_dates(v)
+    tm = _VALUE_TIME.search(v)
+    if not vdates and tm is None:
+        return False
+    if tm is not None:
+        h, mi = int(tm.group(1)), int(tm.group(2))
+        whole_day = vdates and (h, mi) in ((0, 0), (23, 59))  # a date's start or end
+        if (h, mi) not in times and not whole_day:
+            return False
+    if vdates:
+        for y, m, d in vdates:
+            if (y, m, d) in dates:
+                return True
+            if (None, m, d) in dates and (not years or y in years):
+                return True
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- relative dates
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_RELATIVE_DAYS = {"tomorrow": 1, "yesterday": -1, "today": 0, "tonight": 0}
+
+
+def relative_dates(text: str, dates: frozenset[Date]) -> frozenset[Date]:
+    """Dates a request states relative to a full date it also states ("today is 2023-10-01 ...
+    tomorrow", "next Wednesday", "a week later"): from each stated ``(year, month, day)``, the
+    day before and after, the day after tomorrow, the next two occurrences of every weekday the
+    text names, and a week later."""
+    if not dates:
+        return frozenset()  # nothing to count from (what the scan below finds too)
+    import datetime as dt  # lazy: only requests with a full date and a relative word need it
+
+    low = text.lower()
+    words = set(WORD_TOKEN.findall(low))
+    offsets = {v for k, v in _RELATIVE_DAYS.items() if k in words}
+    if "day after tomorrow" in low:
+        offsets.add(2)
+    if "week" in words:
+        offsets.add(7)
+    weekdays = [i for i, w in enumerate(_WEEKDAYS) if w in words]
+    if not offsets and not weekdays:
+        return frozenset()
+    out: set[Date] = set()
+    for y, m, d in dates:
+        if y is None:
+            continue
+        try:
+            ref = dt.date(y, m, d)
+        except ValueError:
+            continue
+        days = set(offsets)
+        for w in weekdays:
+            ahead = (w - ref.weekday()) % 7 or 7
+            days |= {ahead, ahead + 7}
+        for k in days:
+            x = ref + dt.timedelta(days=k)
+            out.add((x.year, x.month, x.day))
+    return frozenset(out)

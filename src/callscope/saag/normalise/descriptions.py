@@ -1,0 +1,112 @@
+"""What a parameter's description says: formats, described values, URL templates.
+
+Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from callscope.saag.normalise.words import norm_words, stems
+
+_COMMA_FORMAT = re.compile(r"[A-Za-z][\w.]*, [A-Za-z][\w.]*")
+
+
+def comma_format(schema: dict[str, Any] | None) -> bool:
+    """The parameter's description shows a comma-separated format ("'City, State'", "such as
+    'New York, NY'")."""
+    desc = schema.get("description") if isinstance(schema, dict) else None
+    return isinstance(desc, str) and _COMMA_FORMAT.search(desc[:4000]) is not None
+
+
+_STOP = frozenset(
+    {"a", "an", "the", "of", "for", "to", "and", "or", "is", "in", "service", "services"}
+)
+
+
+def description_words(schema: dict[str, Any] | None) -> frozenset[str]:
+    """The stems of the words of the parameter's description (its format and examples)."""
+    desc = schema.get("description") if isinstance(schema, dict) else None
+    return _description_stems(desc[:4000]) if isinstance(desc, str) else frozenset()
+
+
+@lru_cache(maxsize=4096)
+def _description_stems(desc: str) -> frozenset[str]:
+    return stems(norm_words(desc))
+
+
+_DESCRIBED = re.compile(
+    r"(?<![\w.])['\"]?([\w.-]{1,20})['\"]?\s*(?:for|represents|means|corresponds\s+to|=|:|is)\s+"
+    r"((?:an?\s+|the\s+)?[\w-]+(?:\s+[\w-]+){0,3})",
+    re.I,
+)
+
+
+@lru_cache(maxsize=4096)
+def _described_table(desc: str) -> dict[str, tuple[tuple[str, ...], ...]]:
+    table: dict[str, list[tuple[str, ...]]] = {}
+    for m in _DESCRIBED.finditer(desc):
+        words = [w for w in m.group(2).lower().replace("-", " ").split() if w not in _STOP]
+        if words:
+            table.setdefault(m.group(1).lower(), []).append(tuple(words[:3]))
+    return {k: tuple(v) for k, v in table.items()}
+
+
+def described_phrases(value: Any, schema: dict[str, Any] | None) -> tuple[tuple[str, ...], ...]:
+    """What the description says ``value`` stands for: ``1 for Bangkok``, ``'2' represents an
+    ironing service``, ``2 = ironing`` -> the content words of each phrase (at most three,
+    stop words dropped). One scan of the description, cached."""
+    desc = schema.get("description") if isinstance(schema, dict) else None
+    if not isinstance(desc, str) or isinstance(value, bool):
+        return ()
+    return _described_table(desc[:4000]).get(str(value).strip().lower(), ())
+
+
+_PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w-]{0,40}\}|<[A-Za-z_][\w-]{0,40}>")
+#: template matching reads at most this many characters of a value (bounded cost)
+MAX_TEMPLATE_VALUE = 2048
+
+
+def description_templates(schema: dict[str, Any] | None) -> tuple[tuple[str, ...], ...]:
+    """The templates the parameter's description shows, each a whitespace-free token with
+    ``{name}`` or ``<name>`` placeholders ("e.g., 'https://{ip}/api/v1/nodes?fabric={fabric}'")
+    as its literal parts: ``("https://", "/api/v1/nodes?fabric=", "")``. Templates with two
+    adjacent placeholders or no literal text are left out (they cannot be split)."""
+    desc = schema.get("description") if isinstance(schema, dict) else None
+    if not isinstance(desc, str) or ("{" not in desc and "<" not in desc):
+        return ()
+    return _templates(desc[:4000])
+
+
+@lru_cache(maxsize=4096)
+def _templates(desc: str) -> tuple[tuple[str, ...], ...]:
+    out = []
+    for token in desc.split():
+        token = token.strip("'\"`()[],;:.")
+        parts = tuple(_PLACEHOLDER.split(token))
+        if len(parts) >= 2 and any(parts) and all(parts[1:-1]):
+            out.append(parts)
+    return tuple(out)
+
+
+def template_fills(value: str, parts: tuple[str, ...]) -> list[str] | None:
+    """What ``value`` puts in each placeholder of the template ``parts``
+    (:func:`description_templates`), or ``None`` when it does not follow the template. Each
+    literal is taken at its first occurrence after the previous one (one left-to-right scan);
+    every fill is non-empty."""
+    first, *middle, last = parts
+    if len(value) > MAX_TEMPLATE_VALUE or not value.startswith(first) or not value.endswith(last):
+        return None
+    pos, end = len(first), len(value) - len(last)
+    fills = []
+    for literal in middle:
+        i = value.find(literal, pos + 1, end)
+        if i < 0:
+            return None
+        fills.append(value[pos:i])
+        pos = i + len(literal)
+    if end <= pos:
+        return None
+    fills.append(value[pos:end])
+    return fills

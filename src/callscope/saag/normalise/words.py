@@ -1,0 +1,64 @@
+"""Words: the case-, punctuation- and quote-insensitive form of a text, stems, compact forms.
+
+Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from callscope.core.text import normalize_quotes
+
+_SEPARATORS = re.compile(r"[\s_\-/\\.,;:!?'\"`()\[\]{}<>|~]+")
+_WS = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=8192)
+def norm_words(text: str) -> str:
+    """``text`` lower-cased (NFKC) with quotes, punctuation, ``_``, ``-``, ``/`` and
+    whitespace runs each made one space, padded with one space on both sides (so a word-
+    boundary search is a plain substring search for ``" " + needle + " "``)."""
+    t = unicodedata.normalize("NFKC", normalize_quotes(text)).lower()
+    return " " + _SEPARATORS.sub(" ", t).strip() + " "
+
+
+@lru_cache(maxsize=8192)
+def compact(text: str) -> str:
+    """``text`` lower-cased with all whitespace removed and ``**`` written ``^`` (math
+    notation: "x ** 2", "x**2" and "x^2" are one form)."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    return _WS.sub("", t).replace("**", "^")
+
+
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def words_state(value: str, text_words: str) -> bool:
+    """``value`` (any string) occurs as whole words in ``text_words`` (a :func:`norm_words`
+    result). Scripts written without spaces between words (Chinese, Japanese, Korean) need no
+    word boundary. The empty value never does."""
+    needle = norm_words(value)
+    if needle.strip() == "":
+        return False
+    if _UNSPACED.search(needle):
+        return needle.strip() in text_words
+    return needle in text_words
+
+
+_SUFFIXES = ("ing", "ed", "es", "s", "ly")
+
+
+@lru_cache(maxsize=8192)
+def stem(word: str) -> str:
+    """A light stem: one common English suffix removed when four letters remain ("tolls" ->
+    "toll", "detailed" -> "detail"); other words unchanged."""
+    for suf in _SUFFIXES:
+        if word.endswith(suf) and len(word) - len(suf) >= 4:
+            return word[: -len(suf)]
+    return word
+
+
+def stems(text_words: str) -> frozenset[str]:
+    """The stems of the words of a :func:`norm_words` result."""
+    return frozenset(stem(w) for w in text_words.split())

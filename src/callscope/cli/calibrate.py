@@ -25,7 +25,6 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from callscope.benchmarks.bfcl.categories import FILE_ORDER
 from callscope.benchmarks.protocol import benchmark_names, get_benchmark
 from callscope.calibration.classify import ClassifierConfig, preset, preset_names
 from callscope.calibration.probes import probe_help
@@ -179,8 +178,6 @@ calibrate = typer.Typer(
 
 # --------------------------------------------------------------------------- shared options
 
-#: ``--categories`` by default: every BFCL multi-turn category, in BFCL's file order
-ALL_CATEGORIES = ",".join(FILE_ORDER)
 
 OutOpt = Annotated[
     Path,
@@ -195,10 +192,11 @@ ClassifierOpt = Annotated[
     ),
 ]
 CategoriesOpt = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--categories",
-        help="The categories to run, comma separated (BFCL: " + ",".join(FILE_ORDER) + ").",
+        help="The categories to run, comma separated (BFCL: base, long_context, miss_param, "
+        "miss_func). Default: every category of the benchmark, in its order.",
     ),
 ]
 BenchmarkOpt = Annotated[
@@ -260,7 +258,7 @@ def _record_grounding(out: Path, grounding: str) -> None:
 def run_command(
     model: Annotated[str, typer.Option("-m", "--model", help=backend_help())] = DEFAULT_MODEL,
     out: OutOpt = Path("runs/calibrate"),
-    categories: CategoriesOpt = ALL_CATEGORIES,
+    categories: CategoriesOpt = None,
     benchmark: BenchmarkOpt = "bfcl",
     n: NOpt = None,
     probe: ProbeOpt = None,
@@ -284,7 +282,7 @@ def run_command(
     _model_run(
         model,
         out,
-        comma_list(categories),
+        comma_list(categories) if categories else None,
         n,
         benchmark=benchmark,
         probe=probe,
@@ -310,7 +308,7 @@ def panel_command(
         typer.Option("-m", "--model", help=backend_help() + " Repeat -m for each model."),
     ],
     out: OutOpt = Path("runs/calibrate"),
-    categories: CategoriesOpt = ALL_CATEGORIES,
+    categories: CategoriesOpt = None,
     benchmark: BenchmarkOpt = "bfcl",
     n: NOpt = None,
     probe: ProbeOpt = None,
@@ -334,7 +332,7 @@ def panel_command(
     _panel_run(
         model,
         out,
-        comma_list(categories),
+        comma_list(categories) if categories else None,
         n,
         benchmark=benchmark,
         probe=probe,
@@ -582,8 +580,9 @@ def _from_bfcl(
     console.print(f"wrote {done.written[0]}, .json and {page}")
 
 
-def _cases(categories: list[str], n: int | None, benchmark: str) -> tuple[Any, list[Any]]:
-    """The named benchmark (exit 2 when unknown) and its first ``n`` cases per category."""
+def _cases(categories: list[str] | None, n: int | None, benchmark: str) -> tuple[Any, list[Any]]:
+    """The named benchmark (exit 2 when unknown) and its first ``n`` cases per category
+    (``None``: every category of the benchmark)."""
     from callscope.runs.calibrate import select_cases  # lazy: numpy
 
     try:
@@ -596,7 +595,7 @@ def _cases(categories: list[str], n: int | None, benchmark: str) -> tuple[Any, l
 def _model_run(
     spec: str,
     out: Path,
-    categories: list[str],
+    categories: list[str] | None,
     n: int | None,
     *,
     benchmark: str,
@@ -703,7 +702,7 @@ def _print_panel(panel: Panel) -> None:
 def _panel_run(
     specs: list[str],
     out: Path,
-    categories: list[str],
+    categories: list[str] | None,
     n: int | None,
     *,
     benchmark: str,
@@ -831,7 +830,7 @@ def _export_bfcl(run_dir: Path, dest: Path, probe: str | None) -> None:
     from callscope.store.run_store import STORE_FILE, RunStore  # lazy: with its pipeline
 
     if not (run_dir / STORE_FILE).exists():
-        fail(f"{run_dir} holds no {STORE_FILE}: pass the -o folder of a calibrate run")
+        fail(f"{run_dir} holds no {STORE_FILE}: pass the run directory of a calibrate run (its -o)")
     store = RunStore(run_dir)
     try:
         name = store.get_meta(BENCHMARK_META) or "bfcl"

@@ -68,13 +68,16 @@ from callscope.store.run_store import RunStore
 
 
 def select_cases(
-    categories: Sequence[str], n: int | None, benchmark: MultiTurnBenchmark[Any] | None = None
+    categories: Sequence[str] | None,
+    n: int | None,
+    benchmark: MultiTurnBenchmark[Any] | None = None,
 ) -> list[Any]:
-    """The first ``n`` cases of each category, categories in the order given and cases in the
-    benchmark's order (the same cases for every probe)."""
+    """The first ``n`` cases of each category, categories in the order given (``None``: every
+    category of the benchmark, in its order) and cases in the benchmark's order (the same
+    cases for every probe)."""
     bench = benchmark_or_default(benchmark)
     out: list[Any] = []
-    for category in categories:
+    for category in bench.categories if categories is None else categories:
         of_cat = bench.cases([category])
         out.extend(of_cat if n is None else of_cat[:n])
     return out

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.benchmarks.bfcl.categories import FILE_ORDER
 from callscope.runs.experiment import check_keys, read_toml, unknown_key_message
 
 #: the keys a calibration experiment file may hold, per table (``""`` = the top level)
@@ -100,7 +99,8 @@ class CalibrationExperiment:
 
     output: Path
     models: list[PanelModel]
-    categories: list[str] = field(default_factory=lambda: list(FILE_ORDER))
+    #: the categories to run; ``None``: every category of the benchmark, in its order
+    categories: list[str] | None = None
     n: int | None = None
     probes: list[str] = field(default_factory=lambda: ["baseline"])
     benchmark: str = "bfcl"
@@ -135,12 +135,14 @@ class CalibrationExperiment:
         concurrency = int(run.get("concurrency", 1))
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, not {concurrency}")
-        cats = d.get("categories", list(FILE_ORDER))
+        cats = d.get("categories")
         probes = d.get("probes", ["baseline"])
         return cls(
             output=base / d.get("output", "runs/calibrate-panel"),
             models=models,
-            categories=[str(c) for c in ([cats] if isinstance(cats, str) else cats)],
+            categories=None
+            if cats is None
+            else [str(c) for c in ([cats] if isinstance(cats, str) else cats)],
             n=n,
             probes=[str(p) for p in ([probes] if isinstance(probes, str) else probes)],
             benchmark=str(d.get("benchmark", "bfcl")),

@@ -67,7 +67,16 @@ def call_stages(
 ) -> CallStages:
     """The cascade's verdict on every call of ``trajectory``'s completed turns (see the
     module doc), in the ``grounding`` mode (``None``: the default); ``tools_at(turn)`` gives
-    the JSON-schema specs available at a turn."""
+    the JSON-schema specs available at a turn.
+
+    >>> from callscope.records import StepRecord, TurnRecord
+    >>> spec = {"name": "switch", "parameters": {"type": "object", "properties": {}}}
+    >>> step = StepRecord("", None, [{"name": "lamp", "arguments": {}}], None, "native", [], [])
+    >>> turn = TurnRecord(0, [{"role": "user", "content": "Lamp on."}], ["switch"], steps=[step])
+    >>> stages = call_stages(Trajectory("c", "cat", turns=[turn]), lambda t: [spec])
+    >>> [(s.turn, s.step, s.index, s.stage, s.kinds) for s in stages.calls]
+    [(0, 0, 0, 1, ['wrong_name'])]
+    """
     mode = get_grounding(grounding)
     out: list[CallStage] = []
     user_text: list[str] = []
@@ -92,5 +101,10 @@ def call_stages(
 
 
 def stage_counts(stages: Iterable[CallStage]) -> Counter[str]:
-    """Calls per first failing stage, keyed ``stage0`` (passed) .. ``stage3``."""
+    """Calls per first failing stage, keyed ``stage0`` (passed) .. ``stage3``: the counts
+    whose shares are the stage-mix table's columns.
+
+    >>> stage_counts([CallStage(0, 0, 0, 0), CallStage(0, 1, 0, 3, ["hard"])])
+    Counter({'stage0': 1, 'stage3': 1})
+    """
     return Counter(f"stage{s.stage}" for s in stages)

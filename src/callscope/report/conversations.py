@@ -229,7 +229,7 @@ def conversation_record(
 
 def table_cells(table: Table) -> dict[str, Any]:
     """A :class:`~callscope.core.table.Table` as JSON-ready ``{"columns", "rows", "notes",
-    "title", "caption", "row_styles"}`` (what :func:`callscope.report.html.cells_table_html`
+    "title", "caption", "row_styles"}`` (what :func:`callscope.report.sections.cells_table_html`
     renders, bound-violation rows still highlighted)."""
     return {
         **table.cells(),

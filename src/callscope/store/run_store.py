@@ -91,6 +91,8 @@ STORE_FILE = "store.sqlite"
 #: 0 is an unversioned store: one written before versioning, with version 1's tables.
 #: 2: message histories stored once (:data:`SCHEMA_V2`); a version 0 or 1 store is migrated
 #: in place when opened (:meth:`RunStore._migrate_histories`), and reads the same after.
+#: The ``call_stages`` table (:data:`SCHEMA_STAGES`) does not raise it: a callscope without it
+#: reads and writes such a store correctly (see the module doc).
 SCHEMA_VERSION = 2
 #: a history chain longer than this is corrupt (each link is one attempt of one outcome)
 _MAX_CHAIN = 10_000

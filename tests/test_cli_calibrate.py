@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callscope.cli import app
-from callscope.cli.calibrate import legacy_args
+from callscope.cli.calibrate_legacy import legacy_args
 
 #: every subcommand's options (besides --help), as its --help lists them
 CONNECTION = {"--base-url", "--api-key", "--timeout", "--cache", "--no-cache"}

@@ -1,0 +1,395 @@
+"""The jobs of ``callscope calibrate``'s subcommands (:mod:`callscope.cli.calibrate`): each
+calls the library, prints what it returned (tables to stdout, messages to stderr) and renders
+the HTML page; a model run whose cases ended in a backend error exits 1."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+
+from callscope.benchmarks.protocol import get_benchmark
+from callscope.calibration.classify import ClassifierConfig, preset
+from callscope.cli.common import (
+    EXIT_FAILED,
+    console,
+    fail,
+    interruptible,
+    open_model,
+    print_stopped_early,
+    write_report,
+)
+from callscope.models.base import ChatModel, Decoding
+
+if TYPE_CHECKING:
+    from callscope.calibration.panel import Panel
+    from callscope.calibration.tau2 import Tau2Config
+    from callscope.runs.calibrate import ModelCalibration
+
+
+def from_tau2_job(
+    results: Path,
+    out: Path,
+    tasks: Path | None,
+    judge: ChatModel | None,
+    config: ClassifierConfig,
+    settings: Tau2Config | None = None,
+) -> None:
+    from callscope.benchmarks.tau2.reader import Tau2FormatError  # lazy: with its pipeline
+    from callscope.report.html import build_diagnostic_page  # lazy: pandas + matplotlib
+    from callscope.report.tau2_tables import (  # lazy: with its pipeline
+        tau2_page,
+        tau2_terminal_tables,
+        write_tau2_markdown,
+    )
+    from callscope.runs.from_results import calibrate_from_tau2  # lazy: numpy
+
+    try:
+        done = calibrate_from_tau2(
+            results, out, tasks=tasks, judge=judge, config=config, settings=settings
+        )
+    except (Tau2FormatError, FileNotFoundError) as exc:
+        fail(str(exc))
+    md = write_tau2_markdown(done.diagnostics, out)
+    content = tau2_page(done.diagnostics, results)
+    for w in content.warnings:
+        console.print(w, style="bold red", markup=False)
+    for table in tau2_terminal_tables(done.diagnostics):
+        Console().print(table.to_rich())
+    for heading, items in content.lists:
+        console.print(f"{heading}: {len(items)} (listed in the report)", markup=False)
+    page = build_diagnostic_page(
+        out,
+        content.title,
+        content.tables,
+        notes=content.notes,
+        warnings=content.warnings,
+        lists=content.lists,
+    )
+    console.print(f"wrote {md}, .json and {page}")
+    groups = list(dict.fromkeys(r.get("group") for r in done.diagnostics.rows))
+    if len(groups) > 1:  # several agent models: their panel too
+        from callscope.calibration.panel import panel_from_rows  # lazy: numpy
+        from callscope.report.panels import write_panel_page  # lazy: matplotlib
+        from callscope.runs.calibrate_panel import write_panel  # lazy: numpy
+
+        panel = panel_from_rows(done.diagnostics.rows, done.diagnostics.capability)
+        print_panel(panel)
+        written = write_panel(out / "panel", panel)
+        panel_page = write_panel_page(out / "panel", panel)
+        console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {panel_page}")
+
+
+def from_bfcl_job(
+    results: Path, out: Path, scores: Path | None, model: str | None, config: ClassifierConfig
+) -> None:
+    from callscope.calibration.diagnostics import rich_table  # lazy: numpy
+    from callscope.report.html import build_diagnostic_page  # lazy: pandas + matplotlib
+    from callscope.runs.from_results import calibrate_from_bfcl  # lazy: numpy
+
+    try:
+        done = calibrate_from_bfcl(results, out, scores=scores, model=model, config=config)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    for w in done.page.warnings:  # the failed capability check first
+        console.print(w, style="bold red", markup=False)
+    title = f"BFCL results of {done.run.model} (classifier: {config.name})"
+    Console().print(rich_table(done.diagnostics.rows, title=title))
+    for n in done.page.notes:
+        console.print(n, markup=False)
+    for p in done.run.problems:
+        console.print(p, style="yellow", markup=False)
+    page = build_diagnostic_page(
+        out,
+        done.page.title,
+        done.page.tables,
+        notes=done.page.notes,
+        warnings=done.page.warnings,
+        lists=done.page.lists,
+    )
+    console.print(f"wrote {done.written[0]}, .json and {page}")
+
+
+def select(categories: list[str] | None, n: int | None, benchmark: str) -> tuple[Any, list[Any]]:
+    """The named benchmark (exit 2 when unknown) and its first ``n`` cases per category
+    (``None``: every category of the benchmark)."""
+    from callscope.runs.calibrate import select_cases  # lazy: numpy
+
+    try:
+        bench = get_benchmark(benchmark)
+    except ValueError as exc:
+        fail(str(exc))
+    return bench, select_cases(categories, n, bench)
+
+
+def model_run(
+    spec: str,
+    out: Path,
+    categories: list[str] | None,
+    n: int | None,
+    *,
+    benchmark: str,
+    probe: str | None,
+    style: str | None,
+    max_steps: int,
+    decoding: Decoding,
+    preset_name: str,
+    quiet: bool,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    cache: Path | None,
+    no_cache: bool,
+    concurrency: int = 1,
+) -> None:
+    from callscope.calibration.diagnostics import rich_table  # lazy: numpy
+    from callscope.runs.calibrate import calibrate_model  # lazy: numpy
+    from callscope.runs.calibration_store import BASELINE  # lazy: numpy
+
+    bench, cases = select(categories, n, benchmark)
+    m = open_model(
+        spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+    )
+    with interruptible(), closing(m):
+        done = calibrate_model(
+            m,
+            out,
+            cases,
+            probe=probe,
+            style=style,
+            max_steps=max_steps,
+            decoding=decoding,
+            preset_name=preset_name,
+            show_progress=not quiet,
+            benchmark=bench,
+            concurrency=concurrency,
+        )
+    r = done.result
+    Console().print(
+        rich_table(
+            r.diagnostics.rows,
+            title=f"{m.spec} ({probe or BASELINE}): {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s",
+        )
+    )
+    console.print(f"wrote {done.path}", markup=False)
+    if done.paired is not None:
+        console.print(
+            f"paired comparison with the baseline (probe-{probe}.md):\n{done.paired}", markup=False
+        )
+        console.print(
+            f"ablation matrix of the probes run so far (probe-ablation.md):\n{done.ablation}",
+            markup=False,
+        )
+    elif done.baseline_missing:
+        console.print(
+            f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]"
+        )
+    write_report(out)
+    if r.aborted:
+        print_stopped_early(r.aborted)
+    if r.n_errored:
+        console.print(
+            f"{r.errored_note()} Last error: {r.error_message}. Re-run the same command to retry them.",
+            style="yellow",
+            markup=False,
+        )
+        raise typer.Exit(EXIT_FAILED)
+
+
+def bfcl_panel_job(results: Path, out: Path, scores: Path | None, config: ClassifierConfig) -> None:
+    """``--from-bfcl`` over a folder with several models: the panel of all of them."""
+    from callscope.report.panels import write_panel_page  # lazy: matplotlib
+    from callscope.runs.calibrate_panel import write_panel  # lazy: numpy
+    from callscope.runs.panel_files import panel_from_bfcl  # lazy: numpy
+
+    try:
+        done = panel_from_bfcl(results, scores, config=config)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    print_panel(done.panel)
+    for p in done.problems:
+        console.print(p, style="yellow", markup=False)
+    written = write_panel(out, done.panel)
+    page = write_panel_page(out, done.panel)
+    console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {page}", markup=False)
+
+
+def print_panel(panel: Panel) -> None:
+    from callscope.calibration.panel import (  # lazy: numpy
+        capability_lines,
+        panel_table,
+        turn_panel_table,
+    )
+
+    for w in capability_lines(panel):
+        console.print(w, style="bold red", markup=False)
+    Console().print(panel_table(panel).to_rich())
+    Console().print(turn_panel_table(panel).to_rich())
+    for note in panel.notes:
+        console.print(note, markup=False)
+
+
+def panel_run(
+    specs: list[str],
+    out: Path,
+    categories: list[str] | None,
+    n: int | None,
+    *,
+    benchmark: str,
+    probe: str | None,
+    style: str | None,
+    max_steps: int,
+    decoding: Decoding,
+    preset_name: str,
+    quiet: bool,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    cache: Path | None,
+    no_cache: bool,
+    concurrency: int = 1,
+    styles: dict[str, str | None] | None = None,
+    base_urls: dict[str, str | None] | None = None,
+    api_keys: dict[str, str | None] | None = None,
+) -> None:
+    """Several models on the same cases into one store, then their panel (the run's
+    report.html shows it)."""
+    from callscope.runs.calibrate_panel import calibrate_panel  # lazy: numpy
+
+    bench, cases = select(categories, n, benchmark)
+
+    def opener(spec: str) -> ChatModel:
+        return open_model(
+            spec,
+            base_url=(base_urls or {}).get(spec) or base_url,
+            api_key=(api_keys or {}).get(spec) or api_key,
+            timeout=timeout,
+            cache=cache,
+            no_cache=no_cache,
+        )
+
+    def progress(one: ModelCalibration) -> None:
+        r = one.result
+        console.print(
+            f"{r.model}: {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s",
+            markup=False,
+        )
+
+    with interruptible():
+        done = calibrate_panel(
+            specs,
+            opener,
+            out,
+            cases,
+            styles=styles,
+            probe=probe,
+            style=style,
+            max_steps=max_steps,
+            decoding=decoding,
+            preset_name=preset_name,
+            show_progress=not quiet,
+            benchmark=bench,
+            concurrency=concurrency,
+            on_model=progress,
+        )
+    print_panel(done.panel)
+    console.print(f"wrote {done.written[0]} (.csv, .tex, .json, turn level)", markup=False)
+    write_report(out)
+    for model, why in done.aborted.items():
+        console.print(f"{model}:", markup=False)
+        print_stopped_early(why)
+    if done.n_errored or done.aborted:
+        for m in done.models:
+            if m.result.n_errored:
+                console.print(
+                    f"{m.result.model}: {m.result.errored_note()} Last error: "
+                    f"{m.result.error_message}. Re-run the same command to retry them.",
+                    style="yellow",
+                    markup=False,
+                )
+        raise typer.Exit(EXIT_FAILED)
+
+
+def experiment_run(path: Path, *, quiet: bool) -> None:
+    """``--experiment FILE``: every probe of the file as a panel run of its models."""
+    from callscope.runs.calibration_experiment import CalibrationExperiment  # lazy: numpy
+
+    try:
+        exp = CalibrationExperiment.load(path)
+        preset(exp.classifier)
+    except ValueError as exc:
+        fail(str(exc))
+    failed = False
+    for probe in exp.probes:
+        try:
+            panel_run(
+                [m.spec for m in exp.models],
+                exp.output,
+                exp.categories,
+                exp.n,
+                benchmark=exp.benchmark,
+                probe=None if probe == "baseline" else probe,
+                style=exp.style,
+                max_steps=exp.max_steps,
+                decoding=Decoding(max_tokens=exp.max_tokens),
+                preset_name=exp.classifier,
+                quiet=quiet,
+                base_url=exp.base_url,
+                api_key=exp.api_key,
+                timeout=exp.timeout,
+                cache=exp.cache,
+                no_cache=not exp.use_cache,
+                concurrency=exp.concurrency,
+                styles={m.spec: m.style for m in exp.models if m.style},
+                base_urls={m.spec: m.base_url for m in exp.models},
+                api_keys={m.spec: m.api_key for m in exp.models},
+            )
+        except typer.Exit as exc:
+            if exc.exit_code != EXIT_FAILED:
+                raise
+            failed = True
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
+    """``--export-bfcl DIR``: the run directory's conversations as BFCL files."""
+    from callscope.benchmarks.protocol import benchmark_or_default  # lazy: with its pipeline
+    from callscope.runs.calibration_store import BASELINE, BENCHMARK_META  # lazy: numpy
+    from callscope.runs.export_bfcl import export_bfcl  # lazy: numpy
+    from callscope.store.run_store import STORE_FILE, RunStore  # lazy: with its pipeline
+
+    if not (run_dir / STORE_FILE).exists():
+        fail(f"{run_dir} holds no {STORE_FILE}: pass the run directory of a calibrate run (its -o)")
+    store = RunStore(run_dir)
+    try:
+        name = store.get_meta(BENCHMARK_META) or "bfcl"
+        cats = sorted({c["category"] for c in store.conversations(None, probe or BASELINE)})
+    finally:
+        store.close()
+    if name != "bfcl":
+        fail(f"{run_dir} holds a {name!r} run; only BFCL runs have BFCL's file format")
+    bench = benchmark_or_default(None)
+    n_turns = {c.id: len(c.turns) for c in bench.cases(cats)} if cats else {}
+    done = export_bfcl(run_dir, dest, probe=probe or BASELINE, n_turns=n_turns)
+    if not done.files:
+        fail(f"{run_dir} holds no {probe or BASELINE} conversations to export")
+    for (model, cat), count in done.cases.items():
+        console.print(f"{model} {cat}: {count} cases", markup=False)
+    if done.skipped_errors:
+        console.print(
+            f"{done.skipped_errors} cases that ended in a backend error left out",
+            style="yellow",
+            markup=False,
+        )
+    if done.text_dropped:
+        console.print(
+            f"{done.text_dropped} steps had text beside native calls: BFCL's format keeps the "
+            "calls only",
+            style="yellow",
+            markup=False,
+        )
+    console.print(f"wrote {len(done.files)} files under {dest}", markup=False)

@@ -51,28 +51,17 @@ BASELINE = "baseline"
 BENCHMARK_META = "benchmark"
 
 
-def _is_model_emission(step: dict[str, Any]) -> bool:
-    """Bypass placeholders are inserted by a probe, not said by the model."""
-    return not step.get("placeholder", False)
-
-
 def case_record(
-    bench: MultiTurnBenchmark[Any], case: Any, trajectory: dict[str, Any], passed: bool
+    bench: MultiTurnBenchmark[Any], case: Any, trajectory: Trajectory, passed: bool
 ) -> CaseRecord:
-    """The diagnostics' view of one conversation: per turn, the model's emissions."""
+    """The diagnostics' view of one conversation: per turn of ``case``, the model's emissions
+    (:meth:`~callscope.records.Trajectory.model_emissions`: a probe's placeholders left out,
+    the partial turn included) as ``{"content", "tool_calls"}``."""
     turns: list[list[Any]] = [[] for _ in case.turns]
-    all_turns = list(trajectory.get("turns") or [])
-    if trajectory.get("partial_turn"):
-        all_turns.append(trajectory["partial_turn"])
-    for turn in all_turns:
-        idx = int(turn["index"])
-        if idx < len(turns):
-            turns[idx].extend(
-                {"content": s.get("text") or "", "tool_calls": s.get("tool_calls")}
-                for s in turn.get("steps") or []
-                if _is_model_emission(s)
-            )
-    err = trajectory.get("error")
+    for index, _, step in trajectory.model_emissions():
+        if index < len(turns):
+            turns[index].append({"content": step.text or "", "tool_calls": step.tool_calls})
+    err = trajectory.error
     return CaseRecord(
         id=case.id,
         category=case.category,
@@ -108,17 +97,18 @@ def stored_stages(
     bench: MultiTurnBenchmark[Any],
     case: Any,
     conv: Mapping[str, Any],
+    trajectory: Trajectory,
     grounding: str | None,
 ) -> CallStages:
     """The SAAG stage verdicts of a stored conversation (a :meth:`RunStore.conversations`
-    row) in ``grounding``: those stored with it when they are of that mode and the running
-    cascade version, else computed now (:func:`~callscope.saag.stage_mix.call_stages`) and
-    stored, so that the next read finds them."""
+    row, whose trajectory is ``trajectory``) in ``grounding``: those stored with it when they
+    are of that mode and the running cascade version, else computed now
+    (:func:`~callscope.saag.stage_mix.call_stages`) and stored, so that the next read finds
+    them."""
     stages: CallStages | None = conv.get("stages")
     if stages is not None and stages.is_current(grounding):
         return stages
-    traj = Trajectory.from_dict(conv["trajectory"])
-    stages = call_stages(traj, partial(bench.tools_at, case), grounding)
+    stages = call_stages(trajectory, partial(bench.tools_at, case), grounding)
     store.save_call_stages(str(conv["model"]), str(conv["probe"]), str(conv["case_id"]), stages)
     return stages
 
@@ -209,8 +199,9 @@ def diagnose_store(
             errored[str(err.get("kind") or "error")] += 1
             message = str(err.get("message") or "") or message
             continue
-        records.append(case_record(bench, case, conv["trajectory"], conv["passed"]))
-        stages = stored_stages(store, bench, case, conv, grounding)
+        traj = Trajectory.from_dict(conv["trajectory"])
+        records.append(case_record(bench, case, traj, conv["passed"]))
+        stages = stored_stages(store, bench, case, conv, traj, grounding)
         mix.setdefault(case.category, Counter()).update(stage_counts(stages.calls))
     diag = compute_diagnostics(records, config, settings)
     return CalibrationResult(

@@ -26,7 +26,8 @@ DOCTEST_MODULES = (
     "callscope.saag.cascade",
     "callscope.saag.extrinsic",
     "callscope.saag.metrics",
-    "callscope.cli.calibrate",
+    "callscope.saag.stage_mix",
+    "callscope.cli.calibrate_legacy",
 )
 
 _EXAMPLE = re.compile(r"^\s*>>> ", re.M)

@@ -21,6 +21,8 @@ from callscope.saag.groundings import (
     RegistryGrounding,
     _scalar_key,
 )
+from callscope.saag.normalise import numbers as nn
+from callscope.saag.normalise import units as nu
 from callscope.types import ToolCall
 
 # ------------------------------------------------------------------ references (old code)
@@ -32,7 +34,7 @@ def _old_unit_groups_stated(text: str) -> frozenset[int]:
     words = n.norm_words(text)
     low = unicodedata.normalize("NFKC", text).lower()
     found: set[int] = set()
-    for i, (long, short) in enumerate(n.UNIT_GROUPS):
+    for i, (long, short) in enumerate(nu.UNIT_GROUPS):
         if any(
             (" " + n.norm_words(form).strip() + " ") in words if form[0].isalnum() else form in low
             for form in long
@@ -53,11 +55,11 @@ def _old_word_numbers(text: str) -> list[int | float]:
     out: list[int | float] = []
     total, current, active = 0, 0, False
     for word in re.findall(r"[a-z]+", text):
-        if word in n._UNITS or word in n._TENS:
-            current += n._UNITS.get(word, 0) + n._TENS.get(word, 0)
+        if word in nn._UNITS or word in nn._TENS:
+            current += nn._UNITS.get(word, 0) + nn._TENS.get(word, 0)
             active = True
-        elif word in n._SCALES and active:
-            scale = n._SCALES[word]
+        elif word in nn._SCALES and active:
+            scale = nn._SCALES[word]
             if scale == 100:
                 current *= 100
             else:
@@ -69,7 +71,7 @@ def _old_word_numbers(text: str) -> list[int | float]:
             if active:
                 out.append(total + current)
             total, current, active = 0, 0, False
-            for table in (n._SINGLE, n._ORDINALS, n._FREQUENCIES, n._MONTH_NUMBERS, n._SCALES):
+            for table in (nn._SINGLE, nn._ORDINALS, nn._FREQUENCIES, nn._MONTH_NUMBERS, nn._SCALES):
                 if word in table:
                     out.append(table[word])
                     break
@@ -95,7 +97,7 @@ def test_normalise_fast_paths_equal_the_previous_scans() -> None:
     for _ in range(3_000):
         text = _random_text(rng)
         assert n.unit_groups_stated(text) == _old_unit_groups_stated(text), text
-        assert n._word_numbers(text.lower()) == _old_word_numbers(text.lower()), text
+        assert nn._word_numbers(text.lower()) == _old_word_numbers(text.lower()), text
     # the digit shortcuts: no digit, no date; noon is a time without one
     assert n.date_evidence("march the fourth") == (frozenset(), frozenset())
     assert n.time_evidence("at noon, not midnight") == frozenset({(12, 0)})

@@ -13,14 +13,9 @@ from rapidfuzz import fuzz
 from callscope.saag import intrinsic
 from callscope.saag import normalise as n
 from callscope.saag.cascade import diagnose, find_spec, required_params, schema_params
+from callscope.saag.evidence import MEMO_SIZE, Evidence, scalar_key
 from callscope.saag.extrinsic import _bfcl_accepts, bfcl_string_form, bfcl_values_equal
-from callscope.saag.groundings import (
-    MEMO_SIZE,
-    Evidence,
-    LexicalGrounding,
-    RegistryGrounding,
-    _scalar_key,
-)
+from callscope.saag.groundings import LexicalGrounding, RegistryGrounding
 from callscope.saag.normalise import numbers as nn
 from callscope.saag.normalise import units as nu
 from callscope.types import ToolCall
@@ -113,11 +108,11 @@ def test_normalise_fast_paths_equal_the_previous_scans() -> None:
 
 
 def test_scalar_key_separates_what_a_mode_could_tell_apart() -> None:
-    assert _scalar_key(0.0) != _scalar_key(-0.0)
-    assert _scalar_key(1) != _scalar_key(1.0)  # exact type in the key
-    assert _scalar_key("a") == ("a".__class__, "a")
+    assert scalar_key(0.0) != scalar_key(-0.0)
+    assert scalar_key(1) != scalar_key(1.0)  # exact type in the key
+    assert scalar_key("a") == ("a".__class__, "a")
     for unremembered in (True, None, [1], {"a": 1}, "x" * 257, 2**64):
-        assert _scalar_key(unremembered) is None
+        assert scalar_key(unremembered) is None
 
 
 def test_memo_is_bounded_and_gives_the_uncached_verdicts() -> None:

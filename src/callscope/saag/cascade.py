@@ -23,10 +23,10 @@ from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
 from callscope.saag import intrinsic as m
+from callscope.saag.evidence import Evidence
 from callscope.saag.groundings import (
     GROUNDINGS,
     ArgVerdict,
-    Evidence,
     Grounding,
     Judge,
     get_grounding,

@@ -54,16 +54,15 @@ for values the rules still flag; an accepted value then has reason ``judge``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
 from callscope.core.registry import Registry
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
+from callscope.saag.evidence import Evidence, scalar_key
 
 #: the reasons an accepted value may carry, from the most to the least direct
 REASONS: tuple[str, ...] = (
@@ -111,105 +110,6 @@ class ArgVerdict:
         return self.reason is not None
 
 
-class Evidence:
-    """The text one call may be grounded in, each derived form computed once per call:
-    ``query`` (the request) and ``context`` (what the conversation said before it)."""
-
-    def __init__(self, query: str, context: Iterable[str] = ()) -> None:
-        self.query = query
-        self.context = tuple(c for c in context if c)
-        #: (rules off, enum) -> the members the request states (see ``_stated_members``)
-        self.member_cache: dict[Any, tuple[Any, ...]] = {}
-        #: (mode's rule key, :func:`_scalar_key` of a value) -> what a mode found for that
-        #: scalar in this text (a verdict, a reason): the attempts of one case repeat most of
-        #: their values; at most :data:`MEMO_SIZE` entries, values that depend on nothing else
-        self.memo: dict[Any, Any] = {}
-
-    @staticmethod
-    def of(query: str, context: Iterable[str] = ()) -> Evidence:
-        """The :class:`Evidence` of ``query`` and ``context``, shared by every call scored
-        against the same text (the attempts and modes of one case): derived forms are then
-        computed once per request, not once per call."""
-        if not context:
-            return _evidence(query, ())
-        return _evidence(query, tuple(c for c in context if c))
-
-    def remember(self, key: Any, value: Any) -> None:
-        """Keep ``value`` in :attr:`memo` under ``key`` unless it is full (bounded memory)."""
-        if len(self.memo) < MEMO_SIZE:
-            self.memo[key] = value
-
-    @cached_property
-    def all_text(self) -> str:
-        return "\n".join((*self.context, self.query)) if self.context else self.query
-
-    @cached_property
-    def words(self) -> str:
-        return n.norm_words(self.query)
-
-    @cached_property
-    def compact(self) -> str:
-        return n.compact(self.query)
-
-    @cached_property
-    def stems(self) -> frozenset[str]:
-        return n.stems(self.words)
-
-    @cached_property
-    def numbers(self) -> tuple[int | float, ...]:
-        return n.number_evidence(self.query)
-
-    @cached_property
-    def number_index(self) -> g.NumberIndex:
-        return g.NumberIndex(self.numbers)
-
-    @cached_property
-    def units(self) -> frozenset[int]:
-        return n.unit_groups_stated(self.query)
-
-    @cached_property
-    def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
-        dates, years = n.date_evidence(self.query)
-        return dates | n.relative_dates(self.query, dates), years
-
-    @cached_property
-    def month_years(self) -> frozenset[tuple[int, int]]:
-        return n.month_year_evidence(self.query)
-
-    @cached_property
-    def times(self) -> frozenset[tuple[int, int]]:
-        return n.time_evidence(self.query)
-
-    @cached_property
-    def context_evidence(self) -> Evidence | None:
-        return Evidence("\n".join(self.context)) if self.context else None
-
-
-#: at most this many scalars are remembered per :class:`Evidence` (see :attr:`Evidence.memo`)
-MEMO_SIZE = 512
-#: strings longer than this are not remembered (the memo stays small however long the values)
-MEMO_MAX_CHARS = 256
-
-
-def _scalar_key(value: Any) -> tuple[Any, ...] | None:
-    """A key that only equal scalars of one exact type share (``-0.0`` apart from ``0.0``):
-    what a mode finds for such a value depends on the value alone. ``None`` (not remembered)
-    for containers, ``bool``, ``None``, subclasses, long strings and huge integers."""
-    cls = type(value)
-    if cls is str:
-        return (str, value) if len(value) <= MEMO_MAX_CHARS else None
-    if cls is int:
-        return (int, value) if -(2**64) < value < 2**64 else None
-    if cls is float:
-        return (float, value, math.copysign(1.0, value)) if value == 0 else (float, value)
-    return None
-
-
-@lru_cache(maxsize=512)
-def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
-    return Evidence(query, context)
-
-
 class Grounding(Protocol):
     """A grounding mode: the verdict on one argument value (``required``: the function's
     schema lists ``param`` as required)."""
@@ -250,7 +150,7 @@ class LexicalGrounding:
     ) -> ArgVerdict:
         if value is None or value is True or value is False:
             return _ASSUMED[value]  # no grounding context (what grounding_of finds for them)
-        key = _scalar_key(value)
+        key = scalar_key(value)
         if key is not None:
             hit = evidence.memo.get(("lexical", key))
             if hit is not None:
@@ -305,7 +205,7 @@ class RegistryGrounding:
     def _stated(self, value: Any, ev: Evidence) -> str | None:
         """``stated`` / ``normalised`` / ``unit`` when ``ev.query`` states the scalar
         (remembered per request: :attr:`Evidence.memo`)."""
-        key = _scalar_key(value)
+        key = scalar_key(value)
         if key is None:
             return self._stated_in(value, ev)
         key = ("stated", self.disabled, key)
@@ -447,7 +347,7 @@ class RegistryGrounding:
             reason = self._accept_leaf(param, value, schema, evidence, arguments)
             if reason:
                 return ArgVerdict(0.0, reason, value)
-            key = _scalar_key(value)
+            key = scalar_key(value)
             if key is not None:  # the rest depends on the value and the text only
                 hit = evidence.memo.get(("scalar", key))
                 if hit is None:

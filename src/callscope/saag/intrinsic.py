@@ -237,7 +237,7 @@ def qslo(values: Sequence[str], text: str) -> float | None:
     not semantic. What the mode changes: under ``lexical`` ``S`` is the paper's (strings that
     fail ExactMatch); under ``registry`` it leaves out every accepted string, and a blank
     optional string (assumed); in both modes ``text`` is the request with the conversation
-    before it (:attr:`callscope.saag.groundings.Evidence.all_text`), which is the paper's ``Q``
+    before it (:attr:`callscope.saag.evidence.Evidence.all_text`), which is the paper's ``Q``
     when there is no context.
 
     >>> qslo(["Pariss", "celsius"], "Weather in Paris?")

@@ -1,0 +1,115 @@
+"""The text one call may be grounded in: the request and the conversation before it, with each
+derived form (words, numbers, units, dates...) computed once per request and shared by every
+call scored against it (:class:`Evidence`), plus the bounded memo of per-scalar findings.
+
+Stage 3's grounding modes (:mod:`callscope.saag.groundings`) read it; the cascade builds it
+once per call (:meth:`Evidence.of`, cached per request)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from functools import cached_property, lru_cache
+from typing import Any
+
+from callscope.saag import grounding as g
+from callscope.saag import normalise as n
+
+
+class Evidence:
+    """The text one call may be grounded in, each derived form computed once per call:
+    ``query`` (the request) and ``context`` (what the conversation said before it)."""
+
+    def __init__(self, query: str, context: Iterable[str] = ()) -> None:
+        self.query = query
+        self.context = tuple(c for c in context if c)
+        #: (rules off, enum) -> the members the request states (see ``_stated_members``)
+        self.member_cache: dict[Any, tuple[Any, ...]] = {}
+        #: (mode's rule key, :func:`scalar_key` of a value) -> what a mode found for that
+        #: scalar in this text (a verdict, a reason): the attempts of one case repeat most of
+        #: their values; at most :data:`MEMO_SIZE` entries, values that depend on nothing else
+        self.memo: dict[Any, Any] = {}
+
+    @staticmethod
+    def of(query: str, context: Iterable[str] = ()) -> Evidence:
+        """The :class:`Evidence` of ``query`` and ``context``, shared by every call scored
+        against the same text (the attempts and modes of one case): derived forms are then
+        computed once per request, not once per call."""
+        if not context:
+            return _evidence(query, ())
+        return _evidence(query, tuple(c for c in context if c))
+
+    def remember(self, key: Any, value: Any) -> None:
+        """Keep ``value`` in :attr:`memo` under ``key`` unless it is full (bounded memory)."""
+        if len(self.memo) < MEMO_SIZE:
+            self.memo[key] = value
+
+    @cached_property
+    def all_text(self) -> str:
+        return "\n".join((*self.context, self.query)) if self.context else self.query
+
+    @cached_property
+    def words(self) -> str:
+        return n.norm_words(self.query)
+
+    @cached_property
+    def compact(self) -> str:
+        return n.compact(self.query)
+
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        return n.stems(self.words)
+
+    @cached_property
+    def numbers(self) -> tuple[int | float, ...]:
+        return n.number_evidence(self.query)
+
+    @cached_property
+    def number_index(self) -> g.NumberIndex:
+        return g.NumberIndex(self.numbers)
+
+    @cached_property
+    def units(self) -> frozenset[int]:
+        return n.unit_groups_stated(self.query)
+
+    @cached_property
+    def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
+        dates, years = n.date_evidence(self.query)
+        return dates | n.relative_dates(self.query, dates), years
+
+    @cached_property
+    def month_years(self) -> frozenset[tuple[int, int]]:
+        return n.month_year_evidence(self.query)
+
+    @cached_property
+    def times(self) -> frozenset[tuple[int, int]]:
+        return n.time_evidence(self.query)
+
+    @cached_property
+    def context_evidence(self) -> Evidence | None:
+        return Evidence("\n".join(self.context)) if self.context else None
+
+
+#: at most this many scalars are remembered per :class:`Evidence` (see :attr:`Evidence.memo`)
+MEMO_SIZE = 512
+#: strings longer than this are not remembered (the memo stays small however long the values)
+MEMO_MAX_CHARS = 256
+
+
+def scalar_key(value: Any) -> tuple[Any, ...] | None:
+    """A key that only equal scalars of one exact type share (``-0.0`` apart from ``0.0``):
+    what a mode finds for such a value depends on the value alone. ``None`` (not remembered)
+    for containers, ``bool``, ``None``, subclasses, long strings and huge integers."""
+    cls = type(value)
+    if cls is str:
+        return (str, value) if len(value) <= MEMO_MAX_CHARS else None
+    if cls is int:
+        return (int, value) if -(2**64) < value < 2**64 else None
+    if cls is float:
+        return (float, value, math.copysign(1.0, value)) if value == 0 else (float, value)
+    return None
+
+
+@lru_cache(maxsize=512)
+def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
+    return Evidence(query, context)

@@ -27,6 +27,7 @@ DOCTEST_MODULES = (
     "callscope.saag.extrinsic",
     "callscope.saag.metrics",
     "callscope.saag.stage_mix",
+    "callscope.saag.answer",
     "callscope.cli.calibrate_legacy",
 )
 

@@ -15,6 +15,7 @@ from scripted import Scripted
 from callscope.core.stats import wilson
 from callscope.errors import ModelError
 from callscope.models.base import Decoding
+from callscope.records import Diagnosis
 from callscope.report import aggregate as agg
 from callscope.report.load import load_outcomes
 from callscope.report.paired_modes import paired_modes
@@ -27,7 +28,6 @@ from callscope.saag.gated import (
     GATED_DEFAULT,
     GATED_VARIANTS,
     confident_kinds,
-    diagnosis_from_dict,
 )
 from callscope.saag.messages import (
     HARD,
@@ -175,7 +175,7 @@ def test_call_rank_depth_then_fewest_flags() -> None:
     assert call_rank(diag(MISSING)) == (2, -1)
     assert call_rank(diag(WRONG)) == (1, -1)
     assert call_rank(None) == (0, 0)
-    assert call_rank(diagnosis_from_dict(diag(HARD_UNIT).to_dict())) == (3, -1)  # stored
+    assert call_rank(Diagnosis.from_dict(diag(HARD_UNIT).to_dict())) == (3, -1)  # stored
 
 
 # --------------------------------------------------------------------------- the loop

@@ -32,8 +32,25 @@ BASE_KEYS = {
     "parse_error",
     "grounding",
     "grounded",
+    # issue 28: the answer is the unit (what it is, and each call's verdict by position)
+    "answer",
+    "calls",
 }
-GOLD_KEYS = {"name_match", "arg_precision", "arg_recall", "arg_f1", "solved"}
+GOLD_KEYS = {"name_match", "arg_precision", "arg_recall", "arg_f1", "solved"} | {
+    # issue 28: the answer's extrinsic metrics over its matched calls
+    "calls_made",
+    "calls_expected",
+    "missing_calls",
+    "extra_calls",
+    "name_precision",
+    "name_recall",
+    "name_f1",
+    "answer_arg_precision",
+    "answer_arg_recall",
+    "answer_arg_f1",
+    "answer_solved",
+    "matched",
+}
 
 TIP = [
     {
@@ -143,15 +160,26 @@ def test_solved_needs_a_full_pass_and_the_gold_name_only() -> None:
     assert out["stage"] == 0 and out["solved"] is False
 
 
-def test_score_uses_the_first_of_several_calls() -> None:
+def test_score_diagnoses_every_call_of_an_answer() -> None:
+    """Issue 28: every call is diagnosed (this test pinned the old blind spot: only the first
+    call was). ``word='x'`` is stated nowhere in the request, so the second call fails
+    stage 3 whichever its position; against the one gold call the tip call is matched in
+    either order, and the extra call keeps the answer from being solved."""
     row = {
         **good_rows()[0],
         "output": "[calculate_tip(bill_amount=84.5, tip_percentage=15), get_definition(word='x')]",
     }
-    assert score_row(row)["stage"] == 0
+    out = score_row(row)
+    assert out["stage"] == 3 and [c["stage"] for c in out["calls"]] == [0, 3]
+    assert [c["name"] for c in out["calls"]] == ["calculate_tip", "get_definition"]
+    assert out["fix"].startswith("Call 2 (get_definition): ")
+    assert (out["calls_made"], out["calls_expected"], out["extra_calls"]) == (2, 1, 1)
+    assert out["matched"] == [[0, 0]] and out["answer_solved"] is False
+    assert out["name_match"] is True and out["solved"] is False  # the answer did not pass
     row["output"] = "[get_definition(word='x'), calculate_tip(bill_amount=84.5, tip_percentage=15)]"
     out = score_row(row)
-    assert out["stage"] == 3 and out["name_match"] is False
+    assert out["stage"] == 3 and [c["stage"] for c in out["calls"]] == [3, 0]
+    assert out["matched"] == [[1, 0]] and out["name_match"] is True
 
 
 @pytest.mark.parametrize(
@@ -212,7 +240,12 @@ def test_cli_good_and_malformed_rows(tmp_path: Path) -> None:
     assert set(by_id["pass"]) == BASE_KEYS | GOLD_KEYS
     assert set(by_id[7]) == BASE_KEYS
     assert set(by_id["last"]) == BASE_KEYS
-    assert by_id["last"]["fnem"] == -1
+    # no output and no gold: an empty answer, not a stage-1 failure (issue 28)
+    assert (by_id["last"]["answer"], by_id["last"]["stage"], by_id["last"]["fnem"]) == (
+        "empty",
+        0,
+        None,
+    )
     assert by_id["pass"]["solved"] is True
     assert "callscope score" in res.stdout + res.stderr  # summary table printed
 

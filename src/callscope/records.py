@@ -162,6 +162,12 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:
+        """A diagnosis from its :meth:`to_dict` form as the run store keeps it (keys it does not
+        know, such as an answer's ``answer_calls``, are ignored)."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
 
 class ScoreRow(TypedDict, total=False):
     """One ``score`` output row (:func:`callscope.saag.score.diagnosis_row`): ``id``, the

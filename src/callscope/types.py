@@ -89,19 +89,44 @@ class ParseResult:
 
 @dataclass
 class Case:
-    """One single-call evaluation case (the ``run`` cases format).
+    """One evaluation case (the ``run`` cases format): a request, a registry and its gold.
 
     ``functions`` are JSON-schema function specs ``{name, description, parameters}``.
-    ``gold`` is ``{"name", "arguments"}``; a BFCL-derived gold may instead (or also) carry
-    ``"acceptable": {param: [acceptable values...]}`` where ``""`` means "may be omitted".
+    ``gold`` is the expected *answer*, in one of three forms:
+
+    * one gold call ``{"name", "arguments"}``; a BFCL-derived gold call may instead (or also)
+      carry ``"acceptable": {param: [acceptable values...]}`` where ``""`` means "may be
+      omitted" (the single-call cases of every earlier version);
+    * a list of gold calls, for an answer of several calls (BFCL's parallel categories),
+      matched to the model's calls in any order;
+    * ``[]``: no call is the right answer (BFCL's irrelevance categories).
+
+    ``None``: no gold (intrinsic metrics only).
     """
 
     id: str
     query: str
     functions: list[dict[str, Any]]
-    gold: dict[str, Any] | None = None
+    gold: dict[str, Any] | list[dict[str, Any]] | None = None
     scale: int | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gold_calls(self) -> tuple[dict[str, Any], ...] | None:
+        """The gold answer as a tuple of gold calls (one, several, or none for a no-call case);
+        ``None`` without gold."""
+        if self.gold is None:
+            return None
+        return tuple(self.gold) if isinstance(self.gold, list) else (self.gold,)
+
+    @property
+    def expects_call(self) -> bool | None:
+        """Whether the right answer makes a call: ``True`` for call gold, ``False`` for a
+        no-call case (gold ``[]``), ``None`` without gold. The loop and the answer cascade
+        read this (not the gold's content): an answer with no call is a stage-1 failure when
+        a call is expected, an abstention otherwise."""
+        calls = self.gold_calls
+        return None if calls is None else bool(calls)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "query": self.query, "functions": self.functions}
@@ -165,9 +190,24 @@ def _scale(value: Any) -> int | None:
 
 
 def _check_gold(gold: Any) -> None:
-    """A gold call: ``{"name": str, "arguments"?: object, "acceptable"?: {param: [values]}}``."""
+    """A gold answer: one gold call, or a list of them (``[]``: no call); a gold call is
+    ``{"name": str, "arguments"?: object, "acceptable"?: {param: [values]}}``."""
+    if isinstance(gold, list):
+        for i, call in enumerate(gold):
+            try:
+                _check_gold_call(call)
+            except DataFormatError as exc:
+                raise DataFormatError(f"'gold' item {i}: {exc}") from None
+        return
+    _check_gold_call(gold)
+
+
+def _check_gold_call(gold: Any) -> None:
     if not (isinstance(gold, dict) and isinstance(gold.get("name"), str)):
-        raise DataFormatError("'gold' must be an object with a string 'name'")
+        raise DataFormatError(
+            "'gold' must be an object with a string 'name', or a list of such objects "
+            "([] for a case whose right answer is no call)"
+        )
     if gold.get("arguments") is not None and not isinstance(gold["arguments"], dict):
         raise DataFormatError("'gold.arguments' must be an object")
     acceptable = gold.get("acceptable")

@@ -32,6 +32,9 @@ def print_score_summary(s: ScoreSummary) -> None:
     labels = {0: "passed all", 1: "1 registry", 2: "2 structure", 3: "3 grounding"}
     for stage in (0, 1, 2, 3):
         t.add_row(labels[stage], str(s.stages.get(stage, 0)))
+    for kind in ("abstained", "empty"):  # no call, none expected: nothing diagnosed
+        if s.abstentions.get(kind):
+            t.add_row(f"no call: {kind}", str(s.abstentions[kind]))
     console.print(t)
     m = Table(title="metric means (over rows where each is defined)")
     m.add_column("metric")

@@ -38,6 +38,11 @@ from callscope.types import ParseResult, ToolCall
 #: the two parse errors that say nothing about what was wrong with the text
 EMPTY_OUTPUT = "empty output"
 NO_CALL_FOUND = "no tool call found in output"
+#: ``parse_output`` of ``None``, and of an object with neither a call nor text: nothing answered
+NO_OUTPUT = "no output"
+NO_CONTENT = "object output has neither a call nor text content"
+#: the parse errors of an answer that holds nothing at all (the answer is *empty*)
+NOTHING_ERRORS = frozenset({EMPTY_OUTPUT, NO_OUTPUT, NO_CONTENT})
 UNINFORMATIVE_ERRORS = frozenset({EMPTY_OUTPUT, NO_CALL_FOUND})
 
 _TOOL_CALL_OPEN = "<tool_call>"
@@ -178,7 +183,7 @@ def parse_output(output: Any) -> ParseResult:
         if type(output) is str:  # the common case first: a str has no tool_calls
             return parse_text(output)
         if output is None:
-            return ParseResult(error="no output")
+            return ParseResult(error=NO_OUTPUT)
         if hasattr(output, "tool_calls") and hasattr(output, "text"):  # ModelReply
             if output.tool_calls:
                 return parse_native(output.tool_calls)
@@ -195,7 +200,7 @@ def parse_output(output: Any) -> ParseResult:
             content = output.get("content", output.get("text"))
             if isinstance(content, str):
                 return parse_text(content)
-            return ParseResult(error="object output has neither a call nor text content")
+            return ParseResult(error=NO_CONTENT)
         return ParseResult(error=f"unsupported output type {type(output).__name__}")
     except (Rejected, RecursionError, MemoryError) as exc:  # defensive: never escape
         return ParseResult(error=f"unparseable output: {type(exc).__name__}: {exc}")

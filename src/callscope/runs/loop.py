@@ -29,14 +29,14 @@ from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.records import Attempt, Outcome
+from callscope.saag.answer import verdict_from_dict, verdict_to_dict
 from callscope.saag.correction import (
     AnswerVerdict,
-    CheckedCall,
     Policy,
     answer_at,
     decide,
 )
-from callscope.saag.gated import GatedSettings, diagnosis_from_dict, gated_settings
+from callscope.saag.gated import GatedSettings, gated_settings
 from callscope.saag.score import score_parsed
 from callscope.types import Case, Mode, ModelReply, ParseResult, Style, ToolCall
 
@@ -65,14 +65,15 @@ def _scored_attempt(
     grounding: str | None,
 ) -> Attempt:
     parsed = parse_output(reply)
-    diagnosis, row = score_parsed(parsed, case, grounding)
+    # the loop asks for a tool call unless the case says no call is right (gold [])
+    verdict, row = score_parsed(parsed, case, grounding, expect_call=case.expects_call is not False)
     return Attempt(
         attempt=n,
         messages=[dict(m) for m in messages],
         reply=reply.to_dict(),
         parsed=[c.to_dict() for c in parsed.calls],
         row=row,
-        diagnosis=diagnosis.to_dict(),
+        diagnosis=verdict_to_dict(verdict),
         latency_s=latency,
     )
 
@@ -170,17 +171,13 @@ def loop_policy(mode: Mode, max_attempts: int, gated: GatedSettings | None = Non
 
 
 def _verdict(a: Attempt) -> AnswerVerdict | None:
-    """The engine's view of attempt ``a`` from what it stored: the first parsed call with its
-    diagnosis (the cascade scores the first call), every parsed call, the parser's error;
-    ``None`` when the backend failed."""
+    """The engine's view of attempt ``a`` from what it stored (every call's diagnosis, the
+    calls, the parser's error: :func:`~callscope.saag.answer.verdict_from_dict`); ``None``
+    when the backend failed."""
     if a.error is not None or a.diagnosis is None:
         return None
     calls = tuple(ToolCall(**c) for c in a.parsed)
-    return AnswerVerdict(
-        checked=(CheckedCall(calls[0] if calls else None, diagnosis_from_dict(a.diagnosis)),),
-        calls=calls,
-        parse_error=(a.row or {}).get("parse_error"),
-    )
+    return verdict_from_dict(a.diagnosis, calls, (a.row or {}).get("parse_error"))
 
 
 def _finish(out: Outcome, stop: str, answer: int | None) -> Outcome:

@@ -73,23 +73,45 @@ class CheckedCall:
     diagnosis: Diagnosis
 
 
+#: what an answer without a call is (:func:`callscope.saag.answer.no_call_kind`)
+NoCall = Literal["abstained", "broken", "empty"]
+
+
 @dataclass(frozen=True)
 class AnswerVerdict:
-    """The cascade's verdict on one attempt's answer.
+    """The cascade's verdict on one attempt's answer of any number of calls.
 
-    ``checked`` holds the calls the cascade diagnosed, in the answer's order (the SAAG loop
-    checks the first call of an answer; the guard checks every call, and none for a turn
-    without calls); ``calls`` every call the answer made, as parsed (compared by the repeat
-    stop); ``parse_error`` why no call could be read, when none could."""
+    ``checked`` holds the calls the cascade diagnosed, in the answer's order (every call of
+    the answer, :func:`callscope.saag.answer.diagnose_answer`; for an answer without a call
+    that fails, one stage-1 "no name" entry with ``call=None``); ``calls`` every call the
+    answer made, as parsed (compared by the repeat stop); ``parse_error`` why no call could
+    be read, when none could; ``no_call`` what an answer without a call is (``abstained``,
+    ``broken``, ``empty``; ``None`` when it made calls). An answer with no checked call and a
+    clean abstention (``abstained`` or ``empty``) passed: no call was expected of it."""
 
     checked: tuple[CheckedCall, ...] = ()
     calls: tuple[ToolCall, ...] = ()
     parse_error: str | None = None
+    no_call: NoCall | None = None
+
+    @property
+    def abstained(self) -> bool:
+        """A clean abstention that no call was expected of (it passes)."""
+        return not self.checked and self.no_call in ("abstained", "empty")
 
     @property
     def passed(self) -> bool:
-        """At least one call was checked and every checked call passed."""
+        """Every call passed all three stages (at least one was checked), or a clean
+        abstention where no call was expected."""
         return self.depth == PASSED_DEPTH
+
+    @property
+    def stage(self) -> int:
+        """The earliest failing stage over the answer's calls; 0 when it passed."""
+        failing = [c.diagnosis.stage for c in self.checked if c.diagnosis.stage]
+        if failing:
+            return min(failing)
+        return 0 if self.passed else 1
 
     @property
     def depth(self) -> int:
@@ -157,7 +179,7 @@ def answer_rank(v: AnswerVerdict | None) -> tuple[int, int]:
     flagged names and values over all its calls (:func:`call_rank` of each); ``(0, 0)`` for
     no answer or an answer with no checked call. An answer of one call ranks as that call."""
     if v is None or not v.checked:
-        return (0, 0)
+        return (PASSED_DEPTH, 0) if v is not None and v.abstained else (0, 0)
     ranks = [call_rank(c.diagnosis) for c in v.checked]
     return (min(depth for depth, _ in ranks), sum(flags for _, flags in ranks))
 

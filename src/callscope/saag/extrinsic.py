@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from callscope.saag.cascade import required_params
 from callscope.saag.grounding import is_number
@@ -191,8 +191,35 @@ def extrinsic(
     """
     if call is None:
         return {"name_match": False, "arg_precision": 0.0, "arg_recall": 0.0, "arg_f1": 0.0}
-    name_ok = call.name == gold.get("name")
-    pred = call.arguments
+    counts = arg_counts(call, gold, functions)
+    return _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
+
+
+class ArgCounts(NamedTuple):
+    """The counts behind :func:`extrinsic`: ``correct`` = |P ∩ G| (right values), ``predicted``
+    = |P|, ``expected`` = |G| (module docstring), and whether the names match."""
+
+    correct: int
+    predicted: int
+    expected: int
+    name_match: bool
+
+
+def arg_counts(
+    call: ToolCall | None, gold: dict[str, Any], functions: list[dict[str, Any]] | None = None
+) -> ArgCounts:
+    """The argument counts of ``call`` against ``gold`` (:func:`extrinsic`'s definitions);
+    without a call, nothing predicted and ``expected`` the gold's mandatory arguments (what a
+    missing call leaves out). Answers of several calls add these counts over their matched
+    pairs (:mod:`callscope.saag.answer`).
+
+    >>> arg_counts(ToolCall("tip", {"bill": 84.5, "note": "x"}), {"name": "tip", "arguments": {"bill": 84.5}})
+    ArgCounts(correct=1, predicted=2, expected=1, name_match=True)
+    >>> arg_counts(None, {"name": "tip", "acceptable": {"bill": [84.5], "percent": [15, ""]}})
+    ArgCounts(correct=0, predicted=0, expected=1, name_match=False)
+    """
+    pred = call.arguments if call is not None else {}
+    name_ok = call is not None and call.name == gold.get("name")
     acceptable = gold.get("acceptable")
     if isinstance(acceptable, dict):
         mandatory = {k for k, vals in acceptable.items() if "" not in vals}
@@ -203,13 +230,12 @@ def extrinsic(
             else set()
         )
         relevant = mandatory | correct_keys
-        n_correct = len(correct_keys & relevant)
-        return _prf(n_correct, len(pred), len(relevant), name_ok)
+        return ArgCounts(len(correct_keys & relevant), len(pred), len(relevant), name_ok)
     gold_args = gold.get("arguments") or {}
     n_correct = sum(
         1 for k, v in pred.items() if name_ok and k in gold_args and values_equal(v, gold_args[k])
     )
-    return _prf(n_correct, len(pred), len(gold_args), name_ok)
+    return ArgCounts(n_correct, len(pred), len(gold_args), name_ok)
 
 
 def is_correct(

@@ -41,8 +41,7 @@ and the guard. Everything here is a pure function of a :class:`~callscope.record
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from callscope.core.registry import Registry
 from callscope.records import Diagnosis
@@ -104,9 +103,3 @@ def confident_kinds(d: Diagnosis) -> list[str]:
     if d.stage == 3:
         return [k for k in kinds if k in CONFIDENT_STAGE3]
     return kinds
-
-
-def diagnosis_from_dict(d: dict[str, Any]) -> Diagnosis:
-    """A :class:`Diagnosis` from its ``to_dict`` form (unknown keys ignored)."""
-    names = {f.name for f in fields(Diagnosis)}
-    return Diagnosis(**{k: v for k, v in d.items() if k in names})

@@ -12,7 +12,8 @@ from typing import Any
 
 from callscope.parse import parse_output
 from callscope.records import Diagnosis
-from callscope.saag.cascade import diagnose
+from callscope.saag.answer import deciding_call, diagnose_answer, repeated_positions, score_answer
+from callscope.saag.correction import AnswerVerdict, CheckedCall, per_call
 from callscope.saag.extrinsic import extrinsic
 from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.saag.messages import correction_message
@@ -31,28 +32,61 @@ def score_parsed(
     case: Case,
     grounding: str | Grounding | None = None,
     judge: Judge | None = None,
-) -> tuple[Diagnosis, dict[str, Any]]:
-    """Diagnose the first parsed call of ``parsed`` for ``case`` in the ``grounding`` mode
-    (:mod:`callscope.saag.groundings`; default the registry-aware one); return the diagnosis
-    and the output row (``score`` format). The row names the mode (``grounding``) and every
-    grounded argument with its reason (``grounded``)."""
-    call = parsed.first
+    *,
+    expect_call: bool | None = None,
+) -> tuple[AnswerVerdict, dict[str, Any]]:
+    """Diagnose every call of the answer ``parsed`` for ``case`` in the ``grounding`` mode
+    (:mod:`callscope.saag.groundings`; default the registry-aware one) and return the
+    answer's verdict and its ``score`` row (:func:`answer_row`). ``expect_call`` (default:
+    ``case.expects_call``) says whether an answer without a call fails at stage 1 or is an
+    abstention (:func:`~callscope.saag.answer.diagnose_answer`).
+
+    With gold, the row also has the answer's extrinsic metrics
+    (:func:`callscope.saag.answer.score_answer`: ``calls_made``, ``calls_expected``,
+    ``missing_calls``, ``extra_calls``, name and argument precision / recall / F1 over the
+    matched pairs, ``answer_solved``) and the one-call keys ``name_match``,
+    ``arg_precision``, ``arg_recall``, ``arg_f1`` and ``solved``:
+
+    * one gold call (every earlier cases file): the SAAG paper's extrinsic metrics of the model
+      call matched to it (the first call when none matches better), and the paper's solve
+      (section 3: the answer passes all three stages and the name matches the gold's); an
+      answer of one call scores exactly as before;
+    * a list of gold calls (``[]``: no call is right): ``name_match`` is every name right and
+      nothing extra, the argument metrics and ``solved`` are the answer's."""
     mode = get_grounding(grounding)
-    d = diagnose(call, case.functions, case.query, grounding=mode, judge=judge)
-    row = diagnosis_row(case.id, d, mode.name, parsed.error)
-    if case.gold is not None:
+    verdict = diagnose_answer(
+        parsed, case.functions, case.query, grounding=mode, judge=judge,
+        expect_call=case.expects_call if expect_call is None else expect_call,
+    )  # fmt: skip
+    row = answer_row(case.id, verdict, mode.name)
+    gold = case.gold_calls
+    if gold is None:
+        return verdict, row
+    scores = score_answer(parsed.calls, gold, case.functions, verdict.no_call)
+    row.update(scores.to_row())
+    if isinstance(case.gold, dict):
+        model = scores.pairs[0][0] if scores.pairs else None
+        call = parsed.calls[model] if model is not None else None
         ext = extrinsic(call, case.gold, case.functions)
         row.update(ext)
-        row["solved"] = d.passed and bool(ext["name_match"])
-    return d, row
+        row["solved"] = verdict.passed and bool(ext["name_match"])
+    else:
+        row.update(
+            name_match=scores.name_precision == 1.0 and scores.name_recall == 1.0,
+            arg_precision=scores.arg_precision,
+            arg_recall=scores.arg_recall,
+            arg_f1=scores.arg_f1,
+            solved=scores.solved,
+        )
+    return verdict, row
 
 
 def diagnosis_row(
     case_id: str, d: Diagnosis, grounding: str, parse_error: str | None = None
 ) -> dict[str, Any]:
-    """The gold-free part of a ``score`` row for a diagnosis made in the ``grounding`` mode:
-    ``id``, ``stage``, the metrics, the failure lists, the fix, the parse error, the mode's
-    name and the grounded values."""
+    """The gold-free part of a ``score`` row for one call's diagnosis made in the ``grounding``
+    mode: ``id``, ``stage``, the metrics, the failure lists, the fix, the parse error, the
+    mode's name and the grounded values."""
     row: dict[str, Any] = {"id": case_id, "stage": d.stage}
     for m in METRICS:
         row[m] = getattr(d, m)
@@ -66,6 +100,49 @@ def diagnosis_row(
         grounding=grounding,
         grounded=d.grounded,
     )
+    return row
+
+
+def call_verdict(position: int, checked: CheckedCall) -> dict[str, Any]:
+    """One call's verdict as an answer row lists it: its position (0-based), name, stage,
+    failure kinds, the eight metrics and its correction."""
+    d = checked.diagnosis
+    out: dict[str, Any] = {
+        "position": position,
+        "name": checked.call.name if checked.call is not None else None,
+        "stage": d.stage,
+        "kinds": [str(k) for k in d.failure_kinds()],
+    }
+    out.update({m: getattr(d, m) for m in METRICS})
+    out["fix"] = correction_message(d)
+    return out
+
+
+def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str, Any]:
+    """The gold-free ``score`` row of an answer: ``stage`` is the answer's earliest failing
+    stage (0: every call passed, or a clean abstention), ``answer`` what it is (``calls``,
+    ``abstained``, ``broken``, ``empty``), ``calls`` each call's verdict by position
+    (:func:`call_verdict`), ``repeated`` the positions of calls repeating an earlier one (only
+    when some do). The top-level metrics and lists are those of the call the stage comes
+    from (:func:`~callscope.saag.answer.deciding_call`): for an answer of one call, exactly
+    the row of that call; ``fix`` names each failing call by position when there are several.
+    """
+    deciding = deciding_call(verdict)
+    if deciding is None:  # a clean abstention: no call to diagnose
+        row: dict[str, Any] = {"id": case_id, "stage": 0}
+        row.update(dict.fromkeys(METRICS))
+        row.update(
+            nearest=None, missing=[], drifted=[], spurious=[], fix=None,
+            parse_error=verdict.parse_error, grounding=grounding, grounded={},
+        )  # fmt: skip
+    else:
+        row = diagnosis_row(case_id, deciding.diagnosis, grounding, verdict.parse_error)
+        row["stage"] = verdict.stage
+        row["fix"] = per_call(verdict.checked, lambda c: correction_message(c.diagnosis))
+    row["answer"] = verdict.no_call or "calls"
+    row["calls"] = [call_verdict(i, c) for i, c in enumerate(verdict.checked) if c.call is not None]
+    if verdict.calls and (again := repeated_positions(verdict.calls)):
+        row["repeated"] = list(again)
     return row
 
 
@@ -98,6 +175,9 @@ class ScoreSummary:
     rows: int = 0
     errors: int = 0
     stages: Counter[int] = field(default_factory=Counter)
+    #: answers without a call that no call was expected of (``abstained``, ``empty``): not in
+    #: ``stages`` (nothing was diagnosed); a broken call is a stage-1 failure, counted there
+    abstentions: Counter[str] = field(default_factory=Counter)
     means: dict[str, float | None] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -137,6 +217,7 @@ class SummaryAccumulator:
         self.rows = 0
         self.errors = 0
         self.stages: Counter[int] = Counter()
+        self.abstentions: Counter[str] = Counter()
         self.sums = {key: _ExactSum() for key in (*METRICS, *GOLD_KEYS)}
         self.counts = dict.fromkeys(self.sums, 0)
 
@@ -145,7 +226,10 @@ class SummaryAccumulator:
         if "error" in row:
             self.errors += 1
             return
-        self.stages[row["stage"]] += 1
+        if row.get("answer") in ("abstained", "empty") and row.get("stage") == 0:
+            self.abstentions[row["answer"]] += 1
+        else:
+            self.stages[row["stage"]] += 1
         for key, acc in self.sums.items():
             value = row.get(key)
             if value is not None:
@@ -153,7 +237,12 @@ class SummaryAccumulator:
                 self.counts[key] += 1
 
     def summary(self) -> ScoreSummary:
-        s = ScoreSummary(rows=self.rows, errors=self.errors, stages=Counter(self.stages))
+        s = ScoreSummary(
+            rows=self.rows,
+            errors=self.errors,
+            stages=Counter(self.stages),
+            abstentions=Counter(self.abstentions),
+        )
         for key, acc in self.sums.items():
             n = self.counts[key]
             s.counts[key] = n

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("calibration",),
     ("runs",),
     ("guard",),
+    ("integrations",),
     ("report",),
     ("cli",),
     ("__init__",),

@@ -25,6 +25,26 @@ What a user can rely on:
 * **Determinism.** One ``random.Random(seed)`` drives case sampling, distractor draws and
   gold positions in a fixed order, so the same inputs and seed give byte-identical JSONL.
 
+Answers of several calls or none (issue 28; :func:`kept_functions`): a case keeps a block of
+functions at every scale, placed at ``gold_position`` (drawn in ``[0, min(scales) - kept]``),
+and ``S - kept`` distractors fill the rest:
+
+* one gold call: the gold function (the paper's setting above; a build of single-call cases
+  is byte-identical to what it was);
+* several gold calls (BFCL's parallel categories): the function of every distinct gold name;
+* no call is right (gold ``[]``, BFCL's irrelevance categories): the case's own functions, all
+  unrelated to the request; the first ``min(scales)`` are kept and the others come first
+  among the distractors (so a case with more own functions than the smallest scale still
+  nests, and larger scales hold more of its own functions);
+* any call is right (no gold, ``meta["expects_call"]``: ``live_relevance``): every own
+  function is kept.
+
+``meta["kept_functions"]`` gives the block's size for every case but the one-call ones.
+Distractors are never checked for relevance to the request: on a no-call case a drawn
+distractor can be a function that does answer it (BFCL built its irrelevance queries from
+its simple ones, so a build that mixes those categories draws such functions); the no-call
+gold then no longer holds for that registry.
+
 Output cases are ordered by source case, then by ascending scale; ids are
 ``<source id>@S<scale>``.
 """
@@ -76,7 +96,7 @@ def function_text(spec: dict[str, Any]) -> str:
     return " ".join(p.replace("_", " ") for p in parts if p)
 
 
-def _rank_pool(gold_text: str, pool_texts: list[str], excluded: int | None, k: int) -> list[int]:
+def _rank_pool(gold_text: str, pool_texts: list[str], excluded: set[int], k: int) -> list[int]:
     """The ``k`` pool indices most similar to ``gold_text`` (ties: lower index), skipping
     ``excluded``. ``pool_texts`` are already passed through ``utils.default_process``."""
     scores = process.cdist(
@@ -86,7 +106,7 @@ def _rank_pool(gold_text: str, pool_texts: list[str], excluded: int | None, k: i
         dtype=np.float64,
     )[0]
     order = np.argsort(-scores, kind="stable")
-    return [int(i) for i in order if i != excluded][:k]
+    return [int(i) for i in order if i not in excluded][:k]
 
 
 def _gold_function(case: Case) -> dict[str, Any]:
@@ -97,6 +117,42 @@ def _gold_function(case: Case) -> dict[str, Any]:
         if spec.get("name") == name:
             return spec
     raise ValueError(f"case {case.id}: gold function {name!r} is not among its functions")
+
+
+def kept_functions(case: Case, smallest: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The functions a case keeps at every scale, and its own functions that come before any
+    drawn distractor (module docstring, "Answers of several calls or none").
+
+    One gold call: ``([gold spec], [])``. A list of gold calls: the spec of every distinct
+    gold name, in gold order, and ``[]``. No gold call (``[]``, or no gold, as
+    ``live_relevance``): the case's own functions (deduplicated by name), the first
+    ``smallest`` of them kept and the rest first in line. Raises ``ValueError`` when a gold
+    function is not among the case's functions, or when the kept functions outnumber the
+    smallest scale (a case with more distinct gold functions, or a no-gold case that expects
+    a call with more own functions, than ``smallest``).
+    """
+    if isinstance(case.gold, dict) or case.gold is None and not case.meta.get("expects_call"):
+        return [_gold_function(case)], []
+    own = dedupe_by_name(case.functions)
+    if case.gold:  # several gold calls: every distinct gold function, in gold order
+        specs = {spec["name"]: spec for spec in own}
+        kept: list[dict[str, Any]] = []
+        for name in dict.fromkeys(g.get("name") for g in case.gold):
+            if name not in specs:
+                raise ValueError(
+                    f"case {case.id}: gold function {name!r} is not among its functions"
+                )
+            kept.append(specs[name])
+        rest: list[dict[str, Any]] = []
+    elif case.gold is None:  # any call is right (live_relevance): every own function kept
+        kept, rest = own, []
+    else:  # no call is right: own functions are unrelated, any prefix of them will do
+        kept, rest = own[:smallest], own[smallest:]
+    if len(kept) > smallest:
+        raise ValueError(
+            f"case {case.id} keeps {len(kept)} functions, more than the smallest scale {smallest}"
+        )
+    return kept, rest
 
 
 def _check_scales(scales: Sequence[int]) -> list[int]:
@@ -150,30 +206,41 @@ def build_registry_benchmark(
 
     out: list[Case] = []
     for case in chosen:
-        gold = _gold_function(case)
-        excluded = pool_index.get(gold["name"])  # the pool's spec under the gold name, if any
-        available = len(functions_pool) - (excluded is not None)
-        if available < largest - 1:
-            too_big = next(s for s in ordered_scales if s - 1 > available)
+        kept, own_rest = kept_functions(case, smallest)
+        kept_names = {spec["name"] for spec in kept} | {spec["name"] for spec in own_rest}
+        # the pool's specs under a kept name, if any
+        excluded = sorted(pool_index[name] for name in kept_names if name in pool_index)
+        available = len(functions_pool) - len(excluded)
+        need = max(0, largest - len(kept) - len(own_rest))
+        if available < need:
+            too_big = next(s for s in ordered_scales if s - len(kept) - len(own_rest) > available)
             raise ValueError(
-                f"scale {too_big} needs {too_big - 1} distractors for case {case.id}, but the "
-                f"pool of {len(functions_pool)} functions holds only {available} "
-                f"not named {gold['name']!r}"
+                f"scale {too_big} needs {too_big - len(kept) - len(own_rest)} distractors for "
+                f"case {case.id}, but the pool of {len(functions_pool)} functions holds only "
+                f"{available} not named {_names(kept)}"
             )
         if pool_texts is None:
-            # Same draw as rng.sample(candidates, k) over the pool minus the excluded spec.
-            slots = rng.sample(range(available), largest - 1)
-            indices = [i + 1 if excluded is not None and i >= excluded else i for i in slots]
+            # Same draw as rng.sample(candidates, k) over the pool minus the excluded specs.
+            indices = [_skip(i, excluded) for i in rng.sample(range(available), need)]
         else:
-            text = function_text(gold)
-            if (gold["name"], text) not in rankings:  # many cases share one gold function
-                rankings[gold["name"], text] = _rank_pool(text, pool_texts, excluded, largest - 1)
-            indices = rankings[gold["name"], text]
-        picked = [functions_pool[i] for i in indices]
-        position = 0 if gold_position == "first" else rng.randrange(smallest)
+            text = " ".join(function_text(spec) for spec in kept) or case.query
+            key = (_names(kept), text)
+            if key not in rankings:  # many cases share one gold function
+                rankings[key] = _rank_pool(text, pool_texts, set(excluded), need)
+            indices = rankings[key]
+        picked = own_rest + [functions_pool[i] for i in indices]
+        position = 0 if gold_position == "first" else rng.randrange(smallest - len(kept) + 1)
         for scale in ordered_scales:
-            others = picked[: scale - 1]
-            registry = others[:position] + [gold] + others[position:]
+            others = picked[: scale - len(kept)]
+            registry = others[:position] + kept + others[position:]
+            meta = {
+                **copy_json(case.meta),
+                "source_id": case.id,
+                "gold_position": position,
+                "distractors": distractors,
+            }
+            if not isinstance(case.gold, dict):
+                meta["kept_functions"] = len(kept)
             out.append(
                 Case(
                     id=f"{case.id}@S{scale}",
@@ -181,15 +248,22 @@ def build_registry_benchmark(
                     functions=copy_json(registry),
                     gold=copy_json(case.gold),
                     scale=scale,
-                    meta={
-                        **copy_json(case.meta),
-                        "source_id": case.id,
-                        "gold_position": position,
-                        "distractors": distractors,
-                    },
+                    meta=meta,
                 )
             )
     return out
+
+
+def _names(specs: Sequence[dict[str, Any]]) -> str:
+    return ", ".join(repr(spec["name"]) for spec in specs) or "nothing"
+
+
+def _skip(slot: int, excluded: Sequence[int]) -> int:
+    """The ``slot``-th pool index that is not in ``excluded`` (sorted ascending)."""
+    for e in excluded:
+        if slot >= e:
+            slot += 1
+    return slot
 
 
 def benchmark_to_jsonl(cases: Sequence[Case], path: str | Path) -> int:

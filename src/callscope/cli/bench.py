@@ -25,6 +25,16 @@ def bench_build(
             "--source", help="bfcl | glaive:PATH | glaive:hf:glaiveai/glaive-function-calling-v2"
         ),
     ] = "bfcl",
+    categories: Annotated[
+        str,
+        typer.Option(
+            "--categories",
+            help="BFCL single-turn categories, comma-separated, as BFCL's data files name them: "
+            "simple_python, multiple, live_simple, live_multiple, parallel, parallel_multiple, "
+            "live_parallel, live_parallel_multiple, irrelevance, live_irrelevance, "
+            "live_relevance (default: the first four)",
+        ),
+    ] = "",
     scales: Annotated[str, typer.Option("--scales", help="registry sizes")] = "5,10,15",
     n: Annotated[
         int, typer.Option("--n", help="number of queries (each appears once per scale)")
@@ -43,7 +53,7 @@ def bench_build(
 ) -> None:
     """Build a registry-scale benchmark: each query with S = 5/10/15 nested registries."""
     from callscope.benchmarks.registry_builder import benchmark_to_jsonl  # lazy: numpy
-    from callscope.benchmarks.sources import build_benchmark  # lazy: numpy
+    from callscope.benchmarks.sources import build_benchmark, split_categories  # lazy: numpy
 
     try:
         built = build_benchmark(
@@ -54,14 +64,19 @@ def bench_build(
             distractors=distractors,
             gold_position="first" if gold_first else "random",
             allow_download=allow_download,
+            categories=split_categories(categories) or None,
         )
     except (ValueError, FileNotFoundError, ImportError) as exc:
         fail(str(exc))
     count = benchmark_to_jsonl(built.cases, output)
+    what = "single-call queries" if not categories else f"queries of {categories}"
     console.print(
-        f"{source}: {built.source_cases} usable single-call queries; wrote {count} cases ({n} queries × scales {scales}) to {output}",
+        f"{source}: {built.source_cases} usable {what}; wrote {count} cases ({n} queries × scales {scales}) to {output}",
         markup=False,
     )
+    for category, k in sorted(built.per_category.items()):
+        if categories:
+            console.print(f"  {category}: {k} usable queries", markup=False)
     for reason, k in sorted(built.dropped.items()):
         console.print(f"  dropped {reason}: {k}", markup=False)
     # exit 1 when rows could not be read at all (bad JSON, not an object); filtering drops

@@ -2,6 +2,13 @@
 
 * :func:`load_bfcl_single` turns BFCL's Python AST categories into :class:`~callscope.types.Case`
   rows: one case per entry whose possible answer is exactly one call.
+* :func:`load_bfcl_detailed` builds any of BFCL's single-turn non-agentic categories
+  (:data:`SINGLE_TURN_CATEGORIES`, named as BFCL's data files ``BFCL_v4_<name>.json`` name
+  them): the one-call categories exactly as :func:`load_bfcl_single_detailed` does; the
+  parallel ones with a list of gold calls (one per entry of BFCL's possible answer, each
+  converted as a one-call gold); ``irrelevance`` / ``live_irrelevance`` with gold ``[]`` (no
+  call is right); ``live_relevance`` (any call is right, BFCL has no possible answer) with no
+  gold and ``meta["expects_call"] = True`` (:data:`ANY_CALL_META`).
 * :func:`bfcl_ast_verdict` asks BFCL's single-turn AST checker whether a call is correct.
 * :func:`is_acceptable` is BFCL's acceptable-value test (used by the agreement harness,
   :mod:`callscope.benchmarks.bfcl.agreement`).
@@ -39,6 +46,37 @@ from callscope.saag.grounding import is_number
 from callscope.types import Case, ToolCall
 
 DEFAULT_CATEGORIES: tuple[str, ...] = ("simple_python", "live_simple", "multiple", "live_multiple")
+
+#: BFCL's parallel categories: the possible answer lists several calls, graded by
+#: ``parallel_function_checker_no_order`` (same number of calls, matched in any order)
+PARALLEL_CATEGORIES: tuple[str, ...] = (
+    "parallel",
+    "parallel_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+#: categories whose right answer is no call (BFCL's ``relevance_file_runner``: credited when no
+#: call decodes); their cases have gold ``[]``
+NO_CALL_CATEGORIES: tuple[str, ...] = ("irrelevance", "live_irrelevance")
+#: categories where any call is right (BFCL's ``relevance_file_runner``: credited when a
+#: non-empty call list decodes); no possible answer exists
+ANY_CALL_CATEGORIES: tuple[str, ...] = ("live_relevance",)
+#: every single-turn, non-agentic BFCL v4 category callscope builds, in BFCL's order
+SINGLE_TURN_CATEGORIES: tuple[str, ...] = (
+    "simple_python",
+    "multiple",
+    "live_simple",
+    "live_multiple",
+    *PARALLEL_CATEGORIES,
+    *NO_CALL_CATEGORIES,
+    *ANY_CALL_CATEGORIES,
+)
+#: the ``meta`` key of a case whose right answer is any call and which has no gold call
+#: (``live_relevance``): ``meta["expects_call"] = True`` with ``gold = None``. Such a case
+#: expects a call (the loop's ``expect_call = case.expects_call is not False`` holds for
+#: ``gold = None``), and its answer is solved when at least one call parses
+#: (:func:`any_call_solved`).
+ANY_CALL_META = "expects_call"
 
 #: Categories graded by BFCL's Python AST checker. The parallel ones rarely have a single-call
 #: answer; their entries with more than one call are skipped.
@@ -110,6 +148,76 @@ def load_bfcl_single_detailed(
         result.loaded[category] = loaded
         result.skipped[category] = dict(skipped)
     return result
+
+
+def load_bfcl_detailed(
+    categories: Iterable[str] = DEFAULT_CATEGORIES, *, sanitize_names: bool = False
+) -> BfclSingleLoad:
+    """Load any of BFCL's single-turn categories (:data:`SINGLE_TURN_CATEGORIES`), with
+    per-category counts of loaded and skipped entries (module docstring for the gold forms).
+
+    One-call categories (``simple_python``, ``multiple``, ``live_simple``, ``live_multiple``)
+    give exactly the cases of :func:`load_bfcl_single_detailed` (entries with another number
+    of calls skipped as ``calls=N``). Parallel categories give one case per entry with
+    ``gold`` = a list of ``{"name", "arguments", "acceptable"}``, in the possible answer's
+    order (skipped: ``no_answer``, ``no_user_text``, ``gold_function_undocumented``,
+    ``calls=0``). ``irrelevance`` / ``live_irrelevance`` give ``gold = []``;
+    ``live_relevance`` gives ``gold = None`` and ``meta["expects_call"] = True`` (skipped:
+    ``no_user_text``). ``meta`` is as for one-call cases.
+
+    Raises ``ValueError`` naming the choices for a category outside
+    :data:`SINGLE_TURN_CATEGORIES`.
+    """
+    version = require_bfcl()
+    result = BfclSingleLoad(cases=[], bfcl_version=version)
+    for category in categories:
+        check_single_turn_category(category)
+        skipped: Counter[str] = Counter()
+        loaded = 0
+        if category in NO_CALL_CATEGORIES or category in ANY_CALL_CATEGORIES:
+            rows = [(entry, None) for entry in read_bfcl_jsonl(question_file(category))]
+        else:
+            rows = list(_raw_index(category).values())
+        for entry, ground_truth in rows:
+            if category in PARALLEL_CATEGORIES:
+                case, reason = _entry_to_answer_case(
+                    entry, ground_truth, category, version, sanitize_names
+                )
+            elif category in NO_CALL_CATEGORIES or category in ANY_CALL_CATEGORIES:
+                case, reason = _relevance_case(entry, category, version, sanitize_names)
+            else:
+                case, reason = _entry_to_case(
+                    entry, ground_truth, category, version, sanitize_names
+                )
+            if case is None:
+                skipped[reason or "unknown"] += 1
+                continue
+            result.cases.append(case)
+            loaded += 1
+        result.loaded[category] = loaded
+        result.skipped[category] = dict(skipped)
+    return result
+
+
+def check_single_turn_category(category: str) -> None:
+    """``ValueError`` naming the choices unless ``category`` is one of
+    :data:`SINGLE_TURN_CATEGORIES`."""
+    if category not in SINGLE_TURN_CATEGORIES:
+        raise ValueError(
+            f"{category!r} is not a BFCL single-turn category callscope builds; choose from "
+            f"{', '.join(SINGLE_TURN_CATEGORIES)}"
+        )
+
+
+def any_call_solved(n_calls: int) -> bool:
+    """The answer solve of a case where any call is right (``live_relevance``): at least one
+    call parsed. An abstention, an empty answer and a broken call are not solved (BFCL's
+    ``relevance_file_runner`` also requires a non-empty decoded call list).
+
+    >>> any_call_solved(2), any_call_solved(0)
+    (True, False)
+    """
+    return n_calls > 0
 
 
 def bfcl_ast_verdict(
@@ -257,6 +365,92 @@ def _entry_to_case(
         meta["name_map"] = reverse
         name = next(new for new, old in reverse.items() if old == gold_name)
     gold = {"name": name, "arguments": arguments, "acceptable": copy_json(acceptable)}
+    case = Case(id=entry["id"], query="\n".join(user), functions=specs, gold=gold, meta=meta)
+    return case, None
+
+
+def _first_turn(entry: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The user and system texts of an entry's first turn."""
+    first_turn = (entry.get("question") or [[]])[0]
+    user = [m["content"] for m in first_turn if m.get("role") == "user"]
+    system = [m["content"] for m in first_turn if m.get("role") == "system"]
+    return user, system
+
+
+def _gold_arguments(doc: Mapping[str, Any], acceptable: Mapping[str, Any]) -> dict[str, Any]:
+    """One gold call's arguments: the first acceptable value of each parameter (module
+    docstring)."""
+    properties = doc.get("parameters", {}).get("properties", {})
+    arguments: dict[str, Any] = {}
+    for param, values in acceptable.items():
+        present, value = _first_acceptable(values, properties.get(param) or {})
+        if present:
+            arguments[param] = value
+    return arguments
+
+
+def _base_meta(category: str, version: str, system: list[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"source": "bfcl", "category": category, "bfcl_version": version}
+    if system:
+        meta["system"] = "\n".join(system)
+    return meta
+
+
+def _entry_to_answer_case(
+    entry: dict[str, Any],
+    ground_truth: list[dict[str, Any]] | None,
+    category: str,
+    version: str,
+    sanitize_names: bool,
+) -> tuple[Case | None, str | None]:
+    """A parallel entry -> a case whose gold is the list of its possible answer's calls."""
+    if ground_truth is None:
+        return None, "no_answer"
+    calls = [item for answer in ground_truth for item in answer.items()]
+    if not calls:
+        return None, "calls=0"
+    docs = {doc["name"]: doc for doc in entry.get("function", [])}
+    if any(name not in docs for name, _ in calls):
+        return None, "gold_function_undocumented"
+    user, system = _first_turn(entry)
+    if not user:
+        return None, "no_user_text"
+    specs = [bfcl_function_to_spec(doc) for doc in entry.get("function", [])]
+    meta = _base_meta(category, version, system)
+    rename: dict[str, str] = {}
+    if sanitize_names:
+        specs, reverse = sanitize_function_names(specs)
+        meta["name_map"] = reverse
+        rename = {old: new for new, old in reverse.items()}
+    gold = [
+        {
+            "name": rename.get(name, name),
+            "arguments": _gold_arguments(docs[name], acceptable),
+            "acceptable": copy_json(acceptable),
+        }
+        for name, acceptable in calls
+    ]
+    case = Case(id=entry["id"], query="\n".join(user), functions=specs, gold=gold, meta=meta)
+    return case, None
+
+
+def _relevance_case(
+    entry: dict[str, Any], category: str, version: str, sanitize_names: bool
+) -> tuple[Case | None, str | None]:
+    """An irrelevance entry -> gold ``[]``; a live_relevance entry -> no gold and
+    ``meta["expects_call"] = True``."""
+    user, system = _first_turn(entry)
+    if not user:
+        return None, "no_user_text"
+    specs = [bfcl_function_to_spec(doc) for doc in entry.get("function", [])]
+    meta = _base_meta(category, version, system)
+    if sanitize_names:
+        specs, reverse = sanitize_function_names(specs)
+        meta["name_map"] = reverse
+    gold: list[dict[str, Any]] | None = []
+    if category in ANY_CALL_CATEGORIES:
+        gold = None
+        meta[ANY_CALL_META] = True
     case = Case(id=entry["id"], query="\n".join(user), functions=specs, gold=gold, meta=meta)
     return case, None
 

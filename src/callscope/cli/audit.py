@@ -13,6 +13,12 @@ from rich.markup import escape
 
 from callscope.cli.common import BaseUrlOpt, console, fail, open_model, read_rows
 from callscope.runs.judge import ModelJudge
+from callscope.saag.answer_audit import (
+    answer_audit_table,
+    audit_answers,
+    is_answer_case,
+    write_answer_audit,
+)
 from callscope.saag.audit import audit, audit_table, write_audit
 from callscope.saag.groundings import GROUNDINGS, get_grounding
 from callscope.types import Case
@@ -20,7 +26,10 @@ from callscope.types import Case
 
 def audit_command(
     cases_file: Annotated[
-        Path, typer.Argument(help="JSONL cases with gold calls (e.g. from `callscope bench build`)")
+        Path,
+        typer.Argument(
+            help="JSONL cases with gold calls or answers (e.g. from `callscope bench build`)"
+        ),
     ],
     out: Annotated[
         Path, typer.Option("-o", "--out", help="folder for audit.json / audit.csv / audit.md")
@@ -47,9 +56,13 @@ def audit_command(
     base_url: BaseUrlOpt = None,
 ) -> None:
     """Detector validity audit: false alarms on gold calls and detection of calls made wrong on
-    purpose, per cascade stage and failure kind (Wilson 95% intervals).
+    purpose, per cascade stage and failure kind (Wilson 95% intervals). Cases whose gold is an
+    answer (a list of calls, or [] for no call) get the answer audit beside it
+    (audit_answers.*): false alarms on gold answers and clean abstentions, detection of
+    dropped, duplicated, extra and wrong calls and of a call where none is right, for the
+    gold-free cascade and the answer solve against gold apart.
 
-    Exit code 1 when rows were malformed (they are left out), 2 when no case has a gold call."""
+    Exit code 1 when rows were malformed (they are left out), 2 when no case has gold."""
     modes = [get_grounding(m.strip()) for m in grounding.split(",") if m.strip()]
     cases: list[Case] = []
     bad = 0
@@ -61,12 +74,17 @@ def audit_command(
         except ValueError as exc:
             bad += 1
             console.print(f"[yellow]skipped row: {escape(str(exc))}[/yellow]")
-    if not any(c.gold for c in cases):
+    cases = [c for c in cases if c.gold or is_answer_case(c)]
+    if not cases:
         fail(f"{cases_file} holds no case with a gold call; the audit needs gold")
-    cases = [c for c in cases if c.gold]
     if n is not None and n < len(cases):
         cases = sorted(random.Random(seed).sample(cases, n), key=lambda c: c.id)
-    results = [audit(cases, grounding=m, seed=seed) for m in modes]
+    single = [c for c in cases if not is_answer_case(c)]
+    answers = [c for c in cases if is_answer_case(c)]
+    results = [audit(single, grounding=m, seed=seed) for m in modes] if single else []
+    answer_results = (
+        [audit_answers(answers, grounding=m, seed=seed) for m in modes] if answers else []
+    )
     judge_stats = []
     if judge is not None:
         model = open_model(
@@ -76,17 +94,30 @@ def audit_command(
             for m in modes:
                 j = ModelJudge(model)
                 t0 = time.perf_counter()
-                r = audit(cases, grounding=m, seed=seed, judge=j)
-                r.grounding = f"{r.grounding}+judge"
-                results.append(r)
+                if single:
+                    r = audit(single, grounding=m, seed=seed, judge=j)
+                    r.grounding = f"{r.grounding}+judge"
+                    results.append(r)
+                if answers:
+                    a = audit_answers(answers, grounding=m, seed=seed, judge=j)
+                    a.grounding = f"{a.grounding}+judge"
+                    answer_results.append(a)
                 judge_stats.append(
                     {**j.stats(), "mode": m.name, "seconds": time.perf_counter() - t0}
                 )
-    paths = write_audit(results, out, extra={"judge": judge_stats} if judge_stats else None)
-    console.print(audit_table(results).to_rich())
-    for r in results:
-        console.print(escape(r.headline()))
+    written: list[Path] = []
+    if results:
+        extra = {"judge": judge_stats} if judge_stats else None
+        written += write_audit(results, out, extra=extra).values()
+        console.print(audit_table(results).to_rich())
+        for r in results:
+            console.print(escape(r.headline()))
+    if answer_results:
+        written += write_answer_audit(answer_results, out).values()
+        console.print(answer_audit_table(answer_results).to_rich())
+        for a in answer_results:
+            console.print(escape(a.headline()))
     for s in judge_stats:
         console.print(escape(f"judge {s['model']} on {s['mode']}: {s}"))
-    console.print(f"wrote {escape(', '.join(str(p) for p in paths.values()))}")
+    console.print(f"wrote {escape(', '.join(str(p) for p in written))}")
     raise typer.Exit(1 if bad else 0)

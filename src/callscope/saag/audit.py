@@ -166,10 +166,22 @@ class AuditResult:
 
 
 def gold_calls(case: Case) -> tuple[ToolCall, ToolCall] | None:
-    """The case's gold call in full and minimal form (``None`` without gold). Minimal drops
-    every optional argument (not in the schema's ``required``) whose acceptable set holds
-    ``""`` (BFCL: may be omitted)."""
-    gold = case.gold
+    """The case's gold call in full and minimal form (:func:`gold_call_forms`); ``None``
+    without gold and for an answer gold (a list of calls, or ``[]``: the answer audit,
+    :mod:`callscope.saag.answer_audit`, reads those)."""
+    if not isinstance(case.gold, dict):
+        return None
+    return gold_call_forms(case.gold, case.functions)
+
+
+def gold_call_forms(
+    gold: dict[str, Any], functions: list[dict[str, Any]]
+) -> tuple[ToolCall, ToolCall] | None:
+    """One gold call ``{name, arguments, acceptable}`` in full and minimal form (``None`` when
+    it is empty or its arguments are no object). Full: every argument the gold gives, and for a
+    parameter only in ``acceptable`` its first non-empty value. Minimal drops every optional
+    argument (not in the schema's ``required``) whose acceptable set holds ``""`` (BFCL: may
+    be omitted)."""
     if not gold or not isinstance(gold.get("arguments", {}), dict):
         return None
     full = dict(gold.get("arguments") or {})
@@ -179,7 +191,7 @@ def gold_calls(case: Case) -> tuple[ToolCall, ToolCall] | None:
             first = next((v for v in values if v != ""), None)
             if first is not None:
                 full[p] = first
-    spec = find_spec(case.functions, gold["name"]) or {}
+    spec = find_spec(functions, gold["name"]) or {}
     required = set(schema_params(spec)[0])
     minimal = {
         p: v

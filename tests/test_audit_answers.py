@@ -1,0 +1,234 @@
+"""The detector audit over answers (issue 28 item 7): hand-worked multi-call and no-call cases,
+each detector measured apart, and the command over a file that mixes single-call cases with
+answer cases."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from callscope.cli import app
+from callscope.saag.answer_audit import (
+    ANSWER_SUMMARY_COLUMNS,
+    answer_audit_counts,
+    answer_positives,
+    audit_answers,
+    gold_answer,
+    write_answer_audit,
+)
+from callscope.saag.audit import audit
+from callscope.types import Case, ToolCall
+
+WEATHER = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["city"],
+    },
+}
+TIME = {
+    "name": "get_time",
+    "parameters": {
+        "type": "object",
+        "properties": {"zone": {"type": "string"}},
+        "required": ["zone"],
+    },
+}
+PARIS = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+LONDON = {"name": "get_weather", "arguments": {"city": "London", "unit": "fahrenheit"}}
+
+
+def two_cities() -> Case:
+    return Case(
+        "p",
+        "What's the weather in Paris in celsius and in London in fahrenheit?",
+        [WEATHER, TIME],
+        gold=[PARIS, LONDON],
+        meta={"category": "parallel"},
+    )
+
+
+def joke() -> Case:
+    return Case(
+        "i", "Tell me a joke about cats", [WEATHER, TIME], gold=[], meta={"category": "irr"}
+    )
+
+
+def single() -> Case:
+    return Case(
+        "s",
+        "Time in Paris, please",
+        [TIME, WEATHER],
+        gold={"name": "get_time", "arguments": {"zone": "Paris"}},
+    )
+
+
+def rows_of(result: Any, case_id: str) -> dict[tuple[str, str], tuple[bool, int]]:
+    return {(r.detector, r.kind): (r.flagged, r.stage) for r in result.rows if r.case_id == case_id}
+
+
+def test_gold_answer_forms() -> None:
+    case = Case(
+        "m",
+        "Weather in Oslo and Rome",
+        [WEATHER],
+        gold=[
+            {
+                "name": "get_weather",
+                "arguments": {"city": "Oslo"},
+                "acceptable": {"city": ["Oslo"], "unit": ["celsius", ""]},
+            },
+            {"name": "get_weather", "acceptable": {"city": ["Rome"], "unit": [""]}},
+        ],
+    )
+    calls, gold = gold_answer(case)  # type: ignore[misc]
+    # minimal forms: unit may be omitted in both; the second call's city comes from acceptable
+    assert calls == [
+        ToolCall("get_weather", {"city": "Oslo"}),
+        ToolCall("get_weather", {"city": "Rome"}),
+    ]
+    assert gold == case.gold
+    assert gold_answer(joke()) == ([], [])
+    assert gold_answer(single()) is None  # one gold call (a dict): the single-call audit's
+
+
+@pytest.mark.parametrize("mode", ["lexical", "registry"])
+def test_hand_worked_two_call_answer(mode: str) -> None:
+    got = rows_of(audit_answers([two_cities()], grounding=mode), "p")
+    # the gold answer: both calls state their values -> neither detector flags it
+    assert got[("cascade", "gold_answer")] == (False, 0)
+    assert got[("gold", "gold_answer")] == (False, 0)
+    # a call dropped: the remaining call is right on its own, so the gold-free cascade passes
+    # it; only the gold knows a call is missing
+    assert got[("cascade", "dropped_call")] == (False, 0)
+    assert got[("gold", "dropped_call")][0] is True
+    # a call repeated: every call passes the cascade (stage 0), flagged as a repeat
+    assert got[("cascade", "duplicated_call")] == (True, 0)
+    assert got[("gold", "duplicated_call")][0] is True
+    # get_time called with {city, unit}: zone (required) missing, city and unit spurious
+    assert got[("cascade", "extra_call")] == (True, 2)
+    assert got[("gold", "extra_call")][0] is True
+    # seed 0 picks call 1's city: London -> "Zanzibar Quartz", stated nowhere: stage 3
+    assert got[("cascade", "unstated_value")] == (True, 3)
+    assert got[("gold", "unstated_value")][0] is True
+    # seed 0 swaps city between the calls (Paris in fahrenheit, London in celsius): each
+    # value is stated, so the cascade passes the answer; against gold both calls are wrong
+    assert got[("cascade", "swapped_values")] == (False, 0)
+    assert got[("gold", "swapped_values")][0] is True
+
+
+@pytest.mark.parametrize("mode", ["lexical", "registry"])
+def test_no_call_case(mode: str) -> None:
+    result = audit_answers([joke()], grounding=mode)
+    got = rows_of(result, "i")
+    # the clean abstention passes both (the case expects no call)
+    assert got[("cascade", "clean_abstention")] == (False, 0)
+    assert got[("gold", "clean_abstention")] == (False, 0)
+    # a call filled from the request ("about", its longest word, for city or zone) is
+    # grounded: the gold-free cascade cannot tell it was not wanted; the gold can
+    assert got[("cascade", "call_on_no_call")] == (False, 0)
+    assert got[("gold", "call_on_no_call")] == (True, 0)
+    ((kind, answer, _),) = answer_positives(joke(), [], [], 0)
+    assert kind == "call_on_no_call"
+    assert list(answer[0].arguments.values()) == ["about"]
+
+
+def test_positives_skip_what_cannot_be_built() -> None:
+    one = Case(
+        "o",
+        "Weather in Oslo",
+        [WEATHER],
+        gold=[{"name": "get_weather", "arguments": {"city": "Oslo"}}],
+    )
+    base, gold = gold_answer(one)  # type: ignore[misc]
+    kinds = [k for k, _, _ in answer_positives(one, base, gold, 0)]
+    # one call: nothing to drop or swap between; one registered function: no extra call
+    assert kinds == ["duplicated_call", "unstated_value"]
+    # two calls of the same function differing only in city: swapping city is a reordering
+    same = Case("r", "Weather in Oslo and Rome", [WEATHER], gold=[
+        {"name": "get_weather", "arguments": {"city": "Oslo"}},
+        {"name": "get_weather", "arguments": {"city": "Rome"}},
+    ])  # fmt: skip
+    base, gold = gold_answer(same)  # type: ignore[misc]
+    assert "swapped_values" not in [k for k, _, _ in answer_positives(same, base, gold, 0)]
+
+
+def test_a_flagged_gold_answer_keeps_the_other_detectors_positives() -> None:
+    """Gold with a value the request does not state ("Berlin" for London): the cascade flags
+    one of its two calls, so no cascade positive is built from it; the gold detector solves
+    it and keeps its positives."""
+    case = Case("d", "Weather in Paris and in London?", [WEATHER, TIME], gold=[
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+        {"name": "get_weather", "arguments": {"city": "Berlin"}},
+    ])  # fmt: skip
+    result = audit_answers([case], grounding="registry")
+    cascade = [r for r in result.rows if r.detector == "cascade"]
+    assert [(r.kind, r.flagged, r.stage, r.calls, r.calls_flagged) for r in cascade] == [
+        ("gold_answer", True, 3, 2, 1)
+    ]
+    summary = {(e["detector"], e["kind"]): e for e in result.summary()}
+    neg = summary[("cascade", "gold_answer")]
+    assert (neg["n"], neg["flagged"], neg["calls"], neg["calls_flagged"], neg["call_rate"]) == (
+        1, 1, 2, 1, 0.5,
+    )  # fmt: skip
+    assert summary[("gold", "gold_answer")]["flagged"] == 0
+    assert summary[("gold", "dropped_call")]["flagged"] == 1
+    counts = answer_audit_counts(result)
+    assert (
+        counts[("cascade", "dropped_call", False)] + counts[("cascade", "dropped_call", True)] == 0
+    )
+
+
+def test_the_single_call_audit_skips_answer_cases() -> None:
+    mixed = [single(), two_cities(), joke()]
+    rows = audit(mixed, grounding="registry").rows
+    assert {r.case_id for r in rows} == {"s"}
+    assert [r.__dict__ for r in rows] == [
+        r.__dict__ for r in audit([single()], grounding="registry").rows
+    ]
+    assert {r.case_id for r in audit_answers(mixed, grounding="registry").rows} == {"p", "i"}
+
+
+def test_deterministic_and_written(tmp_path: Path) -> None:
+    a = audit_answers([two_cities(), joke()], grounding="registry", seed=5)
+    b = audit_answers([two_cities(), joke()], grounding="registry", seed=5)
+    assert [r.__dict__ for r in a.rows] == [r.__dict__ for r in b.rows]
+    paths = write_answer_audit([a], tmp_path)
+    rows = list(csv.reader(paths["csv"].open(encoding="utf-8")))
+    assert tuple(rows[0]) == ANSWER_SUMMARY_COLUMNS
+    assert len(rows) == 1 + len(a.summary()) + len(a.summary(by_category=True))
+    payload = json.loads(paths["json"].read_text())
+    assert payload["answer_audits"][0]["grounding"] == "registry"
+    assert "| dropped_call | detection |" in paths["md"].read_text()
+
+
+def test_audit_command_on_answer_cases(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(
+        "".join(json.dumps(c.to_dict()) + "\n" for c in (single(), two_cities(), joke()))
+    )
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["audit", str(path), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert {p.name for p in out.iterdir()} == {
+        f"{stem}.{ext}" for stem in ("audit", "audit_answers") for ext in ("json", "csv", "md")
+    }
+    # issue 28: a file of no-call cases only (gold []) is audited (the answer audit), no longer
+    # refused as gold-free
+    only = tmp_path / "irrelevance.jsonl"
+    only.write_text(json.dumps(joke().to_dict()) + "\n")
+    out2 = tmp_path / "out2"
+    res = CliRunner().invoke(app, ["audit", str(only), "-o", str(out2), "--grounding", "lexical"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out2.iterdir()) == [
+        "audit_answers.csv", "audit_answers.json", "audit_answers.md",
+    ]  # fmt: skip

@@ -168,7 +168,11 @@ def test_an_answer_of_several_calls_or_of_none() -> None:
     )
     # the worst call sets the depth, flags add up, each failing call's message is labelled
     assert (two.depth, two.flagged, two.passed) == (2, 1, False)
-    assert feedback(two, STRUCTURED) == f"Call 2 ({NAME}): {MISSING}"
+    # issue 28 item 6: the correction also asks to keep the call that passed (this test
+    # pinned the failing call's message alone before)
+    assert feedback(two, STRUCTURED) == (
+        f"Call 2 ({NAME}): {MISSING} Call 1 ({NAME}) passed: keep it in your answer."
+    )
     # no call checked: it does not pass, ranks lowest, and is told no name was found
     none = AnswerVerdict()
     assert (none.passed, answer_rank(none)) == (False, (0, 0))
@@ -181,3 +185,91 @@ def test_policy_needs_settings_exactly_for_gated_feedback() -> None:
         Policy("gated", 3)
     with pytest.raises(ValueError):
         Policy("structured", 3, GATED_DEFAULT)
+
+
+def test_several_calls_keep_the_passing_ones_and_rank_as_whole_answers() -> None:
+    """Issue 28 item 6 on hand-written verdicts: the failing calls are named by position, the
+    passing ones are to be kept (gated: exactly as they are), a call left out by the gate is
+    neither corrected nor called right, and the best answer is a whole answer."""
+    paris, berlin = ToolCall(NAME, {"city": "Paris"}), ToolCall(NAME, {"city": "Berlin"})
+    kelvin, other = ToolCall(NAME, {"unit": "kelvin"}), ToolCall("get_time", {"city": "Rome"})
+    three = AnswerVerdict(
+        checked=(
+            CheckedCall(paris, PASS),
+            CheckedCall(berlin, SOFT_1),
+            CheckedCall(kelvin, HARD_1),
+            CheckedCall(other, replace(PASS, predicted="get_time")),
+        ),
+        calls=(paris, berlin, kelvin, other),
+    )
+    # rank: the worst call's depth (3), flags summed (soft 1 + hard 1)
+    assert answer_rank(three) == (3, -2)
+    assert feedback(three, STRUCTURED) == (
+        f"Call 2 ({NAME}): {SOFT.format(params='city')} Call 3 ({NAME}): "
+        f"{HARD.format(params='unit')} Call 1 ({NAME}) and Call 4 (get_time) passed: keep them "
+        "in your answer."
+    )
+    # gated: the soft drift is not confident (call 2 left out of both sentences); call 3's
+    # name is kept (it has no grounded argument to keep)
+    assert feedback(three, GATED) == (
+        f"Call 3 ({NAME}): {HARD.format(params='unit')} {KEEP_NAME.format(name=NAME)} "
+        f"Call 1 ({NAME}) and Call 4 (get_time) passed: keep them exactly as they are."
+    )
+    nokeep = Policy("gated", 15, replace(GATED_DEFAULT, keep_right=False), keep_best=True)
+    assert feedback(three, nokeep) == (
+        f"Call 3 ({NAME}): {HARD.format(params='unit')} "
+        f"Call 1 ({NAME}) and Call 4 (get_time) passed: keep them in your answer."
+    )
+    assert feedback(three, Policy("binary", 15)) == BINARY_FEEDBACK
+    # only soft drifts fail: the gate is closed, nothing is sent (no keep sentence alone)
+    soft_only = AnswerVerdict(
+        checked=(CheckedCall(paris, PASS), CheckedCall(berlin, SOFT_1)), calls=(paris, berlin)
+    )
+    assert feedback(soft_only, GATED) is None and decide([soft_only], GATED).stop == "gate"
+    # whole answers: [pass, hard] and [hard, pass] tie (3, -1): the later is kept; an answer
+    # with both calls failing ranks below either, so a gated loop stops on it
+    a1 = AnswerVerdict(
+        checked=(CheckedCall(paris, PASS), CheckedCall(kelvin, HARD_1)), calls=(paris, kelvin)
+    )
+    a2 = AnswerVerdict(
+        checked=(CheckedCall(kelvin, HARD_1), CheckedCall(paris, PASS)), calls=(kelvin, paris)
+    )
+    a3 = AnswerVerdict(
+        checked=(CheckedCall(kelvin, HARD_1), CheckedCall(kelvin, HARD_1)), calls=(kelvin, kelvin)
+    )
+    assert [answer_rank(v) for v in (a1, a2, a3)] == [(3, -1), (3, -1), (3, -2)]
+    assert decide([a1, a2], GATED).stop is None and best_at([a1, a2]) == 1
+    assert decide([a1, a2, a3], GATED).stop == "regression"
+    assert answer_at([a1, a2, a3], GATED) == 1
+    # a passing answer of fewer calls outranks them: the cascade has no gold to miss a call by
+    assert answer_rank(answer(PASS, city="Paris")) > answer_rank(a1)
+
+
+def test_answers_without_a_call_rank_and_stop_by_what_they_are() -> None:
+    """A clean abstention (no call expected) passes and ranks as a pass; a broken call, or
+    prose where a call is expected, is a stage-1 failure of rank (1, -1)."""
+    clean = AnswerVerdict(parse_error="no tool call found in output", no_call="abstained")
+    empty = AnswerVerdict(parse_error="empty output", no_call="empty")
+    broken = AnswerVerdict(
+        checked=(CheckedCall(None, NO_CALL),), parse_error="cut off at 9", no_call="broken"
+    )
+    prose = AnswerVerdict(
+        checked=(CheckedCall(None, NO_CALL),),
+        parse_error="no tool call found in output",
+        no_call="abstained",
+    )
+    for v in (clean, empty):
+        assert (v.passed, v.stage, answer_rank(v)) == (True, 0, (PASSED_DEPTH, 0))
+        assert decide([v], GATED) == decide([v], STRUCTURED) == Decision("passed")
+    for v in (broken, prose):
+        assert (v.passed, v.stage, answer_rank(v)) == (False, 1, (1, -1))
+    assert feedback(broken, GATED) == UNREADABLE.format(reason="cut off at 9")
+    assert feedback(broken, STRUCTURED) == feedback(prose, STRUCTURED) == NO_NAME
+    # prose says nothing specific: the gated loop falls back to the paper's message
+    assert feedback(prose, GATED) == NO_NAME
+    # a call that fails, then an abstention: the abstention passes and is the answer
+    assert decide([answer(HARD_1, unit="kelvin"), clean], GATED) == Decision("passed")
+    assert answer_at([answer(HARD_1, unit="kelvin"), clean], GATED) == 1
+    # a broken call after a stage-3 failure is a regression; after another broken call a tie
+    assert decide([answer(HARD_1, unit="kelvin"), broken], GATED).stop == "regression"
+    assert decide([broken, broken], GATED).stop is None

@@ -6,15 +6,28 @@ records it; what feedback to send, when to stop and which attempt is the answer 
 by the correction engine the guard's repair shares (:mod:`callscope.saag.correction`), from
 the loop mode's :func:`loop_policy`.
 
-The ground truth is never used inside the loop: an attempt stops the loop when it passes all
-three cascade stages; gold is only read afterwards, for the extrinsic metrics.
+The unit is the answer (issue 28): every call of an attempt is diagnosed, the attempt passes
+when every call passes all three cascade stages, and a correction names each failing call by
+position and name (``Call 2 (get_weather): ...``) and asks to keep the calls that passed
+(the gated modes: exactly as they are); an answer of one call gets the paper's message for
+it unchanged (:func:`callscope.saag.correction.answer_correction`). The best-so-far answer is
+a whole attempt, never calls mixed from several.
+
+The ground truth is never used inside the loop: an attempt stops the loop when it passes;
+the gold's calls are only read afterwards, for the extrinsic metrics, and neither them nor
+their number reach a message. What the loop reads of a case's gold is one bit,
+``Case.expects_call``: on a case where no call is right (gold ``[]``: BFCL's irrelevance
+categories) an answer without a call is a clean abstention that passes and stops the loop,
+where a call is expected it is the paper's stage-1 failure ("No function name found"). Calls
+and broken calls get the same verdicts and messages either way (a broken call: the parser's
+reason in the gated modes, the paper's stage-1 message in the structured mode).
 
 Why a loop stopped is recorded on its :class:`Outcome` (``stop``): ``passed`` (all three
 stages), ``budget`` (``max_attempts`` spent; direct mode's budget is 1), ``error`` (the
 backend failed), and in the gated modes ``gate`` (only a soft drift was left: nothing
 confident to correct), ``regression`` (a revision ranked below the best attempt so far,
 :func:`callscope.saag.correction.answer_rank`) and ``repeat`` (the last ``repeat_patience``
-revisions repeated the call before them, :func:`callscope.saag.correction.repeats`). A gated
+revisions repeated the calls before them, :func:`callscope.saag.correction.repeats`). A gated
 loop with ``best_so_far`` answers with its best attempt (``Outcome.answer_at``; ties go to the
 later attempt, :func:`callscope.saag.correction.best_at`).
 """
@@ -120,7 +133,7 @@ def run_loop(
     grounding: str | None = None,
     gated: GatedSettings | None = None,
 ) -> Outcome:
-    """Continue from the shared first attempt until the call passes or the budget is spent.
+    """Continue from the shared first attempt until the answer passes or the budget is spent.
     ``grounding`` names the stage-3 mode every attempt is scored in (its corrections never
     ask to change a value that mode accepted). A gated mode (``gated``, ``gated-*``) runs with
     its :data:`~callscope.saag.gated.GATED_VARIANTS` settings unless ``gated`` overrides

@@ -50,7 +50,14 @@ from typing import Any, Literal
 
 from callscope.records import Diagnosis
 from callscope.saag.gated import GatedSettings
-from callscope.saag.messages import BINARY_FEEDBACK, NO_NAME, correction_message, gated_message
+from callscope.saag.messages import (
+    BINARY_FEEDBACK,
+    NO_NAME,
+    call_label,
+    correction_message,
+    gated_message,
+    keep_passed,
+)
 from callscope.types import ToolCall
 
 #: the depth of a call that passed every stage (one past stage 3)
@@ -212,20 +219,27 @@ def repeats(calls: Sequence[Any], patience: int) -> bool:
 
 
 def feedback(v: AnswerVerdict, policy: Policy) -> str | None:
-    """The feedback after the failing answer ``v``: ``binary``'s "No"; the ``structured``
-    correction (:func:`~callscope.saag.messages.correction_message`) or the ``gated`` one
-    (:func:`~callscope.saag.messages.gated_message`) of each failing call, joined by
-    :func:`per_call`; the paper's "No function name found" for an answer with no checked
-    call. ``None`` (gated only) when the gate is closed for every failing call."""
+    """The feedback after the failing answer ``v``: ``binary``'s "No" (whatever the answer:
+    the paper's binary mode says only that it is wrong); the ``structured`` correction
+    (:func:`~callscope.saag.messages.correction_message`) or the ``gated`` one
+    (:func:`~callscope.saag.messages.gated_message`) of each failing call, composed by
+    :func:`answer_correction` (for an answer of several calls: each failing call named by
+    position and name, then the calls that passed, to keep; gated with ``keep_right``: to
+    keep exactly as they are); the paper's "No function name found" for an answer with no
+    checked call. ``None`` (gated only) when the gate is closed for every failing call.
+    Built from the answer alone: never from the gold, nor from how many calls it has. For
+    an answer of one call, exactly the paper's (and the gated mode's) message for that call."""
     if policy.feedback == "binary":
         return BINARY_FEEDBACK
     if not v.checked:
         return NO_NAME
     if policy.gated is None:
-        return per_call(v.checked, lambda c: correction_message(c.diagnosis)) or NO_NAME
+        return answer_correction(v.checked, lambda c: correction_message(c.diagnosis)) or NO_NAME
     settings = policy.gated
-    return per_call(
-        v.checked, lambda c: gated_message(c.diagnosis, c.call, settings, v.parse_error)
+    return answer_correction(
+        v.checked,
+        lambda c: gated_message(c.diagnosis, c.call, settings, v.parse_error),
+        keep_as_is=settings.keep_right,
     )
 
 
@@ -233,8 +247,8 @@ def per_call(
     checked: Sequence[CheckedCall], message: Callable[[CheckedCall], str | None]
 ) -> str | None:
     """``message`` of each failing call (one giving ``None`` or ``""`` left out), each prefixed
-    with the call it is for (``Call 2 (name): ...``) when the answer made several calls;
-    ``None`` when no failing call has one."""
+    with the call it is for (``Call 2 (name): ...``, :func:`~callscope.saag.messages.call_label`)
+    when the answer made several calls; ``None`` when no failing call has one."""
     fixes = [
         (i, c, m)
         for i, c in enumerate(checked)
@@ -246,9 +260,38 @@ def per_call(
         return None
     if len(checked) == 1:
         return fixes[0][2]
-    return " ".join(
-        f"Call {i + 1} ({(c.call.name if c.call else None) or 'unnamed'}): {m}" for i, c, m in fixes
-    )
+    return " ".join(f"{call_label(i, c.call)}: {m}" for i, c, m in fixes)
+
+
+def passed_labels(checked: Sequence[CheckedCall]) -> list[str]:
+    """The labels (:func:`~callscope.saag.messages.call_label`) of the calls of an answer
+    that passed all three stages, in answer order."""
+    return [
+        call_label(i, c.call)
+        for i, c in enumerate(checked)
+        if c.call is not None and c.diagnosis.passed
+    ]
+
+
+def answer_correction(
+    checked: Sequence[CheckedCall],
+    message: Callable[[CheckedCall], str | None],
+    *,
+    keep_as_is: bool = False,
+) -> str | None:
+    """The correction of a failing answer (issue 28 item 6): :func:`per_call` (each failing
+    call's ``message``, named ``Call N (name): `` when the answer made several calls), then,
+    when the answer made several calls and some passed, the sentence asking to keep those
+    (:func:`~callscope.saag.messages.keep_passed`; ``keep_as_is``: "exactly as they are",
+    the gated mode's). ``None`` when no failing call has a message (nothing is sent, so no
+    keep sentence either). An answer of one call gets its call's message unchanged."""
+    fixes = per_call(checked, message)
+    if fixes is None or len(checked) < 2:
+        return fixes
+    kept = passed_labels(checked)
+    if not kept:
+        return fixes
+    return f"{fixes} {keep_passed(kept, as_is=keep_as_is)}"
 
 
 def decide(

@@ -161,3 +161,40 @@ def gated_message(
         if keep:
             fix = f"{fix} {keep}"
     return fix
+
+
+# --------------------------------------------------------------------------- answers (issue 28)
+
+#: how a correction names one call of an answer of several calls: its position in the
+#: answer (1-based) and the name the model gave it (:data:`UNNAMED` when it gave none)
+CALL_LABEL = "Call {position} ({name})"
+UNNAMED = "unnamed"
+#: the paper's structured mode, to an answer of several calls some of which passed: keep them
+KEEP_PASSED = "{calls} passed: keep {pronoun} in your answer."
+#: the gated mode's (``keep_right``): keep the calls that passed exactly as they are
+KEEP_PASSED_AS_IS = "{calls} passed: keep {pronoun} exactly as {pronoun_is}."
+
+
+def call_label(position: int, call: ToolCall | None) -> str:
+    """How a correction names the call at 0-based ``position`` of an answer: its 1-based
+    position and the model's own name for it (never the gold's): ``Call 2 (get_weather)``
+    for the second call, ``Call 1 (unnamed)`` for a call without a name."""
+    return CALL_LABEL.format(position=position + 1, name=(call.name if call else None) or UNNAMED)
+
+
+def keep_passed(labels: list[str], as_is: bool = False) -> str:
+    """The sentence asking the model to keep the calls of its answer that passed, named by
+    ``labels`` (:func:`call_label`, in answer order): :data:`KEEP_PASSED`, or with ``as_is``
+    the gated mode's :data:`KEEP_PASSED_AS_IS`. Built from the model's own answer only: it
+    says nothing of how many calls the gold has. ``Call 1 (f) passed: keep it in your
+    answer.``; ``Call 1 (f), Call 2 (g) and Call 4 (f) passed: keep them exactly as they
+    are.``"""
+    if not labels:
+        raise ValueError("keep_passed needs at least one call")
+    calls = labels[0] if len(labels) == 1 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+    one = len(labels) == 1
+    if as_is:
+        return KEEP_PASSED_AS_IS.format(
+            calls=calls, pronoun="it" if one else "them", pronoun_is="it is" if one else "they are"
+        )
+    return KEEP_PASSED.format(calls=calls, pronoun="it" if one else "them")

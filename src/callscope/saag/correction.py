@@ -14,8 +14,10 @@ is a pure function of the verdicts so far, one per attempt, oldest first:
   ``gated`` with its :class:`~callscope.saag.gated.GatedSettings`), its attempt budget and
   whether its answer is the best attempt or the last.
 
-:func:`decide` says whether to stop and why, or which feedback to send. The stop reasons, in
-the order they are checked after an attempt:
+:func:`decide` says whether to stop and why, or which feedback to send (:func:`feedback`: for
+an answer of several calls, each failing call named by position and name and the calls that
+passed to be kept, :func:`answer_correction`; an answer of one call gets the paper's message).
+The stop reasons, in the order they are checked after an attempt:
 
 ``error``
     the last attempt got no answer.

@@ -28,7 +28,8 @@ MAX_LISTED = 40
 
 
 def print_chatlog_summary(s: ChatLogSummary) -> None:
-    """The stage mix over all calls, the action mix, and each conversation's stage counts."""
+    """The stage mix over all calls, the answers' stage mix (each turn with calls at its
+    earliest failing stage), the action mix, and each conversation's stage counts."""
     t = Table(
         title=f"chat log: {s.conversations} conversations, {s.turns} assistant turns, "
         f"{s.calls} tool calls, {s.malformed} malformed lines"
@@ -40,6 +41,18 @@ def print_chatlog_summary(s: ChatLogSummary) -> None:
         n = s.stages.get(stage, 0)
         t.add_row(STAGE_LABELS[stage], str(n), f"{n / s.calls:.1%}" if s.calls else "-")
     console.print(t)
+    answers = sum(s.answer_stages.values())
+    w = Table(
+        title=f"answers: {answers} assistant turns with tool calls ({s.multi_call} with several), "
+        f"{sum(s.no_call.values())} without a call"
+    )
+    w.add_column("earliest failing stage of the turn's calls")
+    w.add_column("turns", justify="right")
+    w.add_column("share", justify="right")
+    for stage in (0, 1, 2, 3):
+        n = s.answer_stages.get(stage, 0)
+        w.add_row(STAGE_LABELS[stage], str(n), f"{n / answers:.1%}" if answers else "-")
+    console.print(w)
     a = Table(title="action class of each assistant turn")
     a.add_column("action")
     a.add_column("turns", justify="right")

@@ -26,7 +26,7 @@ from typing import Any
 
 from callscope.core.jsonl import read_jsonl
 from callscope.guard.check import TurnVerdict, check, message_of
-from callscope.guard.record import GUARD_MODE, verdict_row
+from callscope.guard.record import GUARD_MODE, stored_verdict, verdict_row
 from callscope.records import Attempt, Outcome
 from callscope.saag.groundings import Grounding, get_grounding
 from callscope.store.run_store import RunStore
@@ -59,8 +59,11 @@ class ChatTurn:
 
 @dataclass
 class ChatLogSummary:
-    """Counts over a log: tool calls per stage, assistant turns per action class, and each
-    conversation's stage counts (``{conversation: Counter(stage)}``, in reading order)."""
+    """Counts over a log: tool calls per stage, assistant turns per action class, each
+    conversation's stage counts (``{conversation: Counter(stage)}``, in reading order), and
+    the answers: ``answer_stages`` counts the turns with calls by the turn's earliest failing
+    stage (0: every call passed), ``multi_call`` the turns with several calls, ``no_call``
+    the turns without a call by what they are (``abstained``, ``empty``)."""
 
     conversations: int = 0
     turns: int = 0
@@ -69,6 +72,9 @@ class ChatLogSummary:
     stages: Counter[int] = field(default_factory=Counter)
     actions: Counter[str] = field(default_factory=Counter)
     per_conversation: dict[str, Counter[int]] = field(default_factory=dict)
+    answer_stages: Counter[int] = field(default_factory=Counter)
+    multi_call: int = 0
+    no_call: Counter[str] = field(default_factory=Counter)
 
 
 def _body(x: Any) -> dict[str, Any]:
@@ -196,15 +202,27 @@ def diagnose_conversations(
 
 def call_rows(turns: Iterable[ChatTurn]) -> list[dict[str, Any]]:
     """One output row per assistant turn without calls and per tool call: conversation,
-    turn (message index), action class, and for a call its index, name, stage, reasons and
-    correction."""
+    turn (message index), action class, ``answer`` (``calls``, or what a turn without a call
+    is: ``abstained``, ``empty``; ``broken`` for a call attempt that could not be read) and
+    ``answer_stage`` (the turn's earliest failing stage over its calls; ``None`` without a
+    call); for a call, its position in the turn (``call``, 0-based), name, own ``stage``,
+    reasons and correction, and ``repeated`` when it repeats an earlier call of the turn
+    (same name and arguments)."""
     rows: list[dict[str, Any]] = []
     for t in turns:
-        base = {"conversation": t.conversation, "turn": t.turn, "action": t.verdict.action}
-        if not t.verdict.calls:
+        v = t.verdict
+        base = {
+            "conversation": t.conversation,
+            "turn": t.turn,
+            "action": v.action,
+            "answer": v.no_call or "calls",
+            "answer_stage": v.stage if v.calls else None,
+        }
+        if not v.calls:
             rows.append({**base, "call": None, "stage": None})
             continue
-        for c in t.verdict.calls:
+        again = set(v.repeated)
+        for c in v.calls:
             rows.append(
                 {
                     **base,
@@ -213,16 +231,23 @@ def call_rows(turns: Iterable[ChatTurn]) -> list[dict[str, Any]]:
                     "stage": c.stage,
                     "reasons": list(c.reasons),
                     "correction": c.correction,
+                    **({"repeated": True} if c.index in again else {}),
                 }
             )
     return rows
 
 
 def summarize_turns(turns: Sequence[ChatTurn], malformed: int = 0) -> ChatLogSummary:
-    """Stage mix over all calls, action mix over all turns, stage mix per conversation."""
+    """Stage mix over all calls, action mix over all turns, stage mix per conversation, and
+    the answers' stage mix (each turn with calls at its earliest failing stage)."""
     s = ChatLogSummary(turns=len(turns), malformed=malformed)
     for t in turns:
         s.actions[t.verdict.action] += 1
+        if t.verdict.calls:
+            s.answer_stages[t.verdict.stage] += 1
+            s.multi_call += len(t.verdict.calls) > 1
+        else:
+            s.no_call[t.verdict.no_call or "abstained"] += 1
         per = s.per_conversation.setdefault(t.conversation, Counter())
         for c in t.verdict.calls:
             s.stages[c.stage] += 1
@@ -253,14 +278,13 @@ def write_chatlog_store(
                 functions=t.verdict.functions,
                 meta={"conversation": t.conversation, "turn": t.turn},
             )
-            worst = t.verdict.worst
             attempt = Attempt(
                 attempt=1,
                 messages=t.messages,
                 reply={"text": t.verdict.content, "tool_calls": t.response.get("tool_calls")},
                 parsed=[c.to_dict() for c in t.verdict.tool_calls],
                 row=verdict_row(case_id, t.verdict, name),
-                diagnosis=worst.diagnosis.to_dict() if worst is not None else None,
+                diagnosis=stored_verdict(t.verdict),
             )
             store.add_cases([case])
             store.save_outcome(t.model, None, Outcome(case_id, GUARD_MODE, [attempt]))

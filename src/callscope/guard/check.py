@@ -4,8 +4,17 @@
 a whole ``chat.completion``, a :class:`~callscope.types.ModelReply` or plain text), the
 request's ``tools`` and its ``messages``, and returns a :class:`TurnVerdict`: the action class
 of the turn (:func:`callscope.calibration.classify.classify_emission`) and one
-:class:`CallVerdict` per tool call (stage, reasons, the paper's structured correction of
-:func:`callscope.saag.messages.correction_message`).
+:class:`CallVerdict` per tool call, by position (stage, reasons, the paper's structured
+correction of :func:`callscope.saag.messages.correction_message`). The cascade over the answer
+is :func:`callscope.saag.answer.diagnose_answer`'s (issue 28: the answer is the unit): every
+call diagnosed, the turn's stage the earliest over its calls.
+
+A live agent may answer in prose: a turn without a call *attempt* is not a failure (its
+verdict has no call and passes; ``no_call`` says ``abstained`` or ``empty``). A call attempt
+is native ``tool_calls``, text the action classifier reads as ``TOOL_CALL``, or call-shaped
+text the parser refused (:func:`call_shaped`: a ``<tool_call>`` / ``<functioncall>`` block,
+or a JSON call opening that does not decode); a call attempt without a readable call is one
+stage-1 verdict with the parser's reason (``no_call="broken"``), which the repair corrects.
 
 Evidence (:func:`evidence_of`): the text of the last user message is the query; the earlier
 user messages and the tool results are the context stage 3 may also ground values in. The
@@ -21,12 +30,13 @@ from typing import Any
 
 from callscope.calibration.classify import classify_emission
 from callscope.parse import parse_output
-from callscope.parse.json_calls import parse_native
+from callscope.parse.json_calls import first_invalid_json, parse_native
 from callscope.records import Diagnosis
-from callscope.saag.cascade import diagnose
+from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.correction import (
     AnswerVerdict,
     CheckedCall,
+    NoCall,
     call_depth,
     flagged_values,
     per_call,
@@ -94,9 +104,11 @@ class CallVerdict:
 class TurnVerdict:
     """The guard's verdict on one response: its action class and each call's verdict.
 
-    ``calls`` is empty when the turn made no tool call (``action`` then says what it did:
-    ``ASK``, ``REFUSE``, ``CONFIRM`` or ``OTHER``); ``parse_error`` says why native
-    ``tool_calls`` could not be read (the turn then holds one stage-1 call verdict)."""
+    ``calls`` is empty when the turn made no call attempt (``action`` then says what it did:
+    ``ASK``, ``REFUSE``, ``CONFIRM`` or ``OTHER``; ``no_call`` is ``abstained`` or ``empty``);
+    ``parse_error`` says why a call attempt could not be read (the turn then holds one
+    stage-1 call verdict and ``no_call="broken"``). ``verdict`` is the answer's verdict as
+    :func:`~callscope.saag.answer.diagnose_answer` gave it (:attr:`answer`)."""
 
     action: str
     calls: tuple[CallVerdict, ...] = ()
@@ -105,6 +117,8 @@ class TurnVerdict:
     content: str = ""
     native: bool = False
     functions: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    no_call: NoCall | None = None
+    verdict: AnswerVerdict | None = field(default=None, repr=False, compare=False)
 
     @property
     def checked(self) -> bool:
@@ -135,12 +149,22 @@ class TurnVerdict:
     @property
     def answer(self) -> AnswerVerdict:
         """The turn as the correction engine (:mod:`callscope.saag.correction`) sees it: every
-        call checked, the named ones compared by the repeat stop."""
+        call checked, the named ones compared by the repeat stop (:attr:`verdict` when
+        :func:`check` made it, else rebuilt from :attr:`calls`)."""
+        if self.verdict is not None:
+            return self.verdict
         return AnswerVerdict(
             checked=tuple(c.checked_call for c in self.calls),
             calls=self.tool_calls,
             parse_error=self.parse_error,
+            no_call=self.no_call,
         )
+
+    @property
+    def repeated(self) -> tuple[int, ...]:
+        """Positions of calls repeating an earlier call of the turn, same name and arguments
+        (:func:`~callscope.saag.answer.repeated_positions`)."""
+        return repeated_positions(self.answer.calls)
 
     @property
     def worst(self) -> CallVerdict | None:
@@ -167,7 +191,9 @@ class TurnVerdict:
             "checked": self.checked,
             "passed": self.passed,
             "stage": self.stage,
+            "answer": self.no_call or "calls",
             "calls": [c.to_dict() for c in self.calls],
+            "repeated": list(self.repeated),
             "parse_error": self.parse_error,
             "correction": self.correction,
         }
@@ -268,16 +294,8 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _call_verdict(
-    index: int,
-    call_id: str | None,
-    call: ToolCall | None,
-    functions: list[dict[str, Any]],
-    query: str,
-    context: Sequence[str],
-    grounding: str | Grounding | None,
-) -> CallVerdict:
-    d = diagnose(call, functions, query, grounding=grounding, context=context)
+def _call_verdict(index: int, call_id: str | None, checked: CheckedCall) -> CallVerdict:
+    d, call = checked.diagnosis, checked.call
     return CallVerdict(
         index=index,
         id=call_id,
@@ -290,6 +308,15 @@ def _call_verdict(
     )
 
 
+def call_shaped(text: str) -> bool:
+    """Whether ``text`` holds a call the parser could not read: a ``<tool_call>`` or
+    ``<functioncall>`` block, or a JSON call opening (``{"`` / ``[{"``) that does not decode
+    (:func:`~callscope.parse.json_calls.first_invalid_json`). Prose with a stray bracket is
+    not (the parser's own reasons also cover prose such as ``f(x) = 2x``, which no agent
+    meant as a call)."""
+    return "<tool_call>" in text or "<functioncall>" in text or first_invalid_json(text) is not None
+
+
 def check(
     response: Any,
     tools: Sequence[Any] | None,
@@ -300,7 +327,10 @@ def check(
 
     Native ``tool_calls`` are always checked (an unreadable list is one stage-1 verdict with
     the parse error); calls written in the text are checked when the turn's action class is
-    ``TOOL_CALL``. ``grounding`` names the stage-3 mode (default
+    ``TOOL_CALL``, and call-shaped text that does not parse (:func:`call_shaped`) is a broken
+    call attempt. Every call is diagnosed (:func:`~callscope.saag.answer.diagnose_answer`,
+    a call attempt expects a call); a turn with no call attempt passes with no call.
+    ``grounding`` names the stage-3 mode (default
     :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`). Nothing is evaluated: calls are
     parsed as data (:mod:`callscope.parse`)."""
     message = message_of(response)
@@ -315,34 +345,40 @@ def check(
     except TypeError:
         action = TOOL_CALL if native_calls else "OTHER"
     parsed: ParseResult
-    ids: list[str | None]
+    ids: list[str | None] = []
     if native_calls:
         parsed = parse_native(native_calls)
         ids = [
             str(tc["id"]) if isinstance(tc, dict) and tc.get("id") is not None else None
             for tc in (native_calls if isinstance(native_calls, list) else [])
         ]
-    elif action == TOOL_CALL:
+    else:
         parsed = parse_output(text)
-        ids = []
-    else:
-        return TurnVerdict(action=action, query=query, content=text, functions=functions)
-    verdicts: list[CallVerdict]
-    if parsed.calls:
-        verdicts = [
-            _call_verdict(
-                i, ids[i] if i < len(ids) else None, c, functions, query, context, grounding
+        attempt = action == TOOL_CALL or (no_call_kind(parsed) == "broken" and call_shaped(text))
+        if not attempt:  # prose (or nothing): an abstention, not a failure
+            kind: NoCall = "empty" if no_call_kind(parsed) == "empty" else "abstained"
+            return TurnVerdict(
+                action=action,
+                query=query,
+                content=text,
+                functions=functions,
+                no_call=kind,
+                verdict=AnswerVerdict(parse_error=parsed.error, no_call=kind),
             )
-            for i, c in enumerate(parsed.calls)
-        ]
-    else:
-        verdicts = [_call_verdict(0, None, None, functions, query, context, grounding)]
+    answer = diagnose_answer(
+        parsed, functions, query, grounding=grounding, context=context, expect_call=True
+    )
+    verdicts = tuple(
+        _call_verdict(i, ids[i] if i < len(ids) else None, c) for i, c in enumerate(answer.checked)
+    )
     return TurnVerdict(
         action=action,
-        calls=tuple(verdicts),
+        calls=verdicts,
         parse_error=parsed.error,
         query=query,
         content=text,
         native=bool(native_calls),
         functions=functions,
+        no_call=answer.no_call,
+        verdict=answer,
     )

@@ -9,13 +9,20 @@ What it checks, and what it does not:
   its last user message and, as context, its earlier user messages and tool results. A
   failing call is repaired (:func:`callscope.guard.repair.repair`): upstream is asked again
   with the model's answer and the gated correction appended (the agent never sees
-  those turns), at most ``attempts`` times and not after ``repair_timeout`` seconds.
+  those turns; a failing call among passing ones is named by position and name, and the
+  passing ones are to be kept as they are), at most ``attempts`` times and not after
+  ``repair_timeout`` seconds; the best whole answer is kept.
 - The agent gets the upstream body byte for byte when the calls pass; the repaired
   completion when a re-ask passed; else the best one seen. A changed body carries one extra
   top-level field, ``callscope``: ``{"guard": "repaired" | "unrepaired", "attempts",
-  "best_attempt", "stage", "reasons", "correction", "request_id"}``. Every checked reply also
-  has the header ``X-Callscope-Guard: passed | repaired | unrepaired``
-  (``unchecked`` for a completion without tool calls).
+  "best_attempt", "stage", "reasons", "correction", "calls", "first_stages",
+  "request_id"}``, where ``calls`` lists each call of the returned answer by position
+  (``{"position", "name", "stage", "reasons"}``) and ``first_stages`` each call's stage in
+  the first answer. Every checked reply also has the header
+  ``X-Callscope-Guard: passed | repaired | unrepaired`` (``unchecked`` for a completion
+  without tool calls) and ``X-Callscope-Guard-Calls``: each call's stage in the answer
+  returned, by position, comma-separated (``0,3``: the first call passed, the second failed
+  at stage 3; only stage digits, so no model text reaches a header).
 - Not checked, passed through unchanged: answers without tool calls, requests without
   tools, streaming requests (``"stream": true``, relayed chunk by chunk), choices after the
   first (``n > 1``), every other endpoint and method, and error statuses (returned with
@@ -56,6 +63,8 @@ from callscope.parse import parse_output
 EXTRA_FIELD = "callscope"
 #: the response header naming the proxy's decision
 GUARD_HEADER = "X-Callscope-Guard"
+#: the response header listing each call's stage (0 = passed) by position
+CALLS_HEADER = "X-Callscope-Guard-Calls"
 #: the default model the proxy serves without ``--upstream`` (the embedded one)
 DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
@@ -348,7 +357,7 @@ class Guard:
         verdict = check(data, tools, messages, cfg.grounding)
         if verdict.passed:
             self._record(request, _single(data, verdict), "passed")
-            return _with_header(first, "passed")
+            return _with_header(first, "passed", verdict)
         deadline = time.monotonic() + cfg.repair_timeout
 
         def ask(convo: list[dict[str, Any]], _tools: Any) -> dict[str, Any]:
@@ -383,11 +392,14 @@ class Guard:
             "stage": result.verdict.stage,
             "reasons": [r for c in result.verdict.calls for r in c.reasons],
             "correction": result.verdict.correction,
+            "calls": call_list(result.verdict),
+            "first_stages": [c.stage for c in verdict.calls],
             "request_id": request_id,
         }
         headers_out = [(k, v) for k, v in first.headers if k.lower() != "content-type"]
         headers_out.append(("content-type", "application/json"))
-        return _with_header(UpstreamReply(200, headers_out, json.dumps(best).encode()), decision)
+        reply = UpstreamReply(200, headers_out, json.dumps(best).encode())
+        return _with_header(reply, decision, result.verdict)
 
     def _record(self, request: dict[str, Any], result: RepairResult, decision: str) -> str:
         request_id = f"{self._prefix}-{next(self._ids):06d}"
@@ -406,8 +418,27 @@ def _single(data: dict[str, Any], verdict: TurnVerdict) -> RepairResult:
     return RepairResult(data, verdict, 1, "passed", [RepairAttempt(1, [], data, verdict)])
 
 
-def _with_header(reply: UpstreamReply, decision: str) -> UpstreamReply:
-    return UpstreamReply(reply.status, [*reply.headers, (GUARD_HEADER, decision)], reply.content)
+def call_list(verdict: TurnVerdict) -> list[dict[str, Any]]:
+    """Each call of a checked answer by position: ``{"position", "name", "stage",
+    "reasons"}`` (the ``calls`` of the extra field)."""
+    return [
+        {"position": c.index, "name": c.name, "stage": c.stage, "reasons": list(c.reasons)}
+        for c in verdict.calls
+    ]
+
+
+def calls_header(verdict: TurnVerdict) -> str:
+    """The :data:`CALLS_HEADER` value: each call's stage by position, ``"0,3"``."""
+    return ",".join(str(c.stage) for c in verdict.calls)
+
+
+def _with_header(
+    reply: UpstreamReply, decision: str, verdict: TurnVerdict | None = None
+) -> UpstreamReply:
+    headers = [*reply.headers, (GUARD_HEADER, decision)]
+    if verdict is not None and verdict.calls:
+        headers.append((CALLS_HEADER, calls_header(verdict)))
+    return UpstreamReply(reply.status, headers, reply.content)
 
 
 # --------------------------------------------------------------------------- HTTP

@@ -3,9 +3,12 @@
 Each checked response becomes one :class:`~callscope.types.Case` (the user's query and the
 request's functions, no gold) and one :class:`~callscope.records.Outcome` in mode
 ``structured`` whose attempts are the asks of the repair (one attempt when nothing was
-re-asked). An attempt's ``row`` is the ``score`` row of the turn's worst call
-(:func:`callscope.saag.score.diagnosis_row`) with the turn's ``action``, ``calls`` and
-``stages`` added; its ``diagnosis`` is that call's cascade diagnosis.
+re-asked). An attempt's ``row`` is the ``score`` row of the turn's answer
+(:func:`callscope.saag.score.answer_row`: ``stage`` the earliest failing stage over its calls,
+the top-level metrics those of the call it comes from, ``calls`` each call's verdict by
+position) with the turn's ``action`` and ``stages`` (each call's stage, by position) added; its
+``diagnosis`` is the stored answer verdict (:func:`callscope.saag.answer.verdict_to_dict`: the
+deciding call's diagnosis plus ``answer_calls``, every call's, by position).
 
 :class:`StoreWriter` writes them on a background thread, so a proxied request never waits
 for SQLite.
@@ -22,8 +25,9 @@ from typing import Any
 from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.repair import RepairResult
 from callscope.records import Attempt, Outcome
+from callscope.saag.answer import verdict_to_dict
 from callscope.saag.groundings import get_grounding
-from callscope.saag.score import diagnosis_row
+from callscope.saag.score import answer_row
 from callscope.store.run_store import RunStore
 from callscope.types import Case
 
@@ -33,19 +37,22 @@ GUARD_MODE = "gated"
 
 
 def verdict_row(case_id: str, verdict: TurnVerdict, grounding: str | None) -> dict[str, Any]:
-    """The ``score`` row of a turn: its worst call's row plus ``action``, ``calls`` (how many)
-    and ``stages`` (each call's stage)."""
-    worst = verdict.worst
-    name = get_grounding(grounding).name
-    if worst is None:
-        row: dict[str, Any] = {"id": case_id, "stage": None}
+    """The ``score`` row of a turn (:func:`~callscope.saag.score.answer_row` of its answer:
+    ``stage``, ``answer``, ``calls`` each call's verdict by position, ``repeated``) plus
+    ``action`` and ``stages`` (each call's stage, by position). A turn without a call (a
+    re-asked answer in prose) has ``stage`` ``None``: nothing was checked."""
+    if not verdict.calls:
+        row: dict[str, Any] = {"id": case_id, "stage": None, "answer": verdict.no_call}
     else:
-        row = diagnosis_row(case_id, worst.diagnosis, name, verdict.parse_error)
-        row["fix"] = verdict.correction
-    row.update(
-        action=verdict.action, calls=len(verdict.calls), stages=[c.stage for c in verdict.calls]
-    )
+        row = answer_row(case_id, verdict.answer, get_grounding(grounding).name)
+    row.update(action=verdict.action, stages=[c.stage for c in verdict.calls])
     return row
+
+
+def stored_verdict(verdict: TurnVerdict) -> dict[str, Any] | None:
+    """The diagnosis an attempt stores for a turn: the answer's verdict
+    (:func:`~callscope.saag.answer.verdict_to_dict`), ``None`` for a turn without a call."""
+    return verdict_to_dict(verdict.answer) if verdict.calls else None
 
 
 def _reply(response: Any) -> dict[str, Any] | None:
@@ -87,7 +94,6 @@ def guard_records(
                 )
             )
             continue
-        worst = a.verdict.worst
         attempts.append(
             Attempt(
                 attempt=a.attempt,
@@ -95,7 +101,7 @@ def guard_records(
                 reply=_reply(a.response),
                 parsed=[c.to_dict() for c in a.verdict.tool_calls],
                 row=verdict_row(case_id, a.verdict, grounding),
-                diagnosis=worst.diagnosis.to_dict() if worst is not None else None,
+                diagnosis=stored_verdict(a.verdict),
                 feedback=a.feedback,
                 latency_s=a.latency_s,
             )

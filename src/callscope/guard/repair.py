@@ -16,6 +16,16 @@ keeps the best response seen (:func:`callscope.saag.correction.best_at`): the on
 call reached the deepest stage, then the one with the fewest flagged names and values, then
 the later one. Every re-asked answer is checked against the *original* messages: the
 correction is never evidence for grounding.
+
+The unit is the answer (issue 28): every call of each answer is checked; a failing call among
+passing ones is corrected by position and name (``Call 2 (get_weather): ...``) and the calls
+that passed are named, to be kept exactly as they are (the engine's
+:func:`~callscope.saag.correction.answer_correction`); the answer kept is the best *whole*
+answer (its worst call's depth, then its flagged values over all its calls). A first answer
+without a call attempt (prose) is not repaired (``stopped="no_call"``): the agent may answer
+in prose. A re-asked answer without a call, after a call attempt, counts as no answer to the
+correction (it ranks below any call and is corrected with the paper's "No function name
+found").
 """
 
 from __future__ import annotations
@@ -161,7 +171,7 @@ def repair(
             continue
         v = check(reply, tools, base, grounding)
         attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
-        history.append(v.answer)
+        history.append(v.answer if v.checked else AnswerVerdict(parse_error=v.parse_error))
     best = answer_at(history, policy)
     assert best is not None  # the first attempt always has an answer
     chosen = attempts[best]

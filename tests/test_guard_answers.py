@@ -1,0 +1,424 @@
+"""Issue 28 item 8: the guard, the repair proxy and chat logs over answers of 0..n calls.
+
+Every call of an answer is checked; a failing call among passing ones is repaired with the
+passing ones kept; the verdict lists every call by position; a turn without a call attempt
+(prose) is not a failure. Tested through the real entry points: ``callscope serve`` (a
+subprocess) driven by the real ``openai`` client against a scripted upstream, and
+``callscope score --from-chat``.
+
+The stages are worked out by hand from the cascade's rules (SAAG paper, section 2): "Paris"
+and "London" occur in the user's text (stage 3 passes), "Berlin" does not (stage 3 fails:
+the value is not stated). Whether the invented value is a *hard* or a *soft* drift is the
+paper's PartialRatio boundary (< 60: hard): in "Weather for Paris and London, please." no
+6-character window is close to "berlin" (hard, so the gated repair corrects it); in the
+issue's "What's the weather in Paris and in London?" the window "er in " shares "er" and
+"in" with it (soft: the call still fails stage 3, and ``score --from-chat`` reports it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from callscope.cli import app
+from callscope.guard import check, repair
+from callscope.guard.proxy import CALLS_HEADER, EXTRA_FIELD, GUARD_HEADER
+from callscope.saag.messages import HARD, KEEP_NAME, NO_NAME, call_label, keep_passed
+from callscope.store.run_store import RunStore
+from callscope.types import ToolCall
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+#: the query whose invented "Berlin" is a hard drift (module docstring)
+QUERY = "Weather for Paris and London, please."
+#: the issue's query ("Measured"): "Berlin" is a soft drift there
+ISSUE_QUERY = "What's the weather in Paris and in London?"
+PARIS = ("get_weather", {"city": "Paris"})
+LONDON = ("get_weather", {"city": "London"})
+BERLIN = ("get_weather", {"city": "Berlin"})
+
+
+def msg(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a) in enumerate(calls)
+        ],
+    }
+
+
+def user(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+# --------------------------------------------------------------------------- check
+
+
+def test_every_call_of_an_answer_is_checked_and_listed_by_position() -> None:
+    v = check(msg(PARIS, BERLIN), TOOLS, user(QUERY))
+    assert [(c.index, c.id, c.name, c.stage) for c in v.calls] == [
+        (0, "c0", "get_weather", 0),
+        (1, "c1", "get_weather", 3),
+    ]
+    assert (v.passed, v.stage, v.worst.index, v.no_call) == (False, 3, 1, None)
+    assert v.calls[1].reasons == ("hard: city='Berlin' has no grounding in the user's text",)
+    d = v.to_dict()
+    assert (d["stage"], d["answer"], [c["stage"] for c in d["calls"]]) == (3, "calls", [0, 3])
+    # the issue's query: the same call fails stage 3, as a soft drift
+    issue = check(msg(PARIS, BERLIN), TOOLS, user(ISSUE_QUERY))
+    assert ([c.stage for c in issue.calls], issue.calls[1].diagnosis.soft) == ([0, 3], ["city"])
+    assert check(msg(PARIS, LONDON), TOOLS, user(QUERY)).passed
+
+
+def test_a_repeated_call_is_flagged_without_failing() -> None:
+    v = check(msg(PARIS, LONDON, PARIS), TOOLS, user(QUERY))
+    assert (v.passed, v.repeated, v.to_dict()["repeated"]) == (True, (2,), [2])
+
+
+def test_prose_is_an_abstention_and_a_broken_call_attempt_is_a_stage_1_failure() -> None:
+    joke = check("Why did the cat sit on the laptop? To keep an eye on the mouse.", TOOLS, [])
+    assert (joke.checked, joke.passed, joke.stage, joke.no_call) == (False, True, 0, "abstained")
+    # prose the Python-call reader refuses ("not Python call syntax") is still prose
+    aside = check("It is sunny (25C) in Paris", TOOLS, user(QUERY))
+    assert (aside.checked, aside.passed, aside.no_call) == (False, True, "abstained")
+    assert check("", TOOLS, user(QUERY)).no_call == "empty"
+    # a JSON call cut off mid-arguments: the classifier calls it OTHER, but it is a call
+    # attempt, so it fails stage 1 with the parser's reason and the repair corrects it
+    cut = check('{"name": "get_weather", "arguments": {"city": ', TOOLS, user(QUERY))
+    assert (cut.action, cut.checked, cut.stage, cut.no_call) == ("OTHER", True, 1, "broken")
+    assert cut.parse_error.startswith("the JSON call starting at character 0 is cut off")
+    assert cut.calls[0].reasons == ("no_name: no function name found",)
+
+
+# --------------------------------------------------------------------------- repair
+
+
+class Scripted:
+    """A chat function answering from a script, recording what it was sent."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.sent: list[list[dict[str, Any]]] = []
+
+    def __call__(self, messages: list[dict[str, Any]], tools: Any) -> Any:
+        self.sent.append(messages)
+        return self.answers[min(len(self.sent) - 1, len(self.answers) - 1)]
+
+
+#: the gated correction of the answer (Paris, Berlin) to QUERY: the failing second call
+#: named by position and name, its name kept, then the passing first call kept as it is
+CORRECTION = (
+    f"Call 2 (get_weather): {HARD.format(params='city')} "
+    f"{KEEP_NAME.format(name='get_weather')} "
+    f"{keep_passed([call_label(0, ToolCall(*PARIS))], as_is=True)}"
+)
+
+
+def test_the_failing_call_is_repaired_and_the_passing_one_kept() -> None:
+    chat = Scripted(msg(PARIS, BERLIN), msg(PARIS, LONDON))
+    result = repair(chat, user(QUERY), TOOLS)
+    assert (result.passed, result.repaired, result.best_attempt, result.stopped) == (
+        True,
+        True,
+        2,
+        "passed",
+    )
+    assert result.response == msg(PARIS, LONDON)
+    assert CORRECTION.startswith("Call 2 (get_weather): The values for city have no grounding")
+    assert CORRECTION.endswith("Call 1 (get_weather) passed: keep it exactly as it is.")
+    assert [a.feedback for a in result.attempts] == [CORRECTION, None]
+    # the re-ask: the original turn, the model's two calls as JSON text (one a line), the
+    # correction
+    re_ask = chat.sent[1]
+    assert re_ask[0] == user(QUERY)[0]
+    assert [json.loads(line) for line in re_ask[1]["content"].splitlines()] == [
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+        {"name": "get_weather", "arguments": {"city": "Berlin"}},
+    ]
+    assert re_ask[2] == {"role": "user", "content": CORRECTION}
+
+
+def test_the_best_whole_answer_is_kept() -> None:
+    # the revision fixes call 2 but breaks call 1 (a name not in the tools): as a whole it
+    # reaches stage 1 only, below the first answer's stage 3, so the gated repair stops on
+    # the regression and answers with the first answer
+    broke_first = msg(("get_wether", {"city": "Paris"}), LONDON)
+    result = repair(
+        Scripted(msg(PARIS, BERLIN), broke_first, msg(PARIS, LONDON)), user(QUERY), TOOLS
+    )
+    assert (result.stopped, result.best_attempt, len(result.attempts)) == ("regression", 1, 2)
+    assert result.response == msg(PARIS, BERLIN)
+    assert [[c.stage for c in a.verdict.calls] for a in result.attempts] == [[0, 3], [1, 0]]
+
+
+def test_prose_is_not_repaired_and_a_prose_re_ask_is_no_answer() -> None:
+    prose = repair(Scripted("Which city do you mean?"), user(QUERY), TOOLS)
+    assert (prose.stopped, prose.passed, len(prose.attempts)) == ("no_call", True, 1)
+    # after a call attempt, a re-ask answered in prose does not pass: it ranks below any
+    # call, so the first answer stays the best; the paper's "no name" correction follows
+    chat = Scripted(msg(PARIS, BERLIN), "Sorry, which cities?", msg(PARIS, LONDON))
+    result = repair(chat, user(QUERY), TOOLS, settings=None)
+    assert [a.verdict.checked for a in result.attempts] == [True, False, True]
+    assert result.attempts[1].feedback == NO_NAME
+    assert (result.stopped, result.best_attempt) == ("passed", 3)
+
+
+# --------------------------------------------------------------------------- callscope serve
+
+
+def _completion(calls: list[tuple[str, dict[str, Any]]] | str, n: int) -> dict[str, Any]:
+    message = {"role": "assistant", "content": calls} if isinstance(calls, str) else msg(*calls)
+    return {
+        "id": f"chatcmpl-scripted-{n}",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def _scripted_answer(request: dict[str, Any]) -> list[tuple[str, dict[str, Any]]] | str:
+    """By scenario (the request's ``model``) and whether a correction was already sent."""
+    re_asked = any(m["role"] == "assistant" for m in request["messages"])
+    scenario = request["model"]
+    if scenario == "prose":
+        return "Which cities do you mean?"
+    if scenario == "both" or re_asked:
+        return [PARIS, LONDON]
+    return [PARIS, BERLIN]  # "invented"
+
+
+class ScriptedUpstream(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.bodies: list[bytes] = []
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _ScriptedHandler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def of(self, scenario: str) -> list[tuple[dict[str, Any], bytes]]:
+        with self.lock:
+            return [
+                (r, b)
+                for r, b in zip(self.requests, self.bodies, strict=True)
+                if r["model"] == scenario
+            ]
+
+
+class _ScriptedHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: ScriptedUpstream
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._send(b'{"object": "list", "data": [{"id": "scripted", "object": "model"}]}')
+
+    def do_POST(self) -> None:  # noqa: N802
+        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            n = len(self.server.requests) + 1
+            body = json.dumps(_completion(_scripted_answer(request), n)).encode()
+            self.server.requests.append(request)
+            self.server.bodies.append(body)
+        self._send(body)
+
+
+@pytest.fixture
+def upstream() -> Iterator[ScriptedUpstream]:
+    server = ScriptedUpstream()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def callscope_serve(upstream_url: str, out: Path) -> Iterator[str]:
+    """``callscope serve`` (the console script's ``main``) in a subprocess in front of
+    ``upstream_url``, its decisions in ``out``; yields its base URL. Stopped with Ctrl-C
+    (SIGINT), as a user stops it: the store is written when the block ends."""
+    port = _free_port()
+    cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve"]
+    cmd += ["--upstream", upstream_url, "--port", str(port), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"callscope serve did not start: {proc.communicate()}")
+            time.sleep(0.1)
+        yield base
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _ask(base: str, scenario: str) -> Any:
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=base, api_key="test-key", max_retries=0, timeout=20)
+    return client.chat.completions.with_raw_response.create(
+        model=scenario, messages=user(QUERY), tools=TOOLS
+    )
+
+
+def _cities(completion: Any) -> list[str]:
+    calls = completion.choices[0].message.tool_calls
+    return [json.loads(tc.function.arguments)["city"] for tc in calls]
+
+
+def test_callscope_serve_repairs_the_failing_call_and_keeps_the_passing_one(
+    upstream: ScriptedUpstream, tmp_path: Path
+) -> None:
+    out = tmp_path / "proxy-run"
+    with callscope_serve(upstream.url, out) as base:
+        both = _ask(base, "both")
+        invented = _ask(base, "invented")
+        prose = _ask(base, "prose")
+    # two passing calls: upstream's body byte for byte, each call's stage in the header
+    ((_, sent),) = upstream.of("both")
+    assert both.http_response.content == sent
+    assert (both.headers[GUARD_HEADER], both.headers[CALLS_HEADER]) == ("passed", "0,0")
+    # Paris passes, Berlin fails stage 3: the second call is corrected, the first kept
+    completion = invented.parse()
+    assert (invented.headers[GUARD_HEADER], invented.headers[CALLS_HEADER]) == ("repaired", "0,0")
+    assert _cities(completion) == ["Paris", "London"]
+    extra = completion.model_extra[EXTRA_FIELD]
+    assert (extra["attempts"], extra["best_attempt"], extra["stage"], extra["first_stages"]) == (
+        2,
+        2,
+        0,
+        [0, 3],
+    )
+    assert extra["calls"] == [
+        {"position": 0, "name": "get_weather", "stage": 0, "reasons": []},
+        {"position": 1, "name": "get_weather", "stage": 0, "reasons": []},
+    ]
+    (first, _), (second, _) = upstream.of("invented")
+    assert second["messages"][: len(first["messages"])] == first["messages"]
+    assert second["messages"][-1] == {"role": "user", "content": CORRECTION}
+    # prose is not checked: it passes through
+    assert prose.headers[GUARD_HEADER] == "unchecked" and CALLS_HEADER not in prose.headers
+    assert prose.parse().choices[0].message.content == "Which cities do you mean?"
+    # the run store: every call's verdict of every attempt, by position
+    store = RunStore(out)
+    try:
+        outcomes = {o["model"]: o for o in store.outcomes()}
+        attempts = store.attempts("invented", outcomes["invented"]["case_id"], "gated")
+        decisions = store.get_meta("guard:decisions")
+    finally:
+        store.close()
+    assert sorted(outcomes) == ["both", "invented"]
+    assert decisions == {"passed": 1, "repaired": 1, "unchecked": 1}
+    assert [a["row"]["stages"] for a in attempts] == [[0, 3], [0, 0]]
+    assert [a["row"]["stage"] for a in attempts] == [3, 0]
+    assert [c["stage"] for c in attempts[0]["row"]["calls"]] == [0, 3]
+    assert [d["stage"] for d in attempts[0]["diagnosis"]["answer_calls"]] == [0, 3]
+    assert attempts[0]["diagnosis"]["hard"] == ["city"]  # the deciding call: the second
+    assert attempts[0]["feedback"] == CORRECTION
+
+
+# --------------------------------------------------------------------------- score --from-chat
+
+
+def test_score_from_chat_lists_each_call_of_a_two_call_turn(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    conversation = {
+        "id": "weather",
+        "tools": TOOLS,
+        "messages": [
+            *user(ISSUE_QUERY),
+            msg(PARIS, BERLIN),
+            {"role": "tool", "tool_call_id": "c0", "content": '{"temp": 18}'},
+            {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 12}'},
+            {"role": "assistant", "content": "Paris is at 18 degrees, Berlin at 12."},
+        ],
+    }
+    log.write_text(json.dumps(conversation) + "\n", encoding="utf-8")
+    rows_path = tmp_path / "rows.jsonl"
+    res = CliRunner().invoke(
+        app,
+        ["score", "--from-chat", str(log), "-o", str(rows_path), "--report", str(tmp_path / "rep")],
+    )
+    assert res.exit_code == 0, res.output
+    assert "1 assistant turns with tool calls (1 with several)" in res.output
+    rows = [json.loads(x) for x in rows_path.read_text().splitlines()]
+    keys = ("turn", "answer", "answer_stage", "call", "name", "stage")
+    assert [tuple(r.get(k) for k in keys) for r in rows] == [
+        (1, "calls", 3, 0, "get_weather", 0),
+        (1, "calls", 3, 1, "get_weather", 3),
+        (4, "abstained", None, None, None, None),
+    ]
+    assert rows[0]["correction"] is None and rows[0]["reasons"] == []
+    assert rows[1]["reasons"] == ["soft: city='Berlin' is only loosely related to the user's text"]
+    store = RunStore(tmp_path / "rep")
+    try:
+        (outcome,) = store.outcomes()
+        (attempt,) = store.attempts(outcome["model"], outcome["case_id"], "gated")
+    finally:
+        store.close()
+    assert (outcome["case_id"], outcome["final"]["stage"]) == ("weather#1", 3)
+    assert [c["stage"] for c in attempt["row"]["calls"]] == [0, 3]
+    assert attempt["row"]["fix"].startswith("Call 2 (get_weather): The values for city are loosely")
+    assert [d["stage"] for d in attempt["diagnosis"]["answer_calls"]] == [0, 3]

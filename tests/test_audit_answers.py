@@ -117,6 +117,10 @@ def test_hand_worked_two_call_answer(mode: str) -> None:
     # get_time called with {city, unit}: zone (required) missing, city and unit spurious
     assert got[("cascade", "extra_call")] == (True, 2)
     assert got[("gold", "extra_call")][0] is True
+    # get_time with zone = "fahrenheit" (the request's longest word): a stated value in a
+    # schema-valid call, so the cascade passes it; the gold sees an extra call
+    assert got[("cascade", "extra_call_filled")] == (False, 0)
+    assert got[("gold", "extra_call_filled")][0] is True
     # seed 0 picks call 1's city: London -> "Zanzibar Quartz", stated nowhere: stage 3
     assert got[("cascade", "unstated_value")] == (True, 3)
     assert got[("gold", "unstated_value")][0] is True
@@ -232,3 +236,78 @@ def test_audit_command_on_answer_cases(tmp_path: Path) -> None:
     assert sorted(p.name for p in out2.iterdir()) == [
         "audit_answers.csv", "audit_answers.json", "audit_answers.md",
     ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- real BFCL
+
+ANSWER_CATEGORIES = [
+    "parallel",
+    "parallel_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "irrelevance",
+    "live_irrelevance",
+]
+
+#: (detector, kind) -> (flagged, n) on every answer case of BFCL's six answer categories at
+#: S = 5 (440 multi-call, 1,124 no-call; `callscope bench build --source bfcl --categories
+#: <the six> --scales 5 --n 1564`, seed 0), per grounding mode. Pinned from a run of this
+#: code (issue 28 item 7). The gold detector is the same in both modes (it reads no grounding).
+PINNED_BFCL: dict[str, dict[tuple[str, str], tuple[int, int]]] = {
+    "lexical": {
+        ("cascade", "gold_answer"): (113, 440),
+        ("cascade", "clean_abstention"): (0, 1124),
+        ("cascade", "dropped_call"): (0, 327),
+        ("cascade", "duplicated_call"): (327, 327),
+        ("cascade", "extra_call"): (326, 326),
+        ("cascade", "extra_call_filled"): (28, 326),
+        ("cascade", "unstated_value"): (322, 322),
+        ("cascade", "swapped_values"): (20, 164),
+        ("cascade", "call_on_no_call"): (144, 1124),
+    },
+    "registry": {
+        ("cascade", "gold_answer"): (44, 440),
+        ("cascade", "clean_abstention"): (0, 1124),
+        ("cascade", "dropped_call"): (0, 396),
+        ("cascade", "duplicated_call"): (396, 396),
+        ("cascade", "extra_call"): (395, 395),
+        ("cascade", "extra_call_filled"): (5, 395),
+        ("cascade", "unstated_value"): (391, 391),
+        ("cascade", "swapped_values"): (21, 192),
+        ("cascade", "call_on_no_call"): (45, 1124),
+    },
+}
+PINNED_GOLD = {
+    ("gold", "gold_answer"): (0, 440),
+    ("gold", "clean_abstention"): (0, 1124),
+    ("gold", "dropped_call"): (440, 440),
+    ("gold", "duplicated_call"): (440, 440),
+    ("gold", "extra_call"): (439, 439),
+    ("gold", "extra_call_filled"): (439, 439),
+    ("gold", "unstated_value"): (435, 435),
+    ("gold", "swapped_values"): (220, 220),
+    ("gold", "call_on_no_call"): (1124, 1124),
+}
+#: calls of gold answers the cascade flags / calls (the per-call false alarms)
+PINNED_CALLS = {"lexical": (204, 1241), "registry": (70, 1241)}
+
+
+@pytest.fixture(scope="module")
+def bfcl_answer_cases() -> list[Case]:
+    pytest.importorskip("bfcl_eval")
+    from callscope.benchmarks.sources import build_benchmark
+
+    return build_benchmark("bfcl", scales=[5], n=1564, seed=0, categories=ANSWER_CATEGORIES).cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["lexical", "registry"])
+def test_bfcl_answer_audit_counts(bfcl_answer_cases: list[Case], mode: str) -> None:
+    result = audit_answers(bfcl_answer_cases, grounding=mode)
+    got = {(e["detector"], e["kind"]): e for e in result.summary()}
+    assert {k: (e["flagged"], e["n"]) for k, e in got.items()} == {
+        **PINNED_BFCL[mode],
+        **PINNED_GOLD,
+    }
+    neg = got[("cascade", "gold_answer")]
+    assert (neg["calls_flagged"], neg["calls"]) == PINNED_CALLS[mode]

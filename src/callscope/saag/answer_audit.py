@@ -19,6 +19,10 @@ right) :func:`audit_answers` builds
       a call of another registered function (one the gold answer does not call) added at the
       end, with the arguments of one gold call (a model calling a distractor with the
       request's values);
+  ``extra_call_filled``
+      the same function added with its required parameters filled from the request as for
+      ``call_on_no_call`` (a plausible distractor call: what ``extra_call`` leaves to the
+      schema, this leaves to the values);
   ``unstated_value``
       one string value of one call replaced by a string the request does not state (as the
       single-call ``unstated_string``), else one number by an unstated number;
@@ -89,6 +93,7 @@ ANSWER_KINDS: tuple[str, ...] = (
     "dropped_call",
     "duplicated_call",
     "extra_call",
+    "extra_call_filled",
     "unstated_value",
     "swapped_values",
     "call_on_no_call",
@@ -313,6 +318,9 @@ def answer_positives(
         src = r.randrange(len(base))
         extra = ToolCall(other, dict(base[src].arguments))
         out.append(("extra_call", [*base, extra], f"added {other!r} with call {src}'s arguments"))
+        spec = find_spec(case.functions, other) or {}
+        filled = ToolCall(other, _filled(spec, case.query))
+        out.append(("extra_call_filled", [*base, filled], f"added {other!r} {filled.arguments}"))
 
     words = n.norm_words(case.query)
     new_str = next((s for s in _UNSTATED_STRINGS if not n.words_state(s, words)), None)
@@ -343,7 +351,7 @@ def answer_positives(
     for i, a in enumerate(base):
         for j in range(i + 1, len(base)):
             b = base[j]
-            for p in a.arguments.keys() & b.arguments.keys():
+            for p in [k for k in a.arguments if k in b.arguments]:  # a's order: seeded
                 va, vb = a.arguments[p], b.arguments[p]
                 if not (_scalar(va) and type(va) is type(vb)) or _same(va, vb):
                     continue

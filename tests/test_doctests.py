@@ -28,6 +28,9 @@ DOCTEST_MODULES = (
     "callscope.saag.metrics",
     "callscope.saag.stage_mix",
     "callscope.saag.answer",
+    "callscope.benchmarks.bfcl.single",
+    "callscope.benchmarks.bfcl.answer_agreement",
+    "callscope.benchmarks.sources",
     "callscope.cli.calibrate_legacy",
 )
 

@@ -1,6 +1,7 @@
 """A grader-agreement harness: another grader against BFCL's own AST checker, on every gold
 call and on systematically perturbed calls (wrong value, wrong type, missing required argument,
-extra argument, wrong function).
+extra argument, wrong function). Answers of several calls or none:
+:mod:`callscope.benchmarks.bfcl.answer_agreement`.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def perturbed_calls(case: Case, rng: random.Random) -> dict[str, dict[str, Any] 
 
     candidates = []
     for param in sorted(args):
-        wrong = _wrong_value(
+        wrong = wrong_value(
             args[param], acceptable.get(param, [args[param]]), properties.get(param)
         )
         if wrong is not NO_VALUE:
@@ -164,7 +165,7 @@ def perturbed_calls(case: Case, rng: random.Random) -> dict[str, dict[str, Any] 
     return out
 
 
-def _wrong_value(value: Any, acceptable: list[Any], schema: Mapping[str, Any] | None) -> Any:
+def wrong_value(value: Any, acceptable: list[Any], schema: Mapping[str, Any] | None) -> Any:
     """A value of ``value``'s type that is not acceptable, or ``NO_VALUE``."""
     if isinstance(value, bool):
         flipped = not value

@@ -15,6 +15,14 @@ What this module guarantees:
   site-packages). A stand-in ``model_config`` module is placed in ``sys.modules`` only for
   the duration of that one import and removed afterwards, whether the import succeeds or not.
 * :func:`gorilla_to_json_schema` turns BFCL's own type names into JSON Schema.
+* :func:`checker_module` gives the AST checker's module (its ``simple_function_checker`` and
+  ``parallel_function_checker_no_order``), imported as :func:`ast_checker` imports it.
+* :func:`bfcl_functions` compiles named top-level functions of a BFCL module from its
+  installed source, without running the module's imports (BFCL's prompt decoder lives in
+  ``bfcl_eval.model_handler.utils``, which imports tree-sitter, tenacity and
+  ``bfcl_eval.utils``, whose import creates directories); only for text callscope wrote
+  itself (the agreement harness), never for model text: BFCL's decoder evaluates
+  ``BinOp`` and ``Lambda`` nodes.
 
 Function names: BFCL names may contain dots (``math.factorial``). JSON Schema and local
 engines (llama.cpp) accept them, but native tool-calling APIs of OpenAI, Anthropic, Mistral
@@ -221,6 +229,42 @@ def ast_checker() -> Callable[..., dict[str, Any]]:
     It returns ``{"valid": bool, "error": [...], "error_type": str}``.
     """
     return _load_checker()[0]
+
+
+def checker_module() -> types.ModuleType:
+    """BFCL's AST checker module (``simple_function_checker``,
+    ``parallel_function_checker_no_order``, ...), imported lightly as for :func:`ast_checker`."""
+    _load_checker()
+    return _import_checker_module()
+
+
+def bfcl_functions(
+    module_path: str, names: Iterable[str], namespace: dict[str, Any]
+) -> dict[str, Callable[..., Any]]:
+    """The top-level functions ``names`` of BFCL's module at ``module_path`` (relative to the
+    ``bfcl_eval`` package, e.g. ``"model_handler/utils.py"``), compiled from its installed
+    source in a fresh module namespace seeded with ``namespace`` (the names they use from
+    the module's imports); the module's own imports are not run. ``KeyError`` for a name
+    the module does not define at top level. See the module docstring for what it may be
+    used on."""
+    import ast as python_ast
+
+    require_bfcl()
+    path = files("bfcl_eval").joinpath(*module_path.split("/"))
+    tree = python_ast.parse(path.read_text(encoding="utf-8"))
+    wanted = list(names)
+    defs = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, python_ast.FunctionDef) and node.name in wanted
+    }
+    missing = [name for name in wanted if name not in defs]
+    if missing:
+        raise KeyError(f"bfcl_eval/{module_path} defines no top-level {', '.join(missing)}")
+    module = python_ast.Module(body=[defs[name] for name in wanted], type_ignores=[])
+    scope: dict[str, Any] = {"__name__": f"callscope_bfcl_{module_path}", **namespace}
+    exec(compile(module, f"bfcl_eval/{module_path}", "exec"), scope)  # BFCL's own code
+    return {name: scope[name] for name in wanted}
 
 
 def checker_model_name() -> str:

@@ -14,7 +14,9 @@
   :mod:`callscope.benchmarks.bfcl.agreement`).
 
 Gold arguments: for each parameter of the possible answer, the first acceptable value that is
-neither ``""`` (BFCL's "may be omitted") nor ``None``; when no such value exists the parameter is
+neither ``""`` (BFCL's "may be omitted") nor ``None`` (a parameter the function's doc does not
+define is omitted when omission is acceptable: BFCL's checker rejects it under any value; in
+bfcl-eval 2026.3.23 this concerns two parallel_multiple entries, 12 and 26); when no such value exists the parameter is
 omitted if omission is acceptable, else it is ``None``. ``None`` is skipped because BFCL lists
 ``["", None]`` for 371 optional parameters in these categories and a natural call omits them
 (BFCL accepts both). Dict answers (``{key: [acceptable...]}``) and lists of them are resolved
@@ -235,17 +237,31 @@ def bfcl_ast_verdict(
     name whose config compares dotted names verbatim. ``error`` is ``"<error_type>: <message>"``;
     an exception inside BFCL's checker counts as invalid with ``error`` naming it.
     """
-    entry, ground_truth, name_map, category = _resolve_entry(case_or_entry, category)
-    if isinstance(call, ToolCall):
-        name, arguments = call.name, call.arguments
-    else:
-        name, arguments = call.get("name"), call.get("arguments")
-    if not isinstance(name, str):
-        return False, "call has no string name"
-    if not isinstance(arguments, Mapping):
-        return False, "call arguments are not an object"
-    name = name_map.get(name, name)
-    model_output = [{name: dict(arguments)}]
+    return bfcl_answer_verdict(case_or_entry, [call], category)
+
+
+def bfcl_answer_verdict(
+    case_or_entry: Case | Mapping[str, Any],
+    calls: Iterable[Mapping[str, Any] | ToolCall],
+    category: str | None = None,
+) -> tuple[bool, str | None]:
+    """BFCL's AST verdict on an answer of several calls: ``(valid, error)``, as
+    :func:`bfcl_ast_verdict` (one call) gives it. In the parallel categories BFCL's checker is
+    ``parallel_function_checker_no_order``: the same number of calls as the possible answer,
+    and for each expected call in turn the first unmatched model call that passes
+    ``simple_function_checker``; in the others, exactly one call."""
+    entry, ground_truth, name_map, category = resolve_entry(case_or_entry, category)
+    model_output: list[dict[str, Any]] = []
+    for call in calls:
+        if isinstance(call, ToolCall):
+            name, arguments = call.name, call.arguments
+        else:
+            name, arguments = call.get("name"), call.get("arguments")
+        if not isinstance(name, str):
+            return False, "call has no string name"
+        if not isinstance(arguments, Mapping):
+            return False, "call arguments are not an object"
+        model_output.append({name_map.get(name, name): dict(arguments)})
     checker = ast_checker()
     try:
         verdict = checker(
@@ -300,9 +316,11 @@ def _category_from_id(entry_id: str) -> str:
     return prefix
 
 
-def _resolve_entry(
+def resolve_entry(
     case_or_entry: Case | Mapping[str, Any], category: str | None
 ) -> tuple[Mapping[str, Any], list[dict[str, Any]], dict[str, str], str]:
+    """BFCL's raw entry, possible answer, the name map back to BFCL's names and the category
+    of a case (or a raw entry); ``KeyError`` when the entry or its answer is not found."""
     if isinstance(case_or_entry, Case):
         entry_id = case_or_entry.id
         category = category or case_or_entry.meta.get("category") or _category_from_id(entry_id)
@@ -348,12 +366,7 @@ def _entry_to_case(
         return None, "no_user_text"
     system = [m["content"] for m in first_turn if m.get("role") == "system"]
 
-    properties = docs[gold_name].get("parameters", {}).get("properties", {})
-    arguments: dict[str, Any] = {}
-    for param, values in acceptable.items():
-        present, value = _first_acceptable(values, properties.get(param) or {})
-        if present:
-            arguments[param] = value
+    arguments = _gold_arguments(docs[gold_name], acceptable)
 
     specs = [bfcl_function_to_spec(doc) for doc in entry.get("function", [])]
     meta: dict[str, Any] = {"source": "bfcl", "category": category, "bfcl_version": version}
@@ -383,6 +396,8 @@ def _gold_arguments(doc: Mapping[str, Any], acceptable: Mapping[str, Any]) -> di
     properties = doc.get("parameters", {}).get("properties", {})
     arguments: dict[str, Any] = {}
     for param, values in acceptable.items():
+        if param not in properties and "" in values:
+            continue  # BFCL rejects a parameter its doc does not define: only omission passes
         present, value = _first_acceptable(values, properties.get(param) or {})
         if present:
             arguments[param] = value

@@ -41,9 +41,12 @@ and ``S - kept`` distractors fill the rest:
 
 ``meta["kept_functions"]`` gives the block's size for every case but the one-call ones.
 Distractors are never checked for relevance to the request: on a no-call case a drawn
-distractor can be a function that does answer it (BFCL built its irrelevance queries from
-its simple ones, so a build that mixes those categories draws such functions); the no-call
-gold then no longer holds for that registry.
+distractor can be a function that does answer it, and the no-call gold then no longer holds
+for that registry. Measured on a build of BFCL's simple_python, multiple, parallel,
+parallel_multiple and irrelevance (bfcl-eval 2026.3.23, seed 0): 15 of the 240 irrelevance
+queries have a near-identical query among the call cases (rapidfuzz ``token_set_ratio`` >= 85);
+``uniform`` draws put that case's gold function into none of their registries at S = 5 / 10 /
+15, ``similar`` draws into 3 / 3 / 4.
 
 Output cases are ordered by source case, then by ascending scale; ids are
 ``<source id>@S<scale>``.

@@ -13,7 +13,7 @@ A live agent may answer in prose: a turn without a call *attempt* is not a failu
 verdict has no call and passes; ``no_call`` says ``abstained`` or ``empty``). A call attempt
 is native ``tool_calls``, text the action classifier reads as ``TOOL_CALL``, or call-shaped
 text the parser refused (:func:`call_shaped`: a ``<tool_call>`` / ``<functioncall>`` block,
-or a JSON call opening that does not decode); a call attempt without a readable call is one
+a JSON call opening that does not decode, or an opening call of a registered function); a call attempt without a readable call is one
 stage-1 verdict with the parser's reason (``no_call="broken"``), which the repair corrects.
 
 Evidence (:func:`evidence_of`): the text of the last user message is the query; the earlier
@@ -24,13 +24,14 @@ the system prompt is flagged).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from callscope.calibration.classify import classify_emission
 from callscope.parse import parse_output
 from callscope.parse.json_calls import first_invalid_json, parse_native
+from callscope.parse.python_calls import CALL_START
 from callscope.records import Diagnosis
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.correction import (
@@ -308,13 +309,20 @@ def _call_verdict(index: int, call_id: str | None, checked: CheckedCall) -> Call
     )
 
 
-def call_shaped(text: str) -> bool:
+def call_shaped(text: str, names: Collection[str] = ()) -> bool:
     """Whether ``text`` holds a call the parser could not read: a ``<tool_call>`` or
-    ``<functioncall>`` block, or a JSON call opening (``{"`` / ``[{"``) that does not decode
-    (:func:`~callscope.parse.json_calls.first_invalid_json`). Prose with a stray bracket is
-    not (the parser's own reasons also cover prose such as ``f(x) = 2x``, which no agent
-    meant as a call)."""
-    return "<tool_call>" in text or "<functioncall>" in text or first_invalid_json(text) is not None
+    ``<functioncall>`` block, a JSON call opening (``{"`` / ``[{"``) that does not decode
+    (:func:`~callscope.parse.json_calls.first_invalid_json`), or text that opens with a call
+    of one of the registered ``names`` in Python syntax (``get_weather(city=``). Prose with a
+    stray bracket is not (the parser's own reasons also cover prose such as ``f(x) = 2x``,
+    which no agent meant as a call)."""
+    if "<tool_call>" in text or "<functioncall>" in text or first_invalid_json(text) is not None:
+        return True
+    opening = CALL_START.match(text.lstrip())
+    if opening is None:
+        return False
+    name = opening.group().lstrip("[").rstrip("(").strip()
+    return name in names
 
 
 def check(
@@ -354,7 +362,10 @@ def check(
         ]
     else:
         parsed = parse_output(text)
-        attempt = action == TOOL_CALL or (no_call_kind(parsed) == "broken" and call_shaped(text))
+        names = [f["name"] for f in functions]
+        attempt = action == TOOL_CALL or (
+            no_call_kind(parsed) == "broken" and call_shaped(text, names)
+        )
         if not attempt:  # prose (or nothing): an abstention, not a failure
             kind: NoCall = "empty" if no_call_kind(parsed) == "empty" else "abstained"
             return TurnVerdict(
@@ -368,6 +379,8 @@ def check(
     answer = diagnose_answer(
         parsed, functions, query, grounding=grounding, context=context, expect_call=True
     )
+    if answer.no_call is not None:  # a call attempt with no readable call: a broken one
+        answer = replace(answer, no_call="broken")
     verdicts = tuple(
         _call_verdict(i, ids[i] if i < len(ids) else None, c) for i, c in enumerate(answer.checked)
     )

@@ -67,14 +67,33 @@ def score(
     report_dir: Annotated[
         Path | None, typer.Option("--report", help="with --from-chat: write a run store + report")
     ] = None,
+    from_traces: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from-traces",
+            help="instead: agent traces (OTLP JSON with OpenTelemetry GenAI or OpenInference "
+            "spans, LangSmith runs; repeat for each file): every tool call of every model span "
+            "diagnosed, per trace",
+        ),
+    ] = None,
+    tools_file: Annotated[
+        Path | None,
+        typer.Option("--tools", help="with --from-traces: tools (JSON list) for spans without any"),
+    ] = None,
 ) -> None:
     """Score model outputs with the SAAG cascade (and extrinsic metrics when gold is given)."""
+    if from_traces:
+        from callscope.cli.traces import score_traces  # lazy: the guard package, only here
+
+        score_traces(list(from_traces) + ([input] if input else []), output, grounding, tools_file)
     if from_chat:
         from callscope.cli.chatlog import score_chat  # lazy: the guard package, only here
 
         score_chat(list(from_chat) + ([input] if input else []), output, grounding, report_dir)
     if input is None:
-        fail("give a rows file, or --from-chat FILE for recorded chat logs")
+        fail(
+            "give a rows file, or --from-chat FILE for recorded chat logs, or --from-traces FILE"
+        )
     mode = get_grounding(grounding)
     rows = _input_rows(input)
     first = next(rows, None)  # read before anything is written: a missing file writes nothing

@@ -1,0 +1,52 @@
+"""`callscope score --from-traces FILE`: agent traces (OpenTelemetry GenAI, OpenInference,
+LangSmith; :mod:`callscope.guard.traces`) through the guard, with the rows and the summary
+of ``--from-chat`` (a trace is a conversation)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from callscope.cli.chatlog import print_chatlog_summary
+from callscope.cli.common import console, fail
+from callscope.core.jsonl import dumps_row
+from callscope.guard.chatlog import call_rows, diagnose_conversations, summarize_turns
+from callscope.guard.traces import read_traces, trace_rows
+from callscope.saag.groundings import get_grounding
+
+
+def score_traces(
+    files: list[Path], output: Path | None, grounding: str, tools_file: Path | None
+) -> None:
+    """Diagnose every tool call of the model spans in ``files``; rows to ``output``."""
+    mode = get_grounding(grounding).name
+    default_tools = None
+    if tools_file is not None:
+        try:
+            default_tools = json.loads(tools_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            fail(f"--tools {tools_file}: {e}")
+        if isinstance(default_tools, dict):
+            default_tools = default_tools.get("tools", default_tools.get("functions"))
+        if not isinstance(default_tools, list):
+            fail(f"--tools {tools_file}: expected a JSON list of tools")
+    conversations, errors = read_traces(files, default_tools)
+    if not conversations and not errors:
+        fail(f"{', '.join(map(str, files))} holds no model spans")
+    turns = diagnose_conversations(conversations, mode)
+    rows = trace_rows(conversations, (call_rows([t]) for t in turns))
+    text = "".join(dumps_row(r) + "\n" for r in rows)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+    print_chatlog_summary(summarize_turns(turns, malformed=len(errors)))
+    for err in errors[:20]:
+        console.print(f"[red]{escape(err)}[/red]")
+    if len(errors) > 20:
+        console.print(f"[red]... {len(errors) - 20} more unreadable spans[/red]")
+    raise typer.Exit(code=1 if errors else 0)

@@ -153,8 +153,11 @@ def test_model_text_is_escaped(report: Path, report_payload: str) -> None:
 def test_page_is_self_contained(report: Path) -> None:
     page = report.read_text(encoding="utf-8")
     assert "<link" not in page and not re.search(r"""(src|href)=["']?(https?:|//)""", page)
-    assert page.count('src="data:image/png;base64,') == len(FIGURE_FILES)
-    assert page.count("onload=\"this.setAttribute('data-loaded','1')\"") == len(FIGURE_FILES)
+    # issue 28: a run scored answer by answer adds the figure of calls made against calls
+    # expected per category (calls_by_category.png) to the six of every SAAG run
+    n_figures = len(FIGURE_FILES) + 1
+    assert page.count('src="data:image/png;base64,') == n_figures
+    assert page.count("onload=\"this.setAttribute('data-loaded','1')\"") == n_figures
     assert 'id="shown-count"' in page and "default-src 'none'" in page
 
 
@@ -213,7 +216,9 @@ def test_first_screen_leads_the_page(report: Path) -> None:
     assert page.index('id="overview"') < page.index('id="summary"') < page.index('id="figures"')
     assert overview.count("<img") == 1 and 'id="fig-call_flow"' in overview
     figures = page.split('<section id="figures">', 1)[1].split("</section>", 1)[0]
-    assert "call_flow" not in figures and figures.count("<img") == len(FIGURE_FILES) - 1
+    # issue 28: the answer-scored run's calls_by_category.png joins the other five figures
+    assert "call_flow" not in figures and figures.count("<img") == len(FIGURE_FILES)
+    assert 'id="fig-calls_by_category"' in figures
     assert "Stage-3 grounding: lexical (" in overview
     assert "diagnosis audit (lexical grounding): false alarms on gold 22.2 [6.3, 54.7]% (n=9)" in (
         overview

@@ -15,7 +15,11 @@ from callscope.records import FailureKind
 from callscope.report.outcome import (
     EXTRINSIC,
     INTRINSIC,
+    NO_CATEGORY,
+    AnswerFacts,
     OutcomeRow,
+    answer_of,
+    call_stages_of,
     extrinsic_value,
     first_kinds,
     first_stage,
@@ -31,9 +35,10 @@ from callscope.report.revisions import KEPT_ITEMS, lost_any, revision_flags, tra
 
 
 def _key(x: Any) -> Any:
-    """A sharing key that keeps types apart (``1`` is not ``1.0``, ``-0.0`` not ``0.0``)."""
+    """A sharing key that keeps types apart (``1`` is not ``1.0``, ``-0.0`` not ``0.0``, a
+    named tuple not a plain one)."""
     if isinstance(x, tuple):
-        return tuple(_key(v) for v in x)
+        return (type(x), tuple(_key(v) for v in x))
     if isinstance(x, float):
         return (float, x, math.copysign(1.0, x))
     return (type(x), x)
@@ -79,6 +84,9 @@ class OutcomeFacts:
         "overcorrection",
         "revisions",
         "lost_any",
+        "category",
+        "answer",
+        "first_calls",
     )
     #: fields readable with ``facts[key]`` (the outcome dict's names for them)
     _ITEMS = frozenset(("model", "case_id", "mode", "solved_at", "n_attempts"))
@@ -115,6 +123,14 @@ class OutcomeFacts:
     #: outcome out
     revisions: tuple[tuple[bool, bool] | None, ...] | None
     lost_any: bool
+    #: the case's category (:func:`~callscope.report.outcome.category_of`)
+    category: str
+    #: the final answer's :func:`~callscope.report.outcome.answer_of` (None: scored before
+    #: answers were the unit)
+    answer: AnswerFacts | None
+    #: the stage of each call of attempt 1's answer
+    #: (:func:`~callscope.report.outcome.call_stages_of`; None: no reply, or scored before)
+    first_calls: tuple[int, ...] | None
 
     def __init__(self, **fields: Any) -> None:
         for name in self.__slots__:
@@ -181,6 +197,9 @@ def outcome_facts(o: OutcomeRow, pool: dict[Any, Any] | None = None) -> OutcomeF
         overcorrection=s(oc, pool),
         revisions=s(rev, pool),
         lost_any=lost_any(o),
+        category=s(o.get("category", NO_CATEGORY), pool),
+        answer=s(answer_of(o), pool),
+        first_calls=s(call_stages_of(first), pool),
     )
 
 

@@ -58,6 +58,8 @@ from callscope.core.table import Table
 from callscope.core.table_formats import write_tables
 from callscope.report import aggregate as agg
 from callscope.report.acc_gar_figure import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot
+from callscope.report.answer_figure import calls_by_category_plot
+from callscope.report.answers import answer_tables
 from callscope.report.case_data import case_data, json_for_script
 from callscope.report.conversations import conversation_report
 from callscope.report.figures import make_figures
@@ -112,6 +114,10 @@ class ReportData:
     flow: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: what each mode's revisions lost and gained (:func:`agg.revision_tradeoff`)
     revisions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: calls made against calls expected per category
+    #: (:func:`callscope.report.answers.calls_by_category`; empty for a run scored before
+    #: answers were the unit)
+    by_category: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass
@@ -141,6 +147,7 @@ def compute_report(
     err = agg.errors_by_kind(outcomes)
     data = ReportData(ps, hl, across, cum, fb, oc, err, flow=call_flow(outcomes))
     data.revisions = agg.revision_tradeoff(outcomes)
+    answers, data.by_category = answer_tables(outcomes)
     data.tables = [headline_table(hl)]
     if not ps.empty:
         data.tables += [
@@ -152,6 +159,7 @@ def compute_report(
     data.tables += [
         cumulative_table(cum),
         failure_table(fb),
+        *answers,  # issue 28: answers, the stage mix over calls, calls per category
         overcorrection_table(oc),
         revision_table(data.revisions),
         *_paired_tables(outcomes, n_boot, seed),
@@ -344,6 +352,8 @@ def build_report(
             flow=data.flow,
             revisions=data.revisions,
         )
+        if not data.by_category.empty:  # a run scored answer by answer (issue 28)
+            figures.append(calls_by_category_plot(data.by_category, out / "figures"))
         cases = case_data(run_dir, outcomes)
     acc_gar = None
     if conv is not None:  # one marker per model, in the panel's row order when there is one

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts, outcome_facts
-from callscope.report.outcome import OutcomeRow
+from callscope.report.outcome import OutcomeRow, category_of
 from callscope.report.revisions import trajectory_step
 from callscope.store.run_store import STORE_FILE, RunStore
 
@@ -30,8 +30,17 @@ def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
     """The outcomes of an open store one at a time (store order, the rows streamed), each
     with ``first_diagnosis`` (attempt 1's cascade diagnosis or None), ``trajectory``
     (:func:`trajectory_step` per scored attempt), ``final_diagnosis`` (the last attempt's)
-    and ``has_gold`` added. Message histories are not read."""
-    gold = {c.id: c.gold is not None for c in store.iter_cases()}
+    and, from the outcome's case, ``has_gold``, ``calls_expected`` (its number of gold calls;
+    None without gold) and ``category`` (:func:`~callscope.report.outcome.category_of`)
+    added. Message histories are not read."""
+    gold: dict[str, tuple[bool, int | None, str]] = {}
+    for c in store.iter_cases():
+        calls = c.gold_calls
+        gold[c.id] = (
+            c.gold is not None,
+            None if calls is None else len(calls),
+            category_of(c.meta),
+        )
     for o in store.outcomes(stream=True):
         attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
         o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
@@ -39,7 +48,10 @@ def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
             trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")
         ]
         o["final_diagnosis"] = attempts[-1].get("diagnosis") if attempts else None
-        o["has_gold"] = gold.get(o["case_id"], True)
+        known = gold.get(o["case_id"])
+        o["has_gold"] = known[0] if known else True
+        if known:
+            o["calls_expected"], o["category"] = known[1], known[2]
         yield o
 
 

@@ -15,13 +15,19 @@ as :func:`callscope.report.load.iter_outcomes` enriches it (``first_diagnosis``,
   gold;
 * attempt 1's stage and failure kinds (:class:`callscope.records.FailureKind`), and the
   call-flow segment of any attempt (:func:`segment_of`);
-* the labels and sort orders of scales and modes.
+* the labels and sort orders of scales and modes;
+* the final answer's answer-level facts (:func:`answer_of`: what the answer is, calls made and
+  expected, missing and extra calls, the answer's name and argument precision / recall / F1,
+  its solve, BFCL's relevance credit) and attempt 1's calls (:func:`call_stages_of`), read
+  from the score rows' answer keys (issue 28; :func:`callscope.saag.score.score_parsed`).
+  Rows scored before answers were the unit lack those keys: both give None, and the report
+  shows nothing of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from callscope.records import FailureKind, ScoreRow, failure_kinds_of
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, specs
@@ -38,6 +44,12 @@ MODE_ORDER: tuple[str, ...] = LOOP_MODES
 #: the scale label of rows pooled over scales, and of cases without a registry scale
 ALL = "all"
 NO_SCALE = "-"
+
+#: a case's category when its ``meta`` has none (:func:`category_of`)
+NO_CATEGORY = "-"
+#: what an answer is (:data:`callscope.saag.score` rows' ``answer``), then ``error``: the
+#: outcome ended in a model error (no answer)
+ANSWER_KINDS: tuple[str, ...] = ("calls", "abstained", "broken", "empty", "error")
 
 #: extrinsic metric -> its key in a score row, where the two differ (``name_acc`` ->
 #: ``name_match``)
@@ -152,3 +164,100 @@ def segment_of(row: ScoreRow | None, diagnosis: Mapping[str, Any] | None) -> str
         return "passed"
     kinds = attempt_kinds(row, diagnosis)
     return kinds[0].value if kinds else f"stage{stage}"
+
+
+# --------------------------------------------------------------------------- answers
+
+
+class AnswerFacts(NamedTuple):
+    """The answer-level facts of an outcome's final attempt (:func:`answer_of`).
+
+    ``kind``: one of :data:`ANSWER_KINDS`; ``calls_made``: the answer's calls; with gold
+    (``calls_expected`` not None): ``missing`` / ``extra`` = max(0, expected - made) /
+    max(0, made - expected), the answer's name and argument precision, recall, F1 over the
+    optimal one-to-one matching of its calls to the gold calls
+    (:func:`callscope.saag.answer.score_answer`), ``solved`` (every gold call matched by a
+    correct call, nothing extra); ``bfcl_credit``: on a no-call case (``calls_expected == 0``),
+    whether BFCL's relevance checker credits the answer (no call decodes), else None. Without
+    gold the gold-dependent fields are None. A model error: ``kind == "error"``, no call made,
+    every gold call missing, the metrics 0 and unsolved (the convention of the extrinsic
+    metrics, :func:`extrinsic_value`), no BFCL credit (None: no answer to credit)."""
+
+    kind: str
+    calls_made: int
+    calls_expected: int | None
+    missing: int | None
+    extra: int | None
+    name_precision: float | None
+    name_recall: float | None
+    name_f1: float | None
+    arg_precision: float | None
+    arg_recall: float | None
+    arg_f1: float | None
+    solved: bool | None
+    bfcl_credit: bool | None
+
+
+#: the answer-level metrics of :class:`AnswerFacts`, in table order, with their row keys
+ANSWER_METRICS: tuple[tuple[str, str], ...] = (
+    ("name_precision", "name_precision"),
+    ("name_recall", "name_recall"),
+    ("name_f1", "name_f1"),
+    ("arg_precision", "answer_arg_precision"),
+    ("arg_recall", "answer_arg_recall"),
+    ("arg_f1", "answer_arg_f1"),
+)
+
+
+def category_of(meta: Mapping[str, Any] | None) -> str:
+    """A case's category: its ``meta["category"]`` (the BFCL builder records BFCL's category
+    there, and the registry-scale builder keeps it), else :data:`NO_CATEGORY`."""
+    value = (meta or {}).get("category")
+    return str(value) if value not in (None, "") else NO_CATEGORY
+
+
+def answer_of(o: OutcomeRow) -> AnswerFacts | None:
+    """The final attempt's :class:`AnswerFacts`; None when its score row was made before
+    answers were the unit (no ``answer`` key) or, for a model error, when the outcome's case
+    is not known (``calls_expected`` absent: :func:`callscope.report.load.iter_outcomes` adds
+    it; None without gold).
+    """
+    if is_error(o):
+        if "calls_expected" not in o:
+            return None
+        expected = o["calls_expected"]
+        gold = expected is not None
+        zero = 0.0 if gold else None
+        return AnswerFacts(
+            "error", 0, expected, expected, 0 if gold else None,
+            zero, zero, zero, zero, zero, zero, False if gold else None, None,
+        )  # fmt: skip
+    final = o.get("final") or {}
+    if "answer" not in final:
+        return None
+    made = final.get("calls_made")
+    if made is None:
+        made = len(final.get("calls") or ())
+    expected = final.get("calls_expected")
+    if expected is None:
+        return AnswerFacts(str(final["answer"]), int(made), *([None] * 11))
+    values = [float(final.get(key) or 0.0) for _, key in ANSWER_METRICS]
+    return AnswerFacts(
+        str(final["answer"]),
+        int(made),
+        int(expected),
+        int(final.get("missing_calls") or 0),
+        int(final.get("extra_calls") or 0),
+        *values,
+        bool(final.get("answer_solved")),
+        final.get("bfcl_credit") if int(expected) == 0 else None,
+    )
+
+
+def call_stages_of(row: ScoreRow | None) -> tuple[int, ...] | None:
+    """The stage of each call of an attempt's answer, by position (0: the call passed every
+    stage; 1-3: the stage that stopped it), from the score row's ``calls`` list; ``()`` for an
+    answer without a call; None for no reply or a row made before answers were the unit."""
+    if not row or "calls" not in row:
+        return None
+    return tuple(int(c.get("stage") or 0) for c in row["calls"] or ())

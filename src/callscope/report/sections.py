@@ -20,6 +20,7 @@ from typing import Any
 
 from callscope.core.table import Table
 from callscope.report.acc_gar_figure import ACC_GAR_CAPTION, ACC_GAR_FILE
+from callscope.report.answer_figure import CALLS_CAPTION, CALLS_FIGURE
 
 
 def esc(x: Any) -> str:
@@ -34,6 +35,7 @@ _FIGURE_CAPTIONS = {
     "modes, the other bars are each feedback mode's final attempt. 'solved': passed all three "
     "stages with the gold function name (the SAAG paper's solve rate).",
     ACC_GAR_FILE: ACC_GAR_CAPTION,
+    CALLS_FIGURE: CALLS_CAPTION,
     "solve_rate_by_scale.png": "Solve rate by registry scale per model and mode, with 95% "
     "Wilson intervals (paper Fig. 2).",
     "cumulative_solve.png": "Cumulative solve rate by attempt per model and scale; direct "

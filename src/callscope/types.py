@@ -102,6 +102,12 @@ class Case:
     * ``[]``: no call is the right answer (BFCL's irrelevance categories).
 
     ``None``: no gold (intrinsic metrics only).
+
+    ``meta`` keys callscope reads: ``expects_call`` (see :attr:`expects_call`) and
+    ``answer_format``: ``"calls"`` asks the prompt to allow an answer of several calls or
+    of none (:func:`callscope.models.prompting.initial_messages`); the cases of BFCL's
+    parallel and relevance categories carry it, every case of such a build alike, so the
+    prompt never tells how many calls the gold has.
     """
 
     id: str
@@ -126,7 +132,10 @@ class Case:
         read this (not the gold's content): an answer with no call is a stage-1 failure when
         a call is expected, an abstention otherwise."""
         calls = self.gold_calls
-        return None if calls is None else bool(calls)
+        if calls is None:
+            expected = self.meta.get("expects_call")
+            return expected if isinstance(expected, bool) else None
+        return bool(calls)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "query": self.query, "functions": self.functions}

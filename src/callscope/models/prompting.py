@@ -15,6 +15,14 @@ CALL_FORMAT = (
     "To call a function, respond with only a JSON object of the form "
     '{"name": <function name>, "arguments": {<argument name>: <value>, ...}}.'
 )
+#: the call format of a case whose answer may hold several calls or none (``answer_format``
+#: ``"calls"``): the same words for every such case, whatever its gold
+ANSWER_FORMAT = (
+    "To call a function, respond with only a JSON object of the form "
+    '{"name": <function name>, "arguments": {<argument name>: <value>, ...}}; to make '
+    "several calls, respond with only a JSON list of such objects. If none of the functions "
+    "fits the request, answer in plain text without a call."
+)
 NATIVE_SYSTEM = "You are a helpful assistant with access to functions. Use them if required."
 
 
@@ -23,8 +31,11 @@ def render_registry(functions: list[dict[str, Any]]) -> str:
     return "\n\n".join(json.dumps(f, ensure_ascii=False) for f in functions)
 
 
-def system_prompt(functions: list[dict[str, Any]]) -> str:
-    return f"{PROMPT_HEAD}\n{render_registry(functions)}\n\n{CALL_FORMAT}"
+def system_prompt(functions: list[dict[str, Any]], several_calls: bool = False) -> str:
+    """The paper's prompt (head, registry, the one-call format); ``several_calls``: the
+    answer format (:data:`ANSWER_FORMAT`) instead of the one-call one."""
+    fmt = ANSWER_FORMAT if several_calls else CALL_FORMAT
+    return f"{PROMPT_HEAD}\n{render_registry(functions)}\n\n{fmt}"
 
 
 def as_tools(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -33,12 +44,13 @@ def as_tools(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def initial_messages(
-    query: str, functions: list[dict[str, Any]], style: Style
+    query: str, functions: list[dict[str, Any]], style: Style, several_calls: bool = False
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """(messages, tools) of the first attempt: identical in every feedback mode."""
+    """(messages, tools) of the first attempt: identical in every feedback mode.
+    ``several_calls`` (prompt style): the answer may hold several calls or none."""
     if style == "prompt":
         return [
-            {"role": "system", "content": system_prompt(functions)},
+            {"role": "system", "content": system_prompt(functions, several_calls)},
             {"role": "user", "content": query},
         ], None
     return [

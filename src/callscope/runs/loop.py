@@ -99,7 +99,8 @@ def first_attempt(
     Every request carries its :class:`RequestContext` (``case_id``, ``mode`` ``"first"``,
     ``attempt`` 1), as do the later attempts of :func:`run_loop` (their mode, attempt ``n``).
     """
-    messages, tools = initial_messages(case.query, case.functions, style)
+    several = case.meta.get("answer_format") == "calls"
+    messages, tools = initial_messages(case.query, case.functions, style, several)
     context = RequestContext(case_id=case.id, mode="first", attempt=1)
     reply, err, latency = _call(model, messages, tools, decoding, context)
     if err is not None:

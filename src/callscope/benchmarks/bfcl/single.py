@@ -405,7 +405,15 @@ def _gold_arguments(doc: Mapping[str, Any], acceptable: Mapping[str, Any]) -> di
 
 
 def _base_meta(category: str, version: str, system: list[str]) -> dict[str, Any]:
-    meta: dict[str, Any] = {"source": "bfcl", "category": category, "bfcl_version": version}
+    """The ``meta`` of a case of the answer categories (parallel, no-call, any-call): as for
+    one-call cases, plus ``answer_format = "calls"`` (the prompt allows several calls or
+    none, the same words for every case of these categories)."""
+    meta: dict[str, Any] = {
+        "source": "bfcl",
+        "category": category,
+        "bfcl_version": version,
+        "answer_format": "calls",
+    }
     if system:
         meta["system"] = "\n".join(system)
     return meta

@@ -1,0 +1,246 @@
+"""callscope in Inspect AI: a scorer and an approver, registered through Inspect's
+``inspect_ai`` entry point (``pip install "callscope[inspect]"``).
+
+Inspect loads the entry point named ``callscope`` (pyproject's
+``[project.entry-points.inspect_ai]``) the first time a task names one of its objects, so
+an installed callscope makes them available by name to any Inspect task, its CLI and its
+approval-policy files:
+
+- scorer ``callscope/tool_calls`` (:func:`tool_calls`): every tool call of the sample's
+  assistant messages through the SAAG cascade, each against the sample's tools and the user
+  text before it (:func:`callscope.guard.check.check` on the conversation up to that message).
+  The :class:`~inspect_ai.scorer.Score`'s value is ``C`` when every call passed, ``I`` when
+  one failed, ``N`` when the sample made no call; its explanation names each failing call's
+  stage and reasons; its metadata holds each call's verdict (stage, failure kinds, reasons,
+  correction, the SAAG metrics) and the stage counts. Metrics: ``accuracy`` and
+  :func:`stage_mix` (the share of calls that passed and that first failed at each stage).
+- approver ``callscope/guard`` (:func:`guard`): before a tool runs, checks its call the same
+  way; a passing call is approved, a failing one rejected with the correction as the
+  explanation (which Inspect sends the model as the tool's error, so it repairs the call in
+  its own loop) or escalated to the next approver of the policy.
+
+Inspect's messages and tools are read into the OpenAI form ``guard_check`` takes
+(:func:`openai_messages`, :func:`openai_tools`); a tool error message (an approver's
+rejection, a failed tool) is not evidence: a correction never grounds the value it asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from inspect_ai.approval import Approval, Approver, approver
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+)
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    NOANSWER,
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    accuracy,
+    metric,
+    scorer,
+)
+from inspect_ai.solver import TaskState
+from inspect_ai.solver._task_state import sample_state
+from inspect_ai.tool import Tool, ToolCall, ToolCallView, ToolDef
+
+from callscope.guard.check import TurnVerdict, check
+from callscope.integrations.verdicts import (
+    STAGE_KEYS,
+    call_row,
+    correction_for,
+    describe,
+    stage_counts,
+)
+from callscope.saag.gated import GATED_DEFAULT
+
+# --------------------------------------------------------------------------- Inspect -> OpenAI
+
+
+def openai_tools(tools: Sequence[Tool | ToolDef]) -> list[dict[str, Any]]:
+    """Inspect tools as OpenAI ``tools`` (name, description, the JSON Schema of the
+    parameters), the form Inspect's own OpenAI provider sends."""
+    out: list[dict[str, Any]] = []
+    for t in tools:
+        td = t if isinstance(t, ToolDef) else ToolDef(t)
+        out.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": td.name,
+                    "description": td.description,
+                    "parameters": td.parameters.model_dump(exclude_none=True),
+                },
+            }
+        )
+    return out
+
+
+def openai_call(call: ToolCall) -> dict[str, Any]:
+    """An Inspect tool call as an OpenAI one. A call whose arguments Inspect could not parse
+    keeps its parse error as the (unreadable) arguments, so the cascade reports it unread."""
+    arguments: Any = call.arguments if call.parse_error is None else call.parse_error
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.function, "arguments": arguments},
+    }
+
+
+def openai_message(m: ChatMessage) -> dict[str, Any] | None:
+    """One Inspect message as an OpenAI one; ``None`` for a tool error (not evidence)."""
+    if isinstance(m, ChatMessageAssistant):
+        out: dict[str, Any] = {"role": "assistant", "content": m.text}
+        if m.tool_calls:
+            out["tool_calls"] = [openai_call(c) for c in m.tool_calls]
+        return out
+    if isinstance(m, ChatMessageTool):
+        if m.error is not None:
+            return None
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.text}
+    if isinstance(m, ChatMessageUser | ChatMessageSystem):
+        return {"role": m.role, "content": m.text}
+    return None
+
+
+def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Inspect messages as OpenAI ones (tool errors left out: :func:`openai_message`)."""
+    return [o for o in (openai_message(m) for m in messages) if o is not None]
+
+
+# --------------------------------------------------------------------------- diagnosis
+
+
+def diagnose_messages(
+    messages: Sequence[ChatMessage],
+    tools: Sequence[Tool | ToolDef],
+    grounding: str | None = None,
+) -> list[tuple[int, TurnVerdict]]:
+    """``(message index, verdict)`` for every assistant message of ``messages`` that made a
+    call attempt, each checked against ``tools`` and the messages before it."""
+    spec = openai_tools(tools)
+    out: list[tuple[int, TurnVerdict]] = []
+    history: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        o = openai_message(m)
+        if isinstance(m, ChatMessageAssistant) and o is not None:
+            turn = check(o, spec, history, grounding)
+            if turn.checked:
+                out.append((i, turn))
+        if o is not None:
+            history.append(o)
+    return out
+
+
+def score_of(turns: Sequence[tuple[int, TurnVerdict]]) -> Score:
+    """The sample's :class:`Score` from its checked turns (module docstring)."""
+    verdicts = [t for _, t in turns]
+    calls = [c for t in verdicts for c in t.calls]
+    counts = stage_counts(verdicts)
+    rows = [{"message": i, **call_row(c)} for i, t in turns for c in t.calls]
+    failing = [c for c in calls if not c.passed]
+    if not calls:
+        value, explanation = NOANSWER, "no tool call"
+    elif failing:
+        value = INCORRECT
+        explanation = "\n".join(describe(c) for c in failing)
+    else:
+        value = CORRECT
+        explanation = f"all {len(calls)} tool call(s) passed"
+    stage = min((c.stage for c in failing), default=0)
+    return Score(
+        value=value,
+        answer="; ".join(f"{c.name or '?'}({c.arguments})" for c in calls) or None,
+        explanation=explanation,
+        metadata={"stage": stage, "stage_counts": counts, "calls": rows},
+    )
+
+
+@metric
+def stage_mix() -> Metric:
+    """The stage mix over every checked call of the scored samples: the share that passed
+    (``passed``) and that first failed at stage 1, 2 or 3 (``stage1``...), calls pooled."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        totals = dict.fromkeys(STAGE_KEYS, 0)
+        for s in scores:
+            counts = (s.score.metadata or {}).get("stage_counts") or {}
+            for k in STAGE_KEYS:
+                totals[k] += int(counts.get(k, 0))
+        n = sum(totals.values())
+        return {k: (totals[k] / n if n else 0.0) for k in STAGE_KEYS}
+
+    return compute
+
+
+@scorer(metrics=[accuracy(), stage_mix()])
+def tool_calls(grounding: str | None = None) -> Scorer:
+    """Score a sample by the SAAG cascade's verdict on every tool call it made (module
+    docstring). ``grounding`` names the stage-3 mode (``lexical`` or ``registry``, the
+    default)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        return score_of(diagnose_messages(state.messages, state.tools, grounding))
+
+    return score
+
+
+# --------------------------------------------------------------------------- approver
+
+
+def check_call(
+    message: str,
+    call: ToolCall,
+    history: Sequence[ChatMessage],
+    tools: Sequence[Tool | ToolDef],
+    grounding: str | None = None,
+) -> TurnVerdict:
+    """The verdict on one call about to run: the call as an assistant message of its own
+    (with the model's ``message`` text), against ``tools`` and the ``history`` before it (a
+    trailing assistant message, the one that made the call, is not part of the request)."""
+    before = list(history)
+    while before and isinstance(before[-1], ChatMessageAssistant):
+        before.pop()
+    response = {"role": "assistant", "content": message, "tool_calls": [openai_call(call)]}
+    return check(response, openai_tools(tools), openai_messages(before), grounding)
+
+
+@approver(name="guard")
+def guard(
+    on_fail: Literal["reject", "escalate", "terminate"] = "reject",
+    on_pass: Literal["approve", "escalate"] = "approve",
+    gated: bool = True,
+    grounding: str | None = None,
+) -> Approver:
+    """Approve a tool call that passes the SAAG cascade; ``on_fail`` (``reject``, default:
+    the correction is the explanation Inspect shows the model) a failing one. ``gated``
+    (default) sends the gated correction and lets a call whose only failure is a soft drift
+    through; ``False`` sends the paper's structured correction on every failure. A call
+    outside a sample (no tools to check it against) is escalated."""
+    settings = GATED_DEFAULT if gated else None
+
+    async def approve(
+        message: str, call: ToolCall, view: ToolCallView, history: list[ChatMessage]
+    ) -> Approval:
+        state = sample_state()
+        if state is None:
+            return Approval(decision="escalate", explanation="callscope: no sample tools")
+        turn = check_call(message, call, history, state.tools, grounding)
+        verdict = turn.calls[0]
+        fix = correction_for(verdict, settings, turn.parse_error)
+        meta = {"callscope": call_row(verdict)}
+        if fix is None:
+            return Approval(decision=on_pass, explanation=describe(verdict), metadata=meta)
+        return Approval(decision=on_fail, explanation=fix, metadata=meta)
+
+    return approve

@@ -1,0 +1,84 @@
+"""What every host integration shares, free of any host package: the correction a failing call
+gets, and a call's verdict as plain JSON data.
+
+A host hands callscope one call at a time (an Inspect approver, an Agents SDK tool guardrail)
+or a whole conversation (an Inspect scorer); either way the verdict is
+:func:`callscope.guard.check.check`'s, so what an integration says equals ``guard_check`` on
+the same messages. :func:`correction_for` picks the message a failing call is answered with:
+by default the gated mode's (:func:`callscope.saag.messages.gated_message` with
+:data:`~callscope.saag.gated.GATED_DEFAULT`, as ``guard_repair`` and ``callscope serve``
+send it): only confident failures are corrected, and the message names what of the call was
+already right. A call whose only failure is a soft drift closes the gate: it gets no
+correction and is let through. ``settings=None`` sends the SAAG paper's structured correction
+on every failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from callscope.guard.check import CallVerdict, TurnVerdict
+from callscope.saag.gated import GATED_DEFAULT, GatedSettings
+from callscope.saag.messages import gated_message
+from callscope.types import ToolCall
+
+#: the stage mix's keys, by stage (0 = passed), as the report names them
+STAGE_KEYS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3")
+#: what each stage checks, for explanations
+STAGE_NAMES: dict[int, str] = {1: "function name", 2: "argument schema", 3: "value grounding"}
+#: the SAAG metrics a call's diagnosis carries (stage-conditional: ``None`` past its stage)
+METRICS: tuple[str, ...] = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
+
+
+def correction_for(
+    verdict: CallVerdict,
+    settings: GatedSettings | None = GATED_DEFAULT,
+    parse_error: str | None = None,
+) -> str | None:
+    """The correction a call is answered with, or ``None`` when it passes: it passed the
+    cascade, or (gated, ``settings.confident_only``) only a soft drift is left. ``settings``
+    ``None`` gives the paper's structured correction (:attr:`CallVerdict.correction`);
+    ``parse_error`` is the turn's, for a call that could not be read."""
+    if verdict.passed:
+        return None
+    if settings is None:
+        return verdict.correction
+    call = ToolCall(verdict.name, verdict.arguments) if verdict.name else None
+    return gated_message(verdict.diagnosis, call, settings, parse_error=parse_error)
+
+
+def call_row(verdict: CallVerdict) -> dict[str, Any]:
+    """One call's verdict as plain JSON: position, id, name, arguments, stage, failure kinds,
+    reasons, the structured correction and the SAAG metrics of its diagnosis."""
+    d = verdict.diagnosis
+    return {
+        "index": verdict.index,
+        "id": verdict.id,
+        "name": verdict.name,
+        "arguments": verdict.arguments,
+        "stage": verdict.stage,
+        "failure_kinds": [str(k) for k in d.failure_kinds()],
+        "reasons": list(verdict.reasons),
+        "correction": verdict.correction,
+        "metrics": {m: getattr(d, m) for m in METRICS},
+    }
+
+
+def describe(verdict: CallVerdict) -> str:
+    """One line for a call: ``get_weather: passed`` or ``get_weather: stage 3 (value
+    grounding): hard: city='Paris' has no grounding in the user's text``."""
+    name = verdict.name or "(no name)"
+    if verdict.passed:
+        return f"{name}: passed"
+    head = f"{name}: stage {verdict.stage} ({STAGE_NAMES.get(verdict.stage, '?')})"
+    return f"{head}: {'; '.join(verdict.reasons)}" if verdict.reasons else head
+
+
+def stage_counts(turns: Iterable[TurnVerdict]) -> dict[str, int]:
+    """How many calls of ``turns`` passed, and how many first failed at each stage."""
+    counts = dict.fromkeys(STAGE_KEYS, 0)
+    for turn in turns:
+        for c in turn.calls:
+            counts[STAGE_KEYS[c.stage]] += 1
+    return counts

@@ -28,7 +28,8 @@ CALLS_CAPTION = (
 def calls_by_category_plot(df: pd.DataFrame, out_dir: str | Path) -> Path:
     """``out_dir/calls_by_category.png``: one panel per model; x = category; per category a
     grey hatched bar of the calls expected, then one bar per mode of the calls made, each
-    labelled with its count."""
+    labelled with its count. The calls expected are the same for every mode that ran the
+    same cases; where modes ran different cases of a category, the bar shows the largest."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / CALLS_FIGURE
@@ -46,7 +47,7 @@ def calls_by_category_plot(df: pd.DataFrame, out_dir: str | Path) -> Path:
     x = np.arange(len(categories))
     for ax, model in zip(axes, models, strict=True):
         sub = df[df["model"] == model]
-        expected = sub.groupby("category")["calls_expected"].max()  # the same for every mode
+        expected = sub.groupby("category")["calls_expected"].max()
         heights = [int(expected.get(c, 0)) for c in categories]
         bars = [
             ax.bar(

@@ -13,7 +13,7 @@ from typing import Any
 from callscope.parse import parse_output
 from callscope.records import Diagnosis
 from callscope.saag.answer import deciding_call, diagnose_answer, repeated_positions, score_answer
-from callscope.saag.correction import AnswerVerdict, CheckedCall, per_call
+from callscope.saag.correction import AnswerVerdict, CheckedCall, answer_correction
 from callscope.saag.extrinsic import extrinsic
 from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.saag.messages import correction_message
@@ -125,7 +125,8 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
     (:func:`call_verdict`), ``repeated`` the positions of calls repeating an earlier one (only
     when some do). The top-level metrics and lists are those of the call the stage comes
     from (:func:`~callscope.saag.answer.deciding_call`): for an answer of one call, exactly
-    the row of that call; ``fix`` names each failing call by position when there are several.
+    the row of that call; ``fix`` is the structured correction the loop sends: each failing call named by position
+    when there are several, and the calls that passed to keep.
     """
     deciding = deciding_call(verdict)
     if deciding is None:  # a clean abstention: no call to diagnose
@@ -138,7 +139,7 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
     else:
         row = diagnosis_row(case_id, deciding.diagnosis, grounding, verdict.parse_error)
         row["stage"] = verdict.stage
-        row["fix"] = per_call(verdict.checked, lambda c: correction_message(c.diagnosis))
+        row["fix"] = answer_correction(verdict.checked, lambda c: correction_message(c.diagnosis))
     row["answer"] = verdict.no_call or "calls"
     row["calls"] = [call_verdict(i, c) for i, c in enumerate(verdict.checked) if c.call is not None]
     if verdict.calls and (again := repeated_positions(verdict.calls)):

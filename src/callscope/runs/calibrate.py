@@ -31,8 +31,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
 from callscope.benchmarks.protocol import (
     DEFAULT_BENCHMARK,
     MultiTurnBenchmark,
@@ -55,6 +53,7 @@ from callscope.runs.calibration_store import (
     diagnose_store,
 )
 from callscope.runs.conversation import run_conversation
+from callscope.runs.progress import RunProgress
 from callscope.runs.runner import (
     MAX_CONSECUTIVE_CONNECTION_ERRORS,
     UNREACHABLE_KINDS,
@@ -159,18 +158,16 @@ def run_calibration_cases(
         (c for c in cases if c.id not in done),
         key=lambda c: tuple(f["name"] for f in bench.tools_at(c, 0)),
     )
-    progress = Progress(
-        TextColumn(f"[bold]{model.spec} {probe_name}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        disable=not show_progress,
-    )
     events_path = store.run_dir / "events.jsonl"
     summary = CalibrationRun(skipped=len(cases) - len(todo))
     streak = 0
-    with progress:
-        task = progress.add_task("cases", total=len(cases), completed=len(cases) - len(todo))
+    with RunProgress(
+        f"{model.spec} {probe_name}",
+        len(cases),
+        completed=len(cases) - len(todo),
+        enabled=show_progress,
+        unit="cases",
+    ) as progress:
         kwargs: dict[str, Any] = {"style": style, "max_steps": max_steps, "decoding": decoding}
         if probe_cfg is not None:
             kwargs["probe"] = probe_cfg
@@ -197,7 +194,7 @@ def run_calibration_cases(
                         fh.write(
                             json.dumps({"model": model.spec, "probe": probe_name, **ev}) + "\n"
                         )
-            progress.advance(task)
+            progress.advance()
             summary.ran += 1
             err = backend_error(tdict)
             if err is not None:

@@ -12,18 +12,9 @@ from queue import SimpleQueue
 from statistics import fmean
 from typing import Any, TypeVar
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from callscope.models.base import ChatModel, Decoding
 from callscope.runs.loop import first_attempt, run_loop
+from callscope.runs.progress import RunProgress
 from callscope.saag.cascade import CASCADE_VERSION
 from callscope.saag.groundings import get_grounding
 from callscope.store.run_store import RunStore
@@ -216,27 +207,13 @@ def run_cases(
                     stop.set()
         return len(case_modes)
 
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        disable=not show_progress,
-    )
-    with progress:
-        task = progress.add_task(
-            model.spec, total=summary.total, completed=summary.skipped, rate=""
-        )
+    with RunProgress(
+        model.spec, summary.total, completed=summary.skipped, enabled=show_progress
+    ) as progress:
         items = takewhile(lambda _: not stop.is_set(), todo)
         for _, ran in in_parallel(lambda item: work(*item), items, workers):
             summary.ran += ran
-            elapsed = progress.tasks[0].elapsed or 0.0
-            rate = f"{summary.ran / elapsed:.2f} runs/s" if elapsed else ""
-            progress.update(task, advance=0, completed=summary.skipped + summary.ran, rate=rate)
+            progress.advance(ran)
     _fill_summary(store, model.spec, summary)
     store.export_jsonl()
     return summary

@@ -32,6 +32,7 @@ DOCTEST_MODULES = (
     "callscope.benchmarks.bfcl.answer_agreement",
     "callscope.benchmarks.sources",
     "callscope.cli.calibrate_legacy",
+    "callscope.runs.progress",
 )
 
 _EXAMPLE = re.compile(r"^\s*>>> ", re.M)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from callscope.benchmarks.protocol import get_benchmark
 from callscope.calibration.classify import ClassifierConfig, preset
@@ -20,6 +19,7 @@ from callscope.cli.common import (
     interruptible,
     open_model,
     print_stopped_early,
+    stdout_console,
     write_report,
 )
 from callscope.models.base import ChatModel, Decoding
@@ -58,7 +58,7 @@ def from_tau2_job(
     for w in content.warnings:
         console.print(w, style="bold red", markup=False)
     for table in tau2_terminal_tables(done.diagnostics):
-        Console().print(table.to_rich())
+        stdout_console().print(table.to_rich())
     for heading, items in content.lists:
         console.print(f"{heading}: {len(items)} (listed in the report)", markup=False)
     page = build_diagnostic_page(
@@ -97,7 +97,7 @@ def from_bfcl_job(
     for w in done.page.warnings:  # the failed capability check first
         console.print(w, style="bold red", markup=False)
     title = f"BFCL results of {done.run.model} (classifier: {config.name})"
-    Console().print(rich_table(done.diagnostics.rows, title=title))
+    stdout_console().print(rich_table(done.diagnostics.rows, title=title))
     for n in done.page.notes:
         console.print(n, markup=False)
     for p in done.run.problems:
@@ -168,7 +168,7 @@ def model_run(
             concurrency=concurrency,
         )
     r = done.result
-    Console().print(
+    stdout_console().print(
         rich_table(
             r.diagnostics.rows,
             title=f"{m.spec} ({probe or BASELINE}): {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s",
@@ -226,8 +226,8 @@ def print_panel(panel: Panel) -> None:
 
     for w in capability_lines(panel):
         console.print(w, style="bold red", markup=False)
-    Console().print(panel_table(panel).to_rich())
-    Console().print(turn_panel_table(panel).to_rich())
+    stdout_console().print(panel_table(panel).to_rich())
+    stdout_console().print(turn_panel_table(panel).to_rich())
     for note in panel.notes:
         console.print(note, markup=False)
 

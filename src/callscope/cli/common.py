@@ -12,12 +12,21 @@ Exit codes (every command; ``docs/architecture.md`` and the README list them):
   experiment file, nothing to read. One line says what was wrong and what to do
   (:func:`handle_errors`, :func:`fail`); the traceback only with ``callscope --debug`` or
   ``CALLSCOPE_DEBUG=1``. Click's own usage errors (an unknown option) exit 2 as well.
+
+Terminal output: every text a command prints on a terminal goes through one rendering,
+:func:`terminal_safe` (a :class:`SafeConsole` applies it to every string it renders, table
+cells included): ids, names and messages that came from a data file or a model are data,
+so a control character (``ESC]0;...`` retitling the window, ``ESC[2J`` clearing it, a C1
+``CSI``) is printed as its escape (``\\x1b``) and a lone surrogate as ``\\udfff``, never sent
+to the terminal as is. Commands print through :data:`console` (stderr) or
+:func:`stdout_console`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +46,43 @@ from callscope.saag.groundings import grounding_help
 if TYPE_CHECKING:
     from callscope.runs.runner import RunSummary
 
+#: C0 controls but tab and newline, DEL and the C1 controls, each as its ``\\xNN`` escape
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10)}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` as a terminal may show it: control characters (but tab and newline) as
+    ``\xNN`` and lone surrogates as ``\uXXXX`` escapes, everything else as is (module
+    docstring).
+
+    >>> terminal_safe("case-1\x1b]0;owned\x07 \x9b2J ok\tü")
+    'case-1\\x1b]0;owned\\x07 \\x9b2J ok\tü'
+    >>> terminal_safe("id" + chr(0xDFFF))
+    'id\\udfff'
+    """
+    text = text.translate(_CONTROLS)
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeConsole(Console):
+    """A rich console that renders every string through :func:`terminal_safe` (``print``,
+    ``log``, table cells and titles: everything rich turns from text into output)."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        return super().render_str(terminal_safe(text), **kwargs)
+
+
+def stdout_console() -> SafeConsole:
+    """The console for what a command prints as its result on stdout (tables)."""
+    return SafeConsole()
+
+
 #: progress, summaries and messages go to stderr; data (``score`` rows, tables of
 #: ``compare`` / ``calibrate``) to stdout
-console = Console(stderr=True)
+console = SafeConsole(stderr=True)
 
 DEFAULT_MODEL = DEFAULT_SPEC
 

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from callscope.cli.common import fail, write_report
+from callscope.cli.common import fail, stdout_console, write_report
 from callscope.store.run_store import STORE_FILE
 
 
@@ -45,7 +44,7 @@ def compare(
         if not (run_dir / STORE_FILE).exists():
             fail(f"{run_dir} holds no {STORE_FILE}: not a callscope run directory")
     if len(runs) == 2 and baseline is None:
-        print_comparison(compare_runs(runs[0], runs[1]), Console())
+        print_comparison(compare_runs(runs[0], runs[1]), stdout_console())
         return
     groups = outcome_groups(runs)
     if not groups:
@@ -55,4 +54,4 @@ def compare(
     except ValueError as exc:
         fail(str(exc))
     for table in tables:
-        Console().print(table.to_rich())
+        stdout_console().print(table.to_rich())

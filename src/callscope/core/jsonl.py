@@ -12,6 +12,13 @@ writer of that rule, also used by the run store and the response cache): a lone 
 integer too long for Python's ``int``/``str`` conversion limit as its hexadecimal string;
 a dict so written gets the key :data:`ESCAPED_KEY` listing what was escaped
 (``["huge_int", "surrogate"]``), so the value is never dropped and never silently changed.
+Requests sent to a server are written the same way without the flag (``mark=False``): a
+server must get the fields it expects and nothing else.
+
+Reading JSON from outside (a server's reply, a replay file, a results file) goes through
+:func:`loads_bounded`, the one reader of that rule: whatever the text, it returns a value
+nested at most :data:`MAX_JSON_DEPTH` levels or raises a ``ValueError`` saying why (not
+JSON, nested too deeply, an integer over the digit limit), never a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,11 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+#: JSON read from outside (:func:`loads_bounded`) nests at most this deep; no reply, replay row
+#: or results file callscope reads comes close (a tool call's arguments are capped at 32
+#: levels by the parser), and every later step (copying, writing) stays far from Python's
+#: recursion limit
+MAX_JSON_DEPTH = 100
 #: the key a written dict gets when some value in it had to be escaped (:func:`dumps_safe`)
 ESCAPED_KEY = "escaped"
 #: characters the ``surrogateescape`` decoder makes of bytes that are not UTF-8
@@ -76,6 +88,55 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
                 )
 
 
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep ``value`` nests (a scalar 0, ``[]`` 1, ``[[1]]`` 2), counted iteratively and
+    stopping as soon as it passes ``limit`` (the result is then ``limit + 1``).
+
+    >>> json_depth({"a": [1, {"b": 2}]}), json_depth([[[[]]]], limit=2)
+    (3, 3)
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        depth += 1
+        if depth > limit:
+            return limit + 1
+        deepest = max(deepest, depth)
+        stack.extend((x, depth) for x in v if isinstance(x, dict | list))
+    return deepest
+
+
+def loads_bounded(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads(text)`` for JSON from outside; raises ``ValueError`` with a one-line
+    reason for text that is not JSON, an integer longer than Python's digit limit, or a
+    value nested deeper than ``limit`` (even one too deep for ``json`` itself, which would
+    raise ``RecursionError``).
+
+    >>> loads_bounded('{"a": [1]}')
+    {'a': [1]}
+    >>> loads_bounded("[" * 10_000 + "]" * 10_000)
+    Traceback (most recent call last):
+    ...
+    ValueError: JSON nested deeper than 100 levels
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {limit} levels") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # the int/str digit limit
+        raise ValueError(f"JSON holds {exc}".rstrip(".")) from None
+    if json_depth(value, limit) > limit:
+        raise ValueError(f"JSON nested deeper than {limit} levels")
+    return value
+
+
 def _escape_huge_ints(value: Any, found: set[str]) -> Any:
     """Copy of ``value`` with every ``int`` that ``str`` refuses (over the digit limit)
     replaced by its ``hex`` string; adds ``"huge_int"`` to ``found`` when there is one.
@@ -106,11 +167,19 @@ def dumps_safe(
     sort_keys: bool = False,
     separators: tuple[str, str] | None = None,
     default: Callable[[Any], Any] | None = None,
+    mark: bool = True,
 ) -> str:
     """``json.dumps(value, ensure_ascii=False, ...)`` whenever its text is valid UTF-8 (the
     common case, byte for byte), else an escaped but lossless form (module docstring): huge
     integers as ``hex`` strings, then, if the text still is not UTF-8 (lone surrogates), the
-    ASCII-escaped JSON. A dict so escaped carries :data:`ESCAPED_KEY`."""
+    ASCII-escaped JSON. A dict so escaped carries :data:`ESCAPED_KEY` unless ``mark`` is
+    false (a request body: the server gets only its own fields).
+
+    >>> dumps_safe({"n": 1 << 20000})[:20]
+    '{"n": "0x10000000000'
+    >>> dumps_safe({"t": chr(0xDFFF)}), dumps_safe({"t": chr(0xDFFF)}, mark=False)
+    ('{"t": "\\\\udfff", "escaped": ["surrogate"]}', '{"t": "\\\\udfff"}')
+    """
     kwargs: dict[str, Any] = {"sort_keys": sort_keys, "separators": separators, "default": default}
     found: set[str] = set()
     try:
@@ -126,7 +195,7 @@ def dumps_safe(
         found.add("surrogate")
     if not found:
         return text
-    if isinstance(value, dict):
+    if mark and isinstance(value, dict):
         earlier = value.get(ESCAPED_KEY)
         found |= set(earlier) if isinstance(earlier, list) else set()
         value = {**value, ESCAPED_KEY: sorted(found)}

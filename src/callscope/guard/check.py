@@ -291,7 +291,12 @@ def _reasons(d: Diagnosis, call: ToolCall | None) -> tuple[str, ...]:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    """``repr(value)`` cut to ``limit`` characters; a value whose ``repr`` cannot be made (an
+    integer over Python's digit limit) is named by its size instead."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"<{type(value).__name__} too long to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

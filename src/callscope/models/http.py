@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from callscope.core.jsonl import dumps_safe, loads_bounded
 from callscope.errors import ModelError
 from callscope.models.base import ChatModel, Decoding, RequestContext, is_context_overflow
 from callscope.types import ModelReply
@@ -104,7 +105,7 @@ def _error_detail(response: httpx.Response) -> tuple[str, object]:
     """The server's own error text (``error`` / ``error.message`` of a JSON body, else the
     body) and its error code (``error.code``, else ``error.type``; ``None`` without one)."""
     try:
-        body = response.json()
+        body = loads_bounded(response.content)
     except ValueError:
         return _snippet(response.text), None
     if isinstance(body, dict):
@@ -138,12 +139,14 @@ def post_json(
 
     last_kind = "connection"
     last_msg = ""
+    # the one writer of JSON that leaves the process: a lone surrogate a model wrote is sent
+    # as its JSON escape, never a UnicodeEncodeError that stops the run
+    body = dumps_safe(payload, mark=False).encode("utf-8")
+    sent = {"Content-Type": "application/json", **dict(headers or {})}
     for attempt in range(1, policy.attempts + 1):
         wait: float | None = None
         try:
-            response = client.post(
-                url, json=payload, headers=dict(headers or {}), timeout=policy.timeout
-            )
+            response = client.post(url, content=body, headers=sent, timeout=policy.timeout)
         except httpx.TimeoutException:
             last_kind = "timeout"
             last_msg = f"{backend} backend timed out after {policy.timeout:g} s waiting for {url}"
@@ -172,14 +175,20 @@ def post_json(
 
 
 def decode_json_object(response: httpx.Response, *, backend: str, url: str) -> dict[str, Any]:
-    """The reply body as a JSON object, or ``ModelError(kind="malformed")``."""
+    """The reply body as a JSON object, or ``ModelError(kind="malformed")``: read by the
+    bounded decoder (:func:`~callscope.core.jsonl.loads_bounded`), so a reply nested
+    10,000 deep or holding a 5,000-digit integer is a malformed reply, not a crash."""
     try:
-        body = json.loads(response.content)
-    except ValueError:
+        body = loads_bounded(response.content)
+    except json.JSONDecodeError:
         raise ModelError(
             f"{backend} backend got a reply from {url} that is not JSON: "
             f"{_snippet(response.text, 120)!r}",
             kind="malformed",
+        ) from None
+    except ValueError as exc:
+        raise ModelError(
+            f"{backend} backend got a reply from {url} it cannot read: {exc}", kind="malformed"
         ) from None
     if not isinstance(body, dict):
         raise ModelError(
@@ -217,13 +226,13 @@ def normalise_arguments(arguments: Any) -> dict[str, Any] | str:
         return arguments
     if isinstance(arguments, str):
         try:
-            decoded = json.loads(arguments)
+            decoded = loads_bounded(arguments)
         except ValueError:
             return arguments
         return decoded if isinstance(decoded, dict) else arguments
     if arguments is None:
         return {}
-    return json.dumps(arguments)
+    return dumps_safe(arguments, mark=False)
 
 
 def parse_tool_calls(raw: Any, *, backend: str, url: str) -> list[dict[str, Any]] | None:

@@ -10,10 +10,10 @@ as the raw string.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
+from callscope.core.jsonl import dumps_safe
 from callscope.models.base import BackendOptions, Decoding
 from callscope.models.http import (
     HTTPChatModel,
@@ -48,7 +48,9 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "type": "function",
                         "function": {
                             "name": fn.get("name", ""),
-                            "arguments": args if isinstance(args, str) else json.dumps(args),
+                            "arguments": args
+                            if isinstance(args, str)
+                            else dumps_safe(args, mark=False),
                         },
                     }
                 )
@@ -56,7 +58,7 @@ def to_openai_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if item.get("content") is None:
                 item["content"] = ""
         elif msg.get("role") == "tool" and not isinstance(msg.get("content"), str):
-            item["content"] = json.dumps(msg.get("content"))
+            item["content"] = dumps_safe(msg.get("content"), mark=False)
         out.append(item)
     return out
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from callscope.core.jsonl import dumps_safe
 from callscope.types import ParseResult, Style
 
 #: the SAAG paper's system prompt head (Appendix C, Figure 5)
@@ -28,7 +28,7 @@ NATIVE_SYSTEM = "You are a helpful assistant with access to functions. Use them 
 
 def render_registry(functions: list[dict[str, Any]]) -> str:
     """The registry as the paper shows it: one JSON block per function, in registry order."""
-    return "\n\n".join(json.dumps(f, ensure_ascii=False) for f in functions)
+    return "\n\n".join(dumps_safe(f, mark=False) for f in functions)
 
 
 def system_prompt(functions: list[dict[str, Any]], several_calls: bool = False) -> str:
@@ -63,8 +63,10 @@ def assistant_turn(text: str, parsed: ParseResult, native: bool) -> dict[str, An
     """The model's reply as it is appended before a feedback turn.
 
     A native call is rendered as its JSON text so that the next turn can be a plain user
-    message on every backend (OpenAI requires tool results after ``tool_calls``)."""
+    message on every backend (OpenAI requires tool results after ``tool_calls``). Written
+    by :func:`~callscope.core.jsonl.dumps_safe`, as every JSON text that leaves the process:
+    a value UTF-8 JSON cannot hold as is is escaped, never a reason to stop the run."""
     if native and parsed.ok:
-        body = "\n".join(json.dumps(c.to_dict(), ensure_ascii=False) for c in parsed.calls)
+        body = "\n".join(dumps_safe(c.to_dict(), mark=False) for c in parsed.calls)
         return {"role": "assistant", "content": body}
     return {"role": "assistant", "content": text}

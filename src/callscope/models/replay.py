@@ -18,14 +18,19 @@ request, ``chat(messages, tools, decoding, context=RequestContext(case_id=..., m
 attempt=...))`` (:class:`callscope.models.base.RequestContext`), so concurrent workers never
 share one. Case rows are tried first, then request hashes; with neither, ``chat`` raises
 ``ModelError(kind="replay_missing")``.
+
+Every row is read and checked when the file is opened, by the bounded JSON reader
+(:func:`~callscope.core.jsonl.loads_bounded`) and :func:`reply_from_output`: a row that is
+not JSON, nests too deeply, or has a field of the wrong type (``"latency_s": "slow"``) is a
+``ValueError`` naming the file and line before the run starts, never a traceback partway.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from callscope.core.jsonl import loads_bounded
 from callscope.errors import ModelError
 from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
 from callscope.models.cache import request_key
@@ -34,15 +39,50 @@ from callscope.types import ModelReply
 _OutputKey = tuple[str, int, str | None]
 
 
+#: the type each :class:`ModelReply` field of a recorded output must have (``None`` allowed)
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "text": str,
+    "tool_calls": list,
+    "prompt_tokens": int,
+    "completion_tokens": int,
+    "prompt_tokens_evaluated": int,
+    "latency_s": (int, float),
+    "cached": bool,
+}
+
+
 def reply_from_output(output: Any) -> ModelReply:
-    """A recorded ``output`` (text, or an object of :class:`ModelReply` fields) as a reply."""
+    """A recorded ``output`` (text, or an object of :class:`ModelReply` fields) as a reply;
+    ``ValueError`` naming the field when one has the wrong type."""
     if isinstance(output, str):
         return ModelReply(text=output)
     if isinstance(output, dict):
+        for name, kind in _FIELD_TYPES.items():
+            value = output.get(name)
+            if value is not None and (
+                not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+            ):
+                raise ValueError(
+                    f"output field {name!r} must be {_type_words(kind)}, not {type(value).__name__}"
+                )
         reply = ModelReply.from_dict(output)
         reply.cached = False
         return reply
     raise ValueError(f"output must be a string or an object, not {type(output).__name__}")
+
+
+def _type_words(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "a list", int: "an integer", bool: "true or false"}
+    return "a number" if isinstance(kind, tuple) else names[kind]
+
+
+def _checked(output: Any, where: str) -> Any:
+    """``output`` once :func:`reply_from_output` accepts it; else ``ValueError`` at ``where``."""
+    try:
+        reply_from_output(output)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return output
 
 
 class ReplayModel(ChatModel):
@@ -79,12 +119,12 @@ class ReplayModel(ChatModel):
     def _load(self) -> None:
         if not self.path.is_file():
             raise ValueError(f"replay file not found: {self.path}")
-        with open(self.path, encoding="utf-8") as fh:
+        with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = loads_bounded(line)
                 except ValueError as exc:
                     raise ValueError(f"{self.path}:{lineno}: not JSON ({exc})") from None
                 self._add_row(row, f"{self.path}:{lineno}")
@@ -96,17 +136,20 @@ class ReplayModel(ChatModel):
         if "request_hash" in row:
             if "output" not in row:
                 raise ValueError(f"{where}: request_hash row has no 'output'")
-            self._by_hash[str(row["request_hash"])] = row["output"]
+            self._by_hash[str(row["request_hash"])] = _checked(row["output"], where)
             spec = row.get("spec")
             if isinstance(spec, str) and spec not in self._hash_specs:
                 self._hash_specs.append(spec)
         elif "case_id" in row and "outputs" in row:
             if not isinstance(row["outputs"], list):
                 raise ValueError(f"{where}: 'outputs' must be a list")
-            self._by_list[(str(row["case_id"]), mode)] = row["outputs"]
+            outputs = [_checked(o, f"{where}: outputs[{i}]") for i, o in enumerate(row["outputs"])]
+            self._by_list[(str(row["case_id"]), mode)] = outputs
         elif "case_id" in row and "output" in row:
-            attempt = int(row.get("attempt", 1))
-            self._by_attempt[(str(row["case_id"]), attempt, mode)] = row["output"]
+            attempt = row.get("attempt", 1)
+            if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+                raise ValueError(f"{where}: 'attempt' must be a positive integer")
+            self._by_attempt[(str(row["case_id"]), attempt, mode)] = _checked(row["output"], where)
         else:
             raise ValueError(
                 f"{where}: row needs 'case_id' with 'output' or 'outputs', or 'request_hash'"

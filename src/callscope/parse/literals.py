@@ -12,7 +12,11 @@
 * JSON data: arguments are JSON data, i.e. ``None``, ``bool``, ``int``, finite ``float``,
   ``str``, lists and objects with string keys. :func:`check_depth` checks decoded JSON,
   :func:`json_like` converts a Python literal (tuples become lists, anything else non-JSON is
-  rejected).
+  rejected). An integer that Python cannot write as decimal text (over
+  ``sys.get_int_max_str_digits()`` digits: a 5,000-digit ``0o``/``0x``/``0b`` literal reads
+  fine but no request, store or report could carry it) is rejected here, where parsed values
+  enter, as JSON text and decimal literals already are by their readers: one rule, so a
+  parsed call is always a value every later step can write.
 * :func:`balanced_end`: the end of a bracket group, quotes respected.
 
 Every rejection is a :class:`Rejected` (a ``ValueError`` subclass). ``parse_text`` and
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 MAX_INPUT_CHARS = 200_000
@@ -132,12 +137,39 @@ def json_size(value: Any, limit: int) -> int:
     return total
 
 
+#: an int of at most this many bits always has few enough decimal digits to be written
+_SAFE_INT_BITS = 4000
+
+
+def check_int(value: int) -> int:
+    """``value`` when it can be written as decimal text, else :class:`Rejected` (over
+    Python's int/str digit limit; only ints of more than 4,000 bits are converted to check).
+
+    >>> check_int(0x10)
+    16
+    >>> check_int(int("7" * 5000, 8))
+    Traceback (most recent call last):
+    ...
+    callscope.parse.literals.Rejected: integer literal too long (more than 4300 digits)
+    """
+    if value.bit_length() > _SAFE_INT_BITS:
+        try:
+            str(value)
+        except ValueError:
+            limit = sys.get_int_max_str_digits()
+            raise Rejected(f"integer literal too long (more than {limit} digits)") from None
+    return value
+
+
 def json_like(value: Any, depth: int = 0) -> Any:
     """A Python literal as JSON data: tuples become lists; sets, bytes, complex numbers,
-    ``...`` and non-string keys are rejected."""
+    ``...``, non-string keys and integers over the digit limit (:func:`check_int`) are
+    rejected."""
     if depth > MAX_ARGUMENT_DEPTH:
         raise Rejected(f"arguments are nested deeper than {MAX_ARGUMENT_DEPTH} levels")
-    if value is None or isinstance(value, bool | int | str):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_int(value)
+    if value is None or isinstance(value, bool | str):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

@@ -366,12 +366,7 @@ def build_report(
     page = render_html(
         f"callscope report: {run_dir.resolve().name}", data, figures, cases, conv, info, acc_gar
     )
-    path = out / REPORT_FILE
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return _write_html(out, page)
 
 
 def build_diagnostic_page(
@@ -425,8 +420,21 @@ def write_page(out_dir: str | Path, title: str, parts: list[str]) -> Path:
         )
         + "\n"
     )
-    out = Path(out_dir)
+    return _write_html(Path(out_dir), page)
+
+
+def _write_html(out: Path, page: str) -> Path:
+    """Write ``page`` as ``out/report.html``, the one writer of every page: atomically (a
+    temporary file next to it, then renamed; removed on any error, so a failed write leaves
+    neither a partial page nor a ``.tmp``), as UTF-8 with any character UTF-8 cannot hold (a
+    lone surrogate from a model's output) written as its visible escape (``\\udfff``)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT_FILE
-    path.write_text(page, encoding="utf-8")
+    tmp = path.with_suffix(".html.tmp")
+    try:
+        tmp.write_bytes(page.encode("utf-8", "backslashreplace"))
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("inspect_ai")
 
 from inspect_ai import Task, eval  # noqa: E402
+from inspect_ai import score as inspect_score  # noqa: E402
 from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.model import (  # noqa: E402
     ChatMessageTool,
@@ -221,3 +222,18 @@ def test_the_diagnosis_equals_guard_check_call_by_call(log):
             if fix is not None:
                 assert a.explanation == fix
             assert json.loads(json.dumps(a.call.arguments)) == c.arguments
+
+
+def test_rescoring_the_log_with_inspect_score_gives_the_same_scores(log):
+    """``inspect score`` / ``inspect_ai.score`` rebuild each sample's state from the log,
+    without its tools: the scorer then reads the tools each model call was offered from the
+    sample's events, and scores as the live run did."""
+    rescored = inspect_score(log, scorers=[scorer_create("callscope/tool_calls")], display="none")
+    for sample in rescored.samples:
+        live = _samples(log)[sample.id].scores["tool_calls"]
+        again = sample.scores["tool_calls"]
+        assert (again.value, again.explanation, again.metadata) == (
+            live.value,
+            live.explanation,
+            live.metadata,
+        )

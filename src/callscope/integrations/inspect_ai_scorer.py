@@ -8,7 +8,9 @@ approval-policy files:
 
 - scorer ``callscope/tool_calls`` (:func:`tool_calls`): every tool call of the sample's
   assistant messages through the SAAG cascade, each against the sample's tools and the user
-  text before it (:func:`callscope.guard.check.check` on the conversation up to that message).
+  text before it (:func:`callscope.guard.check.check` on the conversation up to that message;
+  a sample rescored from a log, ``inspect score``, has no tools of its own: each message
+  is then checked against the tools its model call was offered, from the sample's events).
   The :class:`~inspect_ai.scorer.Score`'s value is ``C`` when every call passed, ``I`` when
   one failed, ``N`` when the sample made no call; its explanation names each failing call's
   stage and reasons; its metadata holds each call's verdict (stage, failure kinds, reasons,
@@ -26,10 +28,14 @@ rejection, a failed tool) is not evidence: a correction never grounds the value 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from typing import Any, Literal
+from weakref import WeakKeyDictionary
 
 from inspect_ai.approval import Approval, Approver, approver
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import transcript
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -67,23 +73,35 @@ from callscope.saag.gated import GATED_DEFAULT
 # --------------------------------------------------------------------------- Inspect -> OpenAI
 
 
+#: each tool's OpenAI form, once per tool object (reading a ``Tool`` into a ``ToolDef`` parses
+#: its docstring: about as long as the cascade itself)
+_SPECS: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()
+
+
+def openai_tool(tool: Tool | ToolDef) -> dict[str, Any]:
+    """An Inspect tool as an OpenAI one (name, description, the JSON Schema of the
+    parameters), the form Inspect's own OpenAI provider sends; kept per tool object."""
+    try:
+        return _SPECS[tool]
+    except (KeyError, TypeError):
+        pass
+    td = tool if isinstance(tool, ToolDef) else ToolDef(tool)
+    spec = {
+        "type": "function",
+        "function": {
+            "name": td.name,
+            "description": td.description,
+            "parameters": td.parameters.model_dump(exclude_none=True),
+        },
+    }
+    with suppress(TypeError):  # an object that cannot be weakly referenced is not kept
+        _SPECS[tool] = spec
+    return spec
+
+
 def openai_tools(tools: Sequence[Tool | ToolDef]) -> list[dict[str, Any]]:
-    """Inspect tools as OpenAI ``tools`` (name, description, the JSON Schema of the
-    parameters), the form Inspect's own OpenAI provider sends."""
-    out: list[dict[str, Any]] = []
-    for t in tools:
-        td = t if isinstance(t, ToolDef) else ToolDef(t)
-        out.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": td.name,
-                    "description": td.description,
-                    "parameters": td.parameters.model_dump(exclude_none=True),
-                },
-            }
-        )
-    return out
+    """Inspect tools as OpenAI ``tools`` (:func:`openai_tool`)."""
+    return [openai_tool(t) for t in tools]
 
 
 def openai_call(call: ToolCall) -> dict[str, Any]:
@@ -121,19 +139,36 @@ def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- diagnosis
 
 
+def recorded_tools(events: Iterable[Any]) -> dict[str | None, list[dict[str, Any]]]:
+    """The tools each model call of a sample's ``events`` was offered, as OpenAI ``tools``,
+    by the id of the assistant message it produced; key ``None``: the last model call's."""
+    out: dict[str | None, list[dict[str, Any]]] = {}
+    for e in events:
+        if isinstance(e, ModelEvent):
+            spec = [
+                {"type": "function", "function": t.model_dump(exclude_none=True)} for t in e.tools
+            ]
+            out[None] = out[e.output.message.id] = spec
+    return out
+
+
 def diagnose_messages(
     messages: Sequence[ChatMessage],
-    tools: Sequence[Tool | ToolDef],
+    tools: Sequence[Tool | ToolDef] | dict[str | None, list[dict[str, Any]]],
     grounding: str | None = None,
 ) -> list[tuple[int, TurnVerdict]]:
     """``(message index, verdict)`` for every assistant message of ``messages`` that made a
-    call attempt, each checked against ``tools`` and the messages before it."""
-    spec = openai_tools(tools)
+    call attempt, each checked against ``tools`` and the messages before it. ``tools`` is the
+    sample's tools, or :func:`recorded_tools` (each message against the tools its model call
+    was offered)."""
+    spec = openai_tools(tools) if not isinstance(tools, dict) else []
     out: list[tuple[int, TurnVerdict]] = []
     history: list[dict[str, Any]] = []
     for i, m in enumerate(messages):
         o = openai_message(m)
         if isinstance(m, ChatMessageAssistant) and o is not None:
+            if isinstance(tools, dict):
+                spec = tools.get(m.id) or tools.get(None) or []
             turn = check(o, spec, history, grounding)
             if turn.checked:
                 out.append((i, turn))
@@ -190,7 +225,10 @@ def tool_calls(grounding: str | None = None) -> Scorer:
     default)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        return score_of(diagnose_messages(state.messages, state.tools, grounding))
+        # a state rebuilt from a log (``inspect score``) has no tools: read the ones each
+        # model call was offered from the sample's events
+        tools = state.tools or recorded_tools(transcript().events)
+        return score_of(diagnose_messages(state.messages, tools, grounding))
 
     return score
 

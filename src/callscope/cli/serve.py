@@ -38,13 +38,22 @@ def serve(
     ] = 30.0,
     upstream_timeout: Annotated[float, typer.Option(help="seconds per upstream request")] = 120.0,
     max_body_mb: Annotated[float, typer.Option(help="largest request body accepted, MiB")] = 4.0,
+    header_timeout: Annotated[
+        float, typer.Option(help="seconds a client has to send a request's headers (then 408)")
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option(help="seconds a client has to send a request's body (then 408)")
+    ] = 30.0,
     grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that checks and repairs tool calls."""
-    from callscope.guard.proxy import ProxyConfig, make_server  # lazy: httpx (~60 ms)
+    from callscope.guard.proxy import ProxyConfig, make_server  # lazy: httpx, uvicorn
 
-    if repair_timeout <= 0 or upstream_timeout <= 0 or max_body_mb <= 0:
-        fail("--repair-timeout, --upstream-timeout and --max-body-mb must be positive")
+    if min(repair_timeout, upstream_timeout, max_body_mb, header_timeout, body_timeout) <= 0:
+        fail(
+            "--repair-timeout, --upstream-timeout, --max-body-mb, --header-timeout and "
+            "--body-timeout must be positive"
+        )
     config = ProxyConfig(
         upstream=upstream,
         host=host,
@@ -55,18 +64,24 @@ def serve(
         upstream_timeout=upstream_timeout,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         grounding=get_grounding(grounding).name,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
     )
     try:
         server = make_server(config)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port")
+    except ValueError as exc:
+        fail(str(exc))
     target = upstream or DEFAULT_LOCAL_MODEL
     console.print(
         f"callscope guard on {escape(server.url)} -> {escape(target)}; decisions in "
         f"{escape(str(out))} (`callscope report {escape(str(out))}`); Ctrl-C stops"
     )
+    # uvicorn: SIGINT and SIGTERM stop accepting, answer what is in flight, then the lifespan
+    # writes every decision; it then raises the signal again (SIGINT: KeyboardInterrupt)
     try:
-        server.serve_forever()
+        server.run()
     except KeyboardInterrupt:
         pass
     finally:

@@ -24,13 +24,29 @@ What it checks, and what it does not:
   returned, by position, comma-separated (``0,3``: the first call passed, the second failed
   at stage 3; only stage digits, so no model text reaches a header).
 - Not checked, passed through unchanged: answers without tool calls, requests without
-  tools, streaming requests (``"stream": true``, relayed chunk by chunk), choices after the
-  first (``n > 1``), every other endpoint and method, and error statuses (returned with
-  upstream's status and body). An upstream timeout is answered 504 and an unreachable
-  upstream 502, each with an OpenAI-style ``error`` object.
-- Limits: request bodies over ``max_body_bytes`` get 413, bodies without a
-  ``Content-Length`` 411, bodies that are not a JSON object 400. It binds 127.0.0.1 unless
-  told otherwise.
+  tools, streaming requests (``"stream": true``, relayed chunk by chunk as upstream's
+  server-sent events; an upstream that fails mid-stream ends the stream with one last
+  ``data: {"error": ...}`` event, never a second HTTP response), choices after the first
+  (``n > 1``), every other endpoint and method, and error statuses (returned with upstream's
+  status and body). An upstream timeout is answered 504, an unreachable upstream 502, an
+  upstream answer too deeply nested to read 502, each with an OpenAI-style ``error`` object.
+- Every bad request is answered, with an OpenAI-style ``error`` object, and counted in the
+  run store (``guard:decisions``): a garbage request line, a header block over 16 KiB, both
+  ``Transfer-Encoding`` and ``Content-Length`` or two ``Content-Length`` values, a non-ASCII
+  request target: 400 (the server's HTTP parser, h11); over 100 header fields or 16 KiB of
+  them: 431; request bodies over
+  ``max_body_bytes``: 413; a chunked body without ``Content-Length``: 411; a body or header
+  block not complete within ``body_timeout`` / ``header_timeout`` seconds: 408; a target that
+  would leave the configured upstream (:func:`~callscope.guard.upstream.upstream_url`), a
+  body that is not a JSON object, or a chat request whose ``messages``, ``tools`` or a tool's
+  ``parameters`` have the wrong JSON type (:func:`request_error`): 400. It binds 127.0.0.1
+  unless told otherwise.
+
+The stack: an ASGI application (:class:`ProxyApp`, no framework: one endpoint and a
+pass-through need none) served by uvicorn (its h11 parser, a listen backlog of 2048, one
+event loop; the checks and repairs, which are CPU work over model text, run on worker
+threads) with an ``httpx.AsyncClient`` to upstream. SIGINT and SIGTERM stop it gracefully:
+no new connections, every request in flight answered, then every decision written.
 
 Every decision is recorded in a run store (:mod:`callscope.guard.record`), so ``callscope
 report RUN_DIR`` shows the stage mix and each repaired request like a SAAG run.
@@ -38,26 +54,59 @@ report RUN_DIR`` shows the stage mix and each repaired request like a SAAG run.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
+import socket
+import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import httpx
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.record import StoreWriter, guard_records
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairAttempt, RepairResult, repair
-from callscope.models.base import ChatModel, Decoding
-from callscope.models.registry import DEFAULT_SPEC
-from callscope.parse import parse_output
+from callscope.guard.upstream import (
+    DEFAULT_LOCAL_MODEL,
+    HOP,
+    BadTarget,
+    Headers,
+    HTTPUpstream,
+    LocalUpstream,
+    Upstream,
+    UpstreamReply,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+    as_async,
+    error_body,
+    error_reply,
+)
+
+__all__ = [
+    "CALLS_HEADER",
+    "EXTRA_FIELD",
+    "GUARD_HEADER",
+    "Guard",
+    "LocalUpstream",
+    "ProxyApp",
+    "ProxyConfig",
+    "ProxyServer",
+    "UpstreamReply",
+    "make_server",
+    "serving",
+]
 
 #: the extra top-level field of a completion the proxy changed (documented above)
 EXTRA_FIELD = "callscope"
@@ -65,27 +114,19 @@ EXTRA_FIELD = "callscope"
 GUARD_HEADER = "X-Callscope-Guard"
 #: the response header listing each call's stage (0 = passed) by position
 CALLS_HEADER = "X-Callscope-Guard-Calls"
-#: the default model the proxy serves without ``--upstream`` (the embedded one)
-DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
-#: headers that describe one hop and are never forwarded (RFC 9110 section 7.6.1), plus the
-#: ones the proxy sets itself
-_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "content-encoding",
-        "accept-encoding",
-    }
-)
+#: the listen backlog: a burst of connections waits in the kernel's queue, not refused
+BACKLOG = 2048
+#: connections served at once; beyond it a request is answered 503 (never dropped)
+MAX_CONNECTIONS = 4096
+#: a request's header block at most (bytes of names and values) and its header count at most:
+#: beyond either, 431 (h11 itself only bounds a header block that arrives in pieces)
+MAX_HEADER_BYTES = 16 * 1024
+MAX_HEADERS = 100
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -93,7 +134,8 @@ class ProxyConfig:
     """How the proxy runs. ``upstream`` is the base URL the agent would otherwise use (with its
     ``/v1``, e.g. ``http://127.0.0.1:8080/v1``); ``None`` serves the embedded model
     (``local_model``). ``attempts`` re-asks at most, within ``repair_timeout`` seconds after
-    the first answer; ``upstream_timeout`` bounds each upstream request."""
+    the first answer; ``upstream_timeout`` bounds each upstream request; a request's header
+    block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``."""
 
     upstream: str | None = None
     host: str = "127.0.0.1"
@@ -105,6 +147,8 @@ class ProxyConfig:
     max_body_bytes: int = 4 * 1024 * 1024
     grounding: str | None = None
     local_model: str = DEFAULT_LOCAL_MODEL
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
 
     def to_meta(self) -> dict[str, Any]:
         return {
@@ -116,190 +160,59 @@ class ProxyConfig:
         }
 
 
-@dataclass
-class UpstreamReply:
-    """One upstream answer: status, headers (hop-by-hop ones removed) and body bytes."""
-
-    status: int
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    content: bytes = b""
+def _log(message: str) -> None:
+    print(f"callscope serve: {message}", file=sys.stderr, flush=True)
 
 
-class UpstreamTimeout(Exception):
-    """Upstream did not answer within the time allowed."""
+# --------------------------------------------------------------------------- the request
 
 
-class UpstreamUnreachable(Exception):
-    """Upstream could not be connected to."""
+def request_error(request: Any) -> str | None:
+    """Why a chat request cannot be checked, or ``None``: the body must be a JSON object;
+    ``messages``, when present, a list of objects; ``tools``, when present and not ``null``, a
+    list of objects whose ``function`` (when present) is an object with a string ``name`` and
+    whose ``parameters`` (when present) is an object. A request the guard could not read
+    would otherwise be recorded with values no report can show (issue 29 item 10):
+    ``{"messages": [5]}`` is ``'messages[0] must be a JSON object'``, a tool whose
+    ``parameters`` is ``[1, 2]`` ``'tools[0].function.parameters must be a JSON object'``.
+    """
+    if not isinstance(request, dict):
+        return "request body must be a JSON object"
+    messages = request.get("messages")
+    if messages is not None:
+        if not isinstance(messages, list):
+            return "messages must be a list"
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict):
+                return f"messages[{i}] must be a JSON object"
+    tools = request.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return "tools must be a list of tool objects"
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            return f"tools[{i}] must be a JSON object"
+        fn = tool.get("function", tool)
+        if not isinstance(fn, dict):
+            return f"tools[{i}].function must be a JSON object"
+        if "name" in fn and not isinstance(fn["name"], str):
+            return f"tools[{i}].function.name must be a string"
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            return f"tools[{i}].function.parameters must be a JSON object"
+        props = params.get("properties") if isinstance(params, dict) else None
+        if props is not None and not isinstance(props, dict):
+            return f"tools[{i}].function.parameters.properties must be a JSON object"
+    return None
 
 
-class Upstream(Protocol):
-    """Where the proxy sends requests (an HTTP server, or the embedded model)."""
-
-    def chat(self, body: bytes, headers: dict[str, str], timeout: float) -> UpstreamReply: ...
-
-    def forward(
-        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> UpstreamReply: ...
-
-    @contextlib.contextmanager
-    def stream(
-        self, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> Iterator[tuple[int, list[tuple[str, str]], Iterator[bytes]]]: ...
-
-    def close(self) -> None: ...
-
-
-def _end_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in headers.items() if k.lower() not in _HOP]
-
-
-class HTTPUpstream:
-    """An OpenAI-compatible server reached with one pooled, thread-safe ``httpx.Client``."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base = base_url.rstrip("/")
-        self.client = httpx.Client(
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32)
-        )
-
-    def _url(self, path: str) -> str:
-        # the agent's path is under the proxy's root; upstream's root already holds its /v1
-        if self.base.endswith("/v1") and path.startswith("/v1/"):
-            path = path[3:]
-        return self.base + path
-
-    def _send(
-        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> UpstreamReply:
-        try:
-            r = self.client.request(
-                method, self._url(path), content=body, headers=headers, timeout=timeout
-            )
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(str(exc) or "timed out") from exc
-        except httpx.TransportError as exc:
-            raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
-        return UpstreamReply(r.status_code, _end_headers(r.headers), r.content)
-
-    def chat(self, body: bytes, headers: dict[str, str], timeout: float) -> UpstreamReply:
-        return self._send("POST", "/v1/chat/completions", body, headers, timeout)
-
-    def forward(
-        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> UpstreamReply:
-        return self._send(method, path, body, headers, timeout)
-
-    @contextlib.contextmanager
-    def stream(
-        self, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> Iterator[tuple[int, list[tuple[str, str]], Iterator[bytes]]]:
-        try:
-            with self.client.stream(
-                "POST", self._url(path), content=body, headers=headers, timeout=timeout
-            ) as r:
-                yield r.status_code, _end_headers(r.headers), r.iter_bytes()
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeout(str(exc) or "timed out") from exc
-        except httpx.TransportError as exc:
-            raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
-
-    def close(self) -> None:
-        self.client.close()
-
-
-class LocalUpstream:
-    """The embedded model as an upstream: answers ``chat/completions`` (not streaming) and
-    ``GET /v1/models``. Calls the model writes as text are returned as native ``tool_calls``
-    when the request has tools (as llama.cpp's ``llama-server --jinja`` does)."""
-
-    def __init__(self, model: ChatModel, name: str = DEFAULT_LOCAL_MODEL) -> None:
-        self.model = model
-        self.name = name
-        self._lock = threading.Lock()  # the embedded engine answers one request at a time
-        self._ids = itertools.count(1)
-
-    def chat(self, body: bytes, headers: dict[str, str], timeout: float) -> UpstreamReply:
-        try:
-            req = json.loads(body)
-            messages = req["messages"]
-        except (ValueError, KeyError, TypeError):
-            return _error_reply(400, "request body must be a JSON object with 'messages'")
-        tools = req.get("tools") or None
-        decoding = Decoding(
-            temperature=float(req.get("temperature") or 0.0),
-            seed=int(req.get("seed") or 0),
-            max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 256),
-        )
-        with self._lock:
-            reply = self.model.chat(messages, tools, decoding)
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        native = reply.tool_calls
-        if not native and tools:
-            parsed = parse_output(reply.text)
-            native = [c.to_dict() for c in parsed.calls] or None
-        if native:
-            message["content"] = None
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{i}",
-                    "type": "function",
-                    "function": {
-                        "name": c.get("name", ""),
-                        "arguments": c["arguments"]
-                        if isinstance(c.get("arguments"), str)
-                        else json.dumps(c.get("arguments") or {}),
-                    },
-                }
-                for i, c in enumerate(native)
-            ]
-        data = {
-            "id": f"chatcmpl-local-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": self.name,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if native else "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": reply.prompt_tokens or 0,
-                "completion_tokens": reply.completion_tokens or 0,
-                "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
-            },
-        }
-        return UpstreamReply(200, [("content-type", "application/json")], json.dumps(data).encode())
-
-    def forward(
-        self, method: str, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> UpstreamReply:
-        if method == "GET" and path.rstrip("/") in ("/v1/models", "/models"):
-            data = {"object": "list", "data": [{"id": self.name, "object": "model"}]}
-            return UpstreamReply(
-                200, [("content-type", "application/json")], json.dumps(data).encode()
-            )
-        return _error_reply(404, f"{method} {path} is not served by the embedded model")
-
-    @contextlib.contextmanager
-    def stream(
-        self, path: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> Iterator[tuple[int, list[tuple[str, str]], Iterator[bytes]]]:
-        reply = _error_reply(400, "the embedded model does not stream; send stream=false")
-        yield reply.status, reply.headers, iter([reply.content])
-
-    def close(self) -> None:
-        self.model.close()
-
-
-def _error_body(message: str, kind: str) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "code": kind}}).encode()
-
-
-def _error_reply(status: int, message: str, kind: str = "invalid_request_error") -> UpstreamReply:
-    return UpstreamReply(status, [("content-type", "application/json")], _error_body(message, kind))
+def _loads(body: bytes) -> Any:
+    """JSON, or :class:`ValueError` (also for nesting too deep to read)."""
+    try:
+        return json.loads(body)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
 
 
 # --------------------------------------------------------------------------- the guard
@@ -307,53 +220,91 @@ def _error_reply(status: int, message: str, kind: str = "invalid_request_error")
 
 class Guard:
     """The proxy's decisions, independent of HTTP: :meth:`chat` takes the agent's request body
-    and returns the reply to send back. Thread-safe."""
+    and returns the reply to send back. The checks and repairs run on worker threads."""
 
     def __init__(
-        self, upstream: Upstream, config: ProxyConfig, writer: StoreWriter | None = None
+        self, upstream: Any, config: ProxyConfig, writer: StoreWriter | None = None
     ) -> None:
-        self.upstream = upstream
+        self.upstream: Upstream = as_async(upstream)
         self.config = config
         self.writer = writer
         self._ids = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
 
-    def _count(self, decision: str) -> None:
+    def count(self, decision: str) -> None:
         if self.writer is not None:
             self.writer.count(decision)
 
-    def chat(self, body: bytes, headers: dict[str, str]) -> UpstreamReply:
+    _count = count
+
+    def bad_request(
+        self, status: int, message: str, kind: str = "invalid_request_error"
+    ) -> UpstreamReply:
+        """An answered, counted refusal (``guard:decisions``: ``bad_request``)."""
+        self.count("bad_request")
+        return error_reply(status, message, kind)
+
+    async def chat(self, body: bytes, headers: Headers) -> UpstreamReply:
         try:
-            request = json.loads(body)
-        except ValueError:
-            self._count("bad_request")
-            return _error_reply(400, "request body is not valid JSON")
-        if not isinstance(request, dict):
-            self._count("bad_request")
-            return _error_reply(400, "request body must be a JSON object")
+            request = _loads(body)
+        except ValueError as exc:
+            return self.bad_request(400, f"request body is not valid JSON ({exc})")
+        problem = request_error(request)
+        if problem is not None:
+            return self.bad_request(400, problem)
         cfg = self.config
         try:
-            first = self.upstream.chat(body, headers, cfg.upstream_timeout)
+            first = await self.upstream.chat(body, headers, cfg.upstream_timeout)
         except UpstreamTimeout as exc:
-            self._count("upstream_timeout")
-            return _error_reply(504, f"upstream timed out: {exc}", "upstream_timeout")
+            self.count("upstream_timeout")
+            return error_reply(504, f"upstream timed out: {exc}", "upstream_timeout")
         except UpstreamUnreachable as exc:
-            self._count("upstream_unreachable")
-            return _error_reply(502, f"upstream unreachable: {exc}", "upstream_unreachable")
+            self.count("upstream_unreachable")
+            return error_reply(502, f"upstream unreachable: {exc}", "upstream_unreachable")
         tools = request.get("tools")
         if first.status != 200 or not tools:
-            self._count("upstream_error" if first.status != 200 else "unchecked")
+            self.count("upstream_error" if first.status != 200 else "unchecked")
             return first
         try:
-            data = json.loads(first.content)
+            data = _loads(first.content)
+        except ValueError as exc:
+            if "nested" in str(exc):
+                self.count("upstream_invalid")
+                return error_reply(
+                    502, "upstream answer is nested too deeply to read", "upstream_invalid"
+                )
+            self.count("unchecked")
+            return first
+        try:
             message = message_of(data)
-        except (ValueError, TypeError):
-            self._count("unchecked")
+        except (TypeError, ValueError):
+            self.count("unchecked")
             return first
         if not message.get("tool_calls"):
-            self._count("unchecked")
+            self.count("unchecked")
             return _with_header(first, "unchecked")
-        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        messages = request.get("messages") or []
+        try:
+            return await anyio.to_thread.run_sync(
+                self._decide, request, headers, data, first, messages, tools
+            )
+        except Exception as exc:  # noqa: BLE001 - the agent gets upstream's answer, marked
+            self.count("guard_error")
+            _log(f"check failed, answer passed on unchecked: {type(exc).__name__}: {exc}")
+            return _with_header(first, "error")
+
+    def _decide(
+        self,
+        request: dict[str, Any],
+        headers: Headers,
+        data: dict[str, Any],
+        first: UpstreamReply,
+        messages: list[Any],
+        tools: Any,
+    ) -> UpstreamReply:
+        """On a worker thread: check the answer; repair it (re-asks go to upstream through the
+        event loop) when a call fails."""
+        cfg = self.config
         verdict = check(data, tools, messages, cfg.grounding)
         if verdict.passed:
             self._record(request, _single(data, verdict), "passed")
@@ -364,14 +315,15 @@ class Guard:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise UpstreamTimeout("repair time spent")
-            reply = self.upstream.chat(
+            reply = anyio.from_thread.run(
+                self.upstream.chat,
                 json.dumps({**request, "messages": convo}).encode(),
                 headers,
                 min(cfg.upstream_timeout, left),
             )
             if reply.status != 200:
                 raise RuntimeError(f"upstream answered {reply.status}")
-            return json.loads(reply.content)
+            return _loads(reply.content)
 
         result = repair(
             ask,
@@ -441,150 +393,353 @@ def _with_header(
     return UpstreamReply(reply.status, headers, reply.content)
 
 
-# --------------------------------------------------------------------------- HTTP
+# --------------------------------------------------------------------------- HTTP (ASGI)
 
 
-def _forward_headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
-    return {k: v for k, v in handler.headers.items() if k.lower() not in _HOP}
+class _BodyError(Exception):
+    def __init__(self, reply: UpstreamReply, close: bool = False) -> None:
+        self.reply = reply
+        self.close = close
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: ProxyServer
+class ProxyApp:
+    """The ASGI application: ``POST .../chat/completions`` is decided by :class:`Guard`, a
+    streaming one relayed, every other request forwarded. The lifespan closes upstream and
+    writes every queued decision."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
-        """Quiet: every decision is in the run store."""
+    def __init__(self, config: ProxyConfig, upstream: Any, writer: StoreWriter | None) -> None:
+        self.config = config
+        self.guard = Guard(upstream, config, writer)
+        self.writer = writer
+        self._closed = False
 
-    def _body(self) -> bytes | None:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            if self.headers.get("Transfer-Encoding"):
-                self._send(_error_reply(411, "send a Content-Length (chunked bodies are refused)"))
-                return None
-            return b""
-        try:
-            n = int(length)
-        except ValueError:
-            self._send(_error_reply(400, "bad Content-Length"))
-            return None
-        if n < 0:
-            self._send(_error_reply(400, "bad Content-Length"))
-            return None
-        if n > self.server.config.max_body_bytes:
-            self.close_connection = True
-            self._send(
-                _error_reply(
-                    413, f"request body over {self.server.config.max_body_bytes} bytes", "too_large"
-                )
-            )
-            return None
-        return self.rfile.read(n)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
 
-    def _send(self, reply: UpstreamReply) -> None:
-        self.send_response(reply.status)
-        for k, v in reply.headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(reply.content)))
-        self.end_headers()
-        self.wfile.write(reply.content)
-
-    def _upstream_error(self, exc: Exception) -> None:
-        if isinstance(exc, UpstreamTimeout):
-            self._send(_error_reply(504, f"upstream timed out: {exc}", "upstream_timeout"))
-        else:
-            self._send(_error_reply(502, f"upstream unreachable: {exc}", "upstream_unreachable"))
-
-    def _handle(self, method: str) -> None:
-        body = self._body()
-        if body is None:
-            return
-        path = self.path.split("?", 1)[0]
-        guard = self.server.guard
-        headers = _forward_headers(self)
-        if method == "POST" and path in CHAT_PATHS:
-            if _is_stream(body):
-                self._stream(body, headers)
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
                 return
-            self._send(guard.chat(body, headers))
+
+    async def aclose(self) -> None:
+        """Close upstream, then write what is queued and close the store (once)."""
+        if self._closed:
             return
-        try:
-            reply = guard.upstream.forward(
-                method, self.path, body, headers, self.server.config.upstream_timeout
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await self.guard.upstream.aclose()
+        if self.writer is not None:
+            await anyio.to_thread.run_sync(self.writer.close)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        headers = scope["headers"]
+        lengths = [v for k, v in headers if k == b"content-length"]
+        chunked = any(k == b"transfer-encoding" for k, _ in headers)
+        if not lengths:
+            if chunked:
+                raise _BodyError(
+                    error_reply(411, "send a Content-Length (chunked bodies are refused)"), True
+                )
+            limit = 0
+        else:
+            try:
+                limit = int(lengths[0])
+            except ValueError:
+                raise _BodyError(error_reply(400, "bad Content-Length"), True) from None
+        cfg = self.config
+        if limit > cfg.max_body_bytes:
+            raise _BodyError(
+                error_reply(413, f"request body over {cfg.max_body_bytes} bytes", "too_large"),
+                True,
             )
-        except (UpstreamTimeout, UpstreamUnreachable) as exc:
-            self._upstream_error(exc)
+        parts: list[bytes] = []
+        size = 0
+        with anyio.move_on_after(cfg.body_timeout) as scope_timer:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _BodyError(error_reply(400, "client went away"), True)
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > cfg.max_body_bytes:
+                    raise _BodyError(
+                        error_reply(
+                            413, f"request body over {cfg.max_body_bytes} bytes", "too_large"
+                        ),
+                        True,
+                    )
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    break
+        if scope_timer.cancelled_caught:
+            raise _BodyError(
+                error_reply(
+                    408,
+                    f"request body not complete within {cfg.body_timeout:g} s",
+                    "request_timeout",
+                ),
+                True,
+            )
+        return b"".join(parts)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        guard = self.guard
+        raw_headers = scope["headers"]
+        if len(raw_headers) > MAX_HEADERS or (
+            sum(len(k) + len(v) for k, v in raw_headers) > MAX_HEADER_BYTES
+        ):
+            guard.count("bad_request")
+            message = f"request headers over {MAX_HEADERS} fields or {MAX_HEADER_BYTES} bytes"
+            await _send(send, error_reply(431, message, "headers_too_large"), close=True)
             return
-        self._send(reply)
-
-    def _stream(self, body: bytes, headers: dict[str, str]) -> None:
-        guard = self.server.guard
-        guard._count("stream")
         try:
-            with guard.upstream.stream(
-                self.path, body, headers, self.server.config.upstream_timeout
+            body = await self._read_body(scope, receive)
+        except _BodyError as err:
+            guard.count("bad_request")
+            await _send(send, err.reply, close=err.close)
+            return
+        method = scope["method"]
+        raw = scope.get("raw_path") or scope["path"].encode()
+        target = raw.decode("latin-1")
+        if scope.get("query_string"):
+            target += "?" + scope["query_string"].decode("latin-1")
+        path = scope["path"]
+        headers = [
+            (k, v) for k, v in scope["headers"] if k not in HOP and k not in _conn_tokens(scope)
+        ]
+        try:
+            if method == "POST" and path in CHAT_PATHS:
+                if b'"stream"' in body and _is_stream(body):
+                    await self._stream(target, body, headers, send)
+                    return
+                reply = await guard.chat(body, headers)
+            else:
+                reply = await guard.upstream.forward(
+                    method, target, body, headers, self.config.upstream_timeout
+                )
+        except BadTarget as exc:
+            reply = guard.bad_request(400, str(exc))
+        except UpstreamTimeout as exc:
+            guard.count("upstream_timeout")
+            reply = error_reply(504, f"upstream timed out: {exc}", "upstream_timeout")
+        except UpstreamUnreachable as exc:
+            guard.count("upstream_unreachable")
+            reply = error_reply(502, f"upstream unreachable: {exc}", "upstream_unreachable")
+        await _send(send, reply)
+
+    async def _stream(self, target: str, body: bytes, headers: Headers, send: Send) -> None:
+        guard = self.guard
+        guard.count("stream")
+        started = False
+        try:
+            async with guard.upstream.stream(
+                target, body, headers, self.config.upstream_timeout
             ) as (status, up_headers, chunks):
-                self.send_response(status)
-                for k, v in up_headers:
-                    self.send_header(k, v)
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.close_connection = True
-                for chunk in chunks:
-                    self.wfile.write(chunk)
-                    self.wfile.flush()
+                await send({"type": "http.response.start", "status": status, "headers": up_headers})
+                started = True
+                async for chunk in chunks:
+                    if chunk:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except (UpstreamTimeout, UpstreamUnreachable) as exc:
-            self._upstream_error(exc)
+            timeout = isinstance(exc, UpstreamTimeout)
+            kind = "upstream_timeout" if timeout else "upstream_unreachable"
+            guard.count("stream_error")
+            what = "timed out" if timeout else "unreachable"
+            if not started:
+                await _send(
+                    send, error_reply(504 if timeout else 502, f"upstream {what}: {exc}", kind)
+                )
+                return
+            # the 200 stream has begun: end it with one last event, never a second response
+            event = b"\n\ndata: " + error_body(f"upstream {what} mid-stream: {exc}", kind)
+            event += b"\n\n"
+            await send({"type": "http.response.body", "body": event, "more_body": False})
+            return
+        except BadTarget as exc:
+            await _send(send, guard.bad_request(400, str(exc)))
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's names
-        self._handle("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
-        self._handle("POST")
+def _conn_tokens(scope: Scope) -> frozenset[bytes]:
+    """Header names the client's ``Connection`` header marks as hop-by-hop."""
+    names = [
+        t.strip().lower() for k, v in scope["headers"] if k == b"connection" for t in v.split(b",")
+    ]
+    return frozenset(names)
 
-    def do_DELETE(self) -> None:  # noqa: N802
-        self._handle("DELETE")
 
-    def do_PUT(self) -> None:  # noqa: N802
-        self._handle("PUT")
+async def _send(send: Send, reply: UpstreamReply, close: bool = False) -> None:
+    headers = [
+        (k.encode("latin-1"), v.encode("latin-1"))
+        for k, v in reply.headers
+        if k.lower() != "content-length"
+    ]
+    headers.append((b"content-length", str(len(reply.content)).encode()))
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.content, "more_body": False})
 
 
 def _is_stream(body: bytes) -> bool:
-    if b'"stream"' not in body:
-        return False
     try:
-        request = json.loads(body)
+        request = _loads(body)
     except ValueError:
         return False
     return isinstance(request, dict) and request.get("stream") is True
 
 
-class ProxyServer(ThreadingHTTPServer):
-    """The HTTP server: one thread per connection, each request decided by :attr:`guard`."""
+# --------------------------------------------------------------------------- the server
 
-    daemon_threads = True
 
-    def __init__(self, config: ProxyConfig, upstream: Upstream, writer: StoreWriter | None):
+def _raw_answer(status: int, reason: str, message: str, kind: str) -> bytes:
+    body = error_body(message, kind)
+    return (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    ).encode() + body
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with what it lacks for a server facing any client: a header
+    block must be complete within ``header_timeout`` seconds of its first byte or of the
+    connection (408, then closed: headers then silence, or a trickle, never hold a connection
+    open), and a request line uvicorn cannot decode (a non-ASCII target) is a 400 instead of
+    a dropped connection."""
+
+    header_timeout: float = 10.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._arm_header_timer()
+
+    def _arm_header_timer(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout, self._header_timeout)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_timeout(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            return
+        self.transport.write(
+            _raw_answer(
+                408,
+                "Request Timeout",
+                f"request headers not complete within {self.header_timeout:g} s",
+                "request_timeout",
+            )
+        )
+        self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            super().data_received(data)
+        except (UnicodeDecodeError, ValueError) as exc:
+            self.logger.warning("Invalid HTTP request received: %s", exc)
+            if not self.transport.is_closing():
+                self.transport.write(
+                    _raw_answer(400, "Bad Request", f"invalid request: {exc}", "invalid_request")
+                )
+                self.transport.close()
+            return
+        if self.transport.is_closing():
+            self._disarm_header_timer()
+        elif self.conn.their_state is h11.IDLE and (
+            self.cycle is None or self.cycle.response_complete
+        ):
+            self._arm_header_timer()  # a (next) request's headers are on their way
+        else:
+            self._disarm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+
+class ProxyServer:
+    """The proxy bound to its socket: :meth:`run` serves in the foreground (SIGINT and SIGTERM
+    stop it gracefully), :func:`serving` on a thread; :attr:`url` is its base URL."""
+
+    def __init__(self, config: ProxyConfig, upstream: Any, writer: StoreWriter | None) -> None:
         self.config = config
-        self.guard = Guard(upstream, config, writer)
         self.writer = writer
-        super().__init__((config.host, config.port), _Handler)
+        self.app = ProxyApp(config, upstream, writer)
+        self.guard = self.app.guard
+        family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((config.host, config.port))
+            self.socket.listen(BACKLOG)
+        except OSError:
+            self.socket.close()
+            raise
+        protocol = type(
+            "GuardedH11", (GuardedH11Protocol,), {"header_timeout": config.header_timeout}
+        )
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                http=protocol,
+                loop="asyncio",
+                lifespan="on",
+                log_config=None,
+                log_level="warning",
+                access_log=False,
+                backlog=BACKLOG,
+                limit_concurrency=MAX_CONNECTIONS,
+                timeout_keep_alive=5,
+                timeout_graceful_shutdown=None,
+            )
+        )
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = self.socket.getsockname()[:2]
         return f"http://{host}:{port}/v1"
+
+    def run(self) -> None:
+        """Serve until SIGINT or SIGTERM (then: stop accepting, answer what is in flight,
+        write every decision)."""
+        self.server.run(sockets=[self.socket])
+
+    def serve_forever(self) -> None:
+        self.run()
+
+    def shutdown(self) -> None:
+        self.server.should_exit = True
 
     def close(self) -> None:
         """Stop serving, write what is queued, close upstream and the store."""
-        self.server_close()
-        if self.writer is not None:
-            self.writer.close()
-        self.guard.upstream.close()
+        self.server.should_exit = True
+        with contextlib.suppress(OSError):
+            self.socket.close()
+        if not self.app._closed:
+            self.app._closed = True
+            if self.writer is not None:
+                self.writer.close()
 
 
-def make_upstream(config: ProxyConfig) -> Upstream:
-    """:class:`HTTPUpstream` for ``config.upstream``, else the embedded model."""
+def make_upstream(config: ProxyConfig) -> Any:
+    """:class:`~callscope.guard.upstream.HTTPUpstream` for ``config.upstream``, else the
+    embedded model."""
     if config.upstream:
         return HTTPUpstream(config.upstream)
     from callscope.models.registry import load_model  # lazy: llama.cpp and the weights
@@ -592,22 +747,26 @@ def make_upstream(config: ProxyConfig) -> Upstream:
     return LocalUpstream(load_model(config.local_model), config.local_model)
 
 
-def make_server(config: ProxyConfig, upstream: Upstream | None = None) -> ProxyServer:
-    """A bound, not yet serving proxy (``serve_forever`` on it, or on a thread)."""
+def make_server(config: ProxyConfig, upstream: Any | None = None) -> ProxyServer:
+    """A bound, not yet serving proxy (:meth:`ProxyServer.run` on it, or :func:`serving`)."""
     upstream = upstream if upstream is not None else make_upstream(config)
     writer = StoreWriter(config.run_dir, config.to_meta())
     return ProxyServer(config, upstream, writer)
 
 
 @contextlib.contextmanager
-def serving(config: ProxyConfig, upstream: Upstream | None = None) -> Iterator[ProxyServer]:
-    """A proxy serving on a background thread for the ``with`` block, then closed."""
+def serving(config: ProxyConfig, upstream: Any | None = None) -> Iterator[ProxyServer]:
+    """A proxy serving on a background thread for the ``with`` block, then stopped as SIGTERM
+    stops it (in-flight requests answered, every decision written)."""
     server = make_server(config, upstream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.run, daemon=True, name="callscope-proxy")
     thread.start()
+    deadline = time.monotonic() + 30
+    while not server.server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         yield server
     finally:
         server.shutdown()
-        thread.join(timeout=10)
+        thread.join(timeout=30)
         server.close()

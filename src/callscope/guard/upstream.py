@@ -1,0 +1,356 @@
+"""Where the repair proxy sends requests: an OpenAI-compatible server reached with one pooled
+``httpx.AsyncClient`` (:class:`HTTPUpstream`), or the embedded model (:class:`LocalUpstream`,
+synchronous, run on a worker thread through :class:`ThreadedUpstream`).
+
+The one rule for upstream URLs (:func:`upstream_url`): the agent's request target only ever
+becomes the *path* of a URL whose scheme, host and port are the configured upstream's. A
+target that is not an absolute path (``@127.0.0.1:9/x``, ``http://elsewhere/``), or that has a
+``.`` or ``..`` segment, percent-encoded or not (``/v1/../../etc/passwd``), is refused
+(:class:`BadTarget`), so no request can reach another host, port or path root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import unquote_to_bytes
+
+import anyio
+import anyio.to_thread
+import httpx
+
+from callscope.models.base import ChatModel, Decoding
+from callscope.models.registry import DEFAULT_SPEC
+from callscope.parse import parse_output
+
+#: headers that describe one hop and are never forwarded (RFC 9110 section 7.6.1), plus the
+#: ones the proxy sets itself (the server writes its own ``Server`` and ``Date``: upstream's
+#: are dropped so that a reply never carries two)
+HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
+        b"content-encoding",
+        b"accept-encoding",
+        b"server",
+        b"date",
+    }
+)
+#: the embedded model's name when the proxy serves it
+DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
+
+Headers = list[tuple[bytes, bytes]]
+
+
+@dataclass
+class UpstreamReply:
+    """One upstream answer: status, headers (hop-by-hop ones removed) and body bytes."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    content: bytes = b""
+
+
+class UpstreamTimeout(Exception):
+    """Upstream did not answer within the time allowed."""
+
+
+class UpstreamUnreachable(Exception):
+    """Upstream could not be connected to, or broke off its answer."""
+
+
+class BadTarget(ValueError):
+    """A request target that would leave the configured upstream."""
+
+
+class Upstream(Protocol):
+    """Where the proxy sends requests, asynchronously."""
+
+    async def chat(self, body: bytes, headers: Headers, timeout: float) -> UpstreamReply: ...
+
+    async def forward(
+        self, method: str, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> UpstreamReply: ...
+
+    def stream(
+        self, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> contextlib.AbstractAsyncContextManager[tuple[int, Headers, AsyncIterator[bytes]]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
+    """The upstream URL of the agent's request ``target`` (its path and query): ``base``'s
+    scheme, host and port, ``base``'s path joined with the target's path (an agent's ``/v1/...``
+    under a base that already ends in ``/v1`` loses its own ``/v1``), the target's query.
+    Raises :class:`BadTarget` for a target that is not an absolute path or has a ``.`` or
+    ``..`` segment (see the module docstring): under ``http://127.0.0.1:8080/v1``,
+    ``/v1/chat/completions?a=1`` is ``http://127.0.0.1:8080/v1/chat/completions?a=1`` and
+    ``@127.0.0.1:9/x`` is refused."""
+    path, _, query = target.partition("?")
+    if not path.startswith("/") or path.startswith("//"):
+        raise BadTarget("the request target must be a path starting with '/'")
+    for segment in path.split("/"):
+        if unquote_to_bytes(segment) in (b".", b".."):
+            raise BadTarget("the request path must not have '.' or '..' segments")
+    if "\\" in path or "%5c" in path.lower() or "%2f" in path.lower():
+        raise BadTarget("the request path must not have encoded or back slashes")
+    root = base.raw_path.split(b"?", 1)[0].decode("ascii").rstrip("/")
+    if root.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
+        path = path[3:]
+    raw = (root + path).encode("ascii") + (b"?" + query.encode("ascii") if query else b"")
+    return base.copy_with(raw_path=raw)
+
+
+def end_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """Upstream's response headers less the hop-by-hop ones (and ``Server``, ``Date``)."""
+    return [(k, v) for k, v in headers.items() if k.lower().encode("latin-1") not in HOP]
+
+
+def _raw_end_headers(headers: httpx.Headers) -> Headers:
+    return [(k.lower(), v) for k, v in headers.raw if k.lower() not in HOP]
+
+
+class HTTPUpstream:
+    """An OpenAI-compatible server reached with one pooled ``httpx.AsyncClient`` (created on
+    first use, inside the server's event loop)."""
+
+    def __init__(self, base_url: str, max_connections: int = 512) -> None:
+        self.base = httpx.URL(base_url.rstrip("/"))
+        if self.base.scheme not in ("http", "https") or not self.base.host:
+            raise ValueError(f"--upstream must be an http(s) URL, not {base_url!r}")
+        self._limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections // 2
+        )
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(limits=self._limits, trust_env=False)
+        return self._client
+
+    async def _send(
+        self, method: str, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> UpstreamReply:
+        url = upstream_url(self.base, target)
+        try:
+            r = await self.client.request(
+                method, url, content=body, headers=headers, timeout=timeout
+            )
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeout(str(exc) or "timed out") from exc
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
+        return UpstreamReply(r.status_code, end_headers(r.headers), r.content)
+
+    async def chat(self, body: bytes, headers: Headers, timeout: float) -> UpstreamReply:
+        return await self._send("POST", "/v1/chat/completions", body, headers, timeout)
+
+    async def forward(
+        self, method: str, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> UpstreamReply:
+        return await self._send(method, target, body, headers, timeout)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> AsyncIterator[tuple[int, Headers, AsyncIterator[bytes]]]:
+        """Upstream's status, headers and body chunks. Failing before the status line raises
+        :class:`UpstreamTimeout` / :class:`UpstreamUnreachable`; failing while the chunks are
+        read raises the same from the iterator (the proxy ends its stream cleanly)."""
+        url = upstream_url(self.base, target)
+        request = self.client.build_request(
+            "POST", url, content=body, headers=headers, timeout=timeout
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise UpstreamTimeout(str(exc) or "timed out") from exc
+        except httpx.TransportError as exc:
+            raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in response.aiter_raw():
+                    yield chunk
+            except httpx.TimeoutException as exc:
+                raise UpstreamTimeout(str(exc) or "timed out") from exc
+            except (httpx.TransportError, httpx.StreamError) as exc:
+                raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
+
+        try:
+            yield response.status_code, _raw_end_headers(response.headers), chunks()
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+
+class SyncUpstream(Protocol):
+    """A blocking upstream (the embedded model; a benchmark's recording wrapper)."""
+
+    def chat(self, body: bytes, headers: Any, timeout: float) -> UpstreamReply: ...
+
+    def forward(
+        self, method: str, path: str, body: bytes, headers: Any, timeout: float
+    ) -> UpstreamReply: ...
+
+    def close(self) -> None: ...
+
+
+class ThreadedUpstream:
+    """A blocking upstream run on worker threads, so the event loop never waits on it."""
+
+    def __init__(self, inner: SyncUpstream) -> None:
+        self.inner = inner
+
+    async def chat(self, body: bytes, headers: Headers, timeout: float) -> UpstreamReply:
+        return await anyio.to_thread.run_sync(self.inner.chat, body, _str_headers(headers), timeout)
+
+    async def forward(
+        self, method: str, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> UpstreamReply:
+        path = target.split("?", 1)[0]
+        return await anyio.to_thread.run_sync(
+            self.inner.forward, method, path, body, _str_headers(headers), timeout
+        )
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> AsyncIterator[tuple[int, Headers, AsyncIterator[bytes]]]:
+        reply = _error_reply(400, "the embedded model does not stream; send stream=false")
+
+        async def one() -> AsyncIterator[bytes]:
+            yield reply.content
+
+        yield reply.status, [(k.encode(), v.encode()) for k, v in reply.headers], one()
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.inner.close)
+
+
+def _str_headers(headers: Headers) -> dict[str, str]:
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+
+
+def as_async(upstream: Any) -> Upstream:
+    """``upstream`` itself when it is asynchronous, else wrapped in :class:`ThreadedUpstream`."""
+    if hasattr(upstream, "aclose"):
+        return upstream
+    return ThreadedUpstream(upstream)
+
+
+class LocalUpstream:
+    """The embedded model as an upstream: answers ``chat/completions`` (not streaming) and
+    ``GET /v1/models``. Calls the model writes as text are returned as native ``tool_calls``
+    when the request has tools (as llama.cpp's ``llama-server --jinja`` does). Blocking: the
+    proxy runs it through :class:`ThreadedUpstream`."""
+
+    def __init__(self, model: ChatModel, name: str = DEFAULT_LOCAL_MODEL) -> None:
+        self.model = model
+        self.name = name
+        self._lock = threading.Lock()  # the embedded engine answers one request at a time
+        self._ids = itertools.count(1)
+
+    def chat(self, body: bytes, headers: Any, timeout: float) -> UpstreamReply:
+        try:
+            req = json.loads(body)
+            messages = req["messages"]
+            tools = req.get("tools") or None
+            decoding = Decoding(
+                temperature=float(req.get("temperature") or 0.0),
+                seed=int(req.get("seed") or 0),
+                max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 256),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            return _error_reply(400, "request body must be a JSON object with 'messages'")
+        with self._lock:
+            reply = self.model.chat(messages, tools, decoding)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        native = reply.tool_calls
+        if not native and tools:
+            parsed = parse_output(reply.text)
+            native = [c.to_dict() for c in parsed.calls] or None
+        if native:
+            message["content"] = None
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c.get("name", ""),
+                        "arguments": c["arguments"]
+                        if isinstance(c.get("arguments"), str)
+                        else json.dumps(c.get("arguments") or {}),
+                    },
+                }
+                for i, c in enumerate(native)
+            ]
+        data = {
+            "id": f"chatcmpl-local-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if native else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens or 0,
+                "completion_tokens": reply.completion_tokens or 0,
+                "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
+            },
+        }
+        return UpstreamReply(200, [("content-type", "application/json")], json.dumps(data).encode())
+
+    def forward(
+        self, method: str, path: str, body: bytes, headers: Any, timeout: float
+    ) -> UpstreamReply:
+        if method == "GET" and path.rstrip("/") in ("/v1/models", "/models"):
+            data = {"object": "list", "data": [{"id": self.name, "object": "model"}]}
+            return UpstreamReply(
+                200, [("content-type", "application/json")], json.dumps(data).encode()
+            )
+        return _error_reply(404, f"{method} {path} is not served by the embedded model")
+
+    @contextlib.contextmanager
+    def stream(self, *args: Any) -> Iterator[tuple[int, list[tuple[str, str]], Iterator[bytes]]]:
+        reply = _error_reply(400, "the embedded model does not stream; send stream=false")
+        yield reply.status, reply.headers, iter([reply.content])
+
+    def close(self) -> None:
+        self.model.close()
+
+
+def error_body(message: str, kind: str) -> bytes:
+    """An OpenAI-style error object: ``{"error": {"message", "type", "code"}}``."""
+    return json.dumps({"error": {"message": message, "type": kind, "code": kind}}).encode()
+
+
+def _error_reply(status: int, message: str, kind: str = "invalid_request_error") -> UpstreamReply:
+    return UpstreamReply(status, [("content-type", "application/json")], error_body(message, kind))
+
+
+error_reply = _error_reply

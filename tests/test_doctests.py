@@ -21,6 +21,8 @@ DOCTEST_MODULES = (
     "callscope.records",
     "callscope.core.registry",
     "callscope.core.stats",
+    "callscope.models.prefix_cache",
+    "callscope.models.usage",
     "callscope.core.jsonl",
     "callscope.parse.literals",
     "callscope.cli.common",

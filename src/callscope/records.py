@@ -311,6 +311,9 @@ class StepRecord(Record):
     latency_s: float = 0.0
     retracted: bool = False
     placeholder: bool = False
+    #: prompt tokens the engine computed (the rest re-used a kept or live prefix; ``None``:
+    #: the backend did not say)
+    prompt_tokens_evaluated: int | None = None
 
 
 @dataclass

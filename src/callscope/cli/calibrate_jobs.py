@@ -174,6 +174,8 @@ def model_run(
             title=f"{m.spec} ({probe or BASELINE}): {r.ran} ran, {r.skipped} already done, {r.seconds:.0f} s",
         )
     )
+    if done.usage:  # issue 31: tokens sent / computed / generated
+        console.print(done.usage, markup=False)
     console.print(f"wrote {done.path}", markup=False)
     if done.paired is not None:
         console.print(

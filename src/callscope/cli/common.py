@@ -265,6 +265,8 @@ def print_run_summary(summary: RunSummary) -> None:
             f"{summary.mean_attempts[mode]:.2f}",
         )
     console.print(t)
+    if summary.usage:  # issue 31: tokens sent / computed / generated
+        console.print(escape(summary.usage))
     if summary.concurrency_note:
         console.print(f"[yellow]{escape(summary.concurrency_note)}[/yellow]")
     if summary.errors:

@@ -115,12 +115,12 @@ class CachedModel(ChatModel):
         if hit is not None:
             with self._lock:
                 self.hits += 1
-            return hit
+            return self.counted(hit)
         reply = self.inner.chat(messages, tools, decoding, context)
         self.store(key, reply)
         with self._lock:
             self.misses += 1
-        return reply
+        return self.counted(reply)
 
     def export_replay(self, path: str | Path) -> int:
         """Write every cached answer as a ``replay:`` JSONL row

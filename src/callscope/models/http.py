@@ -434,7 +434,7 @@ class HTTPChatModel(ChatModel):
                 headers=self._headers(),
             )
         latency = time.perf_counter() - start
-        return self._parse(data, latency)
+        return self.counted(self._parse(data, latency))
 
     def close(self) -> None:
         with self._clients_lock:

@@ -2,10 +2,27 @@
 
 Greedy decoding (temperature from :class:`Decoding`, 0 by default) with a fixed seed,
 ``n_threads = os.cpu_count()``, ``n_ctx`` 16384 by default (BFCL multi-turn prompts reach ~8k tokens), the chat template stored in the
-GGUF. One ``Llama`` object is kept per model file per process, so a correction loop that
-only appends turns re-uses the KV cache of the shared prompt prefix;
-``ModelReply.prompt_tokens_evaluated`` reports how many prompt tokens were actually
-computed.
+GGUF. One ``Llama`` object is kept per model file per process.
+
+No prompt prefix is computed twice while its state fits the bound (issue 31): llama-cpp-python
+re-uses the KV cache of the prefix a prompt shares with the live context (what it computed
+last); on top of that the engine keeps, per model, the KV state of the prefixes worth keeping
+(the first message, i.e. the system prompt with its registry or function documentation, and a
+live context a diverging prompt is about to overwrite) and restores the one sharing the
+longest prefix instead of recomputing it (:class:`_Engine`,
+:mod:`callscope.models.prefix_cache`). The bound is ``prefix_cache_mb`` (else
+``$CALLSCOPE_PREFIX_CACHE_MB``, else 1024 MiB; 0: off); ``kv_reuse`` ``"last"`` keeps only
+llama-cpp-python's own re-use, ``"none"`` computes every prompt from its first token. Greedy
+answers are the same token for token in every mode (``tests/test_local_prefix_cache.py``).
+``ModelReply.prompt_tokens_evaluated`` reports how many prompt tokens were actually computed,
+and every reply is counted in :attr:`~callscope.models.base.ChatModel.usage`.
+
+Why llama.cpp's per-sequence state rather than llama-cpp-python's ``LlamaRAMCache`` /
+``save_state``: those copy the logits buffer with every state (``n_batch`` x vocabulary floats,
+311 MB for Qwen's 151,936-token vocabulary) and do not count it against their bound, and the
+cache saves the whole context after every completion (keyed by prompt + answer), not the
+shared prefix; a sequence state is the KV cells alone (12 KiB per token for the 0.5B, 28 KiB
+for the 1.5B), saved only where a prefix is worth keeping.
 
 ``supports_native_tools`` is ``False``: llama-cpp-python 0.3.36 renders ``tools`` into
 Qwen's template but returns the model's answer as plain text (it fills ``tool_calls``
@@ -16,21 +33,32 @@ path. Passing ``tools`` anyway renders them with the model's own template.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from callscope.errors import ModelError
+import numpy as np
+
+from callscope.errors import ConfigError, ModelError
 from callscope.models.base import (
     BackendOptions,
     ChatModel,
     Decoding,
     RequestContext,
     is_context_overflow,
+)
+from callscope.models.prefix_cache import (
+    MIN_KEPT_TOKENS,
+    Kind,
+    PrefixStates,
+    PrefixStats,
+    common_prefix,
+    prefix_cache_bytes,
 )
 from callscope.types import ModelReply
 
@@ -55,28 +83,64 @@ def require_llama_cpp() -> None:
         )
 
 
+#: how a prompt re-uses earlier work: ``prefix`` (kept prefix states restored, and the live
+#: context's shared prefix), ``last`` (only the live context's shared prefix: llama-cpp-python's
+#: own behaviour), ``none`` (every prompt computed from its first token; for comparisons)
+KV_REUSE_MODES = ("prefix", "last", "none")
+#: the token that opens a chat message in the embedded models' template (ChatML, Qwen) and in
+#: other common GGUF templates (Llama 3, Gemma): the first that is one token marks where a
+#: prompt's first message (the system prompt with its registry or documentation) ends
+_MESSAGE_OPENERS = (b"<|im_start|>", b"<|start_header_id|>", b"<start_of_turn>")
+
+
 class _Engine:
-    """One loaded ``Llama`` with a lock and a count of prompt tokens it evaluates."""
+    """One loaded ``Llama`` with a lock, the prompt-prefix states it keeps
+    (:class:`~callscope.models.prefix_cache.PrefixStates`) and what the last request computed.
 
-    def __init__(self, path: Path, n_ctx: int, n_threads: int, seed: int) -> None:
+    Per prompt (:meth:`_before_prompt`, called by llama-cpp-python's ``generate``): a live
+    context the prompt diverges from is kept (a ``tail``: its conversation may go on later);
+    the kept state sharing the longest prefix with the prompt is restored when it shares more
+    than the live context; and when the prompt's first message (the system prompt) is not kept
+    yet, its state is kept as it is computed (an ``anchor``: :meth:`_eval` splits the
+    evaluation there). States are llama.cpp's per-sequence KV cells
+    (``llama_state_seq_get_data``), without logits: a restored prefix is always followed by at
+    least one evaluated token (llama-cpp-python re-evaluates the last prompt token when the
+    whole prompt is restored), so sampling reads fresh logits."""
+
+    def __init__(self, path: Path, n_ctx: int, n_threads: int, seed: int, cache_bytes: int) -> None:
         require_llama_cpp()
-        from llama_cpp import Llama  # heavy import, only when a local model is used
+        import llama_cpp  # heavy import, only when a local model is used
+        from llama_cpp import Llama
 
-        evals: list[int] = []
+        self._lib = llama_cpp
+        engine = self
+
+        def generate(llm: Any, tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            engine._before_prompt(list(tokens))
+            return engine._recording(Llama.generate(llm, tokens, *args, **kwargs))
 
         def counting_forward(llm: Any, tokens: Any) -> None:
-            """llama-cpp's token-evaluation step (``Llama.eval``), counting the tokens it
-            actually computes (the part of the prompt not reused from the KV cache)."""
-            evals.append(len(tokens))
-            Llama.eval(llm, tokens)
+            """llama-cpp's token-evaluation step (``Llama.eval``), with the count of what it
+            actually computes and the anchor's state kept on the way."""
+            engine._eval(tokens)
 
         # a subclass whose evaluation step counts; it is not Python's eval of any text
-        _CountingLlama = type("_CountingLlama", (Llama,), {"eval": counting_forward})
-
-        self.evals = evals
+        _KeepingLlama = type(
+            "_KeepingLlama", (Llama,), {"eval": counting_forward, "generate": generate}
+        )
+        self._llama_eval = Llama.eval
         self.lock = threading.Lock()
+        self.states = PrefixStates(cache_bytes)
+        self.mode = "prefix"
+        #: the last request: its prompt tokens, their count, where its computing started,
+        #: the token ids it generated
+        self.prompt: list[int] = []
+        self.prompt_len = 0
+        self.first_n_past: int | None = None
+        self.generated: list[int] = []
+        self._anchor: int | None = None
         try:
-            self.llm = _CountingLlama(
+            self.llm = _KeepingLlama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
@@ -86,23 +150,161 @@ class _Engine:
             )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(f"cannot load GGUF model {path}: {exc}", kind="setup") from exc
+        self._opener = self._find_opener()
+
+    def _find_opener(self) -> int | None:
+        for text in _MESSAGE_OPENERS:
+            ids = self.llm.tokenize(text, add_bos=False, special=True)
+            if len(ids) == 1:
+                return int(ids[0])
+        return None
+
+    @property
+    def computed(self) -> int:
+        """Prompt tokens the last request computed (0: the whole prompt was live)."""
+        if self.first_n_past is None:
+            return 0
+        return max(0, self.prompt_len - self.first_n_past)
+
+    def anchor_at(self, tokens: list[int]) -> int | None:
+        """Where the prompt's first message ends (the second message opener), if it does."""
+        if self._opener is None:
+            return None
+        seen = 0
+        for i, tok in enumerate(tokens):
+            if tok == self._opener:
+                seen += 1
+                if seen == 2:
+                    return i
+        return None
+
+    def _recording(self, gen: Iterator[int]) -> Iterator[int]:
+        for token in gen:
+            self.generated.append(int(token))
+            yield token
+
+    def _before_prompt(self, tokens: list[int]) -> None:
+        self.prompt = tokens
+        self.prompt_len = len(tokens)
+        self.first_n_past = None
+        self.generated = []
+        self._anchor = None
+        llm = self.llm
+        if self.mode == "none":
+            llm.reset()
+            return
+        if self.mode != "prefix" or self.states.capacity_bytes <= 0:
+            return
+        prompt = np.asarray(tokens, dtype=np.int64)
+        live = int(llm.n_tokens)
+        shared_live = common_prefix(np.asarray(llm.input_ids[:live]), prompt)
+        if (
+            live - shared_live >= MIN_KEPT_TOKENS
+            and llm.input_ids[:live].tolist() not in self.states
+        ):
+            self._save("tail")  # this prompt overwrites it: keep it for its conversation
+        hit = self.states.best(prompt)
+        if hit is not None and hit[2] > shared_live:
+            kept, state, shared = hit
+            if self._restore(kept, state):
+                self.states.stats.restored += 1
+                self.states.stats.restored_tokens += shared
+                shared_live = shared
+        anchor = self.anchor_at(tokens)
+        if anchor is None or anchor < MIN_KEPT_TOKENS or tokens[:anchor] in self.states:
+            return
+        if shared_live < anchor:
+            self._anchor = anchor  # kept as it is computed (:meth:`_eval`)
+        elif shared_live - anchor <= MIN_KEPT_TOKENS:
+            # the first message is live but not kept (a new conversation after another on
+            # the same system prompt): cut the live context back to it and keep it; the
+            # few tokens cut are computed again
+            llm._ctx.kv_cache_seq_rm(-1, anchor, -1)
+            llm.n_tokens = anchor
+            llm._requires_eval = True
+            self._save("anchor")
+
+    def _eval(self, tokens: Any) -> None:
+        llm = self.llm
+        start = int(llm.n_tokens)
+        if self.first_n_past is None:
+            self.first_n_past = start
+        cut = self._anchor
+        if cut is not None and start < cut <= start + len(tokens):
+            k = cut - start
+            self._llama_eval(llm, tokens[:k])
+            self._anchor = None
+            self._save("anchor")
+            if k < len(tokens):
+                self._llama_eval(llm, tokens[k:])
+            return
+        self._llama_eval(llm, tokens)
+
+    def _save(self, kind: Kind) -> None:
+        """Keep the live context (its ``n_tokens`` tokens) as a ``kind`` entry."""
+        lib, llm = self._lib, self.llm
+        t0 = time.perf_counter()
+        ctx = llm._ctx.ctx
+        size = int(lib.llama_state_seq_get_size(ctx, 0))
+        if size > self.states.capacity_bytes:
+            self.states.stats.refused += 1
+            return
+        buf = bytearray(size)
+        view = (ctypes.c_uint8 * size).from_buffer(buf)
+        got = int(lib.llama_state_seq_get_data(ctx, view, size, 0))
+        del view
+        if got <= 0 or got > size:
+            return
+        del buf[got:]
+        self.states.put(np.array(llm.input_ids[: llm.n_tokens]), buf, kind)
+        self.states.stats.save_s += time.perf_counter() - t0
+
+    def _restore(self, tokens: np.ndarray, state: Any) -> bool:
+        """Load a kept state as the live context; ``False`` (context cleared) if llama.cpp
+        refuses it."""
+        lib, llm = self._lib, self.llm
+        t0 = time.perf_counter()
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        view = (ctypes.c_uint8 * len(state)).from_buffer(state)
+        ok = int(lib.llama_state_seq_set_data(llm._ctx.ctx, view, len(state), 0)) == len(state)
+        del view
+        n = len(tokens)
+        if ok:
+            llm.input_ids[:n] = tokens
+            llm.n_tokens = n
+        else:
+            llm.reset()
+        llm._requires_eval = True
+        self.states.stats.restore_s += time.perf_counter() - t0
+        return ok
 
 
-def get_engine(path: Path, *, n_ctx: int, n_threads: int, seed: int) -> _Engine:
-    """The process-wide engine for this model file and context size (loaded on first use)."""
+def get_engine(
+    path: Path, *, n_ctx: int, n_threads: int, seed: int, cache_bytes: int | None = None
+) -> _Engine:
+    """The process-wide engine for this model file and context size (loaded on first use);
+    ``cache_bytes`` (when given) sets the bound of its kept prefix states."""
     key = (str(Path(path).resolve()), int(n_ctx), int(n_threads))
     with _registry_lock:
         engine = _engines.get(key)
         if engine is None:
-            engine = _Engine(Path(path), n_ctx, n_threads, seed)
+            bound = prefix_cache_bytes() if cache_bytes is None else cache_bytes
+            engine = _Engine(Path(path), n_ctx, n_threads, seed, bound)
             _engines[key] = engine
+        elif cache_bytes is not None and cache_bytes != engine.states.capacity_bytes:
+            with engine.lock:
+                engine.states.resize(cache_bytes)
         return engine
+
+
+_OPTIONS = ("n_ctx", "n_threads", "seed", "prefix_cache_mb", "kv_reuse")
 
 
 def local_options(extra: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`LocalModel` keyword options among ``load_model``'s options (``n_ctx``,
-    ``n_threads``, ``seed``; unset ones are left to the defaults)."""
-    return {k: extra[k] for k in ("n_ctx", "n_threads", "seed") if extra.get(k) is not None}
+    ``n_threads``, ``seed``, ``prefix_cache_mb``, ``kv_reuse``; unset ones are left to the
+    defaults)."""
+    return {k: extra[k] for k in _OPTIONS if extra.get(k) is not None}
 
 
 def _int(value: Any) -> int | None:
@@ -123,6 +325,8 @@ class LocalModel(ChatModel):
         n_ctx: int = 16384,
         n_threads: int | None = None,
         seed: int = 0,
+        prefix_cache_mb: float | None = None,
+        kv_reuse: str = "prefix",
     ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
@@ -132,15 +336,36 @@ class LocalModel(ChatModel):
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.cpu_count() or 1)
         self.seed = int(seed)
+        if kv_reuse not in KV_REUSE_MODES:
+            raise ConfigError(f"kv_reuse {kv_reuse!r} is not one of {', '.join(KV_REUSE_MODES)}")
+        self.kv_reuse = kv_reuse
+        #: the bound of the kept prefix states in bytes (``prefix_cache_mb`` MiB, else
+        #: ``$CALLSCOPE_PREFIX_CACHE_MB``, else the default; 0: none kept)
+        self.prefix_cache_bytes = prefix_cache_bytes(prefix_cache_mb)
 
     @classmethod
     def from_spec(cls, path: str, options: BackendOptions) -> LocalModel:
-        """``gguf:<path>`` (``~`` expanded); options ``n_ctx``, ``n_threads``, ``seed``."""
+        """``gguf:<path>`` (``~`` expanded); options ``n_ctx``, ``n_threads``, ``seed``,
+        ``prefix_cache_mb``, ``kv_reuse``."""
         return cls(Path(path).expanduser(), spec=options.spec, **local_options(options.extra))
 
     def engine(self) -> _Engine:
         """Load the weights now (otherwise they load on the first ``chat``)."""
-        return get_engine(self.path, n_ctx=self.n_ctx, n_threads=self.n_threads, seed=self.seed)
+        return get_engine(
+            self.path,
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            seed=self.seed,
+            cache_bytes=self.prefix_cache_bytes,
+        )
+
+    def prefix_stats(self) -> PrefixStats | None:
+        """What the engine's kept prefix states did so far (shared by every ``LocalModel`` of
+        the same model file in this process); ``None`` before the weights are loaded."""
+        key = (str(self.path.resolve()), self.n_ctx, self.n_threads)
+        with _registry_lock:
+            engine = _engines.get(key)
+        return engine.states.stats if engine is not None else None
 
     def chat(
         self,
@@ -160,7 +385,7 @@ class LocalModel(ChatModel):
         if tools:
             kwargs["tools"] = tools
         with engine.lock:
-            engine.evals.clear()
+            engine.mode = self.kv_reuse
             start = time.perf_counter()
             try:
                 result = engine.llm.create_chat_completion(**kwargs)
@@ -168,16 +393,16 @@ class LocalModel(ChatModel):
                 kind = "context_length" if is_context_overflow(str(exc)) else "local"
                 raise ModelError(f"{self.spec}: {exc}", kind=kind) from exc
             latency = time.perf_counter() - start
-            # The first eval of a completion is the uncached prompt suffix; the rest are
-            # one sampled token each.
-            evaluated = engine.evals[0] if engine.evals else 0
+            evaluated = engine.computed
         message = result["choices"][0]["message"]
         usage = result.get("usage") or {}
-        return ModelReply(
-            text=message.get("content") or "",
-            tool_calls=None,
-            prompt_tokens=_int(usage.get("prompt_tokens")),
-            completion_tokens=_int(usage.get("completion_tokens")),
-            prompt_tokens_evaluated=evaluated,
-            latency_s=latency,
+        return self.counted(
+            ModelReply(
+                text=message.get("content") or "",
+                tool_calls=None,
+                prompt_tokens=_int(usage.get("prompt_tokens")),
+                completion_tokens=_int(usage.get("completion_tokens")),
+                prompt_tokens_evaluated=evaluated,
+                latency_s=latency,
+            )
         )

@@ -179,11 +179,11 @@ class ReplayModel(ChatModel):
         if case_id is not None:
             found, output = self._case_output(str(case_id), attempt, mode)
             if found:
-                return reply_from_output(output)
+                return self.counted(reply_from_output(output))
         for spec in self._hash_specs:
             key = request_key(spec, messages, tools, decoding)
             if key in self._by_hash:
-                return reply_from_output(self._by_hash[key])
+                return self.counted(reply_from_output(self._by_hash[key]))
         where = (
             f"case {case_id!r} attempt {attempt}" + (f" mode {mode}" if mode else "")
             if case_id is not None

@@ -274,6 +274,7 @@ def run_conversation(
                 prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens,
                 latency_s=reply.latency_s,
+                prompt_tokens_evaluated=reply.prompt_tokens_evaluated,
             )
             turn.steps.append(step)
             index = len(turn.steps) - 1

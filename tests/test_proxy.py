@@ -24,7 +24,9 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from callscope.guard.proxy import EXTRA_FIELD, GUARD_HEADER, ProxyConfig, serving  # noqa: E402
+from proxyserve import callscope_serve  # noqa: E402
+
+from callscope.guard.proxy import EXTRA_FIELD, GUARD_HEADER  # noqa: E402
 from callscope.store.run_store import RunStore  # noqa: E402
 
 TOOLS = [
@@ -194,15 +196,11 @@ def upstream() -> Iterator[FakeUpstream]:
 
 @pytest.fixture
 def proxy(upstream: FakeUpstream, tmp_path: Path) -> Iterator[Any]:
-    config = ProxyConfig(
-        upstream=upstream.url,
-        port=0,
-        run_dir=tmp_path / "run",
-        upstream_timeout=0.5,
-        max_body_bytes=64 * 1024,
-    )
-    with serving(config) as server:
-        yield server
+    """``callscope serve`` as a user starts it (issue 29: the real server stack), with a 0.5 s
+    upstream timeout and a 64 KiB body limit; ``proxy.stop()`` ends it, its store complete."""
+    options = ("--upstream-timeout", "0.5", "--max-body-mb", "0.0625")
+    with callscope_serve(upstream.url, tmp_path / "run", *options) as served:
+        yield served
 
 
 def _client(proxy: Any) -> Any:
@@ -350,7 +348,7 @@ def test_every_decision_is_in_the_run_store(proxy: Any, tmp_path: Path) -> None:
     client = _client(proxy)
     for scenario in ("good", "missing", "never", "text"):
         _ask(client, scenario)
-    proxy.writer.flush()
+    proxy.stop()  # the server writes every decision as it stops
     store = RunStore(tmp_path / "run")
     try:
         outcomes = {o["model"]: o for o in store.outcomes()}
@@ -385,7 +383,7 @@ def test_callscope_report_reads_the_proxy_store(proxy: Any, tmp_path: Path) -> N
     client = _client(proxy)
     _ask(client, "good")
     _ask(client, "invented")
-    proxy.writer.flush()
+    proxy.stop()  # the server writes every decision as it stops
     rows = load_outcomes(tmp_path / "run")
     assert sorted((o["model"], o["n_attempts"], o["first_diagnosis"]["stage"]) for o in rows) == [
         ("good", 1, 0),

@@ -37,6 +37,7 @@ DOCTEST_MODULES = (
     "callscope.benchmarks.bfcl.answer_agreement",
     "callscope.benchmarks.sources",
     "callscope.cli.calibrate_legacy",
+    "callscope.cli.main",
     "callscope.runs.progress",
 )
 

@@ -23,11 +23,15 @@ and exit code 2 (the exit-code scheme is in :mod:`callscope.cli.common`).
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.rich_utils
+from rich.text import Text
 
 from callscope.cli.common import DEBUG_ENV, handle_errors, set_debug
 from callscope.core.registry import Registry
@@ -66,6 +70,89 @@ COMMANDS: Registry[tuple[str, str]] = Registry(
 )
 
 
+#: a line that starts a list item: its line break is kept
+_ITEM = re.compile(r"^(?:[-*•] |\d+[.)] )")
+#: the end of the first sentence: a full stop before a capital, not after "e.g" / "i.e"
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z])")
+
+
+def help_text(doc: str | None) -> str | None:
+    r"""A docstring as help text: dedented, each paragraph's hard line breaks joined into
+    one line (typer's rich help keeps them, so a description broke mid-sentence at any
+    width); in a paragraph with list items each item is one line; a paragraph that starts
+    with click's ``\b`` or has indented lines is kept as written. ``None`` stays ``None``.
+
+    >>> help_text("Run the loop\n    over cases.\n\n    Exit codes:\n    - 0 ok\n    - 1 failed")
+    'Run the loop over cases.\n\nExit codes:\n- 0 ok\n- 1 failed'
+    """
+    if doc is None:
+        return None
+    out = []
+    for para in inspect.cleandoc(doc).split("\n\n"):
+        lines = para.splitlines()
+        if para.startswith("\b") or any(line[:1].isspace() for line in lines):
+            out.append(para)
+        elif any(_ITEM.match(line) for line in lines):
+            items: list[str] = []
+            for n, line in enumerate(lines):
+                if n == 0 or _ITEM.match(line):
+                    items.append(line.strip())
+                else:
+                    items[-1] += " " + line.strip()
+            out.append("\n".join(items))
+        else:
+            out.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
+
+
+def short_help(doc: str | None) -> str | None:
+    r"""The line ``callscope --help`` lists a command with: its help's first sentence.
+
+    >>> short_help("Detector validity audit: false alarms, per stage. Cases whose gold is an answer")
+    'Detector validity audit: false alarms, per stage.'
+    >>> short_help("Serve a proxy (e.g. for agents). It checks calls.")
+    'Serve a proxy (e.g. for agents).'
+    """
+    text = help_text(doc)
+    if not text:
+        return text
+    first = text.split("\n\n")[0].replace("\n", " ")
+    return _SENTENCE_END.split(first, maxsplit=1)[0].rstrip(".") + "."
+
+
+def _fold_long_words() -> None:
+    """Typer's help tables cut a word longer than its column with "…" (``serve --help``
+    showed ``local:qwen2.5-coder-0.5…``): its help texts fold such a word onto the next
+    line instead, whole. Done once, on the first app built."""
+    make = typer.rich_utils._make_rich_text
+    if getattr(make, "folds", False):
+        return
+
+    def folding(*, text: str, style: str = "", markup_mode: Any) -> Any:
+        rendered = make(text=text, style=style, markup_mode=markup_mode)
+        if isinstance(rendered, Text):
+            rendered.overflow = "fold"
+        return rendered
+
+    folding.folds = True  # type: ignore[attr-defined]
+    typer.rich_utils._make_rich_text = folding
+
+
+def _reflow_group(group: typer.Typer) -> None:
+    """A typer group's help, and its commands' (recursively), as :func:`help_text`."""
+    info = group.info
+    if isinstance(info.help, str):
+        info.help = help_text(info.help)
+    for cmd in group.registered_commands:
+        doc = cmd.help if isinstance(cmd.help, str) else inspect.getdoc(cmd.callback)
+        cmd.help = help_text(doc)
+        if cmd.short_help is None:
+            cmd.short_help = short_help(doc)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _reflow_group(sub.typer_instance)
+
+
 def _main(
     debug: Annotated[
         bool,
@@ -89,6 +176,7 @@ def build_app(names: Sequence[str] | None = None) -> typer.Typer:
         no_args_is_help=True,
         help="Where and why LLM tool calls fail, and how to repair them.",
     )
+    _fold_long_words()
     app.callback()(_main)
     for name in names if names is not None else COMMANDS:
         module, attr = COMMANDS[name]
@@ -100,9 +188,13 @@ def build_app(names: Sequence[str] | None = None) -> typer.Typer:
             typer.echo(f"callscope: command plugin {name!r} not loaded: {exc}", err=True)
             continue
         if isinstance(target, typer.Typer):  # a group: its module wraps its own commands
-            app.add_typer(target, name=name)
+            _reflow_group(target)
+            app.add_typer(target, name=name, short_help=short_help(target.info.help))
         else:
-            app.command(name)(handle_errors(target))
+            doc = inspect.getdoc(target)
+            app.command(name, help=help_text(doc), short_help=short_help(doc))(
+                handle_errors(target)
+            )
     return app
 
 

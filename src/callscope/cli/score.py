@@ -26,7 +26,8 @@ from callscope.saag.score import (
 
 def print_score_summary(s: ScoreSummary) -> None:
     """Rows per first failing stage, then each metric's mean over the rows defining it."""
-    t = Table(title=f"callscope score: {s.rows} rows, {s.errors} malformed")
+    title = f"callscope score: {s.rows} rows, {s.errors} malformed"
+    t = Table(title=title, min_width=len(title))  # issue 32: the title on one line
     t.add_column("first failing stage")
     t.add_column("rows", justify="right")
     labels = {0: "passed all", 1: "1 registry", 2: "2 structure", 3: "3 grounding"}
@@ -36,7 +37,8 @@ def print_score_summary(s: ScoreSummary) -> None:
         if s.abstentions.get(kind):
             t.add_row(f"no call: {kind}", str(s.abstentions[kind]))
     console.print(t)
-    m = Table(title="metric means (over rows where each is defined)")
+    title = "metric means (over rows where each is defined)"
+    m = Table(title=title, min_width=len(title))
     m.add_column("metric")
     m.add_column("mean", justify="right")
     m.add_column("n", justify="right")
@@ -111,15 +113,16 @@ def score(
             )
             sink.write(dumps_row(out) + "\n")  # lone surrogates escaped
             acc.add(out)
-            if "error" in out:
-                errors.append((out["id"], out["error"]))
+            if "error" in out:  # a malformed line's message already says "line n:"
+                errors.append((None if "_error" in r else out["id"], out["error"]))
     finally:
         if sink is not sys.stdout:
             sink.close()
     summary = acc.summary()
     print_score_summary(summary)
     for rid, error in errors:
-        console.print(f"[red]row {escape(str(rid))}: {escape(str(error))}[/red]")
+        where = "" if rid is None else f"row {escape(str(rid))}: "
+        console.print(f"[red]{where}{escape(str(error))}[/red]")
     raise typer.Exit(code=1 if summary.errors else 0)
 
 

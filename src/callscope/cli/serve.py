@@ -19,8 +19,8 @@ def serve(
         str | None,
         typer.Option(
             "--upstream",
-            help="the OpenAI-compatible base URL to guard, with its /v1 (default: serve the "
-            f"embedded {DEFAULT_LOCAL_MODEL})",
+            help="the OpenAI-compatible base URL to guard, with its /v1; without it, serve the "
+            f"embedded model: {DEFAULT_LOCAL_MODEL}",
         ),
     ] = None,
     host: Annotated[str, typer.Option(help="address to bind (127.0.0.1: this machine only)")] = (

@@ -226,3 +226,59 @@ def test_real_greedy_answers_equal_with_and_without_reuse():
     assert computed[2] <= sent[2] - sent[0] and computed[4] <= sent[4] - sent[1]
     assert stats.peak_bytes <= stats.capacity_bytes
     assert kept.usage.prompt_computed == sum(computed)
+
+
+class _Caller(ChatModel):
+    spec = "fixed:caller"
+    supports_native_tools = False
+
+    def chat(self, messages, tools=None, decoding=None, context=None):
+        sent = 10 * len(messages)
+        return self.counted(
+            ModelReply(
+                text='{"name": "get_weather", "arguments": {"city": "Paris"}}',
+                prompt_tokens=sent,
+                completion_tokens=7,
+                prompt_tokens_evaluated=sent // 2,
+            )
+        )
+
+
+def test_run_summary_store_and_report_count_tokens(tmp_path):
+    from callscope.report.html import build_report
+    from callscope.runs.runner import run_cases
+    from callscope.store.run_store import RunStore
+    from callscope.types import Case
+
+    fn = {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    }
+    cases = [
+        Case(
+            id=f"c{i}",
+            query="Weather in Paris?",
+            functions=[fn],
+            gold={"name": "get_weather", "arguments": {"city": "Paris"}},
+            scale=1,
+        )
+        for i in range(2)
+    ]
+    model = _Caller()
+    store = RunStore(tmp_path)
+    try:
+        summary = run_cases(model, cases, store, show_progress=False)
+        stored = store.token_usage()[model.spec]
+    finally:
+        store.close()
+    # every mode shares attempt 1: the store counts it once per case, as the model did
+    assert stored == model.usage
+    assert summary.usage == model.usage.line() and "computed" in summary.usage
+    page = build_report(tmp_path).read_text(encoding="utf-8")
+    assert "Model tokens" in page
+    assert (tmp_path / "tables" / "model_tokens.md").is_file()

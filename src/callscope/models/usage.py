@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from callscope.core.table import Table
 from callscope.types import ModelReply
 
 
@@ -130,3 +131,46 @@ def usage_line(model: Any, before: TokenUsage | None = None) -> str:
     if kept is not None:
         line += f"; {kept.line()}"
     return line
+
+
+def usage_table(usages: Mapping[str, TokenUsage]) -> Table:
+    """Per model: requests, prompt tokens sent, computed (and their share), generated, answers
+    from the response cache (the report's table of a run store:
+    :meth:`~callscope.store.run_store.RunStore.token_usage`).
+
+    >>> t = usage_table({"local:x": TokenUsage(2, 1000, 150, 40)})
+    >>> t.rows
+    [['local:x', '2', '1,000', '150', '15.0%', '40', '0']]
+    """
+    rows = []
+    for model, u in usages.items():
+        share = u.computed_share
+        rows.append(
+            [
+                model,
+                f"{u.requests:,}",
+                f"{u.prompt_sent:,}",
+                f"{u.prompt_computed:,}" + ("" if u.exact else "*"),
+                "" if share is None else f"{share:.1%}",
+                f"{u.generated:,}",
+                f"{u.cached:,}",
+            ]
+        )
+    return Table(
+        columns=[
+            "model",
+            "requests",
+            "prompt sent",
+            "prompt computed",
+            "computed",
+            "generated",
+            "cached",
+        ],
+        rows=rows,
+        title="Model tokens",
+        caption="Prompt tokens sent to the model, the part it computed (the rest re-used a"
+        " kept or live prompt prefix), tokens generated; answers from the response cache"
+        " apart. * the backend did not say what it computed: counted as sent.",
+        name="model_tokens",
+        align="lrrrrrr",
+    )

@@ -56,6 +56,7 @@ import pandas as pd
 from callscope.calibration.classify import preset
 from callscope.core.table import Table
 from callscope.core.table_formats import write_tables
+from callscope.models.usage import usage_table
 from callscope.report import aggregate as agg
 from callscope.report.acc_gar_figure import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot
 from callscope.report.answer_figure import calls_by_category_plot
@@ -329,6 +330,7 @@ def build_report(
             store, preset(store.get_meta("classifier_preset") or "default")
         )
         info = run_info(store, sorted({str(o["model"]) for o in outcomes}))
+        tokens = usage_table(store.token_usage())  # issue 31: sent / computed / generated
     finally:
         store.close()
     if not conv["conversations"]:
@@ -341,6 +343,8 @@ def build_report(
     cases: dict[str, Any] = {}
     if outcomes or conv is None:
         data = compute_report(outcomes, max_attempts_by_model(run_dir, outcomes), n_boot, seed)
+        if tokens.rows:
+            data.tables.append(tokens)
         for t in data.tables:
             write_tables(t, out / "tables", ("csv", "md", "tex"))
         figures = make_figures(
@@ -355,6 +359,8 @@ def build_report(
         if not data.by_category.empty:  # a run scored answer by answer (issue 28)
             figures.append(calls_by_category_plot(data.by_category, out / "figures"))
         cases = case_data(run_dir, outcomes)
+    elif tokens.rows:
+        write_tables(tokens, out / "tables", ("csv", "md", "tex"))
     acc_gar = None
     if conv is not None:  # one marker per model, in the panel's row order when there is one
         order = next((p["models"] for p in conv.get("panels") or []), [])

@@ -6,6 +6,9 @@ Run:  python benchmarks/prefix_cache.py [--model local:qwen2.5-coder-0.5b] [--n 
           [--what calibrate,saag] [--max-attempts 15] [--json out.json]
 
 (a) ``calibrate`` on the first N cases of BFCL multi-turn ``base`` (prompt style, 20 steps);
+``calibrate+probe``: the same baseline, then the ``sri`` probe on the same cases in the
+same process (as ``calibrate experiment`` runs probes), so each tool set's documentation
+comes back after others;
 (b) the SAAG loop on N BFCL cases at S = 5, structured mode, ``--max-attempts`` attempts.
 Each run starts from an empty engine (no live context, no kept state) and without the
 response cache. Printed per run: wall time, prompt tokens sent / computed, generated tokens,
@@ -104,12 +107,15 @@ def traced(model: Any) -> tuple[Any, list[tuple[list[int], list[int]]]]:
     return model, trace
 
 
-def run_calibrate(model: Any, n: int) -> Any:
+def run_calibrate(model: Any, n: int, probes: tuple[str | None, ...] = (None,)) -> Any:
+    """``calibrate`` on the first ``n`` cases of ``base``: a baseline run, then each probe of
+    ``probes`` on the same cases in the same directory (``calibrate experiment``'s way)."""
     from callscope.runs.calibrate import calibrate_model, select_cases
 
     cases = select_cases(["base"], n)
     with tempfile.TemporaryDirectory() as out:
-        calibrate_model(model, out, cases, style="prompt", show_progress=False)
+        for probe in probes:
+            calibrate_model(model, out, cases, probe=probe, style="prompt", show_progress=False)
         return _stored(Path(out))
 
 
@@ -120,10 +126,10 @@ def _stored(out: Path) -> list[dict[str, Any]]:
     try:
         return sorted(
             (
-                {"case": c["case_id"], "passed": c.get("passed")}
+                {"case": c["case_id"], "probe": c["probe"], "passed": c.get("passed")}
                 for c in store.conversations(None, None)
             ),
-            key=lambda r: r["case"],
+            key=lambda r: (r["probe"], r["case"]),
         )
     finally:
         store.close()
@@ -209,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     jobs = {
         "calibrate": lambda m: run_calibrate(m, args.n),
+        # the baseline, then a probe on the same cases: each tool set's documentation again
+        "calibrate+probe": lambda m: run_calibrate(m, args.n, (None, "sri")),
         "saag": lambda m: run_saag(m, args.n, args.max_attempts),
     }
     report: dict[str, Any] = {

@@ -265,7 +265,13 @@ class _Engine:
         lib, llm = self._lib, self.llm
         t0 = time.perf_counter()
         llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        view = (ctypes.c_uint8 * len(state)).from_buffer(state)
+        array = ctypes.c_uint8 * len(state)
+        # kept states are bytearrays: read in place, no copy
+        view = (
+            array.from_buffer(state)
+            if isinstance(state, bytearray)
+            else array.from_buffer_copy(state)
+        )
         ok = int(lib.llama_state_seq_set_data(llm._ctx.ctx, view, len(state), 0)) == len(state)
         del view
         n = len(tokens)

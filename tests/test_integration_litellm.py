@@ -126,3 +126,124 @@ def test_repair_reasks_through_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
         and asked[0][-1]["role"] == "user"
         and "no grounding" in asked[0][-1]["content"]
     )
+
+
+#: the proxy refuses to start without a strong master key
+KEY = "sk-" + "5f0c3a9e7b21d48c" * 3
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.timeout(240)
+def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
+    """`litellm --config config.yaml` on 127.0.0.1 with the guardrail, upstream a scripted
+    OpenAI-compatible server, driven by the real `openai` client: annotate passes the
+    verdict in the body; block answers 400 on a failing call."""
+    pytest.importorskip("litellm.proxy.proxy_server")  # the proxy's dependencies
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+    import openai
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fakeserver import FakeServer, Step, openai_reply
+
+    def call(city: str) -> dict:
+        args = json.dumps({"city": city})
+        return {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": args},
+        }
+
+    with FakeServer() as upstream:
+        procs, ports = [], {}
+        try:
+            for mode in ("annotate", "block"):
+                port = ports[mode] = _free_port()
+                cfg = tmp_path / f"{mode}.yaml"
+                cfg.write_text(
+                    "model_list:\n"
+                    "  - model_name: scripted\n"
+                    "    litellm_params:\n"
+                    "      model: openai/scripted\n"
+                    f"      api_base: {upstream.url}/v1\n"
+                    "      api_key: x\n"
+                    "guardrails:\n"
+                    "  - guardrail_name: callscope\n"
+                    "    litellm_params:\n"
+                    "      guardrail: callscope.integrations.litellm_guardrail.CallscopeGuardrail\n"
+                    "      mode: post_call\n"
+                    "      default_on: true\n"
+                    f"      callscope_mode: {mode}\n"
+                )
+                env = {
+                    **os.environ,
+                    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                    "LITELLM_MASTER_KEY": KEY,
+                }
+                procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "litellm.proxy.proxy_cli",
+                            "--config",
+                            str(cfg),
+                            "--host",
+                            "127.0.0.1",
+                            "--port",
+                            str(port),
+                        ],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=(tmp_path / f"{mode}.log").open("w"),
+                    )
+                )
+            deadline = time.monotonic() + 200
+            for (mode, port), proc in zip(ports.items(), procs, strict=True):
+                while True:
+                    assert proc.poll() is None, (tmp_path / f"{mode}.log").read_text()[-3000:]
+                    try:
+                        if (
+                            httpx.get(f"http://127.0.0.1:{port}/health/liveliness").status_code
+                            == 200
+                        ):
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    assert time.monotonic() < deadline, (tmp_path / f"{mode}.log").read_text()[
+                        -3000:
+                    ]
+                    time.sleep(1)
+            upstream.push(Step(body=openai_reply(None, [call("London")])))
+            client = openai.OpenAI(
+                base_url=f"http://127.0.0.1:{ports['annotate']}", api_key=KEY, max_retries=0
+            )
+            r = client.chat.completions.create(model="scripted", messages=MESSAGES, tools=TOOLS)
+            verdict = r.model_extra["callscope"]["verdict"]
+            want = callscope.guard_check(r.model_dump(), TOOLS, MESSAGES)
+            assert [(c["name"], c["stage"], c["reasons"]) for c in verdict["calls"]] == [
+                (c.name, c.stage, list(c.reasons)) for c in want.calls
+            ]
+            assert verdict["calls"][0]["stage"] == 3
+            upstream.push(Step(body=openai_reply(None, [call("London")])))
+            client = openai.OpenAI(
+                base_url=f"http://127.0.0.1:{ports['block']}", api_key=KEY, max_retries=0
+            )
+            with pytest.raises(openai.BadRequestError) as e:
+                client.chat.completions.create(model="scripted", messages=MESSAGES, tools=TOOLS)
+            assert "callscope" in str(e.value)
+        finally:
+            for p in procs:
+                p.terminate()
+                p.wait(timeout=30)

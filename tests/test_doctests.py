@@ -26,6 +26,8 @@ DOCTEST_MODULES = (
     "callscope.core.jsonl",
     "callscope.parse.literals",
     "callscope.cli.common",
+    "callscope.calibration.classify.rules",
+    "callscope.report.case_data",
     "callscope.saag.grounding",
     "callscope.saag.intrinsic",
     "callscope.saag.cascade",

@@ -84,7 +84,8 @@ def test_a_v1_store_is_migrated_and_reads_every_attempt_and_outcome_identically(
     con.close()
 
     store = RunStore(run)
-    assert store.schema_version == SCHEMA_VERSION == 2
+    # issue 29 (item 4): version 3 stores long texts once; a v1 store migrates straight to it
+    assert store.schema_version == SCHEMA_VERSION == 3
     for model, case_id, mode, attempt, data in written:
         (got,) = [a for a in store.attempts(model, case_id, mode) if a["attempt"] == attempt]
         assert got == json.loads(data)  # every field, the flags of escaped values included
@@ -102,7 +103,11 @@ def test_a_v1_store_is_migrated_and_reads_every_attempt_and_outcome_identically(
     # [S, U] (direct, structured), [S, U*] (binary), [S, U, A, U'] (every second attempt);
     # binary is migrated first and its second history does not extend its first: stored whole
     histories = con.execute("SELECT id, parent, data FROM histories").fetchall()
-    assert sorted(len(json.loads(d)) for _, _, d in histories) == [2, 2, 4]
+    # issue 29 (item 4): a history holding a long text (here the 4,155-character hex string
+    # the v1 codec made of the huge int) is stored as {"m": messages, "$texts": [...]}
+    tails = [json.loads(d) for _, _, d in histories]
+    assert sorted(len(t["m"] if isinstance(t, dict) else t) for t in tails) == [2, 2, 4]
+    assert sum(isinstance(t, dict) for t in tails) == 1
     assert all(parent is None for _, parent, _ in histories)
     assert all(
         json.loads(d)["messages"] is None

@@ -45,9 +45,17 @@ class CallSyntax:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
+#: a lone surrogate (UTF-16 half), which Python's parser cannot read as source
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def parse_expression(text: str) -> ast.expr:
     """The whole of ``text`` (stripped) as one Python expression node; raises
-    :class:`~callscope.parse.literals.Rejected` when it is not one."""
+    :class:`~callscope.parse.literals.Rejected` when it is not one. A lone surrogate (which a
+    model can emit, and which the parser cannot read as source) is read as its ``\\uXXXX``
+    escape, so inside a string literal it is the same character again."""
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     try:
         with warnings.catch_warnings():  # model text: its invalid escapes are not our warnings
             warnings.simplefilter("ignore")

@@ -17,6 +17,23 @@ from callscope.report.outcome import mode_sort_key, scale_label, scale_sort_key
 from callscope.saag.metrics import METRIC_SPECS
 from callscope.store.run_store import RunStore
 
+#: the most characters of one reply text the case browser shows (issue 29: a 5 MB reply made a
+#: 79 MB page); the rest is named by its length, the run store keeps it whole
+MAX_TEXT_SHOWN = 20_000
+
+
+def shown_text(text: str, limit: int = MAX_TEXT_SHOWN) -> str:
+    """``text`` as the case browser shows it: whole up to ``limit`` characters, else its
+    first ``limit`` and how many more there are.
+
+    >>> shown_text("abcdef", 4)
+    'abcd\\n[... 2 more characters not shown; the run store keeps the whole text]'
+    """
+    if len(text) <= limit:
+        return text
+    more = len(text) - limit
+    return f"{text[:limit]}\n[... {more:,} more characters not shown; the run store keeps the whole text]"
+
 
 def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
     reply = a.get("reply") or {}
@@ -26,7 +43,7 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
         row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind.of_stage(3)}}
     return {
         "attempt": a.get("attempt"),
-        "text": reply.get("text") or "",
+        "text": shown_text(reply.get("text") or ""),
         "tool_calls": reply.get("tool_calls"),
         "parsed": a.get("parsed") or [],
         "parse_error": (row or {}).get("parse_error"),

@@ -85,6 +85,19 @@ CREATE TABLE IF NOT EXISTS call_stages (
 );
 """
 
+#: version 3: every text of an attempt or a message history longer than :data:`TEXT_MIN`
+#: characters (a model's reply, its echo in the next request) is stored once in ``texts``,
+#: keyed by the SHA-256 of its UTF-8 (``surrogatepass``) bytes; the JSON that held it keeps
+#: ``null`` in its place and lists ``[path, id]`` pairs under :data:`TEXTS_KEY` (an attempt)
+#: or as ``{"m": tail, "$texts": [...]}`` (a history tail, else a plain list)
+SCHEMA_V3 = """
+CREATE TABLE IF NOT EXISTS texts (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+"""
+#: texts at least this long are stored once (:data:`SCHEMA_V3`)
+TEXT_MIN = 4096
+#: the key of an attempt's JSON listing the texts stored apart (never a field of a record)
+TEXTS_KEY = "$texts"
+
 STORE_FILE = "store.sqlite"
 
 #: Version of :data:`SCHEMA`, kept in ``PRAGMA user_version``. Raise it (and teach
@@ -94,7 +107,10 @@ STORE_FILE = "store.sqlite"
 #: in place when opened (:meth:`RunStore._migrate_histories`), and reads the same after.
 #: The ``call_stages`` table (:data:`SCHEMA_STAGES`) does not raise it: a callscope without it
 #: reads and writes such a store correctly (see the module doc).
-SCHEMA_VERSION = 2
+#: 3: long texts stored once (:data:`SCHEMA_V3`); a version 2 store is stamped 3 when opened
+#: (its rows hold no references and read the same); a callscope that knows only version 2
+#: refuses a version 3 store instead of reading its texts as ``null``.
+SCHEMA_VERSION = 3
 #: a history chain longer than this is corrupt (each link is one attempt of one outcome)
 _MAX_CHAIN = 10_000
 
@@ -133,6 +149,43 @@ def decode(text: str | None) -> Any:
     return json.loads(text) if text else None
 
 
+def _split_texts(value: Any) -> tuple[Any, list[list[Any]], dict[str, str]]:
+    """``value`` with every string of at least :data:`TEXT_MIN` characters replaced by
+    ``None`` (containers copied where one was replaced, the rest shared), the ``[path, id]``
+    of each (``path``: the keys and indexes that lead to it), and ``{id: text}``."""
+    refs: list[list[Any]] = []
+    texts: dict[str, str] = {}
+
+    def walk(v: Any, path: list[Any]) -> Any:
+        if isinstance(v, str):
+            if len(v) < TEXT_MIN:
+                return v
+            ref = _digest(v)
+            texts[ref] = v
+            refs.append([list(path), ref])
+            return None
+        if isinstance(v, dict):
+            out = {k: walk(x, [*path, k]) for k, x in v.items()}
+            return out
+        if isinstance(v, list):
+            return [walk(x, [*path, i]) for i, x in enumerate(v)]
+        return v
+
+    return walk(value, []), refs, texts
+
+
+def _join_texts(value: Any, refs: list[list[Any]], text: Any) -> Any:
+    """``value`` with each ``[path, id]`` of ``refs`` put back (``text(id)`` its string)."""
+    for path, ref in refs:
+        if not path:
+            return text(ref)
+        cur = value
+        for key in path[:-1]:
+            cur = cur[key]
+        cur[path[-1]] = text(ref)
+    return value
+
+
 class RunStore:
     """Thread-safe access to a run directory's SQLite store."""
 
@@ -160,21 +213,23 @@ class RunStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._db.executescript(SCHEMA_STAGES)
-        if version < 2:  # a new file, one from before versioning, or version 1
+        if version < SCHEMA_VERSION:  # new, unversioned, version 1 or 2
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.execute(SCHEMA_V2)  # one statement: executescript would commit
+                self._db.execute(SCHEMA_V3)
                 cols = {r[1] for r in self._db.execute("PRAGMA table_info(attempts)")}
                 if "messages_ref" not in cols:
                     self._db.execute("ALTER TABLE attempts ADD COLUMN messages_ref TEXT")
-                self._migrate_histories()
+                if version < 2:
+                    self._migrate_histories()
                 self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION:d}")
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
         else:
-            self._db.executescript(SCHEMA_V2)
+            self._db.executescript(SCHEMA_V2 + SCHEMA_V3)
 
     def _migrate_histories(self) -> None:
         """Version 1 -> 2, inside the caller's transaction: every attempt's ``messages`` moved
@@ -301,11 +356,44 @@ class RunStore:
         parent, tail = None, messages
         if prior is not None and messages[: len(prior[1])] == prior[1]:
             parent, tail = prior[0], messages[len(prior[1]) :]
-        self._db.execute(
-            "INSERT OR IGNORE INTO histories(id, parent, data) VALUES (?, ?, ?)",
-            (ref, parent, encode(tail)),
-        )
+        if self._db.execute("SELECT 1 FROM histories WHERE id=?", (ref,)).fetchone() is None:
+            short, refs, texts = _split_texts(tail)
+            self._put_texts(texts)
+            self._db.execute(
+                "INSERT INTO histories(id, parent, data) VALUES (?, ?, ?)",
+                (ref, parent, encode({"m": short, TEXTS_KEY: refs} if refs else tail)),
+            )
         return ref, flags
+
+    def _put_texts(self, texts: dict[str, str]) -> None:
+        """Store each long text once (by content hash)."""
+        if texts:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO texts(id, data) VALUES (?, ?)",
+                [(ref, sql_text(t)) for ref, t in texts.items()],
+            )
+
+    def _text(self, ref: str) -> str:
+        """The long text ``ref`` names."""
+        row = self._db.execute("SELECT data FROM texts WHERE id=?", (ref,)).fetchone()
+        if row is None:
+            raise StoreSchemaError(f"{self.path}: stored text {ref} is missing")
+        return from_sql(row[0])
+
+    def _attempt_json(self, d: dict[str, Any]) -> str:
+        """An attempt's JSON text, its long texts stored apart (:data:`SCHEMA_V3`)."""
+        short, refs, texts = _split_texts(d)
+        if not refs:
+            return encode(d)
+        self._put_texts(texts)
+        short[TEXTS_KEY] = refs
+        return encode(short)
+
+    def _attempt_value(self, data: str) -> dict[str, Any]:
+        """An attempt's JSON text decoded, its long texts put back."""
+        d = decode(data)
+        refs = d.pop(TEXTS_KEY, None) if isinstance(d, dict) else None
+        return _join_texts(d, refs, self._text) if refs else d
 
     def _history(self, ref: str) -> list[Any]:
         """The message history ``ref`` names, decoded afresh (its chain of parents joined)."""
@@ -317,7 +405,10 @@ class RunStore:
             ).fetchone()
             if row is None or len(tails) > _MAX_CHAIN:
                 raise StoreSchemaError(f"{self.path}: message history {current} is missing")
-            tails.append(decode(row[1]))
+            tail = decode(row[1])
+            if isinstance(tail, dict):  # {"m": tail, "$texts": [...]}: long texts apart
+                tail = _join_texts(tail["m"], tail[TEXTS_KEY], self._text)
+            tails.append(tail)
             current = row[0]
         return [m for tail in reversed(tails) for m in tail]
 
@@ -330,13 +421,13 @@ class RunStore:
             d = a.to_dict()
             messages = d.get("messages")
             if not isinstance(messages, list):
-                out.append((a, (encode(d), None)))
+                out.append((a, (self._attempt_json(d), None)))
                 continue
             ref, flags = self._put_history(messages, prior)
             d["messages"] = None
             if flags:
                 d[ESCAPED_KEY] = sorted(flags)
-            out.append((a, (encode(d), ref)))
+            out.append((a, (self._attempt_json(d), ref)))
             prior = (ref, messages)
         return out
 
@@ -396,7 +487,7 @@ class RunStore:
         ).fetchall()
         out = []
         for data, ref in rows:
-            d = decode(data)
+            d = self._attempt_value(data)
             if ref is not None and with_messages:
                 d["messages"] = self._history(ref)
             out.append(d)

@@ -7,6 +7,10 @@ A path given to :func:`find_tau2_runs` may be
 * a run directory holding ``results.json`` and ``simulations/<simulation id>.json`` (the
   directory layout of newer τ² versions; ``results.json`` then holds the metadata and a
   ``simulation_index`` that is checked against the files);
+* a file written by another harness in a shape close to τ²'s: an object with a top-level
+  ``"domain"`` and ``simulations`` but no ``info``/``tasks`` (the domain is read from that
+  key), or a bare JSON list of simulations (objects with a ``task_id``; read as
+  ``{"simulations": [...]}``; a list of tasks is still refused as a tasks file);
 * a folder of runs (e.g. τ²'s ``data/simulations/``): every ``*.json`` results file and every
   sub-folder with a ``results.json`` in it, one level deep. Files there that are not τ²
   results are reported as problems and skipped; an explicitly named file or run directory
@@ -31,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from callscope.benchmarks.tau2.stock_tools import stock_domain_of_tools
+from callscope.core.jsonl import loads_bounded
 from callscope.errors import DataFormatError
 
 
@@ -82,11 +88,25 @@ def _load_json(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise Tau2FormatError(f"{path}: not UTF-8 text, not a τ²-bench results file") from exc
     try:
-        return json.loads(text)
+        data = loads_bounded(text)
     except json.JSONDecodeError as exc:
         raise Tau2FormatError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
+    except ValueError as exc:  # nested too deeply, an integer over the digit limit
+        raise Tau2FormatError(f"{path}: cannot read ({exc})") from exc
+    return data
+
+
+def _is_simulation_list(data: Any) -> bool:
+    """A bare JSON list whose every item is an object with a ``task_id`` (simulations as
+    another harness writes them), not a list of tasks (which have an ``id`` and no
+    ``task_id``)."""
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(x, dict) and "task_id" in x for x in data)
+    )
 
 
 def _check_results_object(data: Any, path: Path, dir_layout: bool) -> dict[str, Any]:
@@ -175,15 +195,40 @@ def tool_functions(info: Any) -> list[dict[str, Any]] | None:
     return funcs or None
 
 
-def _domain_of(info: dict[str, Any], tasks: Sequence[Any], fallback: str) -> str:
+def _called_tools(sims: Sequence[dict[str, Any]]) -> set[str]:
+    """The names of every tool call in the simulations' messages."""
+    names: set[str] = set()
+    for sim in sims:
+        for m in sim.get("messages") or []:
+            calls = m.get("tool_calls") if isinstance(m, dict) else None
+            for c in calls if isinstance(calls, list) else []:
+                if isinstance(c, dict) and isinstance(c.get("name"), str):
+                    names.add(c["name"])
+    return names
+
+
+def _domain_of(
+    info: dict[str, Any],
+    tasks: Sequence[Any],
+    fallback: str,
+    top: Any = None,
+    sims: Sequence[dict[str, Any]] = (),
+) -> str:
+    """The run's domain: τ²'s ``info.environment_info.domain_name``, else a top-level
+    ``"domain"`` string (``top``: another harness's results), else the tasks' scenario
+    domain, else the stock τ² domain whose tools include every tool the simulations call
+    (a bare list of simulations names no domain), else ``fallback`` (the file or folder
+    name)."""
     name = as_dict(info.get("environment_info")).get("domain_name")
     if isinstance(name, str) and name:
         return name
+    if isinstance(top, str) and top:
+        return top
     for task in tasks:
         instr = as_dict(as_dict(as_dict(task).get("user_scenario")).get("instructions"))
         if isinstance(instr.get("domain"), str) and instr["domain"]:
             return instr["domain"]
-    return fallback
+    return stock_domain_of_tools(_called_tools(sims)) or fallback
 
 
 def _read_dir_simulations(sims_dir: Path, index: Any, problems: list[str]) -> list[dict[str, Any]]:
@@ -216,6 +261,8 @@ def read_tau2_run(path: str | Path) -> Tau2Run:
         meta_path = p
     sims_dir = meta_path.parent / "simulations"
     raw = _load_json(meta_path)
+    if _is_simulation_list(raw):
+        raw = {"simulations": raw}
     embedded = isinstance(raw, dict) and isinstance(raw.get("simulations"), list)
     dir_layout = sims_dir.is_dir() and not (embedded and raw["simulations"])
     data = _check_results_object(raw, meta_path, dir_layout)
@@ -241,7 +288,7 @@ def read_tau2_run(path: str | Path) -> Tau2Run:
     return Tau2Run(
         source=source,
         layout="dir" if dir_layout else "file",
-        domain=_domain_of(info, tasks, fallback or "unknown"),
+        domain=_domain_of(info, tasks, fallback or "unknown", data.get("domain"), sims),
         info=info,
         tasks=tasks,
         simulations=sims,

@@ -112,6 +112,30 @@ DEFAULT_GREETING_PATTERNS: tuple[str, ...] = (
     r"\blet\s+me\s+know\s+if\s+(?:you\s+need|there's|there\s+is)[^.?!\n]*[.!?]?",
 )
 
+#: Offers of further work ("Would you like me to add a header?"), removed from the prose
+#: before the cues are matched when the prose also reports the work done (a CONFIRM cue or a
+#: :data:`DEFAULT_DONE_PATTERNS` match): an offer after completed work is not a request that
+#: the user supply information. Regular expressions on the normalised lower-case text, one
+#: sentence each (stopping at ``.``, ``?``, ``!`` or a line end). Kept as prose (still an
+#: ask): an offer that gives alternatives (``... or ...``), and a request for permission to
+#: go on (:data:`PERMISSION_WORDS`: "Would you like me to proceed?" asks the user to
+#: confirm). Issue 29, item 16; see :func:`callscope.calibration.classify.rules.cue_classes`.
+DEFAULT_OFFER_PATTERNS: tuple[str, ...] = (
+    r"(?:would|do)\s+you\s+(?:like|want)\s+(?:me\s+)?to\b[^.?!\n]*+[.?!]?",
+    r"\b(?:want|like)\s+me\s+to\b[^.?!\n]*+[.?!]?",
+    r"\bif\s+you(?:'d|\s+would)\s+like,?\s+i\s+(?:can|could)\b[^.?!\n]*+[.?!]?",
+)
+#: an offer holding one of these asks for a choice or a permission, and stays an ask
+PERMISSION_WORDS = r"\b(?:or|proceed|go\s+ahead|continue|confirm)\b"
+#: statements of work done (besides the CONFIRM cues): "I've created", "has been moved",
+#: "Done:" ("I have not made ..." is not one); regular expressions on the normalised
+#: lower-case text
+DEFAULT_DONE_PATTERNS: tuple[str, ...] = (
+    r"\bi(?:'ve|\s+have)\s+(?:now\s+|also\s+|just\s+)?(?!not\b)\w+(?:ed|en|ne|nt|de|t)\b",
+    r"\b(?:has|have)\s+(?:now\s+)?been\s+\w+(?:ed|en|ne|nt|de|t)\b",
+    r"(?:^|[.!\n]\s*)done\b",
+)
+
 # The paper's public code (fbj2333/tool-calling-calibration @ 5c9ec3d,
 # bfcl_calibration/analysis/action_classifier.py): its phrase tables, taken as facts.
 #: REFUSE phrases of the paper's code.

@@ -1,7 +1,9 @@
 """callscope's classification rules: cue matching, the ``callscope`` variant, and the one class.
 
 * :func:`cue_classes`: the cue classes (REFUSE, ASK, CONFIRM) whose cues fire on prose, after
-  greeting formulas are removed (:attr:`ClassifierConfig.greeting_patterns`).
+  greeting formulas (:attr:`ClassifierConfig.greeting_patterns`) and offers of further work
+  (:data:`~callscope.calibration.classify.cues.DEFAULT_OFFER_PATTERNS`: "Would you like me
+  to ...?" is not an ask) are removed.
 * :func:`callscope_classes`: every class that fires on an emission under the rules of
   :mod:`callscope.calibration.classify` (TOOL_CALL by syntax through the emission view of
   :mod:`callscope.calibration.classify.emission`, the others by cues on its prose);
@@ -11,10 +13,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from callscope.calibration.classify.config import VARIANTS, ClassifierConfig
+from callscope.calibration.classify.cues import (
+    DEFAULT_DONE_PATTERNS,
+    DEFAULT_OFFER_PATTERNS,
+    PERMISSION_WORDS,
+)
 from callscope.calibration.classify.emission import view_emission
 from callscope.core.text import normalize_text
 from callscope.types import OTHER, TOOL_CALL
@@ -26,11 +34,55 @@ def _strip_greetings(text: str, config: ClassifierConfig) -> str:
     return text
 
 
+#: the offer patterns, compiled once
+_OFFERS = tuple(re.compile(p) for p in DEFAULT_OFFER_PATTERNS)
+#: an offer that gives alternatives or asks leave to go on stays an ask
+_PERMISSION = re.compile(PERMISSION_WORDS)
+_DONE = tuple(re.compile(p) for p in DEFAULT_DONE_PATTERNS)
+
+
+def _drop_offer(match: re.Match[str]) -> str:
+    return match.group() if _PERMISSION.search(match.group()) else " "
+
+
+def _strip_offers(text: str) -> str:
+    """``text`` without its offers of further work (one sentence each; an offer with
+    alternatives or asking leave to go on kept).
+
+    >>> _strip_offers("i moved it. would you like me to sort them too?")
+    'i moved it.  '
+    >>> _strip_offers("would you like me to use 'a' or 'b'? would you like me to proceed?")
+    "would you like me to use 'a' or 'b'? would you like me to proceed?"
+    """
+    for pattern in _OFFERS:
+        text = pattern.sub(_drop_offer, text)
+    return text
+
+
+def _reports_done(text: str, config: ClassifierConfig) -> bool:
+    """Whether prose ``text`` reports work done: a CONFIRM cue or a done statement."""
+    return any(p.search(text) for p in (*config._compiled.get("CONFIRM", ()), *_DONE))
+
+
 def cue_classes(text: str, config: ClassifierConfig) -> set[str]:
     """The cue classes (REFUSE, ASK, CONFIRM) whose cues fire on prose ``text``: lower-cased,
-    curly quotes normalised, greeting formulas removed, then each cue of ``config`` matched
-    (``cue_match``: word-boundary prefix or plain substring)."""
+    curly quotes normalised, greeting formulas removed, offers of further work removed when
+    the rest reports the work done (an offer after completed work is not an ask; see
+    :data:`~callscope.calibration.classify.cues.DEFAULT_OFFER_PATTERNS`), then each cue of
+    ``config`` matched (``cue_match``: word-boundary prefix or plain substring).
+
+    >>> from callscope.calibration.classify import DEFAULT
+    >>> sorted(cue_classes("I've saved it. Would you like me to create a backup as well?", DEFAULT))
+    []
+    >>> sorted(cue_classes("I can cancel it. Would you like me to cancel it?", DEFAULT))
+    ['ASK']
+    >>> sorted(cue_classes("I moved it. Which folder should the copy go to?", DEFAULT))
+    ['ASK']
+    """
     norm = _strip_greetings(normalize_text(text), config)
+    without = _strip_offers(norm)
+    if without != norm and _reports_done(without, config):
+        norm = without
     return {cls for cls, pats in config._compiled.items() if any(p.search(norm) for p in pats)}
 
 

@@ -40,6 +40,7 @@ DOCTEST_MODULES = (
     "callscope.benchmarks.sources",
     "callscope.cli.calibrate_legacy",
     "callscope.cli.main",
+    "callscope.report.sections",
     "callscope.runs.progress",
 )
 

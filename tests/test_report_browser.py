@@ -173,3 +173,34 @@ def test_every_table_shows_all_its_columns_at_1400_px(report: Path, profile: Pat
         assert columns <= heads[f"table-{name}"], name
     assert {"AVEM", "QSLO", "VHR", "Arg F1"} <= heads["table-per_scale"]
     assert any(t["id"] == "table-per_scale-2" for t in got["tables"])  # it was split
+
+
+_SCROLL_JS = """
+<script>
+window.addEventListener('load', () => setTimeout(() => {
+  const cases = document.getElementById('cases').getBoundingClientRect();
+  const card = document.querySelector('#case-list .case');
+  const pre = document.createElement('pre');
+  pre.id = 'cs-scroll';
+  pre.textContent = JSON.stringify({y: window.scrollY, h: window.innerHeight, top: cases.top,
+    card: card ? card.getBoundingClientRect().top : null});
+  document.body.appendChild(pre);
+}, 50));
+</script>
+"""
+
+
+def test_a_page_opened_at_cases_shows_the_cases(report: Path, profile: Path) -> None:
+    """Issue 32: ``report.html#cases`` showed a blank window; once loaded, the window is at
+    the case browser, with the first case card on screen."""
+    import json
+
+    page = report.read_text(encoding="utf-8")
+    copy = report.with_name("report.scroll.html")
+    copy.write_text(page.replace("</body>", _SCROLL_JS + "</body>", 1), encoding="utf-8")
+    dom = dump_dom(copy, profile, "cases", window=(1400, 1000))
+    m = re.search(r'<pre id="cs-scroll">([^<]*)</pre>', dom)
+    assert m, "the measuring script did not run"
+    got = json.loads(m.group(1).replace("&quot;", '"'))
+    assert got["y"] > 0 and abs(got["top"]) <= 2, got
+    assert got["card"] is not None and 0 < got["card"] < got["h"], got

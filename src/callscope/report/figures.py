@@ -358,23 +358,39 @@ def revision_plot(rev: pd.DataFrame, out_dir: Path) -> Path:
             y = np.nan_to_num(rev[f"{item}_{what}_rate"].to_numpy(dtype=float))
             lo = np.nan_to_num(rev[f"{item}_{what}_lo"].to_numpy(dtype=float))
             hi = np.nan_to_num(rev[f"{item}_{what}_hi"].to_numpy(dtype=float))
-            below, above = np.maximum(y - lo, 0), np.maximum(hi - y, 0)
+            # no error bar on a zero-height bar (issue 32: a Wilson interval of 0 of n drew
+            # ±0.39 around nothing); the table beside it keeps every interval
+            below = np.where(y > 0, np.maximum(y - lo, 0), 0.0)
+            above = np.where(y > 0, np.maximum(hi - y, 0), 0.0)
             ax.bar(
                 x + off,
                 sign * y,
                 width,
-                # a lost bar points down: its interval [-hi, -lo] extends the other way
-                yerr=np.vstack([below, above] if sign > 0 else [above, below]),
-                capsize=2,
                 color=shade,
                 alpha=1.0 if what == "gained" else 0.55,
                 hatch=None if what == "gained" else "//",
                 label=item if what == "gained" else None,
             )
+            shown = y > 0
+            if shown.any():
+                # a lost bar points down: its interval [-hi, -lo] extends the other way
+                err = np.vstack([below, above] if sign > 0 else [above, below])
+                ax.errorbar(
+                    (x + off)[shown],
+                    (sign * y)[shown],
+                    yerr=err[:, shown],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=1,
+                    capsize=2,
+                )
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
+    if len(labels) <= 6:
+        ax.set_xticks(x, labels, fontsize=9)
+    else:
+        ax.set_xticks(x, labels, fontsize=9, rotation=30, ha="right")
     ax.set_ylim(-1.0, 1.0)
-    ax.set_ylabel("share of outcomes: gained (up) / lost (down, hatched)")
+    ax.set_ylabel("share of outcomes\ngained (up) / lost (down, hatched)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="item")
     ax.set_title("What the loop's revisions gained and lost", fontsize=10)
     return save_png(fig, path)

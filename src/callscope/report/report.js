@@ -400,3 +400,12 @@ var CALLSCOPE = (function () {
     ids: { count: "conv-shown-count", list: "conv-list", more: "conv-more", note: "conv-filter-note" }
   });
 })();
+
+// A page opened at a section (report.html#cases, #table-revisions): the browser scrolled there
+// while the page was still being built (the case list empty, the figures not decoded), which
+// left the window past the content, blank (issue 32). Scroll again once everything is laid out.
+window.addEventListener("load", function () {
+  var id = decodeURIComponent(location.hash.replace(/^#/, ""));
+  var target = id && /^[\w-]+$/.test(id) ? document.getElementById(id) : null;
+  if (target) target.scrollIntoView();
+});

@@ -47,7 +47,8 @@ _FIGURE_CAPTIONS = {
     "attempt (Wilson 95%), and the mean change of argument F1 over the loop (bootstrap 95%).",
     "revisions.png": "What each mode's revisions gained (up) and lost (down, hatched): the "
     "share of outcomes whose answer gained or lost passing stage 1, 2, 3, the gold name or the "
-    "gold arguments against the earlier attempts (Wilson 95%).",
+    "gold arguments against the earlier attempts (Wilson 95% error bars on the non-zero "
+    "shares; every interval is in the revisions table).",
 }
 
 

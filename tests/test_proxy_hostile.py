@@ -384,8 +384,9 @@ def test_malformed_http_is_answered_400_and_replies_carry_one_server_and_date(
             served.port,
             b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
         )
+        odd_target = raw_exchange(served.port, b"GET /v1/mod\xe9ls HTTP/1.1\r\nHost: x\r\n\r\n")
         good = httpx.post(served.url + "/chat/completions", content=body, timeout=30)
-    for raw in (garbage, both, two):
+    for raw in (garbage, both, two, odd_target):
         assert status_line(raw) == b"HTTP/1.1 400 Bad Request", raw[:200]
     assert status_line(huge) == b"HTTP/1.1 431 Request Header Fields Too Large"
     assert b'"type": "headers_too_large"' in huge

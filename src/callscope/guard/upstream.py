@@ -150,9 +150,16 @@ class HTTPUpstream:
     ) -> UpstreamReply:
         url = upstream_url(self.base, target)
         try:
-            r = await self.client.request(
-                method, url, content=body, headers=headers, timeout=timeout
-            )
+            try:
+                r = await self.client.request(
+                    method, url, content=body, headers=headers, timeout=timeout
+                )
+            except (httpx.RemoteProtocolError, httpx.WriteError):
+                # a kept-alive connection upstream closed as it was reused ("disconnected
+                # without sending a response"): the request never reached it; once more
+                r = await self.client.request(
+                    method, url, content=body, headers=headers, timeout=timeout
+                )
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(str(exc) or "timed out") from exc
         except (httpx.TransportError, httpx.DecodingError) as exc:

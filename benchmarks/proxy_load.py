@@ -1,0 +1,278 @@
+"""`callscope serve` under load, side by side with going direct to the same upstream (issue 29
+goals). Run: ``python benchmarks/proxy_load.py``.
+
+Both servers run as users run them, each its own process: a fast local upstream (a tiny ASGI
+app on uvicorn answering a passing tool call, or a 20 MB completion for ``model: big``) and
+``callscope serve --upstream`` in front of it. One client process (``httpx.AsyncClient``)
+measures, in one run:
+
+1. a burst of 500 requests at concurrency 200, direct and through the proxy: unanswered
+   count, p50 and p99 (goal: 0 unanswered, proxy p99 within 3x of direct);
+2. the proxy's resident memory after each of 10 such bursts (goal: flat);
+3. added latency on passing answers at concurrency 1 (goal: p50 <= 1 ms, p99 <= 5 ms);
+4. a 20 MB completion through the proxy, while small requests run one after another beside
+   it (goal: under 2 s; the small requests' p50 within 2x of their p50 alone).
+
+Timings depend on the machine and its load (printed with ``uptime``); nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+BIG_CHARS = 20_000_000
+
+
+def _completion(content: str | None) -> bytes:
+    call = {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    message = {"role": "assistant", "content": content, "tool_calls": [call]}
+    return json.dumps(
+        {
+            "id": "chatcmpl-load",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "load",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        }
+    ).encode()
+
+
+def _request(model: str = "small") -> bytes:
+    messages = [{"role": "user", "content": "What's the weather in Paris?"}]
+    return json.dumps({"model": model, "messages": messages, "tools": TOOLS}).encode()
+
+
+def upstream_main(port: int) -> None:
+    """The fast upstream: a bare ASGI app on uvicorn."""
+    import uvicorn
+
+    small = _completion(None)
+    big = _completion("It is sunny. " * (BIG_CHARS // 13))
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            m = await receive()
+            body += m.get("body", b"")
+            if not m.get("more_body"):
+                break
+        out = big if b'"big"' in body else small
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": out})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listening on {port}")
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+FAILURES: collections.Counter[str] = collections.Counter()
+
+
+async def _burst(url: str, n: int, concurrency: int) -> tuple[int, list[float]]:
+    """``n`` requests, ``concurrency`` at a time, each on its own connection; the unanswered
+    count (their kinds in :data:`FAILURES`) and each answered request's seconds."""
+    sem = asyncio.Semaphore(concurrency)
+    times: list[float] = []
+    failed = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=0)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def one() -> None:
+            nonlocal failed
+            async with sem:
+                t = time.perf_counter()
+                try:
+                    r = await client.post(url + "/chat/completions", content=_request())
+                    if r.status_code != 200:
+                        failed += 1
+                        FAILURES[f"{r.status_code} {r.text[:120]}"] += 1
+                        return
+                except httpx.HTTPError as exc:
+                    failed += 1
+                    FAILURES[f"{type(exc).__name__}: {exc}"[:160]] += 1
+                    return
+                times.append(time.perf_counter() - t)
+
+        await asyncio.gather(*(one() for _ in range(n)))
+    return failed, times
+
+
+async def _sequential(url: str, n: int) -> list[float]:
+    times = []
+    async with httpx.AsyncClient(timeout=30) as client:
+        for _ in range(n):
+            t = time.perf_counter()
+            r = await client.post(url + "/chat/completions", content=_request())
+            r.raise_for_status()
+            times.append(time.perf_counter() - t)
+    return times
+
+
+async def _big_beside_small(url: str) -> tuple[float, list[float]]:
+    async with httpx.AsyncClient(timeout=120) as client:
+        done = asyncio.Event()
+        small: list[float] = []
+
+        async def smalls() -> None:
+            while not done.is_set():
+                t = time.perf_counter()
+                await client.post(url + "/chat/completions", content=_request())
+                small.append(time.perf_counter() - t)
+
+        task = asyncio.create_task(smalls())
+        await asyncio.sleep(0.2)
+        t = time.perf_counter()
+        r = await client.post(url + "/chat/completions", content=_request("big"))
+        big_s = time.perf_counter() - t
+        done.set()
+        await task
+        assert r.status_code == 200 and len(r.content) > BIG_CHARS, r.status_code
+        return big_s, small
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1000:8.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=500, help="requests per burst")
+    ap.add_argument("--concurrency", type=int, default=200)
+    ap.add_argument("--bursts", type=int, default=10, help="bursts for the memory check")
+    ap.add_argument("--sequential", type=int, default=500, help="requests at concurrency 1")
+    args = ap.parse_args()
+
+    up_port, px_port = _free_port(), _free_port()
+    me = str(Path(__file__).resolve())
+    up = subprocess.Popen([sys.executable, me, "_upstream", str(up_port)])
+    run_dir = Path(tempfile.mkdtemp(prefix="proxy-load-")) / "run"
+    cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve"]
+    cmd += ["--upstream", f"http://127.0.0.1:{up_port}/v1", "--port", str(px_port)]
+    cmd += ["--out", str(run_dir)]
+    px = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    try:
+        _wait(up_port)
+        _wait(px_port)
+        direct, proxy = f"http://127.0.0.1:{up_port}/v1", f"http://127.0.0.1:{px_port}/v1"
+        print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+        print(f"cpus: {os.cpu_count()}")
+        asyncio.run(_sequential(direct, 50))  # warm both
+        asyncio.run(_sequential(proxy, 50))
+
+        print(f"\n1. burst: {args.n} requests at concurrency {args.concurrency}")
+        print(f"{'':10}{'unanswered':>12}{'p50 ms':>10}{'p99 ms':>10}")
+        results = {}
+        for name, url in (("direct", direct), ("proxy", proxy)):
+            failed, times = asyncio.run(_burst(url, args.n, args.concurrency))
+            results[name] = _pct(times, 0.99)
+            print(f"{name:10}{failed:12d}{_ms(_pct(times, 0.5)):>10}{_ms(_pct(times, 0.99)):>10}")
+        print(f"proxy p99 / direct p99: {results['proxy'] / results['direct']:.2f} (goal <= 3)")
+
+        print(f"\n2. proxy memory across {args.bursts} bursts (RSS MiB)")
+        rss = [_rss_mb(px.pid)]
+        unanswered = 0
+        for _ in range(args.bursts):
+            failed, _times = asyncio.run(_burst(proxy, args.n, args.concurrency))
+            unanswered += failed
+            rss.append(_rss_mb(px.pid))
+        print("before, then after each: " + " ".join(f"{r:.0f}" for r in rss))
+        print(f"unanswered over the {args.bursts} bursts: {unanswered}")
+        print(f"growth from burst 2 to burst {args.bursts}: {rss[-1] - rss[2]:+.1f} MiB")
+        for kind, n in FAILURES.items():
+            print(f"  unanswered: {n} x {kind}")
+
+        print(f"\n3. concurrency 1, {args.sequential} passing answers each")
+        d = asyncio.run(_sequential(direct, args.sequential))
+        p = asyncio.run(_sequential(proxy, args.sequential))
+        print(f"{'':10}{'p50 ms':>10}{'p99 ms':>10}")
+        print(f"{'direct':10}{_ms(_pct(d, 0.5)):>10}{_ms(_pct(d, 0.99)):>10}")
+        print(f"{'proxy':10}{_ms(_pct(p, 0.5)):>10}{_ms(_pct(p, 0.99)):>10}")
+        print(
+            f"added: p50 {_ms(_pct(p, 0.5) - _pct(d, 0.5)).strip()} ms (goal <= 1), "
+            f"p99 {_ms(_pct(p, 0.99) - _pct(d, 0.99)).strip()} ms (goal <= 5)"
+        )
+
+        print("\n4. a 20 MB completion beside small requests at concurrency 1")
+        alone = asyncio.run(_sequential(proxy, 100))
+        big_s, beside = asyncio.run(_big_beside_small(proxy))
+        print(f"20 MB completion through the proxy: {big_s:.2f} s (goal < 2)")
+        a50, b50 = statistics.median(alone), statistics.median(beside)
+        print(
+            f"small requests: p50 alone {_ms(a50).strip()} ms, beside it {_ms(b50).strip()} ms "
+            f"(x{b50 / a50:.2f}, goal <= 2; max beside {_ms(max(beside)).strip()} ms, "
+            f"{len(beside)} requests)"
+        )
+        print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    finally:
+        px.send_signal(signal.SIGTERM)
+        up.send_signal(signal.SIGTERM)
+        px.wait(60)
+        up.wait(30)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "_upstream":
+        upstream_main(int(sys.argv[2]))
+    else:
+        main()

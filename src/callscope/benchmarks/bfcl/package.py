@@ -261,10 +261,29 @@ def bfcl_functions(
     missing = [name for name in wanted if name not in defs]
     if missing:
         raise KeyError(f"bfcl_eval/{module_path} defines no top-level {', '.join(missing)}")
-    module = python_ast.Module(body=[defs[name] for name in wanted], type_ignores=[])
     scope: dict[str, Any] = {"__name__": f"callscope_bfcl_{module_path}", **namespace}
-    exec(compile(module, f"bfcl_eval/{module_path}", "exec"), scope)  # BFCL's own code
-    return {name: scope[name] for name in wanted}
+    out: dict[str, Callable[..., Any]] = {}
+    for name in wanted:
+        node = defs[name]
+        module = python_ast.Module(body=[node], type_ignores=[])
+        code = compile(module, f"bfcl_eval/{module_path}", "exec")
+        body = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+        # the installed package's own function, bound to a fresh namespace (no module code
+        # runs); its defaults are literals or names of the namespace (``Language.PYTHON``)
+        defaults = tuple(_default_value(d, scope) for d in node.args.defaults) or None
+        out[name] = scope[name] = types.FunctionType(body, scope, name, defaults)
+    return out
+
+
+def _default_value(node: Any, scope: dict[str, Any]) -> Any:
+    """A default argument of a BFCL function: a literal, or a (dotted) name of ``scope``."""
+    import ast as python_ast
+
+    if isinstance(node, python_ast.Name):
+        return scope[node.id]
+    if isinstance(node, python_ast.Attribute):
+        return getattr(_default_value(node.value, scope), node.attr)
+    return python_ast.literal_eval(node)
 
 
 def checker_model_name() -> str:

@@ -152,9 +152,11 @@ class PrefixStates:
         return self.stats.capacity_bytes
 
     def resize(self, capacity_bytes: int) -> None:
-        """Change the bound (evicting what no longer fits)."""
+        """Change the bound (evicting what no longer fits); the peak restarts from what is
+        held under the new bound."""
         self.stats.capacity_bytes = int(capacity_bytes)
         self._evict(0)
+        self.stats.peak_bytes = self.stats.bytes
 
     def prefixes(self) -> list[tuple[int, ...]]:
         return list(self._entries)

@@ -61,7 +61,7 @@ from callscope.parse.text import NO_CALL_FOUND, NOTHING_ERRORS
 from callscope.records import Diagnosis
 from callscope.saag.cascade import diagnose
 from callscope.saag.correction import AnswerVerdict, CheckedCall, NoCall
-from callscope.saag.extrinsic import arg_counts, is_correct
+from callscope.saag.extrinsic import ArgCounts, arg_counts
 from callscope.saag.groundings import Grounding, Judge
 from callscope.types import ParseResult, ToolCall
 
@@ -221,18 +221,31 @@ def match_calls(
     """
     if not calls or not gold:
         return []
-    counts = [[arg_counts(c, g, functions) for g in gold] for c in calls]
-    correct = [[is_correct(c, g, functions) for g in gold] for c in calls]
-    k1 = min(len(calls), len(gold)) + 1  # names: at most k1 - 1 in a matching
+    return _match(calls, _counts(calls, gold, functions))
+
+
+def _counts(
+    calls: Sequence[ToolCall], gold: Sequence[dict[str, Any]], functions: Any
+) -> list[list[ArgCounts]]:
+    """:func:`~callscope.saag.extrinsic.arg_counts` of every (model call, gold call) pair."""
+    return [[arg_counts(c, g, functions) for g in gold] for c in calls]
+
+
+def _right(c: ArgCounts) -> bool:
+    """:func:`~callscope.saag.extrinsic.is_correct` from a pair's counts: the names match and
+    precision and recall are both 1 (|P ∩ G| = |P| = |G|)."""
+    return c.name_match and c.correct == c.predicted == c.expected
+
+
+def _match(calls: Sequence[ToolCall], counts: list[list[ArgCounts]]) -> list[tuple[int, int]]:
+    """:func:`match_calls` over the pairs' counts (one pair: no choice to make)."""
+    n, m = len(counts), len(counts[0])
+    if n == 1 and m == 1:
+        return [(0, 0)]
+    k1 = min(n, m) + 1  # names: at most k1 - 1 in a matching
     k2 = (sum(len(c.arguments) for c in calls) + 1) * k1  # arguments: at most Σ|P| in all
-    weight = [
-        [
-            correct[i][j] * k2 + counts[i][j].correct * k1 + counts[i][j].name_match
-            for j in range(len(gold))
-        ]
-        for i in range(len(calls))
-    ]
-    if len(calls) <= len(gold):
+    weight = [[_right(c) * k2 + c.correct * k1 + c.name_match for c in row] for row in counts]
+    if n <= m:
         return _assign(weight)
     transposed = [list(col) for col in zip(*weight, strict=True)]
     return sorted((i, j) for j, i in _assign(transposed))
@@ -312,12 +325,13 @@ def score_answer(
             n_model, 0, (), (), p, 1.0, _f1(p, 1.0), p, 1.0, _f1(p, 1.0), 0, n_model,
             clean, no_call, bfcl_credit=n_model == 0,
         )  # fmt: skip
-    pairs = match_calls(calls, gold, functions)
-    correct = tuple(is_correct(calls[i], gold[j], functions) for i, j in pairs)
+    counts = _counts(calls, gold, functions) if calls else []
+    pairs = _match(calls, counts) if calls else []
+    correct = tuple(_right(counts[i][j]) for i, j in pairs)
     matched_gold = {j for _, j in pairs}
     names = right = predicted = expected = 0
     for i, j in pairs:
-        c = arg_counts(calls[i], gold[j], functions)
+        c = counts[i][j]
         names += c.name_match
         right += c.correct
         predicted += c.predicted

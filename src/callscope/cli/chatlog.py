@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -71,16 +73,16 @@ def print_chatlog_summary(s: ChatLogSummary) -> None:
     console.print(c)
 
 
-def score_chat(
-    files: list[Path], output: Path | None, grounding: str, report_dir: Path | None
+def write_rows_and_summary(
+    rows: Iterable[dict[str, Any]],
+    turns: Sequence[Any],
+    errors: Sequence[str],
+    output: Path | None,
+    what: str,
 ) -> None:
-    """Diagnose every tool call of ``files``; rows to ``output`` (default stdout)."""
-    mode = get_grounding(grounding).name
-    conversations, errors = read_chat_logs(files)
-    if not conversations and not errors:
-        fail(f"{', '.join(map(str, files))} holds no lines; write one JSON object per line")
-    turns = diagnose_conversations(conversations, mode)
-    rows = call_rows(turns)
+    """Write ``rows`` as JSON Lines (to ``output``, else stdout), print the turns' summary
+    and the first 20 ``errors`` (then how many more ``what`` there were): what
+    ``score --from-chat`` and ``score --from-traces`` print alike."""
     text = "".join(dumps_row(r) + "\n" for r in rows)
     if output is None:
         sys.stdout.write(text)
@@ -90,7 +92,19 @@ def score_chat(
     for err in errors[:20]:
         console.print(f"[red]{escape(err)}[/red]")
     if len(errors) > 20:
-        console.print(f"[red]... {len(errors) - 20} more malformed lines[/red]")
+        console.print(f"[red]... {len(errors) - 20} more {what}[/red]")
+
+
+def score_chat(
+    files: list[Path], output: Path | None, grounding: str, report_dir: Path | None
+) -> None:
+    """Diagnose every tool call of ``files``; rows to ``output`` (default stdout)."""
+    mode = get_grounding(grounding).name
+    conversations, errors = read_chat_logs(files)
+    if not conversations and not errors:
+        fail(f"{', '.join(map(str, files))} holds no lines; write one JSON object per line")
+    turns = diagnose_conversations(conversations, mode)
+    write_rows_and_summary(call_rows(turns), turns, errors, output, "malformed lines")
     if report_dir is not None:
         write_chatlog_store(report_dir, turns, mode)
         write_report(report_dir)

@@ -5,16 +5,13 @@ of ``--from-chat`` (a trace is a conversation)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from callscope.cli.chatlog import print_chatlog_summary
-from callscope.cli.common import console, fail
-from callscope.core.jsonl import dumps_row
-from callscope.guard.chatlog import call_rows, diagnose_conversations, summarize_turns
+from callscope.cli.chatlog import write_rows_and_summary
+from callscope.cli.common import fail
+from callscope.guard.chatlog import call_rows, diagnose_conversations
 from callscope.guard.traces import read_traces, trace_rows
 from callscope.saag.groundings import get_grounding
 
@@ -39,14 +36,5 @@ def score_traces(
         fail(f"{', '.join(map(str, files))} holds no model spans")
     turns = diagnose_conversations(conversations, mode)
     rows = trace_rows(conversations, (call_rows([t]) for t in turns))
-    text = "".join(dumps_row(r) + "\n" for r in rows)
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
-    print_chatlog_summary(summarize_turns(turns, malformed=len(errors)))
-    for err in errors[:20]:
-        console.print(f"[red]{escape(err)}[/red]")
-    if len(errors) > 20:
-        console.print(f"[red]... {len(errors) - 20} more unreadable spans[/red]")
+    write_rows_and_summary(rows, turns, errors, output, "unreadable spans")
     raise typer.Exit(code=1 if errors else 0)

@@ -103,9 +103,9 @@ def diagnosis_row(
     return row
 
 
-def call_verdict(position: int, checked: CheckedCall) -> dict[str, Any]:
+def call_verdict(position: int, checked: CheckedCall, fix: str | None) -> dict[str, Any]:
     """One call's verdict as an answer row lists it: its position (0-based), name, stage,
-    failure kinds, the eight metrics and its correction."""
+    failure kinds, the eight metrics and its correction ``fix``."""
     d = checked.diagnosis
     out: dict[str, Any] = {
         "position": position,
@@ -114,7 +114,7 @@ def call_verdict(position: int, checked: CheckedCall) -> dict[str, Any]:
         "kinds": [str(k) for k in d.failure_kinds()],
     }
     out.update({m: getattr(d, m) for m in METRICS})
-    out["fix"] = correction_message(d)
+    out["fix"] = fix
     return out
 
 
@@ -129,6 +129,8 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
     when there are several, and the calls that passed to keep.
     """
     deciding = deciding_call(verdict)
+    # each call's correction, made once (the row's fix and its call list both show it)
+    fixes = {id(c): correction_message(c.diagnosis) for c in verdict.checked}
     if deciding is None:  # a clean abstention: no call to diagnose
         row: dict[str, Any] = {"id": case_id, "stage": 0}
         row.update(dict.fromkeys(METRICS))
@@ -139,9 +141,13 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
     else:
         row = diagnosis_row(case_id, deciding.diagnosis, grounding, verdict.parse_error)
         row["stage"] = verdict.stage
-        row["fix"] = answer_correction(verdict.checked, lambda c: correction_message(c.diagnosis))
+        row["fix"] = answer_correction(verdict.checked, lambda c: fixes[id(c)])
     row["answer"] = verdict.no_call or "calls"
-    row["calls"] = [call_verdict(i, c) for i, c in enumerate(verdict.checked) if c.call is not None]
+    row["calls"] = [
+        call_verdict(i, c, fixes[id(c)])
+        for i, c in enumerate(verdict.checked)
+        if c.call is not None
+    ]
     if verdict.calls and (again := repeated_positions(verdict.calls)):
         row["repeated"] = list(again)
     return row

@@ -10,6 +10,9 @@ measures, in one run:
    count, p50 and p99 (goal: 0 unanswered, proxy p99 within 3x of direct);
 2. the proxy's resident memory after each of 10 such bursts (goal: flat);
 3. added latency on passing answers at concurrency 1 (goal: p50 <= 1 ms, p99 <= 5 ms);
+
+Beside them, in 1 and 3, the floor of the stack: a bare pass-through ASGI app on the same
+uvicorn and httpx (no check, no record), so what callscope itself adds is visible.
 4. a 20 MB completion through the proxy, while small requests run one after another beside
    it (goal: under 2 s; the small requests' p50 within 2x of their p50 alone).
 
@@ -93,6 +96,34 @@ def upstream_main(port: int) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": out})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
+
+
+def floor_main(up_port: int, port: int) -> None:
+    """The floor of the stack: a bare pass-through ASGI app on uvicorn (h11, as the proxy)
+    forwarding each request with an ``httpx.AsyncClient`` and nothing else: no check, no
+    record. What the proxy adds beyond this is callscope's own cost."""
+    import uvicorn
+
+    client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{up_port}", timeout=60)
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            m = await receive()
+            body += m.get("body", b"")
+            if not m.get("more_body"):
+                break
+        r = await client.post(scope["path"], content=body)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(r.content)),
+        ]
+        await send({"type": "http.response.start", "status": r.status_code, "headers": headers})
+        await send({"type": "http.response.body", "body": r.content})
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
 
@@ -203,9 +234,10 @@ def main() -> None:
     ap.add_argument("--sequential", type=int, default=500, help="requests at concurrency 1")
     args = ap.parse_args()
 
-    up_port, px_port = _free_port(), _free_port()
+    up_port, px_port, fl_port = _free_port(), _free_port(), _free_port()
     me = str(Path(__file__).resolve())
     up = subprocess.Popen([sys.executable, me, "_upstream", str(up_port)])
+    fl = subprocess.Popen([sys.executable, me, "_floor", str(up_port), str(fl_port)])
     run_dir = Path(tempfile.mkdtemp(prefix="proxy-load-")) / "run"
     cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve"]
     cmd += ["--upstream", f"http://127.0.0.1:{up_port}/v1", "--port", str(px_port)]
@@ -214,20 +246,26 @@ def main() -> None:
     try:
         _wait(up_port)
         _wait(px_port)
+        _wait(fl_port)
         direct, proxy = f"http://127.0.0.1:{up_port}/v1", f"http://127.0.0.1:{px_port}/v1"
+        floor = f"http://127.0.0.1:{fl_port}/v1"
         print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
         print(f"cpus: {os.cpu_count()}")
         asyncio.run(_sequential(direct, 50))  # warm both
         asyncio.run(_sequential(proxy, 50))
+        asyncio.run(_sequential(floor, 50))
 
         print(f"\n1. burst: {args.n} requests at concurrency {args.concurrency}")
         print(f"{'':10}{'unanswered':>12}{'p50 ms':>10}{'p99 ms':>10}")
         results = {}
-        for name, url in (("direct", direct), ("proxy", proxy)):
+        for name, url in (("direct", direct), ("floor", floor), ("proxy", proxy)):
             failed, times = asyncio.run(_burst(url, args.n, args.concurrency))
             results[name] = _pct(times, 0.99)
             print(f"{name:10}{failed:12d}{_ms(_pct(times, 0.5)):>10}{_ms(_pct(times, 0.99)):>10}")
         print(f"proxy p99 / direct p99: {results['proxy'] / results['direct']:.2f} (goal <= 3)")
+        print(
+            f"floor p99 / direct p99: {results['floor'] / results['direct']:.2f} (the stack alone)"
+        )
 
         print(f"\n2. proxy memory across {args.bursts} bursts (RSS MiB)")
         rss = [_rss_mb(px.pid)]
@@ -244,14 +282,16 @@ def main() -> None:
 
         print(f"\n3. concurrency 1, {args.sequential} passing answers each")
         d = asyncio.run(_sequential(direct, args.sequential))
+        f = asyncio.run(_sequential(floor, args.sequential))
         p = asyncio.run(_sequential(proxy, args.sequential))
         print(f"{'':10}{'p50 ms':>10}{'p99 ms':>10}")
-        print(f"{'direct':10}{_ms(_pct(d, 0.5)):>10}{_ms(_pct(d, 0.99)):>10}")
-        print(f"{'proxy':10}{_ms(_pct(p, 0.5)):>10}{_ms(_pct(p, 0.99)):>10}")
-        print(
-            f"added: p50 {_ms(_pct(p, 0.5) - _pct(d, 0.5)).strip()} ms (goal <= 1), "
-            f"p99 {_ms(_pct(p, 0.99) - _pct(d, 0.99)).strip()} ms (goal <= 5)"
-        )
+        for name, t in (("direct", d), ("floor", f), ("proxy", p)):
+            print(f"{name:10}{_ms(_pct(t, 0.5)):>10}{_ms(_pct(t, 0.99)):>10}")
+        for name, t, goal in (("proxy", p, " (goal: p50 <= 1, p99 <= 5)"), ("floor", f, "")):
+            print(
+                f"{name} adds: p50 {_ms(_pct(t, 0.5) - _pct(d, 0.5)).strip()} ms, "
+                f"p99 {_ms(_pct(t, 0.99) - _pct(d, 0.99)).strip()} ms{goal}"
+            )
 
         print("\n4. a 20 MB completion beside small requests at concurrency 1")
         alone = asyncio.run(_sequential(proxy, 100))
@@ -267,12 +307,16 @@ def main() -> None:
     finally:
         px.send_signal(signal.SIGTERM)
         up.send_signal(signal.SIGTERM)
+        fl.send_signal(signal.SIGTERM)
         px.wait(60)
         up.wait(30)
+        fl.wait(30)
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "_upstream":
         upstream_main(int(sys.argv[2]))
+    elif len(sys.argv) == 4 and sys.argv[1] == "_floor":
+        floor_main(int(sys.argv[2]), int(sys.argv[3]))
     else:
         main()

@@ -79,7 +79,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from callscope.guard.check import TurnVerdict, check, message_of
-from callscope.guard.record import StoreWriter, guard_records
+from callscope.guard.record import StoreWriter
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairAttempt, RepairResult, repair
 from callscope.guard.upstream import (
     DEFAULT_LOCAL_MODEL,
@@ -380,10 +380,9 @@ class Guard:
         request_id = f"{self._prefix}-{next(self._ids):06d}"
         if self.writer is not None:
             model = str(request.get("model") or "unknown")[:200]
-            case, outcome = guard_records(
-                request_id, result, self.config.grounding, meta={"decision": decision}
+            self.writer.submit(
+                model, request_id, result, self.config.grounding, {"decision": decision}
             )
-            self.writer.submit(model, case, outcome)
             self.writer.count(decision)
         return request_id
 

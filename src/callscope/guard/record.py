@@ -109,25 +109,41 @@ def guard_records(
     return case, Outcome(case_id=case_id, mode=GUARD_MODE, attempts=attempts)
 
 
+#: queued writes at most in one commit
+BATCH = 256
+
+
 class StoreWriter:
     """Writes guard records to a run store from one background thread.
 
-    :meth:`submit` queues ``(model, case, outcome)``; :meth:`count` tallies a decision kind
-    (``passed``, ``repaired``, ``unrepaired``, ``unchecked``, ``stream``, ``error``...) kept
-    in the store's meta as ``guard:decisions``; :meth:`flush` waits until everything queued is
-    written; :meth:`close` flushes and closes the store."""
+    :meth:`submit` queues a repair's records, built on the writer thread (off the request's
+    path) by :func:`guard_records`; :meth:`count` tallies a decision kind (``passed``,
+    ``repaired``, ``unrepaired``, ``unchecked``, ``stream``, ``error``...) kept in the store's
+    meta as ``guard:decisions``. The thread writes whatever is queued in one commit (at most
+    :data:`BATCH`; each record still atomic on its own), so a burst costs a commit per batch,
+    not per decision. :meth:`flush` waits until everything queued is written; :meth:`close`
+    flushes and closes the store."""
 
     def __init__(self, run_dir: str | Path, config: dict[str, Any] | None = None) -> None:
         self.store = RunStore(run_dir)
         self.config = dict(config or {})
+        self.last_error: str | None = None
         self._models: set[str] = set()
         self._counts: Counter[str] = Counter(self.store.get_meta("guard:decisions") or {})
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="callscope-store", daemon=True)
         self._thread.start()
 
-    def submit(self, model: str, case: Case, outcome: Outcome) -> None:
-        self._queue.put(("outcome", (model, case, outcome)))
+    def submit(
+        self,
+        model: str,
+        case_id: str,
+        result: RepairResult,
+        grounding: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Queue the records of one repair (:func:`guard_records` of the arguments)."""
+        self._queue.put(("outcome", (model, case_id, result, grounding, meta)))
 
     def count(self, decision: str) -> None:
         self._queue.put(("count", decision))
@@ -141,25 +157,42 @@ class StoreWriter:
         self._thread.join(timeout=10)
         self.store.close()
 
+    def _write(self, kind: str, payload: Any) -> None:
+        if kind == "count":
+            self._counts[payload] += 1
+            return
+        model, case_id, result, grounding, meta = payload
+        case, outcome = guard_records(case_id, result, grounding, meta)
+        if model not in self._models:
+            self._models.add(model)
+            self.store.set_meta(f"config:{model}", {**self.config, "model": model})
+        self.store.add_cases([case])
+        self.store.save_outcome(model, None, outcome)
+
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
+            items = [self._queue.get()]
+            while len(items) < BATCH:
+                try:
+                    items.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                if item is None:
-                    return
-                kind, payload = item
-                if kind == "count":
-                    self._counts[payload] += 1
+                with self.store.batch():
+                    for item in items:
+                        if item is None:
+                            continue
+                        try:
+                            self._write(*item)
+                        except Exception as exc:  # noqa: BLE001 - one bad record, not the rest
+                            self._counts["store_error"] += 1
+                            self.last_error = f"{type(exc).__name__}: {exc}"
                     self.store.set_meta("guard:decisions", dict(self._counts))
-                else:
-                    model, case, outcome = payload
-                    if model not in self._models:
-                        self._models.add(model)
-                        self.store.set_meta(f"config:{model}", {**self.config, "model": model})
-                    self.store.add_cases([case])
-                    self.store.save_outcome(model, None, outcome)
-            except Exception as exc:  # noqa: BLE001 - a failed write must not stop the thread
+            except Exception as exc:  # noqa: BLE001 - a failed commit must not stop the thread
                 self._counts["store_error"] += 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
             finally:
-                self._queue.task_done()
+                for _ in items:
+                    self._queue.task_done()
+            if None in items:
+                return

@@ -28,6 +28,7 @@ same string (:func:`from_sql`), so keys stay exact and resuming still finds them
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -193,7 +194,7 @@ class RunStore:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / STORE_FILE
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._open_schema()
@@ -264,6 +265,35 @@ class RunStore:
         with self._lock:
             self._db.close()
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic write: everything inside commits together or not at all. Writers open
+        one each; nested inside another (:meth:`batch`) a savepoint, so a failed write undoes
+        itself only and the batch goes on."""
+        with self._lock:
+            if self._db.in_transaction:
+                self._db.execute("SAVEPOINT w")
+                try:
+                    yield
+                except BaseException:
+                    self._db.execute("ROLLBACK TO w")
+                    self._db.execute("RELEASE w")
+                    raise
+                self._db.execute("RELEASE w")
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        """Many writes in one commit (a writer thread draining its queue); each write inside
+        stays atomic on its own (a savepoint of :meth:`transaction`)."""
+        return self.transaction()
+
     # ---------------------------------------------------------------- meta / config
 
     def get_meta(self, key: str) -> Any:
@@ -280,13 +310,11 @@ class RunStore:
     # ---------------------------------------------------------------- cases
 
     def add_cases(self, cases: list[Case]) -> None:
-        with self._lock:
-            self._db.execute("BEGIN")
+        rows = [(sql_text(c.id), c.scale, encode(c.to_dict())) for c in cases]
+        with self.transaction():
             self._db.executemany(
-                "INSERT OR IGNORE INTO cases(case_id, scale, data) VALUES (?, ?, ?)",
-                [(sql_text(c.id), c.scale, encode(c.to_dict())) for c in cases],
+                "INSERT OR IGNORE INTO cases(case_id, scale, data) VALUES (?, ?, ?)", rows
             )
-            self._db.execute("COMMIT")
 
     def cases(self) -> list[Case]:
         rows = self._db.execute("SELECT data FROM cases ORDER BY rowid").fetchall()
@@ -311,33 +339,27 @@ class RunStore:
         """Write one outcome and all its attempts atomically (replacing an earlier try)."""
         first = outcome.attempts[0].row if outcome.attempts else None
         key = (sql_text(model), sql_text(outcome.case_id), sql_text(outcome.mode))
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute("DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key)
-                self._db.executemany(
-                    "INSERT INTO attempts(model, case_id, mode, attempt, data, messages_ref)"
-                    " VALUES (?,?,?,?,?,?)",
-                    [(*key, a.attempt, *data) for a, data in self._attempt_rows(outcome)],
-                )
-                self._db.execute(
-                    "INSERT OR REPLACE INTO outcomes(model, case_id, mode, scale, n_attempts,"
-                    " solved_at, error, error_kind, final, first) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        *key,
-                        scale,
-                        len(outcome.attempts),
-                        outcome.solved_at,
-                        sql_text(outcome.error),
-                        sql_text(outcome.error_kind),
-                        encode(outcome.export_row(model, scale)),
-                        encode(first),
-                    ),
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self.transaction():
+            self._db.execute("DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key)
+            self._db.executemany(
+                "INSERT INTO attempts(model, case_id, mode, attempt, data, messages_ref)"
+                " VALUES (?,?,?,?,?,?)",
+                [(*key, a.attempt, *data) for a, data in self._attempt_rows(outcome)],
+            )
+            self._db.execute(
+                "INSERT OR REPLACE INTO outcomes(model, case_id, mode, scale, n_attempts,"
+                " solved_at, error, error_kind, final, first) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    *key,
+                    scale,
+                    len(outcome.attempts),
+                    outcome.solved_at,
+                    sql_text(outcome.error),
+                    sql_text(outcome.error_kind),
+                    encode(outcome.export_row(model, scale)),
+                    encode(first),
+                ),
+            )
 
     # ---------------------------------------------------------------- message histories
 
@@ -548,26 +570,20 @@ class RunStore:
         verdicts of its calls (``stages``; ``None``: not computed), in one transaction."""
         text = encode(trajectory)
         key = (sql_text(model), sql_text(probe), sql_text(trajectory["case_id"]))
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO conversations(model, probe, case_id, category,"
-                    " passed, error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
-                    (
-                        *key,
-                        sql_text(category),
-                        int(bool(verdict["passed"])),
-                        encode(trajectory.get("error")) if trajectory.get("error") else None,
-                        text,
-                        encode(verdict),
-                    ),
-                )
-                self._put_stages(key, text, stages)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self.transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO conversations(model, probe, case_id, category,"
+                " passed, error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    *key,
+                    sql_text(category),
+                    int(bool(verdict["passed"])),
+                    encode(trajectory.get("error")) if trajectory.get("error") else None,
+                    text,
+                    encode(verdict),
+                ),
+            )
+            self._put_stages(key, text, stages)
 
     def save_call_stages(self, model: str, probe: str, case_id: str, stages: CallStages) -> None:
         """Store the SAAG stage verdicts of a stored conversation (computed after it was

@@ -7,6 +7,7 @@ counted decision, never a dropped connection; attacks are few, bounded in time, 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -421,3 +422,65 @@ def test_sigterm_answers_what_is_in_flight_and_stores_every_decision(
     finally:
         store.close()
     assert "Traceback" not in err
+
+
+def test_requests_past_max_concurrent_are_answered_503_and_counted(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    with (
+        callscope_serve(upstream.url, out, "--max-concurrent", "2") as served,
+        httpx.Client(timeout=30) as client,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        held = [
+            pool.submit(client.post, served.url + "/chat/completions", content=chat("hold"))
+            for _ in range(2)
+        ]
+        for _ in range(2):  # both in flight, held by upstream
+            assert upstream.arrived.acquire(timeout=20)
+        over = client.post(served.url + "/chat/completions", content=chat("good"))
+        upstream.release.set()
+        answers = [f.result() for f in held]
+        after = client.post(served.url + "/chat/completions", content=chat("good"))
+    assert over.status_code == 503
+    assert over.json()["error"]["type"] == "overloaded"
+    assert "over 2 requests in flight" in over.json()["error"]["message"]
+    assert [r.headers[GUARD_HEADER] for r in answers] == ["passed", "passed"]
+    assert after.headers[GUARD_HEADER] == "passed"  # the slot is free again
+    assert decisions(out) == {"passed": 3, "overloaded": 1}
+    assert len(upstream.seen) == 3  # the refused request never reached upstream
+
+
+def test_a_check_that_fails_passes_upstreams_answer_on_marked_error(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug or a value no reader foresaw inside the check: the agent still gets upstream's
+    answer, byte for byte, marked ``X-Callscope-Guard: error`` and counted ``guard_error``
+    (the server as a library: the fault has to be planted)."""
+    from callscope.guard import proxy
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(proxy, "check", broken)
+    direct = httpx.post(upstream.url + "/chat/completions", content=chat("good"), timeout=30)
+    config = proxy.ProxyConfig(upstream=upstream.url, port=0, run_dir=tmp_path / "run")
+    with proxy.serving(config) as server:
+        r = httpx.post(server.url + "/chat/completions", content=chat("good"), timeout=30)
+    assert (r.status_code, r.headers[GUARD_HEADER]) == (200, "error")
+    assert r.content == direct.content
+    assert decisions(tmp_path / "run") == {"guard_error": 1}
+
+
+def test_serve_help_shows_the_concurrency_default_the_proxy_uses() -> None:
+    from callscope.guard.proxy import MAX_CONCURRENT
+
+    out = subprocess.run(
+        [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        check=True,
+    ).stdout
+    assert f"[default: {MAX_CONCURRENT}]" in out

@@ -44,6 +44,9 @@ def serve(
     body_timeout: Annotated[
         float, typer.Option(help="seconds a client has to send a request's body (then 408)")
     ] = 30.0,
+    max_concurrent: Annotated[
+        int, typer.Option(help="requests in flight at most; beyond it 503 (overloaded)", min=1)
+    ] = 2048,  # proxy.MAX_CONCURRENT (not imported here: uvicorn loads only to serve)
     grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that checks and repairs tool calls."""
@@ -66,6 +69,7 @@ def serve(
         grounding=get_grounding(grounding).name,
         header_timeout=header_timeout,
         body_timeout=body_timeout,
+        max_concurrent=max_concurrent,
     )
     try:
         server = make_server(config)

@@ -39,8 +39,9 @@ What it checks, and what it does not:
   block not complete within ``body_timeout`` / ``header_timeout`` seconds: 408; a target that
   would leave the configured upstream (:func:`~callscope.guard.upstream.upstream_url`), a
   body that is not a JSON object, or a chat request whose ``messages``, ``tools`` or a tool's
-  ``parameters`` have the wrong JSON type (:func:`request_error`): 400. It binds 127.0.0.1
-  unless told otherwise.
+  ``parameters`` have the wrong JSON type (:func:`request_error`): 400; a request beyond
+  ``max_concurrent`` in flight: 503 (``overloaded``). It binds 127.0.0.1 unless told
+  otherwise.
 - A check that fails with an error of its own (a bug, or a value no reader foresaw) passes
   upstream's answer on unchanged with ``X-Callscope-Guard: error``, counted as
   ``guard_error`` and logged on one line: the agent is never left without an answer.
@@ -120,8 +121,11 @@ CALLS_HEADER = "X-Callscope-Guard-Calls"
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 #: the listen backlog: a burst of connections waits in the kernel's queue, not refused
 BACKLOG = 2048
-#: connections served at once; beyond it a request is answered 503 (never dropped)
+#: connections held at once (idle kept-alive ones too); beyond it uvicorn answers 503 itself
 MAX_CONNECTIONS = 4096
+#: requests in flight at once by default (``--max-concurrent``); beyond it a request is
+#: answered 503 with an OpenAI-style ``overloaded`` error and counted, never dropped
+MAX_CONCURRENT = 2048
 #: a request's header block at most (bytes of names and values) and its header count at most:
 #: beyond either, 431 (h11 itself only bounds a header block that arrives in pieces)
 MAX_HEADER_BYTES = 16 * 1024
@@ -145,7 +149,8 @@ class ProxyConfig:
     ``/v1``, e.g. ``http://127.0.0.1:8080/v1``); ``None`` serves the embedded model
     (``local_model``). ``attempts`` re-asks at most, within ``repair_timeout`` seconds after
     the first answer; ``upstream_timeout`` bounds each upstream request; a request's header
-    block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``."""
+    block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``;
+    beyond ``max_concurrent`` requests in flight, a request is answered 503."""
 
     upstream: str | None = None
     host: str = "127.0.0.1"
@@ -159,6 +164,7 @@ class ProxyConfig:
     local_model: str = DEFAULT_LOCAL_MODEL
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    max_concurrent: int = MAX_CONCURRENT
 
     def to_meta(self) -> dict[str, Any]:
         return {
@@ -434,12 +440,22 @@ class ProxyApp:
         self.guard = Guard(upstream, config, writer)
         self.writer = writer
         self._closed = False
+        self._in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "http":
-            await self._http(scope, receive, send)
+            if self._in_flight >= self.config.max_concurrent:
+                self.guard.count("overloaded")
+                message = f"over {self.config.max_concurrent} requests in flight; retry shortly"
+                await _send(send, error_reply(503, message, "overloaded"), close=True)
+                return
+            self._in_flight += 1
+            try:
+                await self._http(scope, receive, send)
+            finally:
+                self._in_flight -= 1
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

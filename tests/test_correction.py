@@ -5,7 +5,7 @@ diagnosis is written out by hand."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
@@ -273,3 +273,26 @@ def test_answers_without_a_call_rank_and_stop_by_what_they_are() -> None:
     # a broken call after a stage-3 failure is a regression; after another broken call a tie
     assert decide([answer(HARD_1, unit="kelvin"), broken], GATED).stop == "regression"
     assert decide([broken, broken], GATED).stop is None
+
+
+def test_a_diagnosis_as_data_is_every_field_copied() -> None:
+    """``to_dict`` is what the store, the guard and every integration keep: each field,
+    the lists and dicts fresh copies (a reader editing them leaves the verdict alone)."""
+    d = Diagnosis(
+        stage=3,
+        fnem=1,
+        rpr=1.0,
+        avem=0.5,
+        hard=["city"],
+        soft=["unit"],
+        drift_targets={"tz": "timezone"},
+        grounded={"unit": "enum"},
+        predicted="get_weather",
+        grounding="registry",
+    )
+    out = d.to_dict()
+    assert out == asdict(d) and list(out) == list(asdict(d))
+    out["hard"].append("date")
+    out["grounded"]["date"] = "stated"
+    assert d.hard == ["city"] and d.grounded == {"unit": "enum"}
+    assert Diagnosis.from_dict(out).hard == ["city", "date"]

@@ -160,7 +160,12 @@ class Diagnosis:
         return failure_kinds_of(self.stage, self.fnem, self.__dict__)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these
+        flat fields, at a fraction of its cost: it deep-copies each value)."""
+        return {
+            k: (list(v) if type(v) is list else dict(v) if type(v) is dict else v)
+            for k, v in self.__dict__.items()
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:

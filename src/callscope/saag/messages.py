@@ -7,7 +7,6 @@ metrics only: nothing here ever sees the ground truth.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 from callscope.parse.text import UNINFORMATIVE_ERRORS
@@ -53,8 +52,9 @@ SOFT = (
 )
 
 
-def correction_message(d: Diagnosis) -> str | None:
-    """The fix psi_k for the failing stage, or ``None`` when the call passed."""
+def correction_message(d: Diagnosis, soft: bool = True) -> str | None:
+    """The fix psi_k for the failing stage, or ``None`` when the call passed. ``soft=False``
+    leaves a stage-3 failure's soft drift out (the gated mode corrects confident kinds only)."""
     if d.stage == 0:
         return None
     if d.stage == 1:
@@ -74,7 +74,7 @@ def correction_message(d: Diagnosis) -> str | None:
             parts.append(DRIFTED)
     else:
         for names, template in ((d.numeric, NUMERIC), (d.hard, HARD), (d.soft, SOFT)):
-            if names:
+            if names and (soft or template is not SOFT):
                 parts.append(template.format(params=", ".join(names)))
     return " ".join(parts)
 
@@ -149,13 +149,9 @@ def gated_message(
         unreadable = unreadable_message(parse_error)
         if unreadable is not None:
             return unreadable
-    if settings.confident_only:
-        kinds = confident_kinds(d)
-        if not kinds:
-            return None
-        if d.stage == 3:
-            d = replace(d, soft=[])
-    fix = correction_message(d) or ""
+    if settings.confident_only and not confident_kinds(d):
+        return None
+    fix = correction_message(d, soft=not settings.confident_only) or ""
     if settings.keep_right:
         keep = already_right(d, call)
         if keep:

@@ -132,6 +132,19 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(3)
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
+        elif model == "usage":  # a server with a prompt cache says what it did not compute
+            answer = completion(None)
+            answer["usage"] = {
+                "prompt_tokens": 120,
+                "completion_tokens": 7,
+                "prompt_tokens_details": {"cached_tokens": 100},
+            }
+            self._send(json.dumps(answer).encode())
+        elif model == "usage_hostile":  # counts no table can show, or that are no counts
+            answer = completion(None)
+            answer["usage"] = {"prompt_tokens": -5, "completion_tokens": "many"}
+            body = json.dumps(answer).encode()
+            self._send(body.replace(b"-5", b"9" * 4000))
         elif model == "hold":
             self.server.arrived.release()
             self.server.release.wait(10)
@@ -484,3 +497,34 @@ def test_serve_help_shows_the_concurrency_default_the_proxy_uses() -> None:
         check=True,
     ).stdout
     assert f"[default: {MAX_CONCURRENT}]" in out
+
+
+def test_the_model_tokens_behind_the_proxy_are_counted_printed_and_reported(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """Issue 31 item 1 for ``serve``: the answers' OpenAI ``usage`` (prompt tokens, cached
+    ones, completion tokens) is stored with each decision; ``serve`` prints the totals when it
+    stops and ``callscope report`` has them in its "Model tokens" table. Counts that are not
+    counts (4,000 digits, a string) are left out, never a crash."""
+    out = tmp_path / "run"
+    with callscope_serve(upstream.url, out) as served:
+        for model in ("usage", "usage", "usage_hostile"):
+            r = httpx.post(served.url + "/chat/completions", content=chat(model), timeout=30)
+            assert r.headers[GUARD_HEADER] == "passed"
+        code, err = served.stop()
+    printed = " ".join(err.split())  # callscope's console writes to stderr, wrapped
+    assert "Traceback" not in err, err
+    assert code == 0
+    # two answers of 120 prompt tokens, 20 computed each; the hostile one counted as a request
+    # whose prompt size is unknown
+    assert "model tokens, usage: prompt tokens sent 240, computed 40 (16.7%)" in printed
+    assert "generated 14" in printed
+    report = subprocess.run(
+        [sys.executable, "-c", "from callscope.cli.main import main; main()", "report", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert report.returncode == 0, report.stderr
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Model tokens" in html and "240" in html

@@ -45,8 +45,21 @@ def test_the_embedded_model_behind_the_proxy(tmp_path: Path) -> None:
             temperature=0,
         )
         completion = raw.parse()
+        again = client.chat.completions.create(
+            model="local",
+            messages=[{"role": "user", "content": "What's the weather in Paris?"}],
+            tools=TOOLS,
+            max_tokens=64,
+            temperature=0,
+        )
         assert [m.id for m in client.models.list()] == ["local:qwen2.5-coder-0.5b"]
         proxy.writer.flush()
+    # the usage says what the engine computed: the same prompt again is a kept prefix
+    # (OpenAI's prompt_tokens_details.cached_tokens: sent less computed)
+    first, second = completion.usage, again.usage
+    assert 0 <= first.prompt_tokens_details.cached_tokens < first.prompt_tokens
+    assert second.prompt_tokens == first.prompt_tokens
+    assert second.prompt_tokens_details.cached_tokens >= second.prompt_tokens - 1
     decision = raw.headers[GUARD_HEADER]
     message = completion.choices[0].message
     print(f"\nembedded model via proxy: {decision}: {message}")
@@ -57,6 +70,9 @@ def test_the_embedded_model_behind_the_proxy(tmp_path: Path) -> None:
         assert message.tool_calls[0].function.name
         store = RunStore(tmp_path / "run")
         try:
-            assert len(list(store.outcomes())) == 1
+            assert len(list(store.outcomes())) == 2
+            usage = store.token_usage()["local"]
+            assert usage.requests >= 2 and usage.prompt_sent >= 2 * first.prompt_tokens
+            assert usage.prompt_computed < usage.prompt_sent
         finally:
             store.close()

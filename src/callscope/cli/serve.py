@@ -90,4 +90,21 @@ def serve(
         pass
     finally:
         server.close()
+    _print_usage(out)
     raise typer.Exit(code=0)
+
+
+def _print_usage(out: Path) -> None:
+    """The run's summary line per model: the prompt tokens sent and computed and the tokens
+    generated behind the proxy (from the answers' OpenAI ``usage``, as the report counts
+    them)."""
+    from callscope.store.run_store import RunStore
+
+    store = RunStore(out)
+    try:
+        usage = store.token_usage()
+    finally:
+        store.close()
+    for model, u in usage.items():
+        if u.requests:
+            console.print(f"model tokens, {escape(model)}: {escape(u.line())}")

@@ -24,6 +24,7 @@ from typing import Any
 
 from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.repair import RepairResult
+from callscope.models.http import evaluated_tokens, int_or_none
 from callscope.records import Attempt, Outcome
 from callscope.saag.answer import verdict_to_dict
 from callscope.saag.groundings import get_grounding
@@ -56,14 +57,26 @@ def stored_verdict(verdict: TurnVerdict) -> dict[str, Any] | None:
 
 
 def _reply(response: Any) -> dict[str, Any] | None:
+    """The stored reply of an upstream answer: its text and calls, and the token counts of
+    its OpenAI ``usage`` (``prompt_tokens``, ``completion_tokens``; computed prompt tokens
+    when it reports ``prompt_tokens_details.cached_tokens``), so ``callscope report`` counts
+    what the model behind the proxy computed (:meth:`RunStore.token_usage`)."""
     try:
         msg = message_of(response)
     except TypeError:
         return None
     content = msg.get("content")
+    usage = response.get("usage") if isinstance(response, dict) else None
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    prompt = int_or_none(usage.get("prompt_tokens"))
+    cached = int_or_none(details.get("cached_tokens")) if isinstance(details, dict) else None
     return {
         "text": content if isinstance(content, str) else "",
         "tool_calls": msg.get("tool_calls"),
+        "prompt_tokens": prompt,
+        "completion_tokens": int_or_none(usage.get("completion_tokens")),
+        "prompt_tokens_evaluated": evaluated_tokens(prompt, cached),
     }
 
 

@@ -346,6 +346,10 @@ class LocalUpstream:
                 "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
             },
         }
+        if reply.prompt_tokens is not None and reply.prompt_tokens_evaluated is not None:
+            # OpenAI's own field for prompt tokens not computed again (a kept prefix)
+            cached = max(0, reply.prompt_tokens - reply.prompt_tokens_evaluated)
+            data["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
         return UpstreamReply(200, [("content-type", "application/json")], json.dumps(data).encode())
 
     def forward(

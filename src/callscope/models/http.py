@@ -265,8 +265,19 @@ def ensure_scheme(base: str) -> str:
     return base.rstrip("/")
 
 
+#: the largest token count a server's reply is believed (a larger or negative one is not a
+#: count: it is dropped, so a hostile reply never reaches a sum or a table as a 5,000-digit int)
+MAX_COUNT = 2**53
+
+
 def int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A server's token count: an ``int`` in ``[0, MAX_COUNT]``, else ``None``.
+
+    >>> int_or_none(12), int_or_none(True), int_or_none(-1), int_or_none(10**5000), int_or_none("3")
+    (12, None, None, None, None)
+    """
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if ok else None
 
 
 def evaluated_tokens(prompt_tokens: int | None, cached_tokens: int | None) -> int | None:

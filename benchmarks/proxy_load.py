@@ -76,6 +76,15 @@ def _request(model: str = "small") -> bytes:
     return json.dumps({"model": model, "messages": messages, "tools": TOOLS}).encode()
 
 
+async def _body(receive):  # type: ignore[no-untyped-def]
+    body = b""
+    while True:
+        m = await receive()
+        body += m.get("body", b"")
+        if not m.get("more_body"):
+            return body
+
+
 def upstream_main(port: int) -> None:
     """The fast upstream: a bare ASGI app on uvicorn."""
     import uvicorn
@@ -86,12 +95,7 @@ def upstream_main(port: int) -> None:
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            m = await receive()
-            body += m.get("body", b"")
-            if not m.get("more_body"):
-                break
+        body = await _body(receive)
         out = big if b'"big"' in body else small
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -111,12 +115,7 @@ def floor_main(up_port: int, port: int) -> None:
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            m = await receive()
-            body += m.get("body", b"")
-            if not m.get("more_body"):
-                break
+        body = await _body(receive)
         r = await client.post(scope["path"], content=body)
         headers = [
             (b"content-type", b"application/json"),

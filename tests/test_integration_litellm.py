@@ -140,11 +140,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(360)
 def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
     """`litellm --config config.yaml` on 127.0.0.1 with the guardrail, upstream a scripted
     OpenAI-compatible server, driven by the real `openai` client: annotate passes the
-    verdict in the body; block answers 400 on a failing call."""
+    verdict in the body; block answers 400 on a failing call; repair re-asks through the
+    proxy's own router (the model name of config.yaml) and returns the repaired answer."""
     pytest.importorskip("litellm.proxy.proxy_server")  # the proxy's dependencies
     import subprocess
     import sys
@@ -168,7 +169,7 @@ def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
     with FakeServer() as upstream:
         procs, ports = [], {}
         try:
-            for mode in ("annotate", "block"):
+            for mode in ("annotate", "block", "repair"):
                 port = ports[mode] = _free_port()
                 cfg = tmp_path / f"{mode}.yaml"
                 cfg.write_text(
@@ -243,6 +244,19 @@ def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
             with pytest.raises(openai.BadRequestError) as e:
                 client.chat.completions.create(model="scripted", messages=MESSAGES, tools=TOOLS)
             assert "callscope" in str(e.value)
+            # repair: London fails stage 3; the re-ask (through the router) answers Paris
+            upstream.push(Step(body=openai_reply(None, [call("London")])))
+            upstream.push(Step(body=openai_reply(None, [call("Paris")])))
+            client = openai.OpenAI(
+                base_url=f"http://127.0.0.1:{ports['repair']}", api_key=KEY, max_retries=0
+            )
+            r = client.chat.completions.create(model="scripted", messages=MESSAGES, tools=TOOLS)
+            args = json.loads(r.choices[0].message.tool_calls[0].function.arguments)
+            assert args == {"city": "Paris"}
+            repaired = r.model_extra["callscope"]
+            assert repaired["repair"]["repaired"] and repaired["verdict"]["passed"]
+            reask = upstream.requests[-1]["json"]["messages"]
+            assert reask[-1]["role"] == "user" and "no grounding" in reask[-1]["content"]
         finally:
             for p in procs:
                 p.terminate()

@@ -12,6 +12,7 @@ from callscope.cli.common import GroundingOpt, console, fail
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS
 from callscope.models.registry import DEFAULT_SPEC as DEFAULT_LOCAL_MODEL
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
+from callscope.store.run_store import RunStore
 
 
 def serve(
@@ -98,8 +99,6 @@ def _print_usage(out: Path) -> None:
     """The run's summary line per model: the prompt tokens sent and computed and the tokens
     generated behind the proxy (from the answers' OpenAI ``usage``, as the report counts
     them)."""
-    from callscope.store.run_store import RunStore
-
     store = RunStore(out)
     try:
         usage = store.token_usage()

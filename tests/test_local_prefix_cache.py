@@ -244,10 +244,7 @@ class _Caller(ChatModel):
         )
 
 
-def test_run_summary_store_and_report_count_tokens(tmp_path):
-    from callscope.report.html import build_report
-    from callscope.runs.runner import run_cases
-    from callscope.store.run_store import RunStore
+def _weather_cases(n: int) -> list:
     from callscope.types import Case
 
     fn = {
@@ -259,7 +256,7 @@ def test_run_summary_store_and_report_count_tokens(tmp_path):
             "required": ["city"],
         },
     }
-    cases = [
+    return [
         Case(
             id=f"c{i}",
             query="Weather in Paris?",
@@ -267,8 +264,16 @@ def test_run_summary_store_and_report_count_tokens(tmp_path):
             gold={"name": "get_weather", "arguments": {"city": "Paris"}},
             scale=1,
         )
-        for i in range(2)
+        for i in range(n)
     ]
+
+
+def test_run_summary_store_and_report_count_tokens(tmp_path):
+    from callscope.report.html import build_report
+    from callscope.runs.runner import run_cases
+    from callscope.store.run_store import RunStore
+
+    cases = _weather_cases(2)
     model = _Caller()
     store = RunStore(tmp_path)
     try:
@@ -282,3 +287,38 @@ def test_run_summary_store_and_report_count_tokens(tmp_path):
     page = build_report(tmp_path).read_text(encoding="utf-8")
     assert "Model tokens" in page
     assert (tmp_path / "tables" / "model_tokens.md").is_file()
+
+
+def test_report_tokens_are_the_same_when_the_response_cache_answered(tmp_path):
+    """A run answered from the response cache (a re-run, or a resumed run whose request was
+    made before the kill) reports what its answers cost when they were made: the report is
+    the same as the first run's, and the run's own summary says the cache answered."""
+    from callscope.report.html import build_report
+    from callscope.runs.runner import run_cases
+    from callscope.store.run_store import RunStore
+
+    cases = _weather_cases(2)
+    pages = {}
+    for name in ("first", "again"):
+        model = CachedModel(_Caller(), tmp_path / "cache.sqlite")
+        store = RunStore(tmp_path / name)
+        try:
+            summary = run_cases(model, cases, store, show_progress=False)
+            usage = store.token_usage()[model.spec]
+        finally:
+            store.close()
+            model.close()
+        # 2 cases, one answer each (attempt 1 passes; the two prompts are the same, so even
+        # the first run's second answer comes from the cache): 10 prompt tokens per message
+        # (system + user = 20 sent, 10 computed) and 7 generated, per answer
+        assert (usage.requests, usage.prompt_sent, usage.prompt_computed, usage.generated) == (
+            2,
+            40,
+            20,
+            14,
+        )
+        build_report(tmp_path / name)
+        pages[name] = (tmp_path / name / "tables" / "model_tokens.csv").read_text()
+    assert "2 answered from the cache" in summary.usage  # the second run's own line
+    assert pages["again"] == pages["first"]
+    assert pages["first"].splitlines()[1].startswith("fixed:caller,2,40,20,50.0%,14")

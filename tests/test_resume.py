@@ -34,7 +34,9 @@ FUNC = {
 
 
 class SlowModelHandler(BaseHTTPRequestHandler):
-    delay = 0.08
+    # slow enough that a kill after the 4th outcome lands mid-way even on a loaded machine
+    # (at 0.08 s the whole run took ~1 s, and a starved poller once saw it finish first)
+    delay = 0.2
 
     def log_message(self, *args) -> None:  # keep test output quiet
         pass

@@ -40,12 +40,15 @@ class TokenUsage:
     cached: int = 0
     exact: bool = True
 
-    def add(self, reply: ModelReply | Mapping[str, Any] | None) -> None:
-        """Count one reply (a :class:`ModelReply` or its ``to_dict``; ``None``: nothing)."""
+    def add(self, reply: ModelReply | Mapping[str, Any] | None, cached_apart: bool = True) -> None:
+        """Count one reply (a :class:`ModelReply` or its ``to_dict``; ``None``: nothing).
+        ``cached_apart=False`` counts an answer from the response cache at what it cost when
+        it was made (its stored counts), as a request: what a set of answers cost the model,
+        whichever process asked for them."""
         if reply is None:
             return
         d = reply.to_dict() if isinstance(reply, ModelReply) else reply
-        if d.get("cached"):
+        if d.get("cached") and cached_apart:
             self.cached += 1
             return
         sent = int(d.get("prompt_tokens") or 0)
@@ -134,13 +137,16 @@ def usage_line(model: Any, before: TokenUsage | None = None) -> str:
 
 
 def usage_table(usages: Mapping[str, TokenUsage]) -> Table:
-    """Per model: requests, prompt tokens sent, computed (and their share), generated, answers
-    from the response cache (the report's table of a run store:
-    :meth:`~callscope.store.run_store.RunStore.token_usage`).
+    """Per model: the requests behind the stored answers, their prompt tokens sent, computed
+    (and their share) and generated (the report's table of a run store:
+    :meth:`~callscope.store.run_store.RunStore.token_usage`, where an answer from the response
+    cache counts at what it cost when it was made: the table is the same whether a run was
+    resumed, re-run on a warm cache or run in one go; the run's own summary line says what
+    that process asked for and how much the cache answered).
 
     >>> t = usage_table({"local:x": TokenUsage(2, 1000, 150, 40)})
     >>> t.rows
-    [['local:x', '2', '1,000', '150', '15.0%', '40', '0']]
+    [['local:x', '2', '1,000', '150', '15.0%', '40']]
     """
     rows = []
     for model, u in usages.items():
@@ -153,7 +159,6 @@ def usage_table(usages: Mapping[str, TokenUsage]) -> Table:
                 f"{u.prompt_computed:,}" + ("" if u.exact else "*"),
                 "" if share is None else f"{share:.1%}",
                 f"{u.generated:,}",
-                f"{u.cached:,}",
             ]
         )
     return Table(
@@ -164,13 +169,14 @@ def usage_table(usages: Mapping[str, TokenUsage]) -> Table:
             "prompt computed",
             "computed",
             "generated",
-            "cached",
         ],
         rows=rows,
         title="Model tokens",
-        caption="Prompt tokens sent to the model, the part it computed (the rest re-used a"
-        " kept or live prompt prefix), tokens generated; answers from the response cache"
-        " apart. * the backend did not say what it computed: counted as sent.",
+        caption="What the stored answers cost the model: requests, prompt tokens sent, the"
+        " part it computed (the rest re-used a kept or live prompt prefix), tokens generated;"
+        " an answer from the response cache counts at what it cost when it was made, so a"
+        " resumed run reports the same. * the backend did not say what it computed: counted"
+        " as sent.",
         name="model_tokens",
-        align="lrrrrrr",
+        align="lrrrrr",
     )

@@ -518,7 +518,8 @@ class RunStore:
     def token_usage(self) -> dict[str, TokenUsage]:
         """Per model, the token counts of every stored reply
         (:class:`~callscope.models.usage.TokenUsage`: prompt tokens sent, computed, generated;
-        answers from the response cache apart): the SAAG loop's attempts (attempt 1, shared by
+        an answer from the response cache at what it cost when it was made, so the counts do
+        not depend on how often a run was interrupted): the SAAG loop's attempts (attempt 1, shared by
         the modes, once per case) and the conversations' model emissions (probe placeholders
         left out)."""
         out: dict[str, TokenUsage] = {}
@@ -530,7 +531,7 @@ class RunStore:
                 if (model, case_id) in seen_first:
                     continue
                 seen_first.add((model, case_id))
-            out.setdefault(model, TokenUsage()).add(decode(data).get("reply"))
+            out.setdefault(model, TokenUsage()).add(decode(data).get("reply"), cached_apart=False)
         for model, traj in self._db.execute("SELECT model, trajectory FROM conversations"):
             usage = out.setdefault(from_sql(model), TokenUsage())
             t = decode(traj)
@@ -538,7 +539,7 @@ class RunStore:
             for turn in turns:
                 for step in turn.get("steps") or []:
                     if not step.get("placeholder"):
-                        usage.add(step)
+                        usage.add(step, cached_apart=False)
         return out
 
     # ---------------------------------------------------------------- multi-turn

@@ -69,6 +69,13 @@ def openai_reply(
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # the standard library listens with a backlog of 5: a test's burst of 16 threads
+    # connecting at once overflowed it on a loaded machine (a connection reset)
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class FakeServer:
     """Use as a context manager; ``url`` is ``http://127.0.0.1:<port>``."""
 
@@ -77,8 +84,7 @@ class FakeServer:
         self.script: list[Step] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )

@@ -13,7 +13,11 @@ longest prefix instead of recomputing it (:class:`_Engine`,
 :mod:`callscope.models.prefix_cache`). The bound is ``prefix_cache_mb`` (else
 ``$CALLSCOPE_PREFIX_CACHE_MB``, else 1024 MiB; 0: off); ``kv_reuse`` ``"last"`` keeps only
 llama-cpp-python's own re-use, ``"none"`` computes every prompt from its first token. Greedy
-answers are the same token for token in every mode (``tests/test_local_prefix_cache.py``).
+answers are the same token for token in every mode on the test's short prompts
+(``tests/test_local_prefix_cache.py``); on prompts of thousands of tokens they can differ: a
+prompt resumed from a kept state (or from llama.cpp's last prefix) is computed in other
+batches than one computed whole, which can move the last bits of the logits (measured on
+``calibrate``: some emissions differed, no verdict did; README, "Kept prompt prefixes").
 ``ModelReply.prompt_tokens_evaluated`` reports how many prompt tokens were actually computed,
 and every reply is counted in :attr:`~callscope.models.base.ChatModel.usage`.
 

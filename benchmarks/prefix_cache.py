@@ -1,6 +1,7 @@
 """Kept prompt prefixes on the embedded model (issue 31): the same runs side by side with
 llama-cpp-python's own re-use only (``last``: what callscope did before) and with kept prefix
-states (``prefix``), and the bound.
+states (``prefix``), and the bound; ``--modes`` also takes ``exact`` (only whole
+``n_batch`` chunks re-used: the answers of ``none``) and ``none`` (nothing re-used).
 
 Run:  python benchmarks/prefix_cache.py [--model local:qwen2.5-coder-0.5b] [--n 5]
           [--what calibrate,saag] [--max-attempts 15] [--json out.json]
@@ -13,7 +14,7 @@ comes back after others;
 Each run starts from an empty engine (no live context, no kept state) and without the
 response cache. Printed per run: wall time, prompt tokens sent / computed, generated tokens,
 kept-state restores, peak bytes held and the bound, and the greedy answers' equality
-between the two modes.
+between the modes (each against the first).
 
 The bound: the time the run would take if only never-seen prefix tokens and generated tokens
 were computed, at this machine's prompt and generation rates measured here (a fresh ~500-token
@@ -275,6 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{what:9} greedy outputs identical across modes: {same}; same results: {same_result}"
         )
+        for row in rows[1:]:
+            first, diverged = rows[0]["outputs"], row["outputs"]
+            differ = sum(a != b for a, b in zip(first, diverged, strict=False))
+            differ += abs(len(first) - len(diverged))
+            print(
+                f"{what:9} {row['mode']} against {rows[0]['mode']}: {differ} of"
+                f" {max(len(first), len(diverged))} outputs differ;"
+                f" same results: {row['result'] == rows[0]['result']}"
+            )
         report["runs"][what] = [{k: v for k, v in r.items() if k != "outputs"} for r in rows]
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")

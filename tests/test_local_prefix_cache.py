@@ -228,6 +228,62 @@ def test_real_greedy_answers_equal_with_and_without_reuse():
     assert kept.usage.prompt_computed == sum(computed)
 
 
+LONG_FUNCS = [
+    (f"{verb}_{noun}", f"{verb.capitalize()} the {noun} named by the user", "name")
+    for verb in ("get", "update", "delete", "list")
+    for noun in ("invoice", "ticket", "order", "report", "account", "meeting")
+]
+
+
+@real
+@pytest.mark.model
+def test_real_exact_reuse_gives_the_answers_of_no_reuse_on_long_prompts():
+    """Prompts over two 512-token chunks, conversations going on with the model's own
+    answers in them: ``exact`` re-use gives ``none``'s greedy tokens, one for one, while
+    computing fewer prompt tokens (llama.cpp computes a token differently in a batch of 1-4,
+    as in generation, than inside a prompt chunk; ``exact`` never re-uses such cells)."""
+    from callscope.models.registry import load_model
+
+    long_a, long_b = _system(LONG_FUNCS), _system(LONG_FUNCS[::-1])
+    fresh = load_model("local:qwen2.5-coder-0.5b", kv_reuse="none")
+    exact = load_model("local:qwen2.5-coder-0.5b", kv_reuse="exact", prefix_cache_mb=256)
+    engine = exact.engine()
+
+    def reply_of(model):
+        def ask(messages):
+            messages = [
+                {"role": "system", "content": long_b if SYS_B in m["content"] else long_a}
+                if m["role"] == "system"
+                else m
+                for m in messages
+            ]
+            reply = model.chat(messages, None, DECODING)
+            return reply.text, list(engine.generated), reply
+
+        return ask
+
+    without = _script(reply_of(fresh))
+    stats_before = exact.prefix_stats().to_dict()
+    with_reuse = _script(reply_of(exact))
+    stats = exact.prefix_stats()
+    sent = [r.prompt_tokens for _, _, r in with_reuse]
+    computed = [r.prompt_tokens_evaluated for _, _, r in with_reuse]
+    print(f"\nsent {sent}\ncomputed {computed}\n{stats.line()}")
+    assert min(sent) > 1024  # every prompt spans more than two chunks
+    for (t0, ids0, r0), (t1, ids1, r1) in zip(without, with_reuse, strict=True):
+        assert ids1 == ids0  # token for token
+        assert t1 == t0
+        assert r0.prompt_tokens_evaluated == r0.prompt_tokens
+        assert r1.prompt_tokens == r0.prompt_tokens
+    # b1, a2 and d1 go on from the live context's whole chunks on system prompt A; b2,
+    # after c1 on system prompt B, from A's kept chunks (restored): each computes less than
+    # a chunk and a half of what it sends
+    assert stats.restored - stats_before["restored"] >= 1
+    for i in (1, 2, 4, 5):
+        assert computed[i] < 768 and computed[i] < sent[i] // 2
+    assert stats.peak_bytes <= stats.capacity_bytes
+
+
 class _Caller(ChatModel):
     spec = "fixed:caller"
     supports_native_tools = False

@@ -89,8 +89,12 @@ def require_llama_cpp() -> None:
 
 #: how a prompt re-uses earlier work: ``prefix`` (kept prefix states restored, and the live
 #: context's shared prefix), ``last`` (only the live context's shared prefix: llama-cpp-python's
-#: own behaviour), ``none`` (every prompt computed from its first token; for comparisons)
-KV_REUSE_MODES = ("prefix", "last", "none")
+#: own behaviour), ``exact`` (as ``prefix``, but only whole ``n_batch`` chunks of earlier
+#: prompts: greedy answers bit for bit those of ``none``), ``none`` (every prompt computed from
+#: its first token; for comparisons)
+KV_REUSE_MODES = ("prefix", "last", "exact", "none")
+#: the environment variable that sets the default ``kv_reuse``
+KV_REUSE_ENV = "CALLSCOPE_KV_REUSE"
 #: the token that opens a chat message in the embedded models' template (ChatML, Qwen) and in
 #: other common GGUF templates (Llama 3, Gemma): the first that is one token marks where a
 #: prompt's first message (the system prompt with its registry or documentation) ends
@@ -143,6 +147,9 @@ class _Engine:
         self.first_n_past: int | None = None
         self.generated: list[int] = []
         self._anchor: int | None = None
+        #: ``exact``: where the live context's whole ``n_batch`` chunks end (the last prompt's
+        #: length, rounded down to a multiple of ``n_batch``)
+        self._whole_end = 0
         try:
             self.llm = _KeepingLlama(
                 model_path=str(path),
@@ -187,6 +194,15 @@ class _Engine:
             self.generated.append(int(token))
             yield token
 
+    def set_mode(self, mode: str) -> None:
+        """Use ``mode`` (one of :data:`KV_REUSE_MODES`) from the next prompt on. States kept
+        in ``exact`` mode and in the others are not interchangeable: switching between them
+        drops the kept states."""
+        if (mode == "exact") != (self.mode == "exact"):
+            self.states.clear()
+            self._whole_end = 0
+        self.mode = mode
+
     def _before_prompt(self, tokens: list[int]) -> None:
         self.prompt = tokens
         self.prompt_len = len(tokens)
@@ -196,6 +212,9 @@ class _Engine:
         llm = self.llm
         if self.mode == "none":
             llm.reset()
+            return
+        if self.mode == "exact":
+            self._before_prompt_exact(tokens)
             return
         if self.mode != "prefix" or self.states.capacity_bytes <= 0:
             return
@@ -227,6 +246,61 @@ class _Engine:
             llm.n_tokens = anchor
             llm._requires_eval = True
             self._save("anchor")
+
+    def _before_prompt_exact(self, tokens: list[int]) -> None:
+        """``exact``: re-use only what computing the prompt whole would compute the same way.
+
+        llama.cpp's numbers for a token depend on the size of the batch it is computed in
+        (measured on the 0.5B: a token computed alone, as in generation, or in a batch of 2,
+        4, 31 or 33 tokens gets other logits bits than inside a 512-token chunk; 8, 16, 32,
+        64 and any split of a prompt into ``n_batch`` chunks on the grid get the same). A prompt
+        computed whole (``none``) is cut into ``n_batch`` chunks from its first token. So this
+        mode starts computing at a multiple of ``n_batch`` and re-uses only whole chunks of
+        earlier prompts (live or kept): never the last prompt's partial chunk nor the tokens
+        it generated. Every chunk computed is then a chunk ``none`` computes, with the same
+        cells before it: the same bits, at the cost of up to ``n_batch - 1`` tokens computed
+        again per prompt, plus the generated ones."""
+        llm = self.llm
+        nb = int(llm.n_batch)
+        prompt = np.asarray(tokens, dtype=np.int64)
+        whole = min(int(llm.n_tokens), self._whole_end) // nb * nb
+        shared = common_prefix(np.asarray(llm.input_ids[:whole]), prompt)
+        # at least the last prompt token is computed, in a chunk that starts on the grid
+        limit = (len(tokens) - 1) // nb * nb
+        start = min(shared, limit) // nb * nb
+        keep = self.states.capacity_bytes > 0
+        if (
+            keep
+            and whole - start >= MIN_KEPT_TOKENS
+            and llm.input_ids[:whole].tolist() not in self.states
+        ):
+            self._cut(whole)
+            self._save("tail")  # whole chunks only; its conversation may go on later
+        hit = self.states.best(prompt) if keep else None
+        if hit is not None and min(hit[2], limit) // nb * nb > start:
+            kept, state, shared_kept = hit
+            if self._restore(kept, state):
+                start = min(shared_kept, limit) // nb * nb
+                self.states.stats.restored += 1
+                self.states.stats.restored_tokens += start
+        self._cut(start)
+        self._whole_end = len(tokens) // nb * nb
+        anchor = self.anchor_at(tokens)
+        if not keep or anchor is None:
+            return
+        cut = anchor // nb * nb
+        if cut >= max(MIN_KEPT_TOKENS, nb) and tokens[:cut] not in self.states:
+            if cut > start:
+                self._anchor = cut  # kept as it is computed (:meth:`_eval`), on the grid
+            elif cut == start:
+                self._save("anchor")
+
+    def _cut(self, n: int) -> None:
+        """Cut the live context back to its first ``n`` tokens."""
+        llm = self.llm
+        if int(llm.n_tokens) > n:
+            llm._ctx.kv_cache_seq_rm(-1, n, -1)
+            llm.n_tokens = n
 
     def _eval(self, tokens: Any) -> None:
         llm = self.llm
@@ -336,7 +410,7 @@ class LocalModel(ChatModel):
         n_threads: int | None = None,
         seed: int = 0,
         prefix_cache_mb: float | None = None,
-        kv_reuse: str = "prefix",
+        kv_reuse: str | None = None,
     ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
@@ -346,8 +420,13 @@ class LocalModel(ChatModel):
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.cpu_count() or 1)
         self.seed = int(seed)
+        if kv_reuse is None:
+            kv_reuse = os.environ.get(KV_REUSE_ENV) or "prefix"
         if kv_reuse not in KV_REUSE_MODES:
-            raise ConfigError(f"kv_reuse {kv_reuse!r} is not one of {', '.join(KV_REUSE_MODES)}")
+            raise ConfigError(
+                f"kv_reuse {kv_reuse!r} is not one of {', '.join(KV_REUSE_MODES)}"
+                f" (the option, or ${KV_REUSE_ENV})"
+            )
         self.kv_reuse = kv_reuse
         #: the bound of the kept prefix states in bytes (``prefix_cache_mb`` MiB, else
         #: ``$CALLSCOPE_PREFIX_CACHE_MB``, else the default; 0: none kept)
@@ -395,7 +474,7 @@ class LocalModel(ChatModel):
         if tools:
             kwargs["tools"] = tools
         with engine.lock:
-            engine.mode = self.kv_reuse
+            engine.set_mode(self.kv_reuse)
             start = time.perf_counter()
             try:
                 result = engine.llm.create_chat_completion(**kwargs)

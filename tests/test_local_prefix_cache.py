@@ -66,6 +66,22 @@ def test_bound_setting(monkeypatch):
         prefix_cache_bytes(-1)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="needs llama-cpp-python")
+def test_kv_reuse_setting(monkeypatch, tmp_path):
+    from callscope.models.local import KV_REUSE_ENV, LocalModel
+
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"")  # never loaded: the setting is read when the model is made
+    monkeypatch.delenv(KV_REUSE_ENV, raising=False)
+    assert LocalModel(weights).kv_reuse == "prefix"
+    monkeypatch.setenv(KV_REUSE_ENV, "exact")
+    assert LocalModel(weights).kv_reuse == "exact"
+    assert LocalModel(weights, kv_reuse="none").kv_reuse == "none"  # the option wins
+    monkeypatch.setenv(KV_REUSE_ENV, "some")
+    with pytest.raises(ConfigError, match=KV_REUSE_ENV):
+        LocalModel(weights)
+
+
 def test_default_bound_fits_a_small_machine():
     # the 1.5B's KV is 28 KiB a token: the default keeps ~36k prompt tokens and stays a
     # quarter of 8 GiB beside the weights (1.1 GB) and the 16k-token live context
@@ -190,18 +206,26 @@ def _script(reply_of):
     return out
 
 
-@real
-@pytest.mark.model
-def test_real_greedy_answers_equal_with_and_without_reuse():
+def _without_and_with(mode, system=None):
+    """The script run without re-use, then with ``mode`` (``system`` maps each system prompt
+    to the one sent), checked token for token; returns the re-using model, its kept-state
+    stats before its run, and per reply the prompt tokens sent and computed."""
     from callscope.models.registry import load_model
 
     fresh = load_model("local:qwen2.5-coder-0.5b", kv_reuse="none")
-    kept = load_model("local:qwen2.5-coder-0.5b", kv_reuse="prefix", prefix_cache_mb=256)
+    kept = load_model("local:qwen2.5-coder-0.5b", kv_reuse=mode, prefix_cache_mb=256)
     engine = kept.engine()
     engine.states.clear()
 
     def reply_of(model):
         def ask(messages):
+            if system is not None:
+                messages = [
+                    {"role": "system", "content": system(m["content"])}
+                    if m["role"] == "system"
+                    else m
+                    for m in messages
+                ]
             reply = model.chat(messages, None, DECODING)
             return reply.text, list(engine.generated), reply
 
@@ -210,7 +234,6 @@ def test_real_greedy_answers_equal_with_and_without_reuse():
     without = _script(reply_of(fresh))
     stats_before = kept.prefix_stats().to_dict()
     with_reuse = _script(reply_of(kept))
-    stats = kept.prefix_stats()
     for (t0, ids0, r0), (t1, ids1, r1) in zip(without, with_reuse, strict=True):
         assert ids1 == ids0  # token for token
         assert t1 == t0
@@ -218,7 +241,15 @@ def test_real_greedy_answers_equal_with_and_without_reuse():
         assert r1.prompt_tokens == r0.prompt_tokens
     computed = [r.prompt_tokens_evaluated for _, _, r in with_reuse]
     sent = [r.prompt_tokens for _, _, r in with_reuse]
-    print(f"\nsent {sent}\ncomputed {computed}\n{stats.line()}")
+    print(f"\nsent {sent}\ncomputed {computed}\n{kept.prefix_stats().line()}")
+    return kept, stats_before, sent, computed
+
+
+@real
+@pytest.mark.model
+def test_real_greedy_answers_equal_with_and_without_reuse():
+    kept, stats_before, sent, computed = _without_and_with("prefix")
+    stats = kept.prefix_stats()
     # b1 reuses a1's system prompt (kept as an anchor); a2 goes on from a1's kept tail; b2
     # from b1's; d1 starts from the kept system prompt
     assert stats.restored - stats_before["restored"] >= 3
@@ -233,6 +264,7 @@ LONG_FUNCS = [
     for verb in ("get", "update", "delete", "list")
     for noun in ("invoice", "ticket", "order", "report", "account", "meeting")
 ]
+LONG_A, LONG_B = _system(LONG_FUNCS), _system(LONG_FUNCS[::-1])
 
 
 @real
@@ -242,39 +274,11 @@ def test_real_exact_reuse_gives_the_answers_of_no_reuse_on_long_prompts():
     answers in them: ``exact`` re-use gives ``none``'s greedy tokens, one for one, while
     computing fewer prompt tokens (llama.cpp computes a token differently in a batch of 1-4,
     as in generation, than inside a prompt chunk; ``exact`` never re-uses such cells)."""
-    from callscope.models.registry import load_model
-
-    long_a, long_b = _system(LONG_FUNCS), _system(LONG_FUNCS[::-1])
-    fresh = load_model("local:qwen2.5-coder-0.5b", kv_reuse="none")
-    exact = load_model("local:qwen2.5-coder-0.5b", kv_reuse="exact", prefix_cache_mb=256)
-    engine = exact.engine()
-
-    def reply_of(model):
-        def ask(messages):
-            messages = [
-                {"role": "system", "content": long_b if SYS_B in m["content"] else long_a}
-                if m["role"] == "system"
-                else m
-                for m in messages
-            ]
-            reply = model.chat(messages, None, DECODING)
-            return reply.text, list(engine.generated), reply
-
-        return ask
-
-    without = _script(reply_of(fresh))
-    stats_before = exact.prefix_stats().to_dict()
-    with_reuse = _script(reply_of(exact))
-    stats = exact.prefix_stats()
-    sent = [r.prompt_tokens for _, _, r in with_reuse]
-    computed = [r.prompt_tokens_evaluated for _, _, r in with_reuse]
-    print(f"\nsent {sent}\ncomputed {computed}\n{stats.line()}")
+    kept, stats_before, sent, computed = _without_and_with(
+        "exact", lambda text: LONG_B if text == SYS_B else LONG_A
+    )
+    stats = kept.prefix_stats()
     assert min(sent) > 1024  # every prompt spans more than two chunks
-    for (t0, ids0, r0), (t1, ids1, r1) in zip(without, with_reuse, strict=True):
-        assert ids1 == ids0  # token for token
-        assert t1 == t0
-        assert r0.prompt_tokens_evaluated == r0.prompt_tokens
-        assert r1.prompt_tokens == r0.prompt_tokens
     # b1, a2 and d1 go on from the live context's whole chunks on system prompt A; b2,
     # after c1 on system prompt B, from A's kept chunks (restored): each computes less than
     # a chunk and a half of what it sends

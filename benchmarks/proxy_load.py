@@ -104,10 +104,11 @@ def upstream_main(port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
 
 
-def floor_main(up_port: int, port: int) -> None:
-    """The floor of the stack: a bare pass-through ASGI app on uvicorn (h11, as the proxy)
-    forwarding each request with an ``httpx.AsyncClient`` and nothing else: no check, no
-    record. What the proxy adds beyond this is callscope's own cost."""
+def floor_main(up_port: int, port: int, http: str = "h11", loop: str = "asyncio") -> None:
+    """The floor of the stack: a bare pass-through ASGI app on uvicorn (h11 on asyncio's loop,
+    as the proxy, unless told otherwise) forwarding each request with an
+    ``httpx.AsyncClient`` and nothing else: no check, no record. What the proxy adds beyond
+    this is callscope's own cost."""
     import uvicorn
 
     client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{up_port}", timeout=60)
@@ -124,7 +125,9 @@ def floor_main(up_port: int, port: int) -> None:
         await send({"type": "http.response.start", "status": r.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": r.content})
 
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", backlog=2048)
+    uvicorn.run(
+        app, host="127.0.0.1", port=port, log_level="warning", backlog=2048, http=http, loop=loop
+    )
 
 
 def _free_port() -> int:
@@ -315,7 +318,7 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "_upstream":
         upstream_main(int(sys.argv[2]))
-    elif len(sys.argv) == 4 and sys.argv[1] == "_floor":
-        floor_main(int(sys.argv[2]), int(sys.argv[3]))
+    elif len(sys.argv) in (4, 6) and sys.argv[1] == "_floor":
+        floor_main(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:6])
     else:
         main()

@@ -13,11 +13,14 @@ longest prefix instead of recomputing it (:class:`_Engine`,
 :mod:`callscope.models.prefix_cache`). The bound is ``prefix_cache_mb`` (else
 ``$CALLSCOPE_PREFIX_CACHE_MB``, else 1024 MiB; 0: off); ``kv_reuse`` ``"last"`` keeps only
 llama-cpp-python's own re-use, ``"none"`` computes every prompt from its first token. Greedy
-answers are the same token for token in every mode on the test's short prompts
-(``tests/test_local_prefix_cache.py``); on prompts of thousands of tokens they can differ: a
-prompt resumed from a kept state (or from llama.cpp's last prefix) is computed in other
-batches than one computed whole, which can move the last bits of the logits (measured on
-``calibrate``: some emissions differed, no verdict did; README, "Kept prompt prefixes").
+answers of ``prefix`` and ``last`` can differ in the last bits from those of ``none`` on long
+conversations: re-use carries the KV cells of generated tokens (computed one at a time) and of
+a new message computed as one small batch into the next prompt, where computing it whole puts
+them inside 512-token chunks, and llama.cpp's numbers depend on the batch size (measured on
+``calibrate``: some emissions differed, no verdict did). ``"exact"`` re-uses only whole chunks
+and gives ``none``'s answers token for token (:meth:`_Engine._before_prompt_exact`;
+``tests/test_local_prefix_cache.py``), at about twice ``prefix``'s time on ``calibrate``
+(``$CALLSCOPE_KV_REUSE`` sets the default mode).
 ``ModelReply.prompt_tokens_evaluated`` reports how many prompt tokens were actually computed,
 and every reply is counted in :attr:`~callscope.models.base.ChatModel.usage`.
 

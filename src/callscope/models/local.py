@@ -18,7 +18,7 @@ conversations: re-use carries the KV cells of generated tokens (computed one at 
 a new message computed as one small batch into the next prompt, where computing it whole puts
 them inside 512-token chunks, and llama.cpp's numbers depend on the batch size (measured on
 ``calibrate``: some emissions differed, no verdict did). ``"exact"`` re-uses only whole chunks
-and gives ``none``'s answers token for token (:meth:`_Engine._before_prompt_exact`;
+and gives ``none``'s answers token for token (:meth:`_Engine._before_prompt`;
 ``tests/test_local_prefix_cache.py``), at about twice ``prefix``'s time on ``calibrate``
 (``$CALLSCOPE_KV_REUSE`` sets the default mode).
 ``ModelReply.prompt_tokens_evaluated`` reports how many prompt tokens were actually computed,
@@ -207,51 +207,12 @@ class _Engine:
         self.mode = mode
 
     def _before_prompt(self, tokens: list[int]) -> None:
-        self.prompt = tokens
-        self.prompt_len = len(tokens)
-        self.first_n_past = None
-        self.generated = []
-        self._anchor = None
-        llm = self.llm
-        if self.mode == "none":
-            llm.reset()
-            return
-        if self.mode == "exact":
-            self._before_prompt_exact(tokens)
-            return
-        if self.mode != "prefix" or self.states.capacity_bytes <= 0:
-            return
-        prompt = np.asarray(tokens, dtype=np.int64)
-        live = int(llm.n_tokens)
-        shared_live = common_prefix(np.asarray(llm.input_ids[:live]), prompt)
-        if (
-            live - shared_live >= MIN_KEPT_TOKENS
-            and llm.input_ids[:live].tolist() not in self.states
-        ):
-            self._save("tail")  # this prompt overwrites it: keep it for its conversation
-        hit = self.states.best(prompt)
-        if hit is not None and hit[2] > shared_live:
-            kept, state, shared = hit
-            if self._restore(kept, state):
-                self.states.stats.restored += 1
-                self.states.stats.restored_tokens += shared
-                shared_live = shared
-        anchor = self.anchor_at(tokens)
-        if anchor is None or anchor < MIN_KEPT_TOKENS or tokens[:anchor] in self.states:
-            return
-        if shared_live < anchor:
-            self._anchor = anchor  # kept as it is computed (:meth:`_eval`)
-        elif shared_live - anchor <= MIN_KEPT_TOKENS:
-            # the first message is live but not kept (a new conversation after another on
-            # the same system prompt): cut the live context back to it and keep it; the
-            # few tokens cut are computed again
-            llm._ctx.kv_cache_seq_rm(-1, anchor, -1)
-            llm.n_tokens = anchor
-            llm._requires_eval = True
-            self._save("anchor")
+        """Before llama-cpp-python computes ``tokens``: keep the live context when the prompt
+        diverges from it (a ``tail``), restore the kept state sharing more than the live
+        context, and mark the first message for keeping (an ``anchor``, :meth:`_eval`).
 
-    def _before_prompt_exact(self, tokens: list[int]) -> None:
-        """``exact``: re-use only what computing the prompt whole would compute the same way.
+        ``exact`` does the same on the ``n_batch`` grid, re-using only what computing the prompt
+        whole would compute the same way.
 
         llama.cpp's numbers for a token depend on the size of the batch it is computed in
         (measured on the 0.5B: a token computed alone, as in generation, or in a batch of 2,
@@ -263,40 +224,62 @@ class _Engine:
         it generated. Every chunk computed is then a chunk ``none`` computes, with the same
         cells before it: the same bits, at the cost of up to ``n_batch - 1`` tokens computed
         again per prompt, plus the generated ones."""
+        self.prompt = tokens
+        self.prompt_len = len(tokens)
+        self.first_n_past = None
+        self.generated = []
+        self._anchor = None
         llm = self.llm
-        nb = int(llm.n_batch)
+        if self.mode == "none":
+            llm.reset()
+            return
+        exact = self.mode == "exact"
+        keep = self.mode != "last" and self.states.capacity_bytes > 0
+        if not (exact or keep):
+            return
+        # ``exact`` works on the ``n_batch`` grid, the other modes on tokens
+        grid = int(llm.n_batch) if exact else 1
         prompt = np.asarray(tokens, dtype=np.int64)
-        whole = min(int(llm.n_tokens), self._whole_end) // nb * nb
-        shared = common_prefix(np.asarray(llm.input_ids[:whole]), prompt)
-        # at least the last prompt token is computed, in a chunk that starts on the grid
-        limit = (len(tokens) - 1) // nb * nb
-        start = min(shared, limit) // nb * nb
-        keep = self.states.capacity_bytes > 0
+        # the live tokens this prompt may re-use: all of them, or in ``exact`` the last prompt's
+        # whole chunks
+        live = min(int(llm.n_tokens), self._whole_end) if exact else int(llm.n_tokens)
+        usable = live // grid * grid
+        shared = common_prefix(np.asarray(llm.input_ids[:usable]), prompt)
+        # at least the last prompt token is computed (llama-cpp-python re-evaluates it when
+        # the whole prompt is live), in ``exact`` in a chunk that starts on the grid
+        limit = (len(tokens) - 1) // grid * grid
+        start = min(shared, limit) // grid * grid
         if (
             keep
-            and whole - start >= MIN_KEPT_TOKENS
-            and llm.input_ids[:whole].tolist() not in self.states
+            and usable - start >= MIN_KEPT_TOKENS
+            and llm.input_ids[:usable].tolist() not in self.states
         ):
-            self._cut(whole)
-            self._save("tail")  # whole chunks only; its conversation may go on later
+            self._cut(usable)
+            self._save("tail")  # this prompt overwrites it: keep it for its conversation
         hit = self.states.best(prompt) if keep else None
-        if hit is not None and min(hit[2], limit) // nb * nb > start:
+        if hit is not None and min(hit[2], limit) // grid * grid > start:
             kept, state, shared_kept = hit
             if self._restore(kept, state):
-                start = min(shared_kept, limit) // nb * nb
+                start = min(shared_kept, limit) // grid * grid
                 self.states.stats.restored += 1
                 self.states.stats.restored_tokens += start
-        self._cut(start)
-        self._whole_end = len(tokens) // nb * nb
+        if exact:
+            self._cut(start)
+            self._whole_end = len(tokens) // grid * grid
         anchor = self.anchor_at(tokens)
         if not keep or anchor is None:
             return
-        cut = anchor // nb * nb
-        if cut >= max(MIN_KEPT_TOKENS, nb) and tokens[:cut] not in self.states:
-            if cut > start:
-                self._anchor = cut  # kept as it is computed (:meth:`_eval`), on the grid
-            elif cut == start:
-                self._save("anchor")
+        cut = anchor // grid * grid
+        if cut < max(MIN_KEPT_TOKENS, grid) or tokens[:cut] in self.states:
+            return
+        if start < cut:
+            self._anchor = cut  # kept as it is computed (:meth:`_eval`)
+        elif start - cut <= MIN_KEPT_TOKENS:
+            # the first message is live but not kept (a new conversation after another on
+            # the same system prompt): cut the live context back to it and keep it; the
+            # few tokens cut are computed again
+            self._cut(cut)
+            self._save("anchor")
 
     def _cut(self, n: int) -> None:
         """Cut the live context back to its first ``n`` tokens."""
@@ -304,6 +287,7 @@ class _Engine:
         if int(llm.n_tokens) > n:
             llm._ctx.kv_cache_seq_rm(-1, n, -1)
             llm.n_tokens = n
+            llm._requires_eval = True  # the last logits are not the live context's
 
     def _eval(self, tokens: Any) -> None:
         llm = self.llm

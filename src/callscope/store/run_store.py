@@ -519,9 +519,9 @@ class RunStore:
         """Per model, the token counts of every stored reply
         (:class:`~callscope.models.usage.TokenUsage`: prompt tokens sent, computed, generated;
         an answer from the response cache at what it cost when it was made, so the counts do
-        not depend on how often a run was interrupted): the SAAG loop's attempts (attempt 1, shared by
-        the modes, once per case) and the conversations' model emissions (probe placeholders
-        left out)."""
+        not depend on how often a run was interrupted): the SAAG loop's attempts (attempt 1,
+        shared by the modes, once per case) and the conversations' model emissions (probe
+        placeholders left out)."""
         out: dict[str, TokenUsage] = {}
         seen_first: set[tuple[str, str]] = set()
         rows = self._db.execute("SELECT model, case_id, attempt, data FROM attempts ORDER BY rowid")

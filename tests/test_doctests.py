@@ -23,6 +23,7 @@ DOCTEST_MODULES = (
     "callscope.core.stats",
     "callscope.models.prefix_cache",
     "callscope.models.usage",
+    "callscope.models.local",
     "callscope.models.http",
     "callscope.core.jsonl",
     "callscope.parse.literals",

@@ -382,3 +382,19 @@ def test_report_tokens_are_the_same_when_the_response_cache_answered(tmp_path):
     assert "2 answered from the cache" in summary.usage  # the second run's own line
     assert pages["again"] == pages["first"]
     assert pages["first"].splitlines()[1].startswith("fixed:caller,2,40,20,50.0%,14")
+
+
+@real
+@pytest.mark.model
+def test_real_model_reads_a_query_with_a_lone_surrogate():
+    """A case's text with a lone surrogate (JSON can carry ``"\\udfff"``, UTF-8 cannot) reaches
+    the embedded model with U+FFFD in its place, instead of failing the request."""
+    from callscope.models.registry import load_model
+
+    model = load_model("local:qwen2.5-coder-0.5b")
+    messages = [
+        {"role": "system", "content": SYS_A},
+        {"role": "user", "content": "Weather in Rome?" + chr(0xDFFF)},
+    ]
+    reply = model.chat(messages, None, DECODING)
+    assert "get_weather" in reply.text and reply.prompt_tokens > 0

@@ -27,6 +27,8 @@ DOCTEST_MODULES = (
     "callscope.models.http",
     "callscope.core.jsonl",
     "callscope.parse.literals",
+    "callscope.parse.no_call",
+    "callscope.types",
     "callscope.cli.common",
     "callscope.calibration.classify.rules",
     "callscope.report.case_data",

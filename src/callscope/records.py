@@ -28,6 +28,50 @@ from callscope.types import ACTION_CLASSES, OTHER, Mode
 DEFAULT_MAX_STEPS = 20
 
 
+# --------------------------------------------------------------------------- stages
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """One outcome of the cascade on an answer, the one vocabulary every reader shows (the
+    CLI's tables, the report page, the guard's headers, the integrations): ``number`` as rows
+    store it (``0`` passed, ``1``-``3`` the first failing stage, ``None`` no verdict),
+    ``key`` a stable name, ``title`` the stage's name in the SAAG paper (section 2), ``short``
+    a table label, ``what`` what the stage checks, ``colour`` the family the figures shade
+    its failure kinds in."""
+
+    number: int | None
+    key: str
+    title: str
+    short: str
+    what: str
+    colour: str
+
+
+#: the outcomes of an answer in report order: passed, the three stages, no verdict (issue 36)
+STAGES: tuple[StageInfo, ...] = (
+    StageInfo(0, "passed", "passed all three stages", "passed all", "", "#2ca02c"),
+    StageInfo(1, "registry", "registry conformance", "1 registry", "function name", "#d62728"),
+    StageInfo(
+        2, "structure", "structural completeness", "2 structure", "argument schema", "#ff7f0e"
+    ),  # fmt: skip
+    StageInfo(3, "grounding", "argument grounding", "3 grounding", "value grounding", "#9467bd"),
+    StageInfo(
+        None, "no_verdict", "no call, none known to be expected", "no verdict", "", "#7f7f7f"
+    ),  # fmt: skip
+)
+_STAGE_BY_NUMBER = {s.number: s for s in STAGES}
+
+
+def stage_info(number: int | None) -> StageInfo:
+    """The vocabulary entry of a stored ``stage`` (0-3, or ``None``: no verdict).
+
+    >>> stage_info(2).short, stage_info(None).key
+    ('2 structure', 'no_verdict')
+    """
+    return _STAGE_BY_NUMBER[number]
+
+
 # --------------------------------------------------------------------------- failure kinds
 
 

@@ -82,7 +82,9 @@ def _calls_from_json_value(value: Any) -> list[ToolCall]:
 
 
 def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
-    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions).
+    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions): one
+    result per position, a call that cannot be read (arguments that are not JSON, no name)
+    listed in ``unreadable`` with its position and reason while the others are read.
 
     The list as a whole (names and arguments, JSON strings or objects) must be at most
     :data:`~callscope.parse.literals.MAX_NATIVE_CHARS` large (:func:`json_size`); a larger
@@ -95,14 +97,20 @@ def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
             form="native",
         )
     calls: list[ToolCall] = []
-    try:
-        for tc in tool_calls:
+    unreadable: list[tuple[int, str]] = []
+    for position, tc in enumerate(tool_calls):
+        try:
             calls.append(call_from_object(tc))
-    except Rejected as exc:
-        return ParseResult(error=f"native tool call rejected: {exc}", form="native")
-    if not calls:
+        except Rejected as exc:  # this call is broken; the others are still read and judged
+            unreadable.append((position, f"native tool call rejected: {exc}"))
+    if not calls and not unreadable:
         return ParseResult(error="empty native tool_calls list", form="native")
-    return ParseResult(calls=tuple(calls), form="native")
+    return ParseResult(
+        calls=tuple(calls),
+        error=None if calls else unreadable[0][1],
+        form="native",
+        unreadable=tuple(unreadable),
+    )
 
 
 #: an opening that is JSON written as a call: ``{"`` or ``[{`` (blanks allowed between)
@@ -141,9 +149,19 @@ def first_invalid_json(text: str) -> str | None:
     return None
 
 
-def scan_json(text: str) -> tuple[list[ToolCall], str | None]:
+#: a JSON call object's opening: ``{"name":``
+_CALL_OBJECT_START = re.compile(r"\{[ \t\r\n]*+\"name\"[ \t\r\n]*+:")
+
+
+def scan_json(
+    text: str, broken: list[tuple[int, str]] | None = None
+) -> tuple[list[ToolCall], str | None]:
     """Every JSON object/list in ``text`` that is a call (or a list of calls), in order, and
-    the last rejection reason met. At most ``MAX_CANDIDATES`` start positions are decoded."""
+    the last rejection reason met. At most ``MAX_CANDIDATES`` start positions are decoded.
+    ``broken``, when given, receives ``(position, reason)`` of every call object opening
+    (``{"name":``) that does not decode or is refused, outside the calls read (a call cut off
+    or garbled beside readable ones); ``position`` counts the calls and broken calls before
+    it."""
     calls: list[ToolCall] = []
     error: str | None = None
     i, n = 0, len(text)
@@ -159,15 +177,21 @@ def scan_json(text: str) -> tuple[list[ToolCall], str | None]:
             value, end = json_raw_decode(text, j)
         except Rejected as exc:
             error = str(exc)
+            if broken is not None and _CALL_OBJECT_START.match(text, j):
+                broken.append((len(calls) + len(broken), error))
             i = j + 1
             continue
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError) as exc:
+            if broken is not None and _CALL_OBJECT_START.match(text, j):
+                broken.append((len(calls) + len(broken), invalid_json_reason(text, j, exc)))
             i = j + 1
             continue
         try:
             found = _calls_from_json_value(value)
         except Rejected as exc:
             error = str(exc)
+            if broken is not None and _CALL_OBJECT_START.match(text, j):
+                broken.append((len(calls) + len(broken), error))
             found = []
         if found:
             calls.extend(found)

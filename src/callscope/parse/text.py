@@ -27,17 +27,16 @@ from typing import Any
 from callscope.parse.glaive import read_functioncall
 from callscope.parse.json_calls import (
     call_from_object,
-    first_invalid_json,
     parse_native,
     scan_json,
 )
 from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
-from callscope.parse.python_calls import CALL_START, parse_python_calls, scan_python
+from callscope.parse.no_call import NO_CALL_FOUND, call_attempts, read_no_call
+from callscope.parse.python_calls import parse_python_calls, scan_python
 from callscope.types import ParseResult, ToolCall
 
 #: the two parse errors that say nothing about what was wrong with the text
 EMPTY_OUTPUT = "empty output"
-NO_CALL_FOUND = "no tool call found in output"
 #: ``parse_output`` of ``None``, and of an object with neither a call nor text: nothing answered
 NO_OUTPUT = "no output"
 NO_CONTENT = "object output has neither a call nor text content"
@@ -155,23 +154,26 @@ def parse_text(text: str) -> ParseResult:
 
 
 def _bare(stripped: str, last_error: str | None) -> ParseResult:
-    """The calls of text that holds no wrapper with calls: bare JSON, else Python syntax."""
-    found, err = scan_json(stripped)
+    """The calls of text that holds no wrapper with calls: bare JSON, else Python syntax;
+    without a call, what the text is instead (:func:`~callscope.parse.no_call.read_no_call`:
+    prose, a broken call with the reader's reason, or garbage)."""
+    broken: list[tuple[int, str]] = []
+    found, err = scan_json(stripped, broken)
     if found:
-        return ParseResult(tuple(found), None, "json")
+        return ParseResult(tuple(found), None, "json", unreadable=tuple(broken))
     last_error = err or last_error
-
     try:
         return ParseResult(calls=tuple(parse_python_calls(stripped)), form="python")
-    except Rejected as exc:
-        whole_error = str(exc)
-    found, err = scan_python(stripped)
+    except Rejected:
+        pass
+    broken.clear()
+    found, _ = scan_python(stripped, broken)
     if found:
-        return ParseResult(calls=tuple(found), form="python")
-    if CALL_START.match(stripped):
-        last_error = whole_error  # the text is one call: its own reason is the useful one
-    last_error = last_error or err or first_invalid_json(stripped)
-    return ParseResult(error=last_error or NO_CALL_FOUND)
+        return ParseResult(calls=tuple(found), form="python", unreadable=tuple(broken))
+    error = read_no_call(stripped, last_error)
+    if error == NO_CALL_FOUND:
+        return ParseResult(error=error, attempts=call_attempts(stripped))
+    return ParseResult(error=error)
 
 
 def parse_output(output: Any) -> ParseResult:

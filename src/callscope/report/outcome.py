@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from callscope.records import FailureKind, ScoreRow, failure_kinds_of
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, specs
+from callscope.saag.metrics import metric as metric_spec
 from callscope.types import LOOP_MODES
 
 OutcomeRow = dict[str, Any]
@@ -101,12 +102,7 @@ def intrinsic_value(o: OutcomeRow, metric: str) -> float | None:
     """The final attempt's value of ``metric`` or None where undefined (or a model error)."""
     if is_error(o):
         return None
-    v = (o.get("final") or {}).get(metric)
-    if v is None:
-        return None
-    if metric == "fnem":
-        return 1.0 if v == 1 else 0.0
-    return float(v)
+    return metric_spec(metric).mean_value((o.get("final") or {}).get(metric))
 
 
 def extrinsic_value(o: OutcomeRow, metric: str) -> float | None:

@@ -74,6 +74,9 @@ def _looks_like_call(obj: Any) -> bool:
 
 def _calls_from_json_value(value: Any) -> list[ToolCall]:
     if type(value) is dict:  # one object: the common case, the same test as below
+        inner = value.get("tool_calls")
+        if isinstance(inner, list) and inner and len(value) == 1:  # {"tool_calls": [...]}
+            return _calls_from_json_value(inner)
         return [call_from_object(value)] if _looks_like_call(value) else []
     items = value if isinstance(value, list) else [value]
     if not items or not all(_looks_like_call(it) for it in items):

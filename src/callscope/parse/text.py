@@ -22,6 +22,7 @@ wrapped as ``{"type": "function", "function": {...}}``. Text longer than
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from callscope.parse.glaive import read_functioncall
@@ -31,7 +32,13 @@ from callscope.parse.json_calls import (
     scan_json,
 )
 from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
-from callscope.parse.no_call import NO_CALL_FOUND, call_attempts, read_no_call
+from callscope.parse.no_call import (
+    EMPTY_CALL_LIST,
+    NO_CALL_FOUND,
+    call_attempts,
+    call_opening,
+    read_no_call,
+)
 from callscope.parse.python_calls import parse_python_calls, scan_python
 from callscope.types import ParseResult, ToolCall
 
@@ -95,7 +102,9 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
 
 def _json_or_python(body: str) -> tuple[list[ToolCall], str | None]:
     """The calls in a ``<tool_call>`` block or a fence: JSON ones, else the whole body as
-    Python call syntax."""
+    Python call syntax; ``[]`` is the explicit empty list of calls."""
+    if body.strip() == "[]":
+        return [], EMPTY_CALL_LIST
     found, err = scan_json(body)
     if not found:
         try:
@@ -144,13 +153,22 @@ def parse_text(text: str) -> ParseResult:
         return ParseResult(calls=tuple(fc_calls), form="functioncall")
 
     fenced: list[ToolCall] = []
+    attempts: list[tuple[str, str]] = []
     for _language, body in fenced_blocks(stripped):
         found, err = _json_or_python(body)
         fenced.extend(found)
-        last_error = err or last_error
+        if err:  # code in a fence is a call attempt only when it is written as a call
+            kind, name = call_opening(body.strip())
+            if kind == "json" or err == EMPTY_CALL_LIST:
+                last_error = err
+            elif kind == "python":  # broken only if it names a registered function
+                attempts.append((name, err))
     if fenced:
         return ParseResult(calls=tuple(fenced), form="fenced")
-    return _bare(stripped, last_error)
+    result = _bare(stripped, last_error)
+    if attempts and result.error == NO_CALL_FOUND:
+        return replace(result, attempts=(*attempts, *result.attempts))
+    return result
 
 
 def _bare(stripped: str, last_error: str | None) -> ParseResult:

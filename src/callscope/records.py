@@ -106,21 +106,41 @@ class FailureKind(StrEnum):
         """A short phrase for legends and tables (``name not in registry``...)."""
         return _KIND_INFO[self][1]
 
+    def reason(self, name: str, value: str = "", target: str = "") -> str:
+        """The one-line reason the guard gives for one item of this kind (``name`` the
+        flagged parameter, or for stage 1 the called name; ``value`` its value as shown;
+        ``target`` the schema name a drifted parameter looks like), prefixed with the kind.
+
+        >>> FailureKind.MISSING.reason("city")
+        "missing: required argument 'city' is absent"
+        """
+        text = _KIND_INFO[self][2].format(
+            param=repr(name), name=name, value=value, target=repr(target)
+        )
+        return f"{self.value}: {text}"
+
     @classmethod
     def of_stage(cls, stage: int) -> tuple[FailureKind, ...]:
         """The kinds of one stage, in cascade order."""
         return tuple(k for k in cls if k.stage == stage)
 
 
-_KIND_INFO: dict[str, tuple[int, str]] = {
-    "wrong_name": (1, "name not in registry"),
-    "no_name": (1, "no call parsed"),
-    "missing": (2, "required arg missing"),
-    "spurious": (2, "unknown arg"),
-    "drifted": (2, "misspelled arg"),
-    "numeric": (3, "number not in query"),
-    "hard": (3, "value not grounded"),
-    "soft": (3, "value weakly grounded"),
+#: kind -> (stage, label, reason): ``reason`` is the guard's one-line reason for one flagged
+#: item, formatted with ``param`` (its name, ``repr``), ``value`` (the value, shortened) and
+#: ``target`` (the schema name a drifted one looks like); stage 1's come with the call
+_KIND_INFO: dict[str, tuple[int, str, str]] = {
+    "wrong_name": (1, "name not in registry", "{param} is not in the tools"),
+    "no_name": (1, "no call parsed", "no function name found"),
+    "missing": (2, "required arg missing", "required argument {param} is absent"),
+    "spurious": (2, "unknown arg", "argument {param} is not in the schema"),
+    "drifted": (2, "misspelled arg", "argument {param} looks like {target}"),
+    "numeric": (3, "number not in query", "{name}={value} does not match a number the user stated"),
+    "hard": (3, "value not grounded", "{name}={value} has no grounding in the user's text"),
+    "soft": (
+        3,
+        "value weakly grounded",
+        "{name}={value} is only loosely related to the user's text",
+    ),
 }
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from callscope.calibration.classify import classify_emission
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
-from callscope.records import Diagnosis
+from callscope.records import Diagnosis, FailureKind
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.correction import (
     AnswerVerdict,
@@ -273,24 +273,15 @@ def _reasons(d: Diagnosis, call: ToolCall | None, unreadable: str | None) -> tup
         if d.fnem == -1:
             if unreadable:
                 return (f"no_name: the call could not be read: {unreadable}",)
-            return ("no_name: no function name found",)
+            return (FailureKind.NO_NAME.reason(""),)
         near = f" (nearest: {d.nearest!r})" if d.nearest else ""
-        return (f"wrong_name: {d.predicted!r} is not in the tools{near}",)
+        return (FailureKind.WRONG_NAME.reason(str(d.predicted)) + near,)
     args = call.arguments if call is not None else {}
-    out: list[str] = []
-    if d.stage == 2:
-        out += [f"missing: required argument {p!r} is absent" for p in d.missing]
-        out += [f"spurious: argument {p!r} is not in the schema" for p in d.spurious]
-        out += [f"drifted: argument {p!r} looks like {d.drift_targets.get(p)!r}" for p in d.drifted]
-        return tuple(out)
-    for kind, what in (
-        ("numeric", "does not match a number the user stated"),
-        ("hard", "has no grounding in the user's text"),
-        ("soft", "is only loosely related to the user's text"),
-    ):
-        for p in getattr(d, kind):
-            out.append(f"{kind}: {p}={_short(args.get(p))} {what}")
-    return tuple(out)
+    return tuple(
+        kind.reason(p, _short(args.get(p)), str(d.drift_targets.get(p)))
+        for kind in FailureKind.of_stage(d.stage)
+        for p in getattr(d, kind.value)
+    )
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -59,9 +59,9 @@ PROSE_LETTER_SHARE = 0.4
 #: what may follow ``[`` for the text to open as data or a call list: ``{ [ " ' ] -`` or a
 #: digit (JSON), or a name followed by ``(`` (a Python call list)
 _LIST_OPENING = re.compile(r"\[[ \t\r\n]*+(?:[\{\[\"'\]\-0-9]|[A-Za-z_][\w.]*+(?:[ \t]*+\(|\Z))")
-#: the whole text one name (``get_weather``, ``math.sqrt``, ``get``): a call cut off before
-#: its parenthesis, or a word
-_BARE_NAME = re.compile(r"[A-Za-z_]\w*+(?:\.\w++)*+")
+#: the whole text one name (``get_weather``, ``math.sqrt``, ``math.``, ``get``): a call cut
+#: off before its parenthesis when a registered name starts with it, else a word
+_BARE_NAME = re.compile(r"[A-Za-z_]\w*+(?:\.\w*+)*+")
 #: the reason of a bare name that is not code-like: a call only if a registered name starts
 #: with it (decided where the registry is known)
 BARE_NAME = "a bare name without '(' and arguments"

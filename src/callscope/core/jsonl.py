@@ -15,10 +15,17 @@ a dict so written gets the key :data:`ESCAPED_KEY` listing what was escaped
 Requests sent to a server are written the same way without the flag (``mark=False``): a
 server must get the fields it expects and nothing else.
 
-Reading JSON from outside (a server's reply, a replay file, a results file) goes through
-:func:`loads_bounded`, the one reader of that rule: whatever the text, it returns a value
-nested at most :data:`MAX_JSON_DEPTH` levels or raises a ``ValueError`` saying why (not
-JSON, nested too deeply, an integer over the digit limit), never a ``RecursionError``.
+Reading JSON from outside (a server's reply, a replay file, a results file, a case or
+emission row, a trace, a chat log, model text) goes through :func:`loads_bounded` (a whole
+text) or :func:`raw_decode_bounded` (one value from a position, trailing text allowed), the
+one reader of that rule: whatever the text, it returns a value nested at most
+:data:`MAX_JSON_DEPTH` levels or raises a ``ValueError`` saying why (not JSON, nested too
+deeply, an integer over the digit limit), never a ``RecursionError``. This module is the
+only place that catches ``RecursionError`` from :mod:`json`; :func:`read_jsonl` reads every
+line through it. The parser's JSON readers (:mod:`callscope.parse.literals`) are this reader
+with a decoder that refuses ``NaN`` / ``Infinity``; a call's arguments are then held to the
+tighter argument rule (``parse.literals.MAX_ARGUMENT_DEPTH``, a rule on values, not a
+second reader limit).
 """
 
 from __future__ import annotations
@@ -69,12 +76,17 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
                 )
                 continue
             try:
-                value = json.loads(text)
+                value = loads_bounded(text)
             except json.JSONDecodeError as exc:
                 yield number, exc
                 continue
-            except RecursionError:
-                yield number, ValueError(f"line {number} is nested too deeply to read")
+            except TooDeep:
+                yield (
+                    number,
+                    ValueError(
+                        f"line {number} is nested too deeply to read (over {MAX_JSON_DEPTH} levels)"
+                    ),
+                )
                 continue
             except ValueError as exc:  # an integer longer than the int/str digit limit
                 yield number, ValueError(f"line {number}: {exc}")
@@ -95,6 +107,8 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     >>> json_depth({"a": [1, {"b": 2}]}), json_depth([[[[]]]], limit=2)
     (3, 3)
     """
+    if type(value) is dict and not any(isinstance(v, dict | list) for v in value.values()):
+        return 1 if limit >= 1 else limit + 1  # the common case: an object of scalars
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -111,29 +125,83 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
-def loads_bounded(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> Any:
+class TooDeep(ValueError):
+    """JSON nested deeper than the reader's limit (:data:`MAX_JSON_DEPTH`): the one error
+    :func:`loads_bounded` and :func:`raw_decode_bounded` raise in place of ``RecursionError``."""
+
+
+#: the decoder :func:`loads_bounded` and :func:`raw_decode_bounded` use unless given another
+_DECODER = json.JSONDecoder()
+
+
+def raw_decode_bounded(
+    text: str,
+    start: int = 0,
+    *,
+    limit: int = MAX_JSON_DEPTH,
+    decoder: json.JSONDecoder = _DECODER,
+) -> tuple[Any, int]:
+    """The JSON value that starts at ``text[start]`` and the index after it (trailing text
+    allowed: ``JSONDecoder.raw_decode`` from a position), read by ``decoder`` (e.g. one that
+    refuses ``NaN``, or ``strict=False``). Raises ``json.JSONDecodeError`` for text that is
+    not JSON there, and a ``ValueError`` with a one-line reason for a value nested deeper
+    than ``limit`` (even one too deep for :mod:`json` itself) or an integer over Python's
+    digit limit; never a ``RecursionError``.
+
+    >>> raw_decode_bounded('x {"a": 1} y', 2)
+    ({'a': 1}, 10)
+    >>> raw_decode_bounded("[" * 10_000 + "]" * 10_000)
+    Traceback (most recent call last):
+    ...
+    callscope.core.jsonl.TooDeep: JSON nested deeper than 100 levels
+    """
+    try:
+        value, end = decoder.scan_once(text, start)
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    except (RecursionError, ValueError) as exc:
+        raise _reason(exc, limit) from None
+    return _checked(value, limit), end
+
+
+def loads_bounded(
+    text: str | bytes,
+    *,
+    limit: int = MAX_JSON_DEPTH,
+    decoder: json.JSONDecoder | None = None,
+) -> Any:
     """``json.loads(text)`` for JSON from outside; raises ``ValueError`` with a one-line
-    reason for text that is not JSON, an integer longer than Python's digit limit, or a
-    value nested deeper than ``limit`` (even one too deep for ``json`` itself, which would
-    raise ``RecursionError``).
+    reason for text that is not JSON (``json.JSONDecodeError``), an integer longer than
+    Python's digit limit, or a value nested deeper than ``limit`` (even one too deep for
+    ``json`` itself, which would raise ``RecursionError``). ``decoder``: see
+    :func:`raw_decode_bounded` (a ``str`` only).
 
     >>> loads_bounded('{"a": [1]}')
     {'a': [1]}
     >>> loads_bounded("[" * 10_000 + "]" * 10_000)
     Traceback (most recent call last):
     ...
-    ValueError: JSON nested deeper than 100 levels
+    callscope.core.jsonl.TooDeep: JSON nested deeper than 100 levels
     """
     try:
-        value = json.loads(text)
-    except RecursionError:
-        raise ValueError(f"JSON nested deeper than {limit} levels") from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:  # the int/str digit limit
-        raise ValueError(f"JSON holds {exc}".rstrip(".")) from None
-    if json_depth(value, limit) > limit:
-        raise ValueError(f"JSON nested deeper than {limit} levels")
+        value = json.loads(text) if decoder is None else decoder.decode(str(text))
+    except (RecursionError, ValueError) as exc:
+        raise _reason(exc, limit) from None
+    return _checked(value, limit)
+
+
+def _reason(exc: RecursionError | ValueError, limit: int) -> ValueError:
+    """The one-line error of a failed decode: :class:`TooDeep` for a ``RecursionError``,
+    else ``exc`` itself."""
+    if isinstance(exc, RecursionError):
+        return TooDeep(f"JSON nested deeper than {limit} levels")
+    return exc  # the decoder's own: not JSON, a refused constant, an int over the digit limit
+
+
+def _checked(value: Any, limit: int) -> Any:
+    """``value`` when it nests at most ``limit`` deep, else the ``ValueError`` saying so."""
+    if isinstance(value, dict | list) and json_depth(value, limit) > limit:
+        raise TooDeep(f"JSON nested deeper than {limit} levels")
     return value
 
 

@@ -167,10 +167,7 @@ def score_row(
         return {"id": rid, "error": f"malformed row: {exc}"}
     if "output" not in row:
         return {"id": rid, "error": "malformed row: no 'output'"}
-    try:
-        _, out = score_parsed(parse_output(row["output"]), case, grounding, judge)
-    except RecursionError:  # e.g. a native call object nested thousands deep
-        return {"id": rid, "error": "output nested too deeply to score"}
+    _, out = score_parsed(parse_output(row["output"]), case, grounding, judge)
     out["id"] = rid  # keep the caller's id as given (Case ids are strings)
     return out
 

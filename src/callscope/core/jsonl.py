@@ -34,6 +34,7 @@ import io
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -125,9 +126,47 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
-class TooDeep(ValueError):
+class JsonLimitError(ValueError):
+    """JSON text the reader refuses although it may be valid: ``line`` is the line (1-based,
+    of the text read) where the refused value starts, when it could be found."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class TooDeep(JsonLimitError):
     """JSON nested deeper than the reader's limit (:data:`MAX_JSON_DEPTH`): the one error
     :func:`loads_bounded` and :func:`raw_decode_bounded` raise in place of ``RecursionError``."""
+
+
+class HugeInt(JsonLimitError):
+    """A JSON integer longer than Python's int/str digit limit (4,300 digits by default)."""
+
+
+#: what the locator reads outside strings: a string (skipped whole), a bracket, a digit run
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]|\d++')
+
+
+def _locate(text: str, start: int, limit: int) -> int | None:
+    """The line (1-based) of the first place from ``start`` where ``text`` nests deeper than
+    ``limit`` or holds an integer over the digit limit; ``None`` when there is none. One
+    linear scan (strings skipped by one possessive pattern), run only when a read failed."""
+    digits = sys.get_int_max_str_digits() or None
+    depth = 0
+    for m in _TOKENS.finditer(text, start):
+        c = m.group()[0]
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, m.start()) + 1
+        elif c in "]}":
+            depth -= 1
+            if depth <= 0 and m.start() > start:
+                return None
+        elif c != '"' and digits is not None and m.end() - m.start() > digits:
+            return text.count("\n", 0, m.start()) + 1
+    return None
 
 
 #: the decoder :func:`loads_bounded` and :func:`raw_decode_bounded` use unless given another
@@ -160,8 +199,8 @@ def raw_decode_bounded(
     except StopIteration as err:
         raise json.JSONDecodeError("Expecting value", text, err.value) from None
     except (RecursionError, ValueError) as exc:
-        raise _reason(exc, limit) from None
-    return _checked(value, limit), end
+        raise _reason(exc, limit, text, start) from None
+    return _checked(value, limit, text, start), end
 
 
 def loads_bounded(
@@ -186,23 +225,35 @@ def loads_bounded(
     try:
         value = json.loads(text) if decoder is None else decoder.decode(str(text))
     except (RecursionError, ValueError) as exc:
-        raise _reason(exc, limit) from None
-    return _checked(value, limit)
+        raise _reason(exc, limit, text, 0) from None
+    return _checked(value, limit, text, 0)
 
 
-def _reason(exc: RecursionError | ValueError, limit: int) -> ValueError:
+def _reason(
+    exc: RecursionError | ValueError, limit: int, text: str | bytes, start: int
+) -> ValueError:
     """The one-line error of a failed decode: :class:`TooDeep` for a ``RecursionError``,
-    else ``exc`` itself."""
+    :class:`HugeInt` for the digit limit (each with its line), else ``exc`` itself (not
+    JSON, a refused constant)."""
     if isinstance(exc, RecursionError):
-        return TooDeep(f"JSON nested deeper than {limit} levels")
-    return exc  # the decoder's own: not JSON, a refused constant, an int over the digit limit
+        return TooDeep(f"JSON nested deeper than {limit} levels", _line(text, start, limit))
+    if "digit" in str(exc) and not isinstance(exc, json.JSONDecodeError):
+        return HugeInt(str(exc), _line(text, start, limit))
+    return exc
 
 
-def _checked(value: Any, limit: int) -> Any:
-    """``value`` when it nests at most ``limit`` deep, else the ``ValueError`` saying so."""
+def _checked(value: Any, limit: int, text: str | bytes, start: int) -> Any:
+    """``value`` when it nests at most ``limit`` deep, else the :class:`TooDeep` saying so."""
     if isinstance(value, dict | list) and json_depth(value, limit) > limit:
-        raise TooDeep(f"JSON nested deeper than {limit} levels")
+        raise TooDeep(f"JSON nested deeper than {limit} levels", _line(text, start, limit))
     return value
+
+
+def _line(text: str | bytes, start: int, limit: int) -> int | None:
+    """:func:`_locate` of ``text`` (bytes decoded as UTF-8, undecodable bytes replaced)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    return _locate(text, start, limit)
 
 
 def _escape_huge_ints(value: Any, found: set[str]) -> Any:

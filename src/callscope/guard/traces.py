@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import loads_bounded, raw_decode_bounded
+from callscope.core.jsonl import JsonLimitError, loads_bounded, raw_decode_bounded
 from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
@@ -335,8 +335,9 @@ def _objects(path: Path) -> Iterator[Any]:
             value, i = raw_decode_bounded(text, i)
         except json.JSONDecodeError as exc:
             raise UnreadableValue(exc.lineno, f"not valid JSON ({exc.msg})") from None
-        except ValueError as exc:  # nested too deeply, an integer over the digit limit
-            raise UnreadableValue(text.count("\n", 0, i) + 1, str(exc)) from None
+        except JsonLimitError as exc:  # nested too deeply, an integer over the digit limit
+            line = exc.line or text.count("\n", 0, i) + 1
+            raise UnreadableValue(line, str(exc)) from None
         yield value
 
 

@@ -102,28 +102,30 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """How deep ``value`` nests (a scalar 0, ``[]`` 1, ``[[1]]`` 2), counted iteratively and
-    stopping as soon as it passes ``limit`` (the result is then ``limit + 1``).
+    """How deep ``value`` nests (a scalar 0, ``[]`` 1, ``[[1]]`` 2), counted level by level
+    (no recursion) and stopping as soon as it passes ``limit`` (the result is then
+    ``limit + 1``).
 
     >>> json_depth({"a": [1, {"b": 2}]}), json_depth([[[[]]]], limit=2)
     (3, 3)
     """
-    if type(value) is dict and not any(isinstance(v, dict | list) for v in value.values()):
-        return 1 if limit >= 1 else limit + 1  # the common case: an object of scalars
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict):
-            v = v.values()
-        elif not isinstance(v, list):
-            continue
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
         depth += 1
         if depth > limit:
             return limit + 1
-        deepest = max(deepest, depth)
-        stack.extend((x, depth) for x in v if isinstance(x, dict | list))
-    return deepest
+        below: list[Any] = []
+        for v in level:
+            below += [
+                x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, _CONTAINERS)
+            ]
+        level = below
+    return depth
+
+
+#: the values :func:`json_depth` looks into
+_CONTAINERS = (dict, list)
 
 
 class JsonLimitError(ValueError):
@@ -243,8 +245,13 @@ def _reason(
 
 
 def _checked(value: Any, limit: int, text: str | bytes, start: int) -> Any:
-    """``value`` when it nests at most ``limit`` deep, else the :class:`TooDeep` saying so."""
-    if isinstance(value, dict | list) and json_depth(value, limit) > limit:
+    """``value`` when it nests at most ``limit`` deep, else the :class:`TooDeep` saying so.
+    A text with at most ``limit`` opening brackets cannot nest deeper: no walk then."""
+    if not isinstance(value, _CONTAINERS):
+        return value
+    if start == 0 and isinstance(text, str) and text.count("[") + text.count("{") <= limit:
+        return value  # a whole text (a line, a reply) with few brackets: the common case
+    if json_depth(value, limit) > limit:
         raise TooDeep(f"JSON nested deeper than {limit} levels", _line(text, start, limit))
     return value
 

@@ -80,7 +80,7 @@ def from_tau2_job(
         print_panel(panel)
         written = write_panel(out / "panel", panel)
         panel_page = write_panel_page(out / "panel", panel)
-        console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {panel_page}")
+        console.print(f"wrote {panel_files(written)} and {panel_page}", markup=False)
 
 
 def from_bfcl_job(
@@ -224,7 +224,15 @@ def bfcl_panel_job(results: Path, out: Path, scores: Path | None, config: Classi
         console.print(p, style="yellow", markup=False)
     written = write_panel(out, done.panel)
     page = write_panel_page(out, done.panel)
-    console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {page}", markup=False)
+    console.print(f"wrote {panel_files(written)} and {page}", markup=False)
+
+
+def panel_files(written: list[Path]) -> str:
+    """What a panel wrote, in one phrase: its case-level Markdown and the other extensions
+    (every file format, then ``.json``), e.g. ``panel-baseline.md (.tex, .csv, .json, turn
+    level)``."""
+    others = dict.fromkeys(p.suffix for p in written[1:] if p.suffix != written[0].suffix)
+    return f"{written[0]} ({', '.join([*others, 'turn level'])})"
 
 
 def print_panel(panel: Panel) -> None:
@@ -274,7 +282,7 @@ def panel_run(
             **opts.calibrate_keywords(bench),
         )  # fmt: skip
     print_panel(done.panel)
-    console.print(f"wrote {done.written[0]} (.csv, .tex, .json, turn level)", markup=False)
+    console.print(f"wrote {panel_files(done.written)}", markup=False)
     write_report(out)
     for model, why in done.aborted.items():
         console.print(f"{model}:", markup=False)

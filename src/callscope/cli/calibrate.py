@@ -26,6 +26,7 @@ from callscope.benchmarks.protocol import benchmark_names
 from callscope.calibration.classify import ClassifierConfig, preset, preset_names
 from callscope.calibration.probes import probe_help
 from callscope.cli.calibrate_jobs import (
+    RunOptions,
     bfcl_panel_job,
     experiment_run,
     export_job,
@@ -47,7 +48,7 @@ from callscope.cli.common import (
     comma_list,
     fail,
     handle_errors,
-    open_model,
+    model_options,
     style_arg,
 )
 from callscope.models.base import Decoding
@@ -164,22 +165,22 @@ def run_command(
     _record_grounding(out, grounding)
     model_run(
         model,
-        out,
-        comma_list(categories) if categories else None,
-        n,
-        benchmark=benchmark,
-        probe=probe,
-        style=style_arg(style),
-        max_steps=max_steps,
-        decoding=Decoding(max_tokens=max_tokens),
-        preset_name=preset_name,
-        quiet=quiet,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        cache=cache,
-        no_cache=no_cache,
-        concurrency=concurrency,
+        RunOptions(
+            out=out,
+            categories=comma_list(categories) if categories else None,
+            n=n,
+            benchmark=benchmark,
+            probe=probe,
+            style=style_arg(style),
+            max_steps=max_steps,
+            decoding=Decoding(max_tokens=max_tokens),
+            preset_name=preset_name,
+            quiet=quiet,
+            concurrency=concurrency,
+            connection=model_options(
+                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+            ),
+        ),
     )
 
 
@@ -214,22 +215,22 @@ def panel_command(
     _record_grounding(out, grounding)
     panel_run(
         model,
-        out,
-        comma_list(categories) if categories else None,
-        n,
-        benchmark=benchmark,
-        probe=probe,
-        style=style_arg(style),
-        max_steps=max_steps,
-        decoding=Decoding(max_tokens=max_tokens),
-        preset_name=preset_name,
-        quiet=quiet,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        cache=cache,
-        no_cache=no_cache,
-        concurrency=concurrency,
+        RunOptions(
+            out=out,
+            categories=comma_list(categories) if categories else None,
+            n=n,
+            benchmark=benchmark,
+            probe=probe,
+            style=style_arg(style),
+            max_steps=max_steps,
+            decoding=Decoding(max_tokens=max_tokens),
+            preset_name=preset_name,
+            quiet=quiet,
+            concurrency=concurrency,
+            connection=model_options(
+                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+            ),
+        ),
     )
 
 
@@ -341,13 +342,13 @@ def from_tau2_command(
     config = _config(preset_name)
     judge_model = None
     if judge:
+        from callscope.runs.experiment import open_model  # lazy: looked up when called
+
         judge_model = open_model(
             judge,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            cache=cache,
-            no_cache=no_cache,
+            model_options(
+                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+            ),
         )
     from callscope.calibration.tau2 import Tau2Config  # lazy: with its pipeline
 

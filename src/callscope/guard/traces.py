@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callscope.core.jsonl import JsonLimitError, loads_bounded, raw_decode_bounded
 from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
@@ -127,7 +128,7 @@ def _hex_id(x: Any) -> str:
 def _json(v: Any) -> Any:
     if isinstance(v, str):
         try:
-            return json.loads(v)
+            return loads_bounded(v)
         except ValueError:
             return v
     return v
@@ -310,18 +311,33 @@ def _from_langsmith(run: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any
 # --- files ---------------------------------------------------------------------------------
 
 
+class UnreadableValue(ValueError):
+    """A top-level value of a trace file that cannot be read: the ``line`` it is on, why."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line, self.reason = line, reason
+
+
 def _objects(path: Path) -> Iterator[Any]:
     """Every top-level JSON value of a file: one document, JSON Lines, or concatenated
-    objects (the ConsoleSpanExporter's pretty-printed spans)."""
+    objects (the ConsoleSpanExporter's pretty-printed spans), read by the one bounded reader
+    (:func:`~callscope.core.jsonl.raw_decode_bounded`); :class:`UnreadableValue` for a value
+    that cannot be read."""
     text = path.read_text(encoding="utf-8")
-    decoder = json.JSONDecoder()
     i, n = 0, len(text)
     while i < n:
         while i < n and text[i].isspace():
             i += 1
         if i >= n:
             break
-        value, i = decoder.raw_decode(text, i)
+        try:
+            value, i = raw_decode_bounded(text, i)
+        except json.JSONDecodeError as exc:
+            raise UnreadableValue(exc.lineno, f"not valid JSON ({exc.msg})") from None
+        except JsonLimitError as exc:  # nested too deeply, an integer over the digit limit
+            line = exc.line or text.count("\n", 0, i) + 1
+            raise UnreadableValue(line, str(exc)) from None
         yield value
 
 
@@ -432,6 +448,9 @@ def read_traces(
         p = Path(path)
         try:
             objects = list(_objects(p))
+        except UnreadableValue as e:
+            errors.append(f"{p.name}:{e.line}: {e.reason}")
+            continue
         except (OSError, ValueError) as e:
             errors.append(f"{p.name}: {e}")
             continue

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from callscope.core.jsonl import TooDeep
 from callscope.parse.literals import (
     MAX_CANDIDATES,
     MAX_NATIVE_CHARS,
@@ -39,7 +40,7 @@ def coerce_arguments(raw: Any) -> dict[str, Any]:
             return {}
         try:
             raw = json_loads(stripped)
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             raise Rejected(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise Rejected(f"arguments must be an object, got {type(raw).__name__}")
@@ -120,12 +121,12 @@ def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
 _JSON_CALL_START = re.compile(r"(?:\[[ \t\r\n]*+)?\{[ \t\r\n]*+\"")
 
 
-def invalid_json_reason(text: str, start: int, exc: ValueError | RecursionError) -> str:
+def invalid_json_reason(text: str, start: int, exc: ValueError) -> str:
     """Why the JSON that starts at ``start`` of ``text`` does not decode: *cut off* when the
     decoder ran into the end of the text or an unterminated string (the output stopped
     mid-call: at the token limit, or the model ended it there), else the decoder's message
     and position."""
-    if isinstance(exc, RecursionError):
+    if isinstance(exc, TooDeep):
         return "the JSON is nested too deeply to read"
     if isinstance(exc, json.JSONDecodeError):
         if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
@@ -147,7 +148,7 @@ def first_invalid_json(text: str) -> str | None:
         json_raw_decode(text, match.start())
     except Rejected:
         return None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         return invalid_json_reason(text, match.start(), exc)
     return None
 
@@ -184,7 +185,7 @@ def scan_json(
                 broken.append((len(calls) + len(broken), error))
             i = j + 1
             continue
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             if broken is not None and _CALL_OBJECT_START.match(text, j):
                 broken.append((len(calls) + len(broken), invalid_json_reason(text, j, exc)))
             i = j + 1

@@ -191,7 +191,7 @@ def call_object_error(text: str) -> str | None:
         value, _ = json_raw_decode(text, m.start())
     except Rejected as exc:
         return str(exc)
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         return invalid_json_reason(text, m.start(), exc)
     return _not_a_call(value)
 
@@ -220,7 +220,7 @@ def _structured_reason(text: str) -> str:
             value, end = json_raw_decode(text, 0)
         except Rejected as exc:
             return str(exc)
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             return invalid_json_reason(text, 0, exc)
         if value == [] and not text[end:].strip():
             return EMPTY_CALL_LIST

@@ -147,7 +147,7 @@ def parse_text(text: str) -> ParseResult:
         seg = seg.split("<|endoftext|>")[0]  # the split removed every <functioncall> tag
         try:
             fc_calls.append(call_from_object(read_functioncall(seg, max_candidates=MAX_CANDIDATES)))
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             last_error = f"functioncall: {exc}"
     if fc_calls:
         return ParseResult(calls=tuple(fc_calls), form="functioncall")
@@ -222,5 +222,5 @@ def parse_output(output: Any) -> ParseResult:
                 return parse_text(content)
             return ParseResult(error=NO_CONTENT)
         return ParseResult(error=f"unsupported output type {type(output).__name__}")
-    except (Rejected, RecursionError, MemoryError) as exc:  # defensive: never escape
+    except (Rejected, MemoryError) as exc:  # defensive: never escape
         return ParseResult(error=f"unparseable output: {type(exc).__name__}: {exc}")

@@ -346,7 +346,7 @@ def build_report(
         if tokens.rows:
             data.tables.append(tokens)
         for t in data.tables:
-            write_tables(t, out / "tables", ("csv", "md", "tex"))
+            write_tables(t, out / "tables")
         figures = make_figures(
             data.per_scale,
             data.cumulative,
@@ -360,7 +360,7 @@ def build_report(
             figures.append(calls_by_category_plot(data.by_category, out / "figures"))
         cases = case_data(run_dir, outcomes)
     elif tokens.rows:
-        write_tables(tokens, out / "tables", ("csv", "md", "tex"))
+        write_tables(tokens, out / "tables")
     acc_gar = None
     if conv is not None:  # one marker per model, in the panel's row order when there is one
         order = next((p["models"] for p in conv.get("panels") or []), [])

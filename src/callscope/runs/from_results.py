@@ -29,11 +29,11 @@ from callscope.calibration.diagnostics import (
     Diagnostics,
     compute_diagnostics,
     diagnostics_table,
-    to_markdown,
 )
 from callscope.calibration.tau2 import DEFAULT_TAU2, Tau2Config, Tau2Diagnostics, diagnose_tau2
 from callscope.core.registry import Registry
 from callscope.core.table import Table
+from callscope.core.table_formats import DocumentPart, render_document, write_document
 from callscope.models.base import ChatModel
 from callscope.runs.confirm_judge import model_confirm_judge
 from callscope.types import TOOL_CALL
@@ -161,8 +161,12 @@ def diagnose_tau2_results(
     return diagnose_tau2(read, judge=confirm_judge, config=settings)
 
 
-#: The diagnostics a results source can name (its ``diagnostic``).
-RESULTS_DIAGNOSTICS: Registry[ResultsDiagnostic] = Registry("results diagnostic")
+#: The diagnostics a results source can name (its ``diagnostic``); another package adds one
+#: with an entry point in the group ``callscope.results_diagnostics`` whose object is a
+#: :class:`ResultsDiagnostic`.
+RESULTS_DIAGNOSTICS: Registry[ResultsDiagnostic] = Registry(
+    "results diagnostic", entry_point_group="callscope.results_diagnostics"
+)
 RESULTS_DIAGNOSTICS.register(
     "cases", ResultsDiagnostic("cases", "calibration-from-{source}", diagnose_cases, cases_json)
 )
@@ -213,8 +217,7 @@ def calibrate_from_bfcl(
     run: BfclRun = done.read
     diag: Diagnostics = done.diagnostics
     warnings, notes = bfcl_warnings(diag), bfcl_notes(run, diag)
-    md = Path(out) / f"{BFCL_STEM}.md"
-    md.write_text(bfcl_markdown(run, diag), encoding="utf-8")
+    md = write_document(bfcl_document(run, diag), Path(out) / f"{BFCL_STEM}.md")
     page = DiagnosticPage(
         f"Action-class diagnostic of BFCL results: {run.model}",
         [
@@ -263,15 +266,24 @@ def bfcl_notes(run: BfclRun, diag: Diagnostics) -> list[str]:
     return notes
 
 
+def bfcl_document(run: BfclRun, diag: Diagnostics) -> list[DocumentPart]:
+    """The ``.md`` report (Markdown text and the table, for
+    :func:`~callscope.core.table_formats.write_document`): warnings first, then what was
+    read, the table and the problems."""
+    texts = [f"**{w}**" for w in bfcl_warnings(diag)]
+    texts.append(f"# BFCL results of {run.model}")
+    texts.extend(bfcl_notes(run, diag))
+    after = ["Problems:\n\n" + "\n".join(f"- {p}" for p in run.problems)] if run.problems else []
+    return [
+        "\n\n".join(texts) + "\n\n",
+        diagnostics_table(diag.rows),
+        "\n\n".join(["", *after]) + "\n",
+    ]
+
+
 def bfcl_markdown(run: BfclRun, diag: Diagnostics) -> str:
-    """The ``.md`` report: warnings first, then what was read, the table and the problems."""
-    parts = [f"**{w}**" for w in bfcl_warnings(diag)]
-    parts.append(f"# BFCL results of {run.model}")
-    parts.extend(bfcl_notes(run, diag))
-    parts.append(to_markdown(diag.rows))
-    if run.problems:
-        parts.append("Problems:\n\n" + "\n".join(f"- {p}" for p in run.problems))
-    return "\n\n".join(parts) + "\n"
+    """:func:`bfcl_document` as Markdown."""
+    return render_document(bfcl_document(run, diag), "markdown")
 
 
 # --------------------------------------------------------------------------- τ²-bench

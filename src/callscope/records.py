@@ -223,6 +223,20 @@ class Diagnosis:
         (:class:`FailureKind`): ``[]`` when the call passed."""
         return failure_kinds_of(self.stage, self.fnem, self.__dict__)
 
+    def flagged(self, stage: int | None = None) -> list[str]:
+        """The parameters the detail lists of ``stage`` (2 or 3; both when ``None``) flag, in
+        cascade order of their kinds (:class:`FailureKind`), whatever the stage reached.
+
+        >>> Diagnosis(stage=3, fnem=1, hard=["city"], soft=["date"]).flagged()
+        ['city', 'date']
+        """
+        return [
+            p
+            for k in FailureKind
+            if k.stage >= 2 and (stage is None or k.stage == stage)
+            for p in getattr(self, k.value)
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these
         flat fields, at a fraction of its cost: it deep-copies each value)."""

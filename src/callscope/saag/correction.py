@@ -188,12 +188,12 @@ def call_depth(d: Diagnosis | None) -> int:
 
 def flagged_values(d: Diagnosis) -> int:
     """How many names or values the diagnosis flags: 0 for a pass, 1 for a stage-1 failure
-    (the name), else missing + spurious + drifted + numeric + hard + soft."""
+    (the name), else every parameter a failure kind of stages 2-3 lists."""
     if d.stage == 0:
         return 0
     if d.stage == 1:
         return 1
-    return sum(len(x) for x in (d.missing, d.spurious, d.drifted, d.numeric, d.hard, d.soft))
+    return len(d.flagged())
 
 
 def call_rank(d: Diagnosis | None) -> tuple[int, int]:

@@ -32,11 +32,11 @@ decoded answer.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -255,9 +255,7 @@ def diagnose_model(
     decoder = decoder_for(stored.model, answers[0].result if answers else None)
     dotted = dotted_names(stored.model)
     rows = np.zeros(len(answers), dtype=ROW)
-    out = ModelResult(
-        stored.model, decoder, rows, stored.headers, stored.left_out, stored.problems
-    )
+    out = ModelResult(stored.model, decoder, rows, stored.headers, stored.left_out, stored.problems)
     t_check = 0.0
     n = 0
     for a in answers:
@@ -267,7 +265,7 @@ def diagnose_model(
             continue
         case = table.cases[i]
         known = table.names(i)
-        rename = (lambda cs, b=table.back(i), k=known: _rename(cs, b, k)) if dotted else None
+        rename = functools.partial(_rename, back=table.back(i), known=known) if dotted else None
         parsed, how = decode_answer(decoder, a.result, rename)
         r = rows[n]
         n += 1

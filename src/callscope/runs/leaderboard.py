@@ -8,9 +8,10 @@ Per model (:func:`diagnose_model`), one pass over its answers:
    (:mod:`callscope.parse.bfcl_decode`, chosen by
    :func:`~callscope.benchmarks.bfcl.single_results.decoder_for`); for the models BFCL
    compared with ``.`` written ``_`` the call names are mapped back to the case's own names;
-2. an answer without a readable call is ``abstained`` (prose, nothing call-shaped, or Raven's
-   explicit ``out_of_domain``), ``empty``, or ``broken`` (text in which callscope's own
-   parser finds a call, or a call list the decoder refuses);
+2. an answer from which the decoder reads no call is ``broken`` when it holds a call all the
+   same (callscope's own parser reads one in the text, or it is a native call list the
+   decoder refuses), ``empty`` when it holds nothing, else ``abstained`` (prose, or Raven's
+   explicit ``out_of_domain``);
 3. the cascade judges every call (:func:`callscope.saag.answer.diagnose_answer`), the answer
    is scored against the installed gold (:func:`callscope.saag.answer.score_answer`);
 4. BFCL's installed checker judges the decoded answer (``--no-checker`` skips it): the
@@ -37,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,10 +46,12 @@ import numpy as np
 from callscope.benchmarks.bfcl.package import sanitize_function_name
 from callscope.benchmarks.bfcl.single import bfcl_answer_verdict, load_bfcl_detailed
 from callscope.benchmarks.bfcl.single_results import (
+    BFCL_SINGLE_RESULTS,
     SingleTurnModel,
     StoredAnswer,
     decoder_for,
     dotted_names,
+    find_single_files,
 )
 from callscope.parse.bfcl_decode import (
     EVALUATED_BY_BFCL,
@@ -57,7 +61,7 @@ from callscope.parse.bfcl_decode import (
     decode_bfcl,
 )
 from callscope.parse.literals import Rejected
-from callscope.parse.text import NO_CALL_FOUND, parse_output
+from callscope.parse.text import EMPTY_OUTPUT, NO_CALL_FOUND, parse_output
 from callscope.saag.answer import diagnose_answer, no_call_kind, score_answer
 from callscope.types import Case, ParseResult, ToolCall
 
@@ -203,9 +207,8 @@ def decode_answer(
 ) -> tuple[ParseResult, str]:
     """One stored answer as a :class:`ParseResult` and how it decoded (:data:`DECODE`): the
     decoder's calls; else an error that :func:`~callscope.saag.answer.no_call_kind` reads as
-    ``abstained`` (prose with nothing call-shaped, Raven's ``out_of_domain``), ``empty``, or
-    ``broken`` (the decoder's reason, when callscope's own parser finds something
-    call-shaped, or when the decoder read a call it cannot use)."""
+    ``abstained``, ``empty`` or ``broken`` (:func:`_no_call`; Raven's ``out_of_domain`` is an
+    abstention, a call whose arguments are not an object is broken)."""
     try:
         calls = decode_bfcl(decoder, result)
     except Irrelevant:
@@ -229,14 +232,20 @@ def decode_answer(
 
 
 def _no_call(result: Any, reason: str) -> ParseResult:
-    """An answer without a readable call: what callscope's own parser says of the raw text
-    (``abstained`` / ``empty``), or ``broken`` with the decoder's reason when it finds
-    something call-shaped there."""
+    """An answer without a call BFCL's decoder reads: ``broken`` (the decoder's reason) when
+    it holds a call all the same (callscope's own parser reads one in the text, or it is a
+    native call list the decoder refused), ``empty`` when it holds nothing, else
+    ``abstained`` (prose; prose that merely looks like code, e.g. ``f(x) = x^2``, too)."""
+    if not isinstance(result, str):
+        if result in (None, [], {}):
+            return ParseResult(error=EMPTY_OUTPUT)
+        return ParseResult(error=reason)
     lenient = parse_output(result)
-    kind = no_call_kind(lenient)
-    if kind in ("abstained", "empty"):
-        return ParseResult(error=lenient.error)
-    return ParseResult(error=reason)
+    if lenient.calls:
+        return ParseResult(error=reason)
+    if no_call_kind(lenient) == "empty":
+        return ParseResult(error=EMPTY_OUTPUT)
+    return ParseResult(error=NO_CALL_FOUND)
 
 
 def diagnose_model(
@@ -305,7 +314,7 @@ def diagnose_model(
             ok, verdict_text = _checker(case, a.category, parsed, how)
             t_check += time.perf_counter() - t1
             r["checker"] = ok
-            r["checker_err"] = errors(verdict_text.split(":", 1)[0] if verdict_text else None)
+            r["checker_err"] = errors(verdict_text.split(": ", 1)[0] if verdict_text else None)
         else:
             r["checker"] = -1
             r["checker_err"] = -1
@@ -405,3 +414,143 @@ def drifted_cases(results: Iterable[ModelResult], n_cases: int) -> dict[str, set
         ).tolist()
     )
     return {"function_drift": fn, "gold_drift": gold - fn}
+
+
+# --------------------------------------------------------------------------- a whole tree
+
+#: writes one model's case-browser page: ``(model, records, folder) -> None``
+PageWriter = Callable[[str, list[dict[str, Any]], Path], Any]
+
+_worker: dict[str, Any] = {}
+
+
+def _init_worker(categories: tuple[str, ...]) -> None:
+    _worker["table"] = CaseTable(categories)
+
+
+def _one_model(
+    tree: str,
+    scores: str | None,
+    model: str,
+    checker: bool,
+    grounding: str | None,
+    pages: str | None,
+    page_writer: PageWriter | None,
+) -> tuple[ModelResult, list[str]]:
+    """A worker's job: one model read, diagnosed and its case page written; returns the
+    result and the error types it met (each worker numbers them on its own)."""
+    t0 = time.perf_counter()
+    table: CaseTable = _worker["table"]
+    (stored,) = BFCL_SINGLE_RESULTS.read(
+        Path(tree), model=model, scores=scores, known_ids=frozenset(table.index)
+    )
+    t_read = time.perf_counter() - t0
+    errors = Vocabulary()
+    records: list[dict[str, Any]] = []
+    result = diagnose_model(
+        stored,
+        table,
+        errors,
+        checker=checker,
+        grounding=grounding,
+        on_answer=records.append if pages else None,
+    )
+    t1 = time.perf_counter()
+    if pages and page_writer is not None:
+        page_writer(model, records, Path(pages))
+    result.seconds["read"] = t_read
+    result.seconds["page"] = time.perf_counter() - t1
+    return result, errors.items
+
+
+def _renumber(result: ModelResult, local: list[str], errors: Vocabulary) -> None:
+    """Map a worker's error-type numbers onto the run's."""
+    mapping = np.array([errors(e) for e in local] + [-1], dtype=np.int16)
+    for col in ("err", "checker_err"):
+        values = result.rows[col]
+        result.rows[col] = mapping[np.where(values < 0, len(local), values)]
+
+
+@dataclass
+class LeaderboardRun:
+    """Every model of a tree diagnosed: results in model order, the run's error types, the
+    installed cases' ids and categories, the left-out cases by evidence, seconds."""
+
+    results: list[ModelResult]
+    error_types: list[str]
+    case_ids: list[str]
+    drift: dict[str, set[int]]
+    bfcl_version: str
+    seconds: float
+    jobs: int
+
+
+def diagnose_tree(
+    tree: str | Path,
+    *,
+    scores: str | Path | None = None,
+    model: str | None = None,
+    jobs: int = 1,
+    checker: bool = True,
+    grounding: str | None = None,
+    pages: str | Path | None = None,
+    page_writer: PageWriter | None = None,
+    on_model: Callable[[ModelResult], None] | None = None,
+) -> LeaderboardRun:
+    """Every model of a BFCL single-turn tree (``model``: only that one) diagnosed in ``jobs``
+    worker processes (1: in this process), each model's case page written to ``pages`` by
+    ``page_writer``; ``on_model`` is called in the parent as each model is done (progress,
+    log). ``FileNotFoundError`` when the tree holds no single-turn result file."""
+    t0 = time.perf_counter()
+    files = find_single_files(tree)
+    if not files:
+        raise FileNotFoundError(
+            f"{tree}: no BFCL single-turn result file (gorilla_openfunctions_v1_test_*_result"
+            ".json[.gz], BFCL_v3_*/BFCL_v4_*_result.json[.gz]) found"
+        )
+    models = sorted({f.model for f in files})
+    if model is not None:
+        if model not in models:
+            raise FileNotFoundError(f"{tree}: no model {model!r}; found {', '.join(models)}")
+        models = [model]
+    categories = tuple(c for c in CATEGORIES if any(f.category == c for f in files))
+    args = (
+        str(tree),
+        str(scores) if scores else None,
+        checker,
+        grounding,
+        str(pages) if pages else None,
+        page_writer,
+    )
+    errors = Vocabulary()
+    done: dict[str, ModelResult] = {}
+
+    def collect(result: ModelResult, local: list[str]) -> None:
+        _renumber(result, local, errors)
+        done[result.model] = result
+        if on_model is not None:
+            on_model(result)
+
+    if jobs <= 1 or len(models) == 1:
+        _init_worker(categories)
+        for m in models:
+            collect(*_one_model(args[0], args[1], m, *args[2:]))
+        table = _worker["table"]
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed  # lazy: only here
+
+        with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(categories,)) as pool:
+            futures = [pool.submit(_one_model, args[0], args[1], m, *args[2:]) for m in models]
+            for future in as_completed(futures):
+                collect(*future.result())
+        table = CaseTable(categories)
+    results = [done[m] for m in models]
+    return LeaderboardRun(
+        results=results,
+        error_types=errors.items,
+        case_ids=[c.id for c in table.cases],
+        drift=drifted_cases(results, len(table.cases)),
+        bfcl_version=table.bfcl_version,
+        seconds=time.perf_counter() - t0,
+        jobs=jobs,
+    )

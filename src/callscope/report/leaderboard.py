@@ -428,7 +428,8 @@ def left_out_table(run: LeaderboardRun) -> Table:
         caption=(
             "function_drift: models whose answer BFCL accepted call a function the "
             "installed case lacks; gold_drift: the installed checker reverses the committed "
-            "verdict of many models on the same decoded answers."
+            "verdict of many models on the same decoded answers; known_v2: a run of few "
+            "models of a 2024 tree leaves out what the whole 2024 folder shows."
         ),
         name="left_out",
         empty="No case left out.",

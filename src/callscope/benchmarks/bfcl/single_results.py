@@ -39,6 +39,7 @@ Nothing raises on a malformed line: problems are collected as messages; JSON is 
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -218,7 +219,7 @@ def find_single_files(root: str | Path, kind: str = "result") -> list[SingleFile
     """Every single-turn ``result`` (or ``score``) file under ``root`` (a file, a model folder
     or a tree of models) in a category callscope reads, sorted by model and category order."""
     base = Path(root)
-    paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+    paths = [base] if base.is_file() else _files_under(base)
     found: list[SingleFile] = []
     for p in paths:
         cat = _category(p.name, kind)
@@ -227,6 +228,22 @@ def find_single_files(root: str | Path, kind: str = "result") -> list[SingleFile
         found.append(SingleFile(_model_of(p, base), cat[0], cat[1], p))
     order = {c: i for i, c in enumerate(INSTALLED_CATEGORIES)}
     return sorted(found, key=lambda f: (f.model, order[f.category], f.version))
+
+
+def _files_under(base: Path) -> list[Path]:
+    """Every file under ``base``, linked folders followed (each real folder once: a link
+    cycle ends)."""
+    seen: set[str] = set()
+    out: list[Path] = []
+    for folder, dirs, names in os.walk(base, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        out.extend(Path(folder) / n for n in sorted(names))
+    return out
 
 
 def single_models(root: str | Path) -> list[str]:

@@ -443,7 +443,8 @@ def leaderboard_job(
             s = result.seconds
             line = (
                 f"{time.perf_counter() - start:7.2f}s {result.model}: {len(result.rows)} "
-                f"answers, read {s.get('read', 0):.2f}s, diagnose {s.get('diagnose', 0):.2f}s, "
+                f"answers, read {s.get('read', 0):.2f}s, decode {s.get('decode', 0):.2f}s, "
+                f"diagnose {s.get('diagnose', 0):.2f}s, "
                 f"checker {s.get('checker', 0):.2f}s, page {s.get('page', 0):.2f}s"
             )
             log.write(line + "\n")

@@ -48,12 +48,13 @@ import numpy as np
 from callscope.benchmarks.bfcl.package import sanitize_function_name
 from callscope.benchmarks.bfcl.single import bfcl_answer_verdict, load_bfcl_detailed
 from callscope.benchmarks.bfcl.single_results import (
-    BFCL_SINGLE_RESULTS,
+    SingleFile,
     SingleTurnModel,
     StoredAnswer,
     decoder_for,
     dotted_names,
     find_single_files,
+    read_single_model,
 )
 from callscope.parse.bfcl_decode import (
     EVALUATED_BY_BFCL,
@@ -155,8 +156,9 @@ class Example:
 @dataclass
 class ModelResult:
     """One model's answers as :data:`ROW` records, plus its decoder, BFCL's score headers,
-    what was left out while reading, examples, and the seconds spent (read, diagnose,
-    checker)."""
+    what was left out while reading, examples, and the seconds spent (``read``, ``decode``:
+    the BFCL decoder, ``diagnose``: the cascade and the gold scores, ``checker``: BFCL's
+    installed checker, ``page``: the case page)."""
 
     model: str
     decoder: str
@@ -285,13 +287,13 @@ def diagnose_model(
 ) -> ModelResult:
     """One model's answers diagnosed (module docstring). ``on_answer`` receives, per answer,
     the case browser's record of it (the raw answer, decoded calls, verdicts)."""
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     answers = stored.answers
     decoder = decoder_for(stored.model, answers[0].result if answers else None)
     dotted = dotted_names(stored.model)
     rows = np.zeros(len(answers), dtype=ROW)
     out = ModelResult(stored.model, decoder, rows, stored.headers, stored.left_out, stored.problems)
-    t_check = 0.0
+    t_check = t_decode = 0.0
     n = 0
     for a in answers:
         i = table.index.get(a.case_id)
@@ -301,7 +303,9 @@ def diagnose_model(
         case = table.cases[i]
         known = table.names(i)
         rename = functools.partial(_rename, back=table.back(i), known=known) if dotted else None
+        t1 = time.process_time()
         parsed, how = decode_answer(decoder, a.result, rename)
+        t_decode += time.process_time() - t1
         r = rows[n]
         n += 1
         r["case"] = i
@@ -336,9 +340,9 @@ def diagnose_model(
         r["solved"] = score_answer(parsed.calls, list(gold), case.functions, kind).solved
         verdict_text = None
         if checker:
-            t1 = time.perf_counter()
+            t1 = time.process_time()
             ok, verdict_text = _checker(case, a.category, parsed, how)
-            t_check += time.perf_counter() - t1
+            t_check += time.process_time() - t1
             r["checker"] = ok
             r["checker_err"] = errors(verdict_text.split(": ", 1)[0] if verdict_text else None)
         else:
@@ -348,8 +352,8 @@ def diagnose_model(
         if on_answer is not None:
             on_answer(_browser_record(a, parsed, verdict, r, verdict_text, errors))
     out.rows = rows[:n]
-    total = time.perf_counter() - t0
-    out.seconds = {"diagnose": total - t_check, "checker": t_check}
+    total = time.process_time() - t0
+    out.seconds = {"decode": t_decode, "diagnose": total - t_check - t_decode, "checker": t_check}
     return out
 
 
@@ -455,22 +459,20 @@ def _init_worker(categories: tuple[str, ...]) -> None:
 
 
 def _one_model(
-    tree: str,
-    scores: str | None,
-    model: str,
+    files: list[SingleFile],
+    scores: list[SingleFile],
     checker: bool,
     grounding: str | None,
     pages: str | None,
     page_writer: PageWriter | None,
 ) -> tuple[ModelResult, list[str]]:
-    """A worker's job: one model read, diagnosed and its case page written; returns the
-    result and the error types it met (each worker numbers them on its own)."""
-    t0 = time.perf_counter()
+    """A worker's job: one model's files read, diagnosed and its case page written; returns
+    the result and the error types it met (each worker numbers them on its own). Seconds are
+    the worker's CPU time."""
+    t0 = time.process_time()
     table: CaseTable = _worker["table"]
-    (stored,) = BFCL_SINGLE_RESULTS.read(
-        Path(tree), model=model, scores=scores, known_ids=frozenset(table.index)
-    )
-    t_read = time.perf_counter() - t0
+    stored = read_single_model(files, scores, frozenset(table.index))
+    t_read = time.process_time() - t0
     errors = Vocabulary()
     records: list[dict[str, Any]] = []
     result = diagnose_model(
@@ -481,11 +483,11 @@ def _one_model(
         grounding=grounding,
         on_answer=records.append if pages else None,
     )
-    t1 = time.perf_counter()
+    t1 = time.process_time()
     if pages and page_writer is not None:
-        page_writer(model, records, Path(pages))
+        page_writer(stored.model, records, Path(pages))
     result.seconds["read"] = t_read
-    result.seconds["page"] = time.perf_counter() - t1
+    result.seconds["page"] = time.process_time() - t1
     return result, errors.items
 
 
@@ -540,14 +542,12 @@ def diagnose_tree(
             raise FileNotFoundError(f"{tree}: no model {model!r}; found {', '.join(models)}")
         models = [model]
     categories = tuple(c for c in CATEGORIES if any(f.category == c for f in files))
-    args = (
-        str(tree),
-        str(scores) if scores else None,
-        checker,
-        grounding,
-        str(pages) if pages else None,
-        page_writer,
-    )
+    score_files = find_single_files(scores or tree, "score")
+    args = (checker, grounding, str(pages) if pages else None, page_writer)
+
+    def job(m: str) -> tuple[list[SingleFile], list[SingleFile]]:
+        return [f for f in files if f.model == m], [s for s in score_files if s.model == m]
+
     errors = Vocabulary()
     done: dict[str, ModelResult] = {}
 
@@ -560,13 +560,13 @@ def diagnose_tree(
     if jobs <= 1 or len(models) == 1:
         _init_worker(categories)
         for m in models:
-            collect(*_one_model(args[0], args[1], m, *args[2:]))
+            collect(*_one_model(*job(m), *args))
         table = _worker["table"]
     else:
         from concurrent.futures import ProcessPoolExecutor, as_completed  # lazy: only here
 
         with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(categories,)) as pool:
-            futures = [pool.submit(_one_model, args[0], args[1], m, *args[2:]) for m in models]
+            futures = [pool.submit(_one_model, *job(m), *args) for m in models]
             for future in as_completed(futures):
                 collect(*future.result())
         table = CaseTable(categories)

@@ -243,3 +243,18 @@ def test_a_missing_tree_is_a_usage_error(tmp_path):
         timeout=120,
     )
     assert done.returncode == 2 and "single-turn result file" in " ".join(done.stderr.split())
+
+
+@needs_data
+@needs_bfcl
+def test_the_single_turn_tree_is_a_registered_results_source(tmp_path):
+    from callscope.benchmarks.results_source import RESULTS_SOURCES, detect_results_source
+    from callscope.runs.from_results import calibrate_from_results
+
+    assert detect_results_source(LEADERBOARD) is RESULTS_SOURCES["bfcl-single"]
+    done = calibrate_from_results(
+        "bfcl-single", LEADERBOARD, tmp_path, read_options={"model": "gpt-4-0613-FC"}
+    )
+    (row,) = json.loads(done.written[0].read_text(encoding="utf-8"))["models"]
+    assert (row["model"], row["decoder"], row["answers"]) == ("gpt-4-0613-FC", "fc_json", 1240)
+    assert row["bfcl_accepted"] == 766

@@ -235,40 +235,45 @@ def relevance_table(run: LeaderboardRun) -> Table:
 
 
 def accepted_unstated_table(run: LeaderboardRun) -> Table:
-    """Answers BFCL accepted whose values the cascade finds unstated, per model."""
-    rows = []
+    """Answers BFCL accepted whose values the cascade finds unstated, per model; the
+    detector's reference rows first (the installed gold answers: false alarms; the gold
+    answers with one value no request states: detection)."""
+    rows: list[list[Any]] = []
+    ref = run.reference
+    if ref is not None:
+        rows.append(
+            ["(reference) installed gold answers", ref.gold, ref.gold_flagged,
+             _rate(ref.gold_flagged, ref.gold), "", "false alarms of the test"]
+        )  # fmt: skip
+        rows.append(
+            ["(reference) gold, one value made up", ref.perturbed, ref.perturbed_flagged,
+             _rate(ref.perturbed_flagged, ref.perturbed), "", "detection of the test"]
+        )  # fmt: skip
+    body = []
     for r, k in _ranked(run):
         acc = k[k["bfcl_ok"] & (k["n_calls"] > 0)]
         n = len(acc)
+        beyond = int(acc["beyond_gold"].sum())
         ex = r.accepted_unstated[0] if r.accepted_unstated else None
         example = f"{ex.case_id}: {ex.note}" if ex else ""
-        rows.append(
-            [
-                r.model,
-                n,
-                int(acc["unstated"].sum()),
-                _rate(acc["unstated"].sum(), n),
-                _rate((acc["soft"] & ~acc["unstated"]).sum(), n),
-                example[:160],
-            ]
-        )
-    rows.sort(key=lambda c: -float(str(c[3]).split(" ")[0]) if c[3] != "n/a" else 0)
+        body.append(
+            (
+                beyond / n if n else 0.0,
+                [r.model, n, int(acc["unstated"].sum()), _rate(acc["unstated"].sum(), n),
+                 _rate(beyond, n), example[:300]],
+            )
+        )  # fmt: skip
+    rows.extend(cells for _, cells in sorted(body, key=lambda p: -p[0]))
     return Table(
-        [
-            "model",
-            "accepted with calls",
-            "unstated",
-            "unstated %",
-            "weakly grounded only %",
-            "example",
-        ],
+        ["model", "accepted with calls", "unstated", "unstated %", "beyond gold %", "example"],
         rows,
         title="BFCL accepted, the cascade finds a value the request does not state",
         caption=(
             "Answers BFCL accepted (with at least one call) in which a call carries a value "
             "the cascade's stage 3 finds neither in the request nor derived from it "
-            "(hard / numeric); weakly grounded values (soft) apart. Sorted by the unstated "
-            "share."
+            "(hard / numeric). 'beyond gold': the installed gold answer of the same case has "
+            "no such value (the gold's own flags are the test's false alarms: reference "
+            "rows). Sorted by 'beyond gold'."
         ),
         note="Wilson 95% intervals.",
         name="accepted_unstated",
@@ -276,10 +281,17 @@ def accepted_unstated_table(run: LeaderboardRun) -> Table:
     )
 
 
+def _call_rows(k: np.ndarray) -> np.ndarray:
+    """The answers of the cases where a call is expected."""
+    return k[~np.isin(k["cat"], _NO_CALL_CATS)]
+
+
 def rejected_passing_table(run: LeaderboardRun) -> Table:
-    """Answers BFCL rejected that pass every stage, with BFCL's error types."""
+    """Answers BFCL rejected that pass every stage (cases expecting a call), with BFCL's
+    error types."""
     rows = []
     for r, k in _ranked(run):
+        k = _call_rows(k)
         rej = k[~k["bfcl_ok"] & (k["n_calls"] > 0)]
         n = len(rej)
         passing = rej[rej["passed"]]
@@ -291,11 +303,43 @@ def rejected_passing_table(run: LeaderboardRun) -> Table:
         rows,
         title="BFCL rejected, every stage passes",
         caption=(
-            "Answers BFCL rejected (with at least one call) whose every call passes the "
-            "cascade: the request supports the values; BFCL's gold or type rules differ."
+            "Answers BFCL rejected (with at least one call, on cases that expect a call) whose "
+            "every call passes the cascade: the request supports every value; what BFCL "
+            "rejected is a difference from its gold (another number of calls, a value of "
+            "another form or type), which a reference-free check cannot see."
         ),
         note="Wilson 95% intervals.",
         name="rejected_passing",
+        align="lrrrl",
+    )
+
+
+def rejected_passing_types_table(run: LeaderboardRun) -> Table:
+    """Over every model: BFCL's error types of rejected answers, and how many of them pass
+    every stage."""
+    out = left_out_cases(run)
+    total: Counter[str] = Counter()
+    passing: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for r in run.results:
+        k = _call_rows(kept_rows(r, out))
+        k = k[~k["bfcl_ok"] & (k["n_calls"] > 0) & (k["err"] >= 0)]
+        for x in k:
+            t = run.error_types[x["err"]]
+            total[t] += 1
+            if x["passed"]:
+                passing[t] += 1
+                example.setdefault(t, f"{r.model} / {run.case_ids[x['case']]}")
+    rows = [
+        [t, n, passing[t], _rate(passing[t], n), example.get(t, "")] for t, n in total.most_common()
+    ]
+    return Table(
+        ["BFCL error type", "rejected with calls", "pass every stage", "%", "example"],
+        rows,
+        title="BFCL rejected, every stage passes: by BFCL's error type (all models)",
+        caption="The cross table above by BFCL's error type, over every model.",
+        note="Wilson 95% intervals.",
+        name="rejected_passing_types",
         align="lrrrl",
     )
 
@@ -444,6 +488,7 @@ def leaderboard_tables(run: LeaderboardRun) -> list[Table]:
         relevance_table(run),
         accepted_unstated_table(run),
         rejected_passing_table(run),
+        rejected_passing_types_table(run),
         agreement_table(run),
         disagreements_table(run),
         formats_table(run),
@@ -480,14 +525,17 @@ def leaderboard_figure(run: LeaderboardRun, path: Path) -> Path:
         "stage 1": "#c44e52",
         "stage 2": "#dd8452",
         "stage 3": "#ccb974",
-        "no call": "#8c8c8c",
+        "no call, call expected": "#6c6c6c",
+        "no call, no-call case": "#c8c8c8",
     }
     for label, colour in colours.items():
         share = []
         for _, k in ranked:
             no_call = k["no_call"] > 0
-            if label == "no call":
-                share.append(no_call.mean() if len(k) else 0)
+            relevance = np.isin(k["cat"], _NO_CALL_CATS)
+            if label.startswith("no call"):
+                want = relevance if label.endswith("no-call case") else ~relevance
+                share.append((no_call & want).mean() if len(k) else 0)
             else:
                 stage = int(label[-1])
                 share.append(((k["stage"] == stage) & ~no_call).mean() if len(k) else 0)

@@ -129,6 +129,7 @@ ROW = np.dtype(
         ("stage", "i1"),  # the answer's stage (0: passed)
         ("calls_stage", "i2", (4,)),  # calls by stage 0..3
         ("unstated", "?"),  # a call with a value the cascade finds unstated (hard / numeric)
+        ("beyond_gold", "?"),  # unstated, and the installed gold answer of the case is not
         ("soft", "?"),  # a call with a weakly grounded value
         ("vhr_sum", "f4"),
         ("vhr_n", "i2"),
@@ -182,6 +183,15 @@ class CaseTable:
         self.bfcl_version = loaded.bfcl_version
         self._names: dict[int, set[str]] = {}
         self._back: dict[int, dict[str, str]] = {}
+        self._gold_flags: np.ndarray | None = None
+        self.reference: Reference | None = None
+
+    def gold_unstated(self, grounding: str | None = None) -> np.ndarray:
+        """Per case, whether the cascade finds an unstated value in the installed gold answer
+        (:func:`unstated_reference`; computed once)."""
+        if self._gold_flags is None:
+            self.reference, self._gold_flags = unstated_reference(self, grounding)
+        return self._gold_flags
 
     def names(self, i: int) -> set[str]:
         """The function names of case ``i``."""
@@ -295,6 +305,7 @@ def diagnose_model(
     out = ModelResult(stored.model, decoder, rows, stored.headers, stored.left_out, stored.problems)
     t_check = t_decode = 0.0
     n = 0
+    gold_flags = table.gold_unstated(grounding)
     for a in answers:
         i = table.index.get(a.case_id)
         if i is None:
@@ -335,6 +346,7 @@ def diagnose_model(
         if kind:  # the stage-1 "no name" stand-in of a broken answer is not a call
             r["calls_stage"][:] = 0
         r["unstated"] = unstated
+        r["beyond_gold"] = unstated and not gold_flags[i]
         r["soft"] = soft
         gold = case.gold_calls or ()
         r["solved"] = score_answer(parsed.calls, list(gold), case.functions, kind).solved
@@ -377,14 +389,18 @@ def _examples(
     out: ModelResult, a: StoredAnswer, case: Case, parsed: ParseResult, verdict: Any, r: Any
 ) -> None:
     """Keep the first few answers of each cross table and of the disagreements."""
-    if r["bfcl_ok"] and r["unstated"] and len(out.accepted_unstated) < EXAMPLES_PER_MODEL:
+    if r["bfcl_ok"] and r["beyond_gold"] and len(out.accepted_unstated) < EXAMPLES_PER_MODEL:
         values = []
         for checked in verdict.checked:
             d = checked.diagnosis
             args = checked.call.arguments if checked.call else {}
             values += [f"{p}={args.get(p)!r}" for p in (*d.hard, *d.numeric)]
+        gold = call_text(
+            ToolCall(name=g["name"], arguments=g["arguments"]) for g in case.gold_calls or ()
+        )
+        note = f"{', '.join(values)} (gold: {gold}; request: {case.query[:200]})"
         out.accepted_unstated.append(
-            Example(out.model, case.id, a.category, call_text(parsed.calls), ", ".join(values))
+            Example(out.model, case.id, a.category, call_text(parsed.calls), note)
         )
     if not r["bfcl_ok"] and r["passed"] and parsed.calls and len(out.rejected_passing) < 50:
         error = a.rejection.error_type if a.rejection else ""
@@ -511,6 +527,7 @@ class LeaderboardRun:
     bfcl_version: str
     seconds: float
     jobs: int
+    reference: Reference | None = None
 
 
 def diagnose_tree(
@@ -562,6 +579,7 @@ def diagnose_tree(
         for m in models:
             collect(*_one_model(*job(m), *args))
         table = _worker["table"]
+        table.gold_unstated(grounding)
     else:
         from concurrent.futures import ProcessPoolExecutor, as_completed  # lazy: only here
 
@@ -570,6 +588,7 @@ def diagnose_tree(
             for future in as_completed(futures):
                 collect(*future.result())
         table = CaseTable(categories)
+        table.gold_unstated(grounding)
     results = [done[m] for m in models]
     drift = drifted_cases(results, len(table.cases))
     if len(results) < MIN_MODELS_EVIDENCE and any(f.version == 2 for f in files):
@@ -583,4 +602,70 @@ def diagnose_tree(
         bfcl_version=table.bfcl_version,
         seconds=time.perf_counter() - t0,
         jobs=jobs,
+        reference=table.reference,
     )
+
+
+# --------------------------------------------------------------------------- reference rows
+
+#: the values a perturbed gold call gets: nowhere in any BFCL request
+UNSTATED_TEXT = "Zyxqv Plorth"
+UNSTATED_NUMBER = 987654.321
+
+
+def _perturbed(call: dict[str, Any]) -> dict[str, Any] | None:
+    """A gold call with its first string or number argument replaced by a value no request
+    states (:data:`UNSTATED_TEXT`, :data:`UNSTATED_NUMBER`); ``None`` when it has none."""
+    arguments = dict(call["arguments"])
+    for name, value in arguments.items():
+        if isinstance(value, str) and value:
+            arguments[name] = UNSTATED_TEXT
+            return {"name": call["name"], "arguments": arguments}
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            arguments[name] = UNSTATED_NUMBER
+            return {"name": call["name"], "arguments": arguments}
+    return None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The stage-3 unstated-value test on answers whose truth is known: the installed gold
+    answers (every value stated or implied: a flag is a false alarm) and the same answers
+    with one value replaced by one no request states (a flag is a detection)."""
+
+    gold: int
+    gold_flagged: int
+    perturbed: int
+    perturbed_flagged: int
+
+
+def unstated_reference(
+    table: CaseTable, grounding: str | None = None
+) -> tuple[Reference, np.ndarray]:
+    """:class:`Reference` over the call cases of ``table`` (no-call cases have no gold call):
+    an answer is flagged when a call has a ``hard`` or ``numeric`` value; and per case
+    whether its gold answer is flagged."""
+
+    def flagged(calls: list[dict[str, Any]], case: Case) -> bool:
+        parsed = ParseResult(
+            calls=tuple(ToolCall(name=c["name"], arguments=c["arguments"]) for c in calls)
+        )
+        verdict = diagnose_answer(
+            parsed, case.functions, case.query, grounding=grounding, expect_call=True
+        )
+        return any(c.diagnosis.hard or c.diagnosis.numeric for c in verdict.checked)
+
+    flags = np.zeros(len(table.cases), dtype=bool)
+    gold = gold_flagged = perturbed = perturbed_flagged = 0
+    for i, case in enumerate(table.cases):
+        calls = list(case.gold_calls or ())
+        if not calls:
+            continue
+        gold += 1
+        flags[i] = flagged(calls, case)
+        gold_flagged += flags[i]
+        changed = _perturbed(calls[0])
+        if changed is not None:
+            perturbed += 1
+            perturbed_flagged += flagged([changed, *calls[1:]], case)
+    return Reference(gold, int(gold_flagged), perturbed, perturbed_flagged), flags

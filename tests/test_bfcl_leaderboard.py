@@ -258,3 +258,42 @@ def test_the_single_turn_tree_is_a_registered_results_source(tmp_path):
     (row,) = json.loads(done.written[0].read_text(encoding="utf-8"))["models"]
     assert (row["model"], row["decoder"], row["answers"]) == ("gpt-4-0613-FC", "fc_json", 1240)
     assert row["bfcl_accepted"] == 766
+
+
+@needs_bfcl
+def test_v3_names_plain_files_and_ids_not_installed(tmp_path):
+    """A v3 tree written here (plain JSON): ``simple`` is today's ``simple_python``; an id
+    past the installed range is left out and counted, never paired with another case."""
+    from callscope.benchmarks.bfcl.single_results import find_single_files
+    from callscope.runs.leaderboard import diagnose_tree
+
+    model = tmp_path / "result" / "my-model"
+    model.mkdir(parents=True)
+    lines = [
+        {"id": "simple_0", "result": "[calculate_triangle_area(base=10, height=5)]"},
+        {"id": "simple_1", "result": "I would call math.factorial(number=5)."},
+        {"id": "simple_9999", "result": "[f(x=1)]"},
+    ]
+    (model / "BFCL_v3_simple_result.json").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8"
+    )
+    score = tmp_path / "score" / "my-model"
+    score.mkdir(parents=True)
+    header = {"accuracy": 0.5, "correct_count": 1, "total_count": 2}
+    rejected = {"id": 2, "valid": False, "error_type": "ast_decoder:decoder_failed",
+                "error": ["Invalid syntax."], "prompt_id": "simple_1"}  # fmt: skip
+    (score / "BFCL_v3_simple_score.json").write_text(
+        json.dumps(header) + "\n" + json.dumps(rejected) + "\n", encoding="utf-8"
+    )
+    (f,) = find_single_files(tmp_path)
+    assert (f.model, f.category, f.version) == ("my-model", "simple_python", 3)
+    run = diagnose_tree(tmp_path)
+    (r,) = run.results
+    assert r.left_out == {"not_installed": 1} and len(r.rows) == 2
+    assert r.rows["bfcl_ok"].tolist() == [True, False]
+    assert r.rows["checker"].tolist() == [1, 0]
+    assert r.rows["passed"].tolist() == [True, False]
+    # prose holding a call: BFCL's decoder refuses it, callscope's parser reads one: broken
+    from callscope.runs.leaderboard import NO_CALL
+
+    assert NO_CALL[r.rows["no_call"][1]] == "broken"

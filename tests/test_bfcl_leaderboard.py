@@ -297,3 +297,16 @@ def test_v3_names_plain_files_and_ids_not_installed(tmp_path):
     from callscope.runs.leaderboard import NO_CALL
 
     assert NO_CALL[r.rows["no_call"][1]] == "broken"
+    # `calibrate from-bfcl` on a tree with single-turn files only runs the leaderboard
+    exe = shutil.which("callscope")
+    cmd = [exe] if exe else [sys.executable, "-m", "callscope.cli"]
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*cmd, "calibrate", "from-bfcl", str(tmp_path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = (out / "leaderboard.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[1].split(",")[1:4] == ["my-model", "2", "1"]

@@ -17,8 +17,8 @@ Per model (:func:`diagnose_model`), one pass over its answers:
 4. BFCL's installed checker judges the decoded answer (``--no-checker`` skips it): the
    reproduction of BFCL's accept / reject.
 
-What each answer yields is one row of a small numpy record array (:data:`ROW`, about 40
-bytes), so a model costs ~50 KB after it is read, whatever its answers held; examples are
+What each answer yields is one row of a small numpy record array (:data:`ROW`, 37 bytes),
+so a model costs ~46 KB after it is read, whatever its answers held; examples are
 kept for at most :data:`EXAMPLES_PER_MODEL` answers per table and model.
 
 Across models (:func:`drifted_cases`): a case whose installed question or gold differs from

@@ -310,3 +310,48 @@ def test_v3_names_plain_files_and_ids_not_installed(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = (out / "leaderboard.csv").read_text(encoding="utf-8").splitlines()
     assert lines[1].split(",")[1:4] == ["my-model", "2", "1"]
+
+
+def test_an_over_long_line_is_skipped_and_counted(tmp_path, monkeypatch):
+    from callscope.benchmarks.bfcl import single_results
+
+    monkeypatch.setattr(single_results, "MAX_LINE_BYTES", 64)
+    path = tmp_path / "BFCL_v3_simple_result.json"
+    long = json.dumps({"id": "simple_1", "result": "x" * 500})
+    path.write_text(
+        f'{{"id": "simple_0", "result": "a"}}\n{long}\n{{"id": "simple_2", "result": "b"}}\n',
+        encoding="utf-8",
+    )
+    problems: list[str] = []
+    rows = list(single_results.iter_lines(path, problems))
+    assert [(n, r["id"]) for n, r in rows] == [(1, "simple_0"), (3, "simple_2")]
+    assert len(problems) == 1 and "over 64 bytes" in problems[0]
+
+
+@needs_bfcl
+def test_model_text_and_names_reach_the_pages_escaped(tmp_path):
+    from callscope.report.leaderboard import (
+        CASES_DIR,
+        leaderboard_tables,
+        write_case_page,
+        write_leaderboard_report,
+    )
+    from callscope.runs.leaderboard import diagnose_tree
+
+    name = "<img src=x onerror=alert(1)>"
+    model = tmp_path / "tree" / "result" / name
+    model.mkdir(parents=True)
+    hostile = "</script><script>alert(2)</script> [f(x='<b>')]"
+    (model / "BFCL_v3_simple_result.json").write_text(
+        json.dumps({"id": "simple_0", "result": hostile}) + "\n", encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    run = diagnose_tree(tmp_path / "tree", pages=out / CASES_DIR, page_writer=write_case_page)
+    write_leaderboard_report(run, out, leaderboard_tables(run))
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert name not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    (case_page,) = (out / CASES_DIR).iterdir()
+    assert "<" not in case_page.name and ">" not in case_page.name
+    text = case_page.read_text(encoding="utf-8")
+    assert "alert(2)" in text and "</script><script>alert(2)" not in text
+    assert name not in text

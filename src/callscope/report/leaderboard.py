@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from callscope.core.jsonl import dumps_safe
-from callscope.core.stats import rate_ci
+from callscope.core.stats import bootstrap_ci, rate_ci
 from callscope.core.table import Table, pct, pct_ci
 from callscope.report.html import _write_html, esc, write_page
 from callscope.runs.leaderboard import (
@@ -82,8 +82,22 @@ def _ranked(run: LeaderboardRun) -> list[tuple[ModelResult, np.ndarray]]:
 
 
 def _vhr(rows: np.ndarray) -> str:
-    n = int(rows["vhr_n"].sum())
-    return f"{rows['vhr_sum'].sum() / n:.3f}" if n else "n/a"
+    """VHR over a model's calls (the mean of the calls' VHR, SAAG eq. 8-9) with a percentile
+    bootstrap interval that resamples answers (a ratio of sums: an answer's calls stay
+    together)."""
+    scored = rows[rows["vhr_n"] > 0]
+    n = int(scored["vhr_n"].sum())
+    if not n:
+        return "n/a"
+    sums = scored["vhr_sum"].astype(float)
+    counts = scored["vhr_n"].astype(float)
+
+    def ratio(index: np.ndarray) -> float:
+        picked = index.astype(int)
+        return float(sums[picked].sum() / counts[picked].sum())
+
+    lo, hi = bootstrap_ci(np.arange(len(scored), dtype=float), ratio, n_boot=1000)
+    return f"{sums.sum() / n:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def leaderboard_table(run: LeaderboardRun) -> Table:
@@ -157,7 +171,10 @@ def leaderboard_table(run: LeaderboardRun) -> Table:
             "every call passes the three stages without gold. 'unstated value': an answer "
             "with a value the request does not state (stage 3 hard / numeric)."
         ),
-        note="Wilson 95% intervals; rates over the answers of the cases kept.",
+        note=(
+            "Wilson 95% intervals; VHR: percentile bootstrap over answers; rates over the "
+            "answers of the cases kept."
+        ),
         name="leaderboard",
         align="rlrrrrrrrr",
         raw=Table(raw_columns, raw),

@@ -80,8 +80,10 @@ _V2_SCORE = re.compile(r"([a-z_]+?)_score\.jsonl?(?:\.gz)?")
 _V34_SCORE = re.compile(r"BFCL_v([34])_([a-z_]+?)_score\.jsonl?(?:\.gz)?")
 #: top folders of BFCL's own trees, never a model's name
 TREE_DIRS = frozenset({"result", "results", "score", "scores"})
-#: the most bytes one result or score file may hold (uncompressed); a larger one is refused
+#: the most bytes one result or score file may hold (uncompressed); the rest is not read
 MAX_FILE_BYTES = 256 * 1024 * 1024
+#: the most bytes one line may hold; a longer line is skipped (read in bounded pieces)
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 #: BFCL's 2024-08 handler map (gorilla ``model_handler/handler_map.py``, commit de8307b):
 #: model family (folder name prefix, ``/`` written ``_``) -> (prompt decoder, FC decoder).
@@ -253,16 +255,25 @@ def single_models(root: str | Path) -> list[str]:
 
 def iter_lines(path: Path, problems: list[str]) -> Iterator[tuple[int, Any]]:
     """``(line number, JSON value)`` of every non-blank line of a JSON Lines file, gzip or
-    plain; a malformed line is a problem, not an error. Reads one line at a time."""
+    plain; a malformed line, a line over :data:`MAX_LINE_BYTES` and what is past
+    :data:`MAX_FILE_BYTES` are problems, not errors. Reads one bounded line at a time."""
     opener = gzip.open if path.suffix == ".gz" else open
     read = 0
     try:
         with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
+            lineno = 0
+            while raw := fh.readline(MAX_LINE_BYTES + 1):
+                lineno += 1
                 read += len(raw)
                 if read > MAX_FILE_BYTES:
                     problems.append(f"{path}: over {MAX_FILE_BYTES} bytes; the rest is not read")
                     return
+                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                    problems.append(f"{path}:{lineno}: a line over {MAX_LINE_BYTES} bytes, skipped")
+                    while (rest := fh.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                        read += len(rest)
+                    read += len(rest)
+                    continue
                 if not raw.strip():
                     continue
                 try:

@@ -344,9 +344,11 @@ def rejected_passing_types_table(run: LeaderboardRun) -> Table:
         for x in k:
             t = run.error_types[x["err"]]
             total[t] += 1
-            if x["passed"]:
-                passing[t] += 1
-                example.setdefault(t, f"{r.model} / {run.case_ids[x['case']]}")
+            if x["passed"] and t not in example:
+                case_id = run.case_ids[x["case"]]
+                shown = next((e.answer for e in r.rejected_passing if e.case_id == case_id), "")
+                example[t] = f"{r.model} / {case_id}: {shown}"[:200]
+            passing[t] += bool(x["passed"])
     rows = [
         [t, n, passing[t], _rate(passing[t], n), example.get(t, "")] for t, n in total.most_common()
     ]
@@ -664,14 +666,6 @@ def write_leaderboard_report(
     }
     (out / "leaderboard.json").write_text(dumps_safe(facts) + "\n", encoding="utf-8")
     return {"tables": written, "figure": figure, "page": page}
-
-
-def categories_of(run: LeaderboardRun) -> list[str]:
-    """The categories the run's answers cover, in report order."""
-    seen = set()
-    for r in run.results:
-        seen.update(int(c) for c in np.unique(r.rows["cat"]))
-    return [CATEGORIES[i] for i in sorted(seen)]
 
 
 __all__ = [

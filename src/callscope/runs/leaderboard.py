@@ -169,7 +169,6 @@ class ModelResult:
     problems: list[str]
     accepted_unstated: list[Example] = field(default_factory=list)
     rejected_passing: list[Example] = field(default_factory=list)
-    disagreements: list[Example] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -388,7 +387,8 @@ def _checker(case: Case, category: str, parsed: ParseResult, how: str) -> tuple[
 def _examples(
     out: ModelResult, a: StoredAnswer, case: Case, parsed: ParseResult, verdict: Any, r: Any
 ) -> None:
-    """Keep the first few answers of each cross table and of the disagreements."""
+    """Keep the first few answers of the first cross table (beyond gold) and one answer per
+    BFCL error type of the second (rejected, every stage passes) per model."""
     if r["bfcl_ok"] and r["beyond_gold"] and len(out.accepted_unstated) < EXAMPLES_PER_MODEL:
         values = []
         for checked in verdict.checked:

@@ -355,3 +355,50 @@ def test_model_text_and_names_reach_the_pages_escaped(tmp_path):
     text = case_page.read_text(encoding="utf-8")
     assert "alert(2)" in text and "</script><script>alert(2)" not in text
     assert name not in text
+
+
+@needs_bfcl
+@pytest.mark.browser
+def test_the_case_page_opens_the_case_of_its_hash(tmp_path):
+    """In headless Chromium (skipped without it): ``cases/<model>.html#<case id>`` shows
+    that case's answer as stored and BFCL's verdict, the model text as text."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from chromium import CHROMIUM, dump_dom
+
+    if not CHROMIUM.exists():
+        pytest.skip("needs headless Chromium at /usr/bin/chromium")
+    from callscope.report.leaderboard import CASES_DIR, write_case_page
+    from callscope.runs.leaderboard import diagnose_tree
+
+    model = tmp_path / "tree" / "result" / "m"
+    model.mkdir(parents=True)
+    lines = [
+        {"id": "simple_0", "result": "[calculate_triangle_area(base=10, height=5)]"},
+        {"id": "simple_1", "result": "<b>no</b> math.factorial(number=5)"},
+    ]
+    (model / "BFCL_v3_simple_result.json").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    diagnose_tree(tmp_path / "tree", pages=out / CASES_DIR, page_writer=write_case_page)
+    dom = dump_dom(out / CASES_DIR / "m.html", tmp_path / "profile", "simple_python_1")
+    view = dom.split('id="view"', 1)[1]
+    assert "<pre>simple_python_1</pre>" in view
+    assert "&lt;b&gt;no&lt;/b&gt; math.factorial(number=5)" in view and "<b>" not in view
+    assert "broken" in view
+
+
+@needs_bfcl
+def test_answers_without_a_score_file_have_no_bfcl_verdict(tmp_path):
+    from callscope.report.leaderboard import leaderboard_table
+    from callscope.runs.leaderboard import diagnose_tree
+
+    model = tmp_path / "result" / "m"
+    model.mkdir(parents=True)
+    line = {"id": "simple_0", "result": "[calculate_triangle_area(base=10, height=5)]"}
+    (model / "BFCL_v3_simple_result.json").write_text(json.dumps(line) + "\n", "utf-8")
+    run = diagnose_tree(tmp_path)
+    (r,) = run.results
+    assert not r.rows["scored"][0] and not r.rows["bfcl_ok"][0] and r.rows["checker"][0] == 1
+    (row,) = leaderboard_table(run).rows
+    assert row[3] == "n/a" and row[4] == "100.0"

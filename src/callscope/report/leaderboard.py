@@ -107,13 +107,14 @@ def leaderboard_table(run: LeaderboardRun) -> Table:
     raw = []
     for rank, (r, k) in enumerate(_ranked(run), start=1):
         n = len(k)
+        scored = int(k["scored"].sum())
         ran = k[k["checker"] >= 0]
         rows.append(
             [
                 rank,
                 r.model,
                 n,
-                _rate(k["bfcl_ok"].sum(), n),
+                _rate(k["bfcl_ok"].sum(), scored),
                 pct(ran["checker"].mean()) if len(ran) else "n/a",
                 _rate(k["solved"].sum(), n),
                 _rate(k["passed"].sum(), n),
@@ -231,7 +232,7 @@ def relevance_table(run: LeaderboardRun) -> Table:
         n = len(rel)
         if not n:
             continue
-        cells = [r.model, n, _rate(rel["bfcl_ok"].sum(), n)]
+        cells = [r.model, n, _rate(rel["bfcl_ok"].sum(), int(rel["scored"].sum()))]
         for kind in ("abstained", "empty", "broken"):
             cells.append(_rate((rel["no_call"] == NO_CALL.index(kind)).sum(), n))
         cells.append(_rate((rel["n_calls"] > 0).sum(), n))
@@ -309,7 +310,7 @@ def rejected_passing_table(run: LeaderboardRun) -> Table:
     rows = []
     for r, k in _ranked(run):
         k = _call_rows(k)
-        rej = k[~k["bfcl_ok"] & (k["n_calls"] > 0)]
+        rej = k[k["scored"] & ~k["bfcl_ok"] & (k["n_calls"] > 0)]
         n = len(rej)
         passing = rej[rej["passed"]]
         types = Counter(run.error_types[e] for e in passing["err"] if e >= 0)
@@ -340,7 +341,7 @@ def rejected_passing_types_table(run: LeaderboardRun) -> Table:
     example: dict[str, str] = {}
     for r in run.results:
         k = _call_rows(kept_rows(r, out))
-        k = k[~k["bfcl_ok"] & (k["n_calls"] > 0) & (k["err"] >= 0)]
+        k = k[k["scored"] & ~k["bfcl_ok"] & (k["n_calls"] > 0) & (k["err"] >= 0)]
         for x in k:
             t = run.error_types[x["err"]]
             total[t] += 1

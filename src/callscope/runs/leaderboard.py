@@ -121,7 +121,7 @@ ROW = np.dtype(
         ("case", "i4"),  # index into the run's case list
         ("cat", "i1"),
         ("scored", "?"),
-        ("bfcl_ok", "?"),  # BFCL's committed verdict (accepted)
+        ("bfcl_ok", "?"),  # BFCL's committed verdict: accepted (False when not scored)
         ("err", "i2"),  # BFCL's error type, index into LeaderboardRun.error_types (-1: none)
         ("decode", "i1"),  # index into DECODE
         ("n_calls", "i2"),
@@ -321,7 +321,7 @@ def diagnose_model(
         r["case"] = i
         r["cat"] = CATEGORIES.index(a.category)
         r["scored"] = a.scored
-        r["bfcl_ok"] = a.rejection is None
+        r["bfcl_ok"] = a.scored and a.rejection is None
         r["err"] = errors(a.rejection.error_type if a.rejection else None)
         r["decode"] = DECODE.index(how)
         r["n_calls"] = len(parsed.calls)
@@ -402,7 +402,13 @@ def _examples(
         out.accepted_unstated.append(
             Example(out.model, case.id, a.category, call_text(parsed.calls), note)
         )
-    if not r["bfcl_ok"] and r["passed"] and parsed.calls and len(out.rejected_passing) < 50:
+    if (
+        a.scored
+        and not r["bfcl_ok"]
+        and r["passed"]
+        and parsed.calls
+        and len(out.rejected_passing) < 50
+    ):
         error = a.rejection.error_type if a.rejection else ""
         if sum(e.note == error for e in out.rejected_passing) < 1:
             out.rejected_passing.append(
@@ -428,7 +434,7 @@ def _browser_record(
         "parse_error": parsed.error,
         "stage": int(r["stage"]),
         "kinds": [[str(k) for k in c.diagnosis.failure_kinds()] for c in verdict.checked],
-        "bfcl": "accepted" if r["bfcl_ok"] else "rejected",
+        "bfcl": ("accepted" if r["bfcl_ok"] else "rejected") if a.scored else "not scored",
         "bfcl_error": (f"{a.rejection.error_type}: {a.rejection.error}" if a.rejection else None),
         "checker": {1: "accepted", 0: "rejected"}.get(int(r["checker"])),
         "checker_error": checker_error,

@@ -402,3 +402,27 @@ def test_answers_without_a_score_file_have_no_bfcl_verdict(tmp_path):
     assert not r.rows["scored"][0] and not r.rows["bfcl_ok"][0] and r.rows["checker"][0] == 1
     (row,) = leaderboard_table(run).rows
     assert row[3] == "n/a" and row[4] == "100.0"
+
+
+@needs_bfcl
+def test_v4_live_categories(tmp_path):
+    """Today's names: live_simple graded by the installed checker, live_relevance credited
+    for any call, live_irrelevance for none."""
+    from callscope.runs.leaderboard import CATEGORIES, diagnose_tree
+
+    model = tmp_path / "result" / "m" / "live"
+    model.mkdir(parents=True)
+    files = {
+        "live_simple": "[get_user_info(user_id=7890, special='black')]",
+        "live_relevance": "[search_engine.query(prompt='a masked woman')]",
+        "live_irrelevance": "I cannot look that up.",
+    }
+    for cat, answer in files.items():
+        line = {"id": f"{cat}_0-0-0", "result": answer}
+        (model / f"BFCL_v4_{cat}_result.json").write_text(json.dumps(line) + "\n", "utf-8")
+    (r,) = diagnose_tree(tmp_path).results
+    assert r.model == "m" and len(r.rows) == 3
+    assert sorted(CATEGORIES[c] for c in r.rows["cat"]) == sorted(files)
+    assert r.rows["checker"].tolist() == [1, 1, 1]
+    assert r.rows["solved"].tolist() == [True, True, True]
+    assert r.rows["n_calls"].tolist() == [1, 0, 1]  # simple, irrelevance, relevance

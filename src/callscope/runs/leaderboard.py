@@ -46,7 +46,11 @@ from typing import Any
 import numpy as np
 
 from callscope.benchmarks.bfcl.package import sanitize_function_name
-from callscope.benchmarks.bfcl.single import bfcl_answer_verdict, load_bfcl_detailed
+from callscope.benchmarks.bfcl.single import (
+    any_call_solved,
+    bfcl_answer_verdict,
+    load_bfcl_detailed,
+)
 from callscope.benchmarks.bfcl.single_results import (
     SingleFile,
     SingleTurnModel,
@@ -83,6 +87,8 @@ CATEGORIES: tuple[str, ...] = (
     "live_relevance",
 )
 NO_CALL_CATEGORIES = frozenset({"irrelevance", "live_irrelevance"})
+#: where any call is right (no gold call): solved, and accepted by BFCL, when a call decodes
+ANY_CALL_CATEGORIES = frozenset({"live_relevance"})
 #: how the decoder read an answer
 DECODE = ("calls", "failed", "wrong_format", "bad_arguments", "irrelevant", "evaluated")
 #: what an answer without a call is (0: it has calls)
@@ -347,8 +353,11 @@ def diagnose_model(
         r["unstated"] = unstated
         r["beyond_gold"] = unstated and not gold_flags[i]
         r["soft"] = soft
-        gold = case.gold_calls or ()
-        r["solved"] = score_answer(parsed.calls, list(gold), case.functions, kind).solved
+        if a.category in ANY_CALL_CATEGORIES:
+            r["solved"] = any_call_solved(len(parsed.calls))
+        else:
+            gold = case.gold_calls or ()
+            r["solved"] = score_answer(parsed.calls, list(gold), case.functions, kind).solved
         verdict_text = None
         if checker:
             t1 = time.process_time()
@@ -369,13 +378,16 @@ def diagnose_model(
 
 
 def _checker(case: Case, category: str, parsed: ParseResult, how: str) -> tuple[int, str | None]:
-    """BFCL's verdict on the decoded answer, with the installed checker: relevance cases are
-    accepted when no call decodes (BFCL's ``relevance_file_runner``); other cases go to
+    """BFCL's verdict on the decoded answer, with the installed checker: irrelevance cases are
+    accepted when no call decodes, ``live_relevance`` cases when a call does (BFCL's
+    ``relevance_file_runner``); other cases go to
     :func:`~callscope.benchmarks.bfcl.single.bfcl_answer_verdict` when the decoder read a
     list of calls, and are rejected with the decoder's error type otherwise."""
     if category in NO_CALL_CATEGORIES:
         called = bool(parsed.calls) or how == "bad_arguments"
         return (0, "relevance_error:decoder_success") if called else (1, None)
+    if category in ANY_CALL_CATEGORIES:  # BFCL: a non-empty call list must decode
+        return (1, None) if parsed.calls else (0, "relevance_error:decoder_failed")
     if how == "wrong_format":
         return 0, "ast_decoder:decoder_wrong_output_format"
     if how != "calls":

@@ -337,7 +337,7 @@ def diagnose_model(
         )
         kind = verdict.no_call
         r["no_call"] = NO_CALL.index(kind) if kind else 0
-        r["stage"] = verdict.stage
+        r["stage"] = verdict.stage or 0  # no verdict (stage None) only without a gold class
         r["passed"] = verdict.passed
         unstated = soft = False
         for checked in verdict.checked:

@@ -278,7 +278,8 @@ def from_bfcl_command(
     preset_name: ClassifierOpt = "default",
 ) -> None:
     """Read BFCL's own multi-turn result files and write GAR beside Acc (Acc from BFCL's
-    score files), or the panel of every model the tree holds."""
+    score files), or the panel of every model the tree holds; a tree of single-turn files
+    only runs `calibrate leaderboard`."""
     config = _config(preset_name)
     from callscope.benchmarks.bfcl.results import find_bfcl_files  # lazy: with its pipeline
     from callscope.benchmarks.bfcl.single_results import single_models  # lazy: its pipeline

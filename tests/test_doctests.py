@@ -41,6 +41,8 @@ DOCTEST_MODULES = (
     "callscope.saag.answer",
     "callscope.benchmarks.bfcl.single",
     "callscope.benchmarks.bfcl.answer_agreement",
+    "callscope.benchmarks.bfcl.single_results",
+    "callscope.parse.bfcl_decode",
     "callscope.benchmarks.sources",
     "callscope.cli.calibrate_legacy",
     "callscope.cli.main",

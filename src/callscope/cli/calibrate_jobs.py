@@ -391,3 +391,93 @@ def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
             markup=False,
         )
     console.print(f"wrote {len(done.files)} files under {dest}", markup=False)
+
+
+def leaderboard_job(
+    tree: Path,
+    out: Path,
+    *,
+    scores: Path | None,
+    model: str | None,
+    jobs: int,
+    checker: bool,
+    cases: bool,
+    grounding: str | None,
+    quiet: bool,
+) -> None:
+    """``calibrate leaderboard``: every model of a BFCL single-turn tree diagnosed beside
+    BFCL's verdicts (:func:`callscope.runs.leaderboard.diagnose_tree`), its tables, figure,
+    page and case browser written to ``out``, progress on stderr and in ``out/run.log``."""
+    import time  # lazy: with the job
+
+    from callscope.benchmarks.bfcl.single_results import single_models  # lazy: with its job
+    from callscope.report.leaderboard import (  # lazy: numpy + matplotlib
+        CASES_DIR,
+        leaderboard_tables,
+        write_case_page,
+        write_leaderboard_report,
+    )
+    from callscope.runs.leaderboard import ModelResult, diagnose_tree  # lazy: numpy
+    from callscope.runs.progress import RunProgress  # lazy: rich progress
+
+    names = single_models(tree)
+    if not names:
+        fail(
+            f"{tree}: no BFCL single-turn result file found (gorilla_openfunctions_v1_test_"
+            "*_result.json[.gz], BFCL_v3_* / BFCL_v4_*_result.json[.gz])"
+        )
+    if model is not None and model not in names:
+        fail(f"{tree}: no model {model!r}; the tree holds {', '.join(names)}")
+    total = 1 if model is not None else len(names)
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "run.log").open("w", encoding="utf-8")
+    start = time.perf_counter()
+
+    with closing(log), RunProgress("leaderboard", total, enabled=not quiet, unit="models") as bar:
+
+        def on_model(result: ModelResult) -> None:
+            s = result.seconds
+            line = (
+                f"{time.perf_counter() - start:7.2f}s {result.model}: {len(result.rows)} "
+                f"answers, read {s.get('read', 0):.2f}s, decode {s.get('decode', 0):.2f}s, "
+                f"diagnose {s.get('diagnose', 0):.2f}s, "
+                f"checker {s.get('checker', 0):.2f}s, page {s.get('page', 0):.2f}s"
+            )
+            log.write(line + "\n")
+            log.flush()
+            bar.advance()
+
+        try:
+            run = diagnose_tree(
+                tree,
+                scores=scores,
+                model=model,
+                jobs=jobs,
+                checker=checker,
+                grounding=grounding,
+                pages=out / CASES_DIR if cases else None,
+                page_writer=write_case_page if cases else None,
+                on_model=on_model,
+            )
+        except FileNotFoundError as exc:
+            fail(str(exc))
+        tables = leaderboard_tables(run)
+        left = sum(len(v) for v in run.drift.values())
+        notes = [
+            f"{len(run.results)} models, {sum(len(r.rows) for r in run.results)} answers, "
+            f"bfcl-eval {run.bfcl_version}; {left} cases left out for drift "
+            f"({', '.join(f'{k} {len(v)}' for k, v in run.drift.items())}); "
+            f"{run.seconds:.1f} s with {jobs} process(es)."
+        ]
+        written = write_leaderboard_report(run, out, tables, notes)
+        log.write(f"{time.perf_counter() - start:7.2f}s done: {notes[0]}\n")
+    stdout_console().print(tables[0].to_rich())
+    for n in notes:
+        console.print(n, markup=False)
+    for r in run.results:
+        for p in r.problems[:5]:
+            console.print(f"{r.model}: {p}", style="yellow", markup=False)
+    console.print(
+        f"wrote {written['tables'][0]} (and {len(written['tables']) - 1} more), "
+        f"{written['figure']}, {written['page']}"
+    )

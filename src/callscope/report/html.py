@@ -429,13 +429,14 @@ def write_page(out_dir: str | Path, title: str, parts: list[str]) -> Path:
     return _write_html(Path(out_dir), page)
 
 
-def _write_html(out: Path, page: str) -> Path:
-    """Write ``page`` as ``out/report.html``, the one writer of every page: atomically (a
+def _write_html(out: Path, page: str, name: str = REPORT_FILE) -> Path:
+    """Write ``page`` as ``out/report.html`` (or ``out/<name>``: the leaderboard's case
+    pages), the one writer of every page: atomically (a
     temporary file next to it, then renamed; removed on any error, so a failed write leaves
     neither a partial page nor a ``.tmp``), as UTF-8 with any character UTF-8 cannot hold (a
     lone surrogate from a model's output) written as its visible escape (``\\udfff``)."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / REPORT_FILE
+    path = out / name
     tmp = path.with_suffix(".html.tmp")
     try:
         tmp.write_bytes(page.encode("utf-8", "backslashreplace"))

@@ -4,7 +4,8 @@ Acc, calibration paper section 3) of another tool's own results, without running
 :func:`calibrate_from_results` drives any registered results source by name
 (:data:`callscope.benchmarks.results_source.RESULTS_SOURCES`): the source reads its files into
 records, the diagnostic its ``diagnostic`` names (:data:`RESULTS_DIAGNOSTICS`: ``cases`` for
-:class:`~callscope.records.CaseRecord`\\ s, ``tau2`` for τ²-bench simulations) computes, and
+:class:`~callscope.records.CaseRecord`\\ s, ``tau2`` for τ²-bench simulations, ``answers`` for
+BFCL's single-turn answers) computes, and
 the result is written as ``<stem>.json`` under the output directory.
 :func:`calibrate_from_bfcl` and :func:`calibrate_from_tau2` are the two sources with their
 options; BFCL's also writes its ``.md`` and gives the content of its HTML page as a
@@ -180,6 +181,46 @@ RESULTS_DIAGNOSTICS.register(
     ),
 )
 
+
+def diagnose_answers(read: Any, source: Any, results: Any, **options: Any) -> list[Any]:
+    """The ``answers`` diagnostic (BFCL single-turn answers, ``bfcl-single``): every model
+    read diagnosed by :func:`callscope.runs.leaderboard.diagnose_model` (``checker=``,
+    ``grounding=`` as it takes them); the whole leaderboard report is ``calibrate
+    leaderboard``'s."""
+    from callscope.runs.leaderboard import (  # lazy: numpy + bfcl-eval data
+        CaseTable,
+        Vocabulary,
+        diagnose_model,
+    )
+
+    table, errors = CaseTable(), Vocabulary()
+    return [diagnose_model(m, table, errors, **options) for m in read]
+
+
+def answers_json(_read: Any, diag: list[Any]) -> dict[str, Any]:
+    """Per model: answers, BFCL accepted, installed checker accepted, cascade passed,
+    callscope solved, unstated-value answers."""
+    return {
+        "models": [
+            {
+                "model": r.model,
+                "decoder": r.decoder,
+                "answers": len(r.rows),
+                "bfcl_accepted": int(r.rows["bfcl_ok"].sum()),
+                "checker_accepted": int((r.rows["checker"] == 1).sum()),
+                "cascade_passed": int(r.rows["passed"].sum()),
+                "solved": int(r.rows["solved"].sum()),
+                "unstated": int(r.rows["unstated"].sum()),
+            }
+            for r in diag
+        ]
+    }
+
+
+RESULTS_DIAGNOSTICS.register(
+    "answers",
+    ResultsDiagnostic("answers", "answers-from-{source}", diagnose_answers, answers_json),
+)
 
 # --------------------------------------------------------------------------- BFCL
 

@@ -390,6 +390,7 @@ def diagnose(
     all_text = evidence.all_text
     ground = mode.ground
     grounded: dict[str, str] = {}
+    notes: dict[str, str] = {}
     unaccepted_strings: list[str] = []
     hs: list[float] = []
     for p, v in arguments.items():
@@ -401,6 +402,8 @@ def diagnose(
                 verdict = ArgVerdict(0.0, "judge", v)
         if verdict.reason is not None:
             grounded[p] = verdict.reason
+            if verdict.note is not None:
+                notes[p] = verdict.note
         elif isinstance(v, str) and verdict.h is not None:
             unaccepted_strings.append(v)
         h = verdict.h
@@ -417,6 +420,7 @@ def diagnose(
                 d.soft.append(p)
     d.grounding = mode.name
     d.grounded = grounded
+    d.evidence = notes
     d.avem = m.avem(grounded, predicted)
     d.qslo = m.qslo(unaccepted_strings, all_text)
     d.vhr = m.vhr(hs)

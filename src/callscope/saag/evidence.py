@@ -29,6 +29,10 @@ class Evidence:
         #: scalar in this text (a verdict, a reason): the attempts of one case repeat most of
         #: their values; at most :data:`MEMO_SIZE` entries, values that depend on nothing else
         self.memo: dict[Any, Any] = {}
+        #: :func:`scalar_key` of a value -> the evidence line of the knowledge match that
+        #: grounded it ("'Canadian Dollar' → CAD by pycountry (ISO 4217)"), at most
+        #: :data:`MEMO_SIZE` entries
+        self.notes: dict[Any, str] = {}
 
     @staticmethod
     def of(query: str, context: Iterable[str] = ()) -> Evidence:
@@ -59,6 +63,10 @@ class Evidence:
     @cached_property
     def stems(self) -> frozenset[str]:
         return n.stems(self.words)
+
+    @cached_property
+    def stemmed(self) -> str:
+        return n.stem_words(self.query)
 
     @cached_property
     def numbers(self) -> tuple[int | float, ...]:

@@ -70,7 +70,11 @@ class Evidence:
 
     @cached_property
     def numbers(self) -> tuple[int | float, ...]:
-        return n.number_evidence(self.query)
+        """The numbers the request states (:func:`~callscope.saag.normalise.number_evidence`),
+        and the hour of each time of day it states on the 24-hour clock ("11 PM" states 23)."""
+        found = n.number_evidence(self.query)
+        hours = tuple(h for h, minute in self.times if minute == 0 and h not in found)
+        return found + hours if hours else found
 
     @cached_property
     def number_index(self) -> g.NumberIndex:

@@ -140,6 +140,8 @@ class Grounding(Protocol):
 
 
 _MISSING = object()
+#: what :meth:`RegistryGrounding._stated_members` does not count as a member stated
+_NOT_STATED = (None, "knowledge")
 _SCALARS = (str, int, float)
 
 #: the verdicts on ``None``, ``True`` and ``False``: assumed (h ``None``), not grounded
@@ -282,16 +284,18 @@ class RegistryGrounding:
         return None
 
     def _stated_members(self, enum: tuple[Any, ...], ev: Evidence) -> tuple[Any, ...]:
-        """The members of ``enum`` the request states (computed once per request and enum)."""
+        """The members of ``enum`` the request states (computed once per request and enum); a
+        member a library only links to the request ("California" for "San Francisco") does not
+        count: world knowledge implies it, the user did not say it."""
         if not enum:
             return ()
         try:
             key = (self.disabled, enum)
             hit = ev.member_cache.get(key)
         except TypeError:  # an unhashable member: no caching
-            return tuple(m for m in enum if self._stated(m, ev) is not None)
+            return tuple(m for m in enum if self._stated(m, ev) not in _NOT_STATED)
         if hit is None:
-            hit = tuple(m for m in enum if self._stated(m, ev) is not None)
+            hit = tuple(m for m in enum if self._stated(m, ev) not in _NOT_STATED)
             ev.member_cache[key] = hit
         return hit
 

@@ -36,8 +36,9 @@ def country_names(record: Any) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1024)
 def country_by_code(code: str) -> Any:
-    """The country with ISO 3166-1 alpha-2 or alpha-3 code ``code`` (any case), else ``None``."""
-    if not (2 <= len(code) <= 3 and code.isascii() and code.isalpha()):
+    """The country with ISO 3166-1 alpha-2 or alpha-3 code ``code`` (written in capitals, as
+    codes are: "Bra" is a cut word, not Brazil), else ``None``."""
+    if not (2 <= len(code) <= 3 and code.isascii() and code.isalpha() and code.isupper()):
         return None
     countries = _pycountry().countries
     key = "alpha_2" if len(code) == 2 else "alpha_3"
@@ -46,8 +47,9 @@ def country_by_code(code: str) -> Any:
 
 @lru_cache(maxsize=1024)
 def us_state_by_code(code: str) -> Any:
-    """The US state (or district, territory) with the postal code ``code``, else ``None``."""
-    if not (len(code) == 2 and code.isascii() and code.isalpha()):
+    """The US state (or district, territory) with the postal code ``code`` (in capitals),
+    else ``None``."""
+    if not (len(code) == 2 and code.isascii() and code.isalpha() and code.isupper()):
         return None
     return _pycountry().subdivisions.get(code=f"US-{code.upper()}")
 

@@ -18,8 +18,8 @@ ISO_4217 = "pycountry (ISO 4217)"
 
 @lru_cache(maxsize=1024)
 def currency_by_code(code: str) -> Any:
-    """The currency with ISO 4217 code ``code`` (any case), else ``None``."""
-    if not (len(code) == 3 and code.isascii() and code.isalpha()):
+    """The currency with ISO 4217 code ``code`` (in capitals), else ``None``."""
+    if not (len(code) == 3 and code.isascii() and code.isalpha() and code.isupper()):
         return None
     import pycountry  # lazy: only three-letter values load the ISO tables
 

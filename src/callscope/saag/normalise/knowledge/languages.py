@@ -16,8 +16,9 @@ from typing import Any
 from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated
 
 ISO_639 = "pycountry (ISO 639)"
-#: a language code, optionally with a region ("fr", "fra", "en-US", "pt_BR")
-_CODE = re.compile(r"([A-Za-z]{2,3})(?:[-_]([A-Za-z]{2}))?")
+#: a language code in small letters, optionally with a region in capitals ("fr", "fra",
+#: "en-US", "pt_BR"); "Ita" is a cut word, not Italian
+_CODE = re.compile(r"([a-z]{2,3})(?:[-_]([A-Z]{2}))?")
 
 
 @lru_cache(maxsize=1024)

@@ -2,8 +2,8 @@
 recognised through well-kept libraries, each match kept as evidence.
 
 Beyond the SAAG paper (its grounding is lexical). A *knowledge normaliser* knows one kind of
-value (countries, currencies, languages, airports, time zones, physical quantities) through
-one library, and answers one question: which words of the request name this value? Its
+value (countries, currencies, languages, airports, cities, ticker symbols, time zones,
+physical quantities) through one library or public table, and answers one question: which words of the request name this value? Its
 answer is a :class:`Match`: the request's words, the value, the library and the record that
 joins them ("'Canadian Dollar' -> CAD by pycountry (ISO 4217)").
 
@@ -42,14 +42,18 @@ from callscope.saag.normalise.knowledge.base import (
 
 def _builtin() -> dict[str, Normaliser]:
     from callscope.saag.normalise.knowledge.airports import AIRPORTS
+    from callscope.saag.normalise.knowledge.cities import CITIES
     from callscope.saag.normalise.knowledge.countries import COUNTRIES
     from callscope.saag.normalise.knowledge.currencies import CURRENCIES
     from callscope.saag.normalise.knowledge.languages import LANGUAGES
     from callscope.saag.normalise.knowledge.quantities import QUANTITIES
+    from callscope.saag.normalise.knowledge.tickers import TICKERS
     from callscope.saag.normalise.knowledge.timezones import TIMEZONES
 
     return {
-        n.name: n for n in (COUNTRIES, CURRENCIES, LANGUAGES, AIRPORTS, TIMEZONES, QUANTITIES)
+        n.name: n for n in (
+            COUNTRIES, CURRENCIES, LANGUAGES, AIRPORTS, CITIES, TICKERS, TIMEZONES, QUANTITIES
+        )
     }
 
 

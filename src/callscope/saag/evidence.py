@@ -87,7 +87,7 @@ class Evidence:
     @cached_property
     def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
         dates, years = n.date_evidence(self.query)
-        return dates | n.relative_dates(self.query, dates), years
+        return dates | n.relative_dates(self.query, dates, self.month_years), years
 
     @cached_property
     def month_years(self) -> frozenset[tuple[int, int]]:

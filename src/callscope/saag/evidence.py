@@ -81,7 +81,7 @@ class Evidence:
         return g.NumberIndex(self.numbers)
 
     @cached_property
-    def units(self) -> frozenset[int]:
+    def units(self) -> frozenset[str]:
         return n.unit_groups_stated(self.query)
 
     @cached_property

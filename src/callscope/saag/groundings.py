@@ -454,9 +454,7 @@ class RegistryGrounding:
         if not reasons:
             lex = g.hallucination(value, evidence.query)
             return ArgVerdict(lex if lex is None else 0.0, None, value)
-        return ArgVerdict(
-            0.0, max(reasons, key=_RANK.__getitem__), value, "; ".join(notes) or None
-        )
+        return ArgVerdict(0.0, max(reasons, key=_RANK.__getitem__), value, "; ".join(notes) or None)
 
 
 def _leaves(

@@ -210,11 +210,21 @@ def date_time_stated(
 
 # --------------------------------------------------------------------------- relative dates
 
-_WEEKDAYS: tuple[str, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAYS: tuple[str, ...] = (
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+)
 _RELATIVE_DAYS = {"tomorrow": 1, "yesterday": -1, "today": 0, "tonight": 0}
 
 
-_LONE_DAY = re.compile(r"\bthe\s(\d{1,2})(?:st|nd|rd|th)\b(?!\s(?:of\s)?(?:" + _MONTH_RE + r"))", re.I)
+_LONE_DAY = re.compile(
+    r"\bthe\s(\d{1,2})(?:st|nd|rd|th)\b(?!\s(?:of\s)?(?:" + _MONTH_RE + r"))", re.I
+)
 _TODAY_IS = re.compile(
     r"\btoday(?:'s date)?\s(?:is\s)?(?:a\s)?(?:[\d./-]{6,10}\s)?(" + "|".join(_WEEKDAYS) + r")\b",
     re.I,
@@ -241,6 +251,7 @@ def relative_dates(
     if not full:
         return frozenset(out)
     import datetime as dt  # lazy: only requests with a full date need these
+
     from dateutil.relativedelta import relativedelta
 
     words = set(WORD_TOKEN.findall(low))
@@ -269,8 +280,9 @@ def relative_dates(
         nxt = ref + relativedelta(months=1)
         for day in lone_days:
             found += [
-                dt.date(x.year, x.month, day) for x in (ref, nxt) if _valid(x.year, x.month, day)
-                and day <= _days_in(x.year, x.month)
+                dt.date(x.year, x.month, day)
+                for x in (ref, nxt)
+                if _valid(x.year, x.month, day) and day <= _days_in(x.year, x.month)
             ]
         out |= {(x.year, x.month, x.day) for x in found}
     return frozenset(out)

@@ -40,6 +40,7 @@ from callscope.saag.normalise.knowledge.base import (
     upper_tokens,
 )
 
+
 def _builtin() -> dict[str, Normaliser]:
     from callscope.saag.normalise.knowledge.airports import AIRPORTS
     from callscope.saag.normalise.knowledge.cities import CITIES
@@ -51,8 +52,16 @@ def _builtin() -> dict[str, Normaliser]:
     from callscope.saag.normalise.knowledge.timezones import TIMEZONES
 
     return {
-        n.name: n for n in (
-            COUNTRIES, CURRENCIES, LANGUAGES, AIRPORTS, CITIES, TICKERS, TIMEZONES, QUANTITIES
+        n.name: n
+        for n in (
+            COUNTRIES,
+            CURRENCIES,
+            LANGUAGES,
+            AIRPORTS,
+            CITIES,
+            TICKERS,
+            TIMEZONES,
+            QUANTITIES,
         )
     }
 

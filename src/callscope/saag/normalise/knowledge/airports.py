@@ -55,7 +55,9 @@ def _by_city() -> dict[str, tuple[dict[str, Any], ...]]:
 
 
 def _source(record: dict[str, Any]) -> str:
-    where = ", ".join(x for x in (record.get("city"), record.get("subd"), record.get("country")) if x)
+    where = ", ".join(
+        x for x in (record.get("city"), record.get("subd"), record.get("country")) if x
+    )
     return f"airportsdata ({record['iata']}: {record.get('name', '')}, {where})"
 
 
@@ -119,7 +121,11 @@ class Airports:
         if state is None and country is None:
             return None
         for span, record in cities_named(text.query):
-            if state is not None and record.get("country") == "US" and record.get("subd") == state.name:
+            if (
+                state is not None
+                and record.get("country") == "US"
+                and record.get("subd") == state.name
+            ):
                 return Match(span, value, _source(record))
             if country is not None and record.get("country") == country.alpha_2:
                 return Match(span, value, _source(record))

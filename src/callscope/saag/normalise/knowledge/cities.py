@@ -63,7 +63,9 @@ def _letters(abbreviation: str) -> str:
 @lru_cache(maxsize=1)
 def table() -> _Table:
     """The committed city table, indexed (read once)."""
-    raw = json.loads(files("callscope.saag.normalise.knowledge").joinpath("cities.json").read_text())
+    raw = json.loads(
+        files("callscope.saag.normalise.knowledge").joinpath("cities.json").read_text()
+    )
     by_name: dict[str, list[City]] = {}
     by_abbr: dict[str, list[City]] = {}
     for name, country, state, aliases in raw["rows"]:

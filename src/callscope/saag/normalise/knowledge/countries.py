@@ -56,9 +56,7 @@ def us_state_by_code(code: str) -> Any:
 
 @lru_cache(maxsize=1)
 def _us_states_by_name() -> dict[str, Any]:
-    return {
-        s.name.lower(): s for s in _pycountry().subdivisions.get(country_code="US") or ()
-    }
+    return {s.name.lower(): s for s in _pycountry().subdivisions.get(country_code="US") or ()}
 
 
 @lru_cache(maxsize=4096)

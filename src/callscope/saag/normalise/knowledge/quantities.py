@@ -35,8 +35,33 @@ _QUANTITY = re.compile(
 )
 #: English words that pint also reads as unit symbols: not a unit after a space
 NOT_UNITS = frozenset(
-    {"in", "a", "at", "am", "pm", "are", "as", "b", "bar", "c", "d", "e", "h", "l", "s", "t",
-     "x", "y", "to", "of", "or", "percent", "pi", "point", "dozen"}
+    {
+        "in",
+        "a",
+        "at",
+        "am",
+        "pm",
+        "are",
+        "as",
+        "b",
+        "bar",
+        "c",
+        "d",
+        "e",
+        "h",
+        "l",
+        "s",
+        "t",
+        "x",
+        "y",
+        "to",
+        "of",
+        "or",
+        "percent",
+        "pi",
+        "point",
+        "dozen",
+    }
 )
 #: the units a call may carry a quantity of each kind in (beside its own and SI base units)
 TARGETS: dict[str, tuple[str, ...]] = {
@@ -70,6 +95,25 @@ def _unit(token: str, spaced: bool) -> Any:
     except Exception:  # pint raises several kinds for words that are no unit
         return None
     return unit if not unit.dimensionless else None
+
+
+@lru_cache(maxsize=4096)
+def unit_name(token: str, spaced: bool) -> str | None:
+    """A key of the unit ``token`` names, the same for every spelling of one unit ("km",
+    "kilometres"; "mph", "mile/hour"): its kind and its size and zero in SI base units;
+    ``None`` when pint knows no such unit (see :func:`_unit` for ``spaced``; a capitalised
+    word is also tried in small letters: "Fahrenheit")."""
+    unit = _unit(token, spaced)
+    if unit is None and token[:1].isupper() and token[1:].islower():
+        unit = _unit(token.lower(), spaced)
+    if unit is None:
+        return None
+    try:
+        one = units().Quantity(1, unit).to_base_units()
+        zero = units().Quantity(0, unit).to_base_units()
+    except Exception:  # a unit pint cannot express in base units
+        return str(unit)
+    return f"{one.dimensionality}|{one.magnitude:.9g}|{zero.magnitude:.9g}"
 
 
 def _quantities(text: str) -> list[tuple[str, Any, bool]]:
@@ -146,7 +190,9 @@ def _same_number(value: float, reading: float) -> bool:
     if "e" in text or "." not in text:
         return False
     decimals = len(text.split(".")[1])
-    return 1 <= decimals <= 4 and abs(reading) >= 10**-decimals and round(reading, decimals) == value
+    return (
+        1 <= decimals <= 4 and abs(reading) >= 10**-decimals and round(reading, decimals) == value
+    )
 
 
 class Quantities:

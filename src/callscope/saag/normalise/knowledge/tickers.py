@@ -26,7 +26,9 @@ _SYMBOL = re.compile(r"[A-Z]{1,5}(?:\.[A-Z])?")
 @lru_cache(maxsize=1)
 def table() -> tuple[str, dict[str, tuple[str, ...]]]:
     """The committed table: its source, and symbol -> the company's names (read once)."""
-    raw = json.loads(files("callscope.saag.normalise.knowledge").joinpath("tickers.json").read_text())
+    raw = json.loads(
+        files("callscope.saag.normalise.knowledge").joinpath("tickers.json").read_text()
+    )
     return str(raw["source"]), {symbol: tuple(names) for symbol, names in raw["rows"]}
 
 

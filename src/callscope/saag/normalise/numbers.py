@@ -15,8 +15,6 @@ from functools import lru_cache
 
 #: number words no number grammar reads: a word that means one number on its own
 _SINGLE = {"dozen": 12, "half": 0.5, "quarter": 0.25, "twice": 2, "double": 2, "triple": 3}
-#: scale words alone ("a hundred"): text2num writes "a 100", which the digit scan reads
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
 #: a digit token with optional thousands separators, decimals, and what follows it
 _NUM = re.compile(
     r"(?<![\w.])(-)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[-+]?\d{1,3})?|\.\d+)"
@@ -68,7 +66,7 @@ _SUFFIX_SCALE = {
 
 
 #: every word :func:`_word_numbers` reads
-_NUMBER_WORDS = frozenset({*_SINGLE, *_SCALES, *_FREQUENCIES, *_MONTH_NUMBERS})
+_NUMBER_WORDS = frozenset({*_SINGLE, *_FREQUENCIES, *_MONTH_NUMBERS})
 #: a coordinate with its hemisphere: south and west are negative ("118.24 W" states -118.24)
 _HEMISPHERE = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?°?\s?([NSEW])\b")
 #: a number after a spaced minus sign ("y = 3x^2 + 2x - 4" states -4)
@@ -86,13 +84,13 @@ def as_number(tok: str) -> int | float:
 
 def _word_numbers(text: str) -> list[int | float]:
     """Numbers written as words no number grammar reads: "a dozen" -> 12, "half" -> 0.5,
-    "quarterly" -> 4, "February" -> 2, "a hundred" -> 100 (cardinals and ordinals in words
-    are text2num's: :func:`_in_digits`)."""
+    "quarterly" -> 4, "February" -> 2 (cardinals and ordinals in words, "a hundred" too, are
+    text2num's: :func:`_in_digits`)."""
     out: list[int | float] = []
     for word in WORD_TOKEN.findall(text):
         if word not in _NUMBER_WORDS:
             continue
-        for table in (_SINGLE, _SCALES, _FREQUENCIES, _MONTH_NUMBERS):
+        for table in (_SINGLE, _FREQUENCIES, _MONTH_NUMBERS):
             if word in table:
                 out.append(table[word])
                 break

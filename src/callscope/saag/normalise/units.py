@@ -6,8 +6,9 @@ in any spelling pint knows ("a 10 kilometers run", "25°C", "a 100m sprint"). Th
 symbols, plurals and prefixes are pint's (BSD-3-Clause); what is left here is which words
 of a request may name a unit:
 
-* a word of three letters or more, anywhere, unless it is one of the English words pint also
-  reads as a unit (:data:`~.knowledge.quantities.NOT_UNITS`);
+* a word of two letters or more, anywhere ("distance in km"), unless it is one of the
+  English words pint also reads as a unit (:data:`~.knowledge.quantities.NOT_UNITS`: "in",
+  "at", "pm", ...);
 * a shorter symbol only directly after a number ("100m", "5 kg"), so "call m soon" states no
   metre;
 * "degrees C" / "°C" and a lone C, F or K after a number are temperature scales (pint reads
@@ -73,7 +74,7 @@ def unit_groups_stated(text: str) -> frozenset[str]:
         if unit is not None:
             found.add(unit)
     for token in set(_TOKEN.findall(low)):
-        if len(token) >= 3 and token.lower() not in NOT_UNITS:
+        if len(token) >= 2 and token.lower() not in NOT_UNITS:
             unit = unit_name(token, spaced=True)
             if unit is not None:
                 found.add(unit)

@@ -29,6 +29,7 @@ mode in :data:`callscope.saag.groundings.GROUNDINGS`).
 from __future__ import annotations
 
 from callscope.core.registry import Registry
+from callscope.saag.normalise.knowledge.airports import AIRPORTS
 from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
     MAX_VALUE_CHARS,
@@ -39,19 +40,19 @@ from callscope.saag.normalise.knowledge.base import (
     stem_words,
     upper_tokens,
 )
+from callscope.saag.normalise.knowledge.cities import CITIES
+from callscope.saag.normalise.knowledge.countries import COUNTRIES
+from callscope.saag.normalise.knowledge.currencies import CURRENCIES
+from callscope.saag.normalise.knowledge.languages import LANGUAGES
+from callscope.saag.normalise.knowledge.quantities import QUANTITIES
+from callscope.saag.normalise.knowledge.tickers import TICKERS
+from callscope.saag.normalise.knowledge.timezones import TIMEZONES
 
-
-def _builtin() -> dict[str, Normaliser]:
-    from callscope.saag.normalise.knowledge.airports import AIRPORTS
-    from callscope.saag.normalise.knowledge.cities import CITIES
-    from callscope.saag.normalise.knowledge.countries import COUNTRIES
-    from callscope.saag.normalise.knowledge.currencies import CURRENCIES
-    from callscope.saag.normalise.knowledge.languages import LANGUAGES
-    from callscope.saag.normalise.knowledge.quantities import QUANTITIES
-    from callscope.saag.normalise.knowledge.tickers import TICKERS
-    from callscope.saag.normalise.knowledge.timezones import TIMEZONES
-
-    return {
+#: the knowledge normalisers by name, in the order they are tried (read-only, no plugins: see
+#: the module doc)
+NORMALISERS: Registry[Normaliser] = Registry(
+    "knowledge normaliser",
+    entries={
         n.name: n
         for n in (
             COUNTRIES,
@@ -63,13 +64,8 @@ def _builtin() -> dict[str, Normaliser]:
             TIMEZONES,
             QUANTITIES,
         )
-    }
-
-
-#: the knowledge normalisers by name, in the order they are tried (read-only, no plugins: see
-#: the module doc)
-NORMALISERS: Registry[Normaliser] = Registry(
-    "knowledge normaliser", entries=_builtin(), read_only=True
+    },
+    read_only=True,
 )
 _ORDER: tuple[Normaliser, ...] = tuple(NORMALISERS[name] for name in NORMALISERS)
 

@@ -104,7 +104,7 @@ def cities_in(query: str) -> tuple[tuple[str, City], ...]:
                 break
             span = " ".join(words[i : i + k]).rstrip(".,'")
             out.extend((span, c) for c in t.by_name.get(span.lower(), ()))
-    for abbr in _abbreviations(query):
+    for abbr in sorted(_abbreviations(query)):  # sorted: one order whatever the hash seed
         out.extend((abbr, c) for c in t.by_abbreviation.get(abbr, ()))
     return tuple(out)
 

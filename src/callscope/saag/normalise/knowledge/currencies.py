@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
 
 from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated, upper_tokens
 from callscope.saag.normalise.knowledge.countries import country_names
@@ -27,9 +26,8 @@ _CODE = re.compile(r"[A-Z]{3}|[a-z]{3}")
 def currency_names(code: str) -> tuple[str, ...]:
     """The English names of the currency ``code`` (CLDR's singular and plural, ISO 4217's),
     ``()`` for no currency."""
-    from babel.numbers import get_currency_name  # lazy: only currency-shaped values
-
     import pycountry  # lazy: see above
+    from babel.numbers import get_currency_name  # lazy: only currency-shaped values
 
     code = code.upper()
     iso = pycountry.currencies.get(alpha_3=code)

@@ -48,13 +48,13 @@ CASES: list[tuple[str, str, str, Any, str, str, str]] = [
      "'Canadian Dollar' → CAD", "Babel", "How many yen for 500 US dollars?"),
     ("currency_symbol", "Convert £20 to euros", "from", "GBP", "'£' → GBP", "Babel",
      "Convert $20 to euros"),
-    # countries and US states: pycountry
+    # countries: pycountry; US states: us
     ("country_alpha2", "What is the population of Japan?", "country", "JP", "'Japan' → JP",
      "pycountry (ISO 3166-1)", "What is the population of Korea?"),
     ("country_alpha3", "What is the population of Japan?", "country", "JPN",
      "'Japan' → JPN", "pycountry (ISO 3166-1)", "What is the population of China?"),
     ("state_code", "Hotels in California please", "state", "CA", "'California' → CA",
-     "pycountry (ISO 3166-2)", "Hotels in Nevada please"),
+     "us (US states)", "Hotels in Nevada please"),
     # languages: pycountry (ISO 639)
     ("language", "Translate this sentence into French", "lang", "fr", "'French' → fr",
      "pycountry (ISO 639)", "Translate this sentence into German"),

@@ -140,8 +140,6 @@ class Grounding(Protocol):
 
 
 _MISSING = object()
-#: what :meth:`RegistryGrounding._stated_members` does not count as a member stated
-_NOT_STATED = (None, "knowledge")
 _SCALARS = (str, int, float)
 
 #: the verdicts on ``None``, ``True`` and ``False``: assumed (h ``None``), not grounded
@@ -216,20 +214,21 @@ class RegistryGrounding:
 
     # ------------------------------------------------------------------ stated in a text
 
-    def _stated(self, value: Any, ev: Evidence) -> str | None:
-        """``stated`` / ``normalised`` / ``unit`` when ``ev.query`` states the scalar
-        (remembered per request: :attr:`Evidence.memo`)."""
+    def _stated(self, value: Any, ev: Evidence, knowledge: bool = True) -> str | None:
+        """``stated`` / ``normalised`` / ``unit`` / ``knowledge`` (not tried when
+        ``knowledge`` is false) when ``ev.query`` states the scalar (remembered per request:
+        :attr:`Evidence.memo`)."""
         key = scalar_key(value)
         if key is None:
-            return self._stated_in(value, ev)
-        key = ("stated", self.disabled, key)
+            return self._stated_in(value, ev, knowledge)
+        key = ("stated", self.disabled, knowledge, key)
         hit = ev.memo.get(key, _MISSING)
         if hit is _MISSING:
-            hit = self._stated_in(value, ev)
+            hit = self._stated_in(value, ev, knowledge)
             ev.remember(key, hit)
         return hit  # type: ignore[no-any-return]
 
-    def _stated_in(self, value: Any, ev: Evidence) -> str | None:
+    def _stated_in(self, value: Any, ev: Evidence, knowledge: bool = True) -> str | None:
         if g.exact_match(value, ev.query):
             return "stated"
         on = "normalised" not in self.disabled
@@ -260,7 +259,7 @@ class RegistryGrounding:
             unit = n.unit_group(value)
             if unit is not None and unit in ev.units:
                 return "unit"
-        if "knowledge" not in self.disabled:
+        if knowledge and "knowledge" not in self.disabled:
             found = n.knowledge_match(value, ev)
             if found is not None:
                 key = scalar_key(value)
@@ -293,9 +292,9 @@ class RegistryGrounding:
             key = (self.disabled, enum)
             hit = ev.member_cache.get(key)
         except TypeError:  # an unhashable member: no caching
-            return tuple(m for m in enum if self._stated(m, ev) not in _NOT_STATED)
+            return tuple(m for m in enum if self._stated(m, ev, knowledge=False) is not None)
         if hit is None:
-            hit = tuple(m for m in enum if self._stated(m, ev) not in _NOT_STATED)
+            hit = tuple(m for m in enum if self._stated(m, ev, knowledge=False) is not None)
             ev.member_cache[key] = hit
         return hit
 

@@ -264,6 +264,8 @@ def relative_dates(
     told = _TODAY_IS.search(low)
     told_weekday = _WEEKDAYS.index(told.group(1).lower()) if told else None
     next_year = "next year" in low
+    if not (offsets or weekdays or next_year or lone_days):
+        return frozenset(out)  # nothing relative to count
     no_year = [(m, d) for y, m, d in dates if y is None]
     for y, m, d in full:
         try:

@@ -117,7 +117,7 @@ def _in_place(city: City, place: str) -> bool:
     if city.country == "US":
         state = us_state_by_code(place) if len(place) == 2 else us_state_by_name(place)
         if state is not None:
-            return state.code == f"US-{city.us_state}"
+            return state.code == city.us_state
     country = country_by_code(place) if len(place) <= 3 else country_by_name(place)
     return country is not None and country.alpha_2 == city.country
 
@@ -169,7 +169,7 @@ class Cities:
         if state is None and country is None:
             return None
         for words, city in cities_in(text.query):
-            if state is not None and city.country == "US" and state.code == f"US-{city.us_state}":
+            if state is not None and city.country == "US" and state.code == city.us_state:
                 return Match(words, value, f"GeoNames ({city.where()})")
             if country is not None and city.country == country.alpha_2:
                 return Match(words, value, f"GeoNames ({city.where()})")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib.resources import files
+from pathlib import Path
 from typing import NamedTuple
 
 from callscope.saag.normalise.knowledge.base import (
@@ -63,9 +63,7 @@ def _letters(abbreviation: str) -> str:
 @lru_cache(maxsize=1)
 def table() -> _Table:
     """The committed city table, indexed (read once)."""
-    raw = json.loads(
-        files("callscope.saag.normalise.knowledge").joinpath("cities.json").read_text()
-    )
+    raw = json.loads(Path(__file__).with_name("cities.json").read_text(encoding="utf-8"))
     by_name: dict[str, list[City]] = {}
     by_abbr: dict[str, list[City]] = {}
     for name, country, state, aliases in raw["rows"]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from importlib.resources import files
+from pathlib import Path
 
 from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated
 
@@ -26,9 +26,7 @@ _SYMBOL = re.compile(r"[A-Z]{1,5}(?:\.[A-Z])?")
 @lru_cache(maxsize=1)
 def table() -> tuple[str, dict[str, tuple[str, ...]]]:
     """The committed table: its source, and symbol -> the company's names (read once)."""
-    raw = json.loads(
-        files("callscope.saag.normalise.knowledge").joinpath("tickers.json").read_text()
-    )
+    raw = json.loads(Path(__file__).with_name("tickers.json").read_text(encoding="utf-8"))
     return str(raw["source"]), {symbol: tuple(names) for symbol, names in raw["rows"]}
 
 

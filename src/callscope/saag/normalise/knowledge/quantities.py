@@ -109,6 +109,49 @@ def units() -> Any:
         return pint.UnitRegistry()
 
 
+_DEFINITION = re.compile(r"^\s*([^\s=#@;]+)\s*=(.*)$")
+
+
+@lru_cache(maxsize=1)
+def _pint_names() -> tuple[frozenset[str], tuple[str, ...]]:
+    """Every unit name, symbol and alias pint's definition files give, and every prefix:
+    read from the files themselves, without importing pint (~1 s), so that a word that
+    cannot be a unit never imports it. A superset of what pint parses (a name found here may
+    still be refused by pint; one not found here never parses)."""
+    import importlib.util  # lazy: only the first unit-shaped word needs the files
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("pint")
+    names: set[str] = set()
+    prefixes: set[str] = {""}
+    for folder in spec.submodule_search_locations or () if spec else ():
+        for path in Path(folder).glob("*_en.txt"):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                m = _DEFINITION.match(line)
+                if m is None:
+                    continue
+                fields = [m.group(1), *(f.strip() for f in m.group(2).split("=")[1:])]
+                if fields[0].endswith("-"):
+                    prefixes |= {f[:-1] for f in fields if f.endswith("-") and f != "_-"}
+                else:
+                    names |= {f.split(";")[0].strip() for f in fields if f and f != "_"}
+    return frozenset(names), tuple(sorted(prefixes, key=len, reverse=True))
+
+
+def _maybe_unit(token: str) -> bool:
+    """``token`` may be a unit pint knows: a name, symbol or alias of its definition files,
+    after one of its prefixes and with or without a plural "s"."""
+    names, prefixes = _pint_names()
+    if not names:  # the files were not found: let pint decide
+        return True
+    for prefix in prefixes:
+        if token.startswith(prefix):
+            rest = token[len(prefix) :]
+            if rest in names or (rest.endswith("s") and rest[:-1] in names):
+                return True
+    return False
+
+
 @lru_cache(maxsize=4096)
 def _unit(token: str, spaced: bool) -> Any:
     """pint's unit for ``token`` (``None`` when pint knows none, or the word is excluded)."""
@@ -117,6 +160,8 @@ def _unit(token: str, spaced: bool) -> Any:
     if token.lower() in ("percent", "pi", "dozen"):
         return None
     token = token.replace("μ", "µ")
+    if not any(c in token for c in "/^ *") and not _maybe_unit(token):
+        return None  # no name pint defines: pint is not imported for it
     try:
         if not any(c in token for c in "/^ *") and not units().parse_unit_name(token):
             return None  # no unit of that name (pint's fast path; parse_units is ~50x slower)

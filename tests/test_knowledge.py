@@ -48,14 +48,23 @@ CASES: list[tuple[str, str, str, Any, str, str, str]] = [
      "'Canadian Dollar' → CAD", "Babel", "How many yen for 500 US dollars?"),
     ("currency_symbol", "Convert £20 to euros", "from", "GBP", "'£' → GBP", "Babel",
      "Convert $20 to euros"),
+    ("currency_country_name", "How much is 20000 Japanese Yen in United States Dollar?",
+     "to", "USD", "'United States Dollar' → USD", "Babel",
+     "How much is 20000 Japanese Yen in Canadian Dollar?"),
     # countries: pycountry; US states: us
     ("country_alpha2", "What is the population of Japan?", "country", "JP", "'Japan' → JP",
      "pycountry (ISO 3166-1)", "What is the population of Korea?"),
     ("country_alpha3", "What is the population of Japan?", "country", "JPN",
      "'Japan' → JPN", "pycountry (ISO 3166-1)", "What is the population of China?"),
+    ("country_for_a_code", "Visa rules for JP citizens", "country", "Japan", "'JP' → Japan",
+     "pycountry (ISO 3166-1)", "Visa rules for KR citizens"),
     ("state_code", "Hotels in California please", "state", "CA", "'California' → CA",
      "us (US states)", "Hotels in Nevada please"),
+    ("state_for_a_code", "Hotels in CA please", "state", "California", "'CA' → California",
+     "us (US states)", "Hotels in NV please"),
     # languages: pycountry (ISO 639)
+    ("language_region", "Answer me in English", "lang", "en-US", "'English' → en-US",
+     "pycountry (ISO 639)", "Answer me in Spanish"),
     ("language", "Translate this sentence into French", "lang", "fr", "'French' → fr",
      "pycountry (ISO 639)", "Translate this sentence into German"),
     # airports: airportsdata
@@ -66,7 +75,11 @@ CASES: list[tuple[str, str, str, Any, str, str, str]] = [
      "Hotels are costly, I need a house. I am travelling to JFK."),
     ("state_of_city", "The crime rate in San Francisco in 2020", "state", "California",
      "'San Francisco' → California", "airportsdata", "The crime rate in Boston in 2020"),
+    ("country_of_a_city", "The weather in London today", "country", "GB", "'London' → GB",
+     "airportsdata", "The weather in Madrid today"),
     # cities and their short names: the GeoNames table
+    ("city_short_name", "How is the weather in Philly?", "city", "Philadelphia",
+     "'Philly' → Philadelphia", "GeoNames", "How is the weather in Pittsburgh?"),
     ("city_abbreviation", "Find me the best SF psychologist", "city", "San Francisco, CA",
      "'SF' → San Francisco, CA", "GeoNames", "Find me the best LA psychologist"),
     ("city_with_state", "A counselor in Berkeley, please", "city", "Berkeley, CA",
@@ -109,6 +122,9 @@ RULES: list[tuple[str, str, str, Any, str]] = [
     ("next_year", "the weather on April 13th of next year? today is 2023.10.1", "date",
      "2024-04-13", "the weather on April 13th? today is 2023.10.1"),
     ("unit_spelling", "a distance of 10 kilometers", "unit", "km", "a distance of 10 miles"),
+    ("unit_symbol", "it is 25°C outside", "unit", "celsius", "it is 77°F outside"),
+    ("number_words_decimal", "a dose of one point five grams", "dose", 1.5,
+     "a dose of two point five grams"),
 ]  # fmt: skip
 
 

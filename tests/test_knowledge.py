@@ -114,6 +114,8 @@ RULES: list[tuple[str, str, str, Any, str]] = [
     ("spaced_minus", "the area under y=3x^2 + 2x - 4", "c", -4, "the area under y=3x^2 + 2x + 4"),
     ("two_dozen", "three pumpkins and two dozen eggs", "eggs", 24,
      "three pumpkins and two eggs"),
+    ("ordinal_date", "a hotel room for 3 nights starting from 1st June 2022", "start",
+     "2022-06-01", "a hotel room for 3 nights starting from 1st July 2022"),
     ("weekday_from_told_today", "the forecast for the upcoming Wednesday, today is Monday "
      "April 24th 2023", "date", "2023-04-26",
      "the forecast for the upcoming Thursday, today is Monday April 24th 2023"),

@@ -59,7 +59,7 @@ def test_compact_writes_power_as_caret() -> None:
         ("40% off", {40, 0.4}),
         ("1/2 cup", {1, 2, 0.5}),
         ("5k run", {5, 5000}),
-        ("3 minutes", {3, 180}),
+        ("3 minutes", {3}),  # as 180 seconds: pint's (tests/test_knowledge.py)
         ("charge 1e-9", {1e-9}),
         ("compounded quarterly", {4}),
         ("it is -3 degrees", {-3}),
@@ -124,11 +124,12 @@ def test_default_mode_is_registry_and_modes_are_registered() -> None:
         ("tolls", "avoid toll roads", None, "normalised"),
         ("km", "a distance of 10 kilometers", None, "unit"),
         (
-            "Berkeley, CA",
-            "a counselor in Berkeley",
+            "Emeryville, CA",  # too small for the city table: the description's format
+            "a counselor in Emeryville",
             {"type": "string", "description": "in the format of 'City, State'"},
             "format",
         ),
+        ("CAD", "convert to Canadian dollars", None, "knowledge"),
         (
             1,
             "cleaning in Bangkok",
@@ -245,12 +246,13 @@ def test_judge_is_consulted_only_for_flagged_values() -> None:
 
     def judge(param: str, value: Any, query: str) -> bool:
         seen.append((param, value))
-        return value == "CAD"
+        return value == "vaporization"
 
-    assert reason("CAD", "convert to Canadian dollars", judge=judge) == "judge"
+    assert reason("vaporization", "water from liquid to steam", judge=judge) == "judge"
     assert reason("Berlin", "weather in Berlin", judge=judge) == "stated"
+    assert reason("CAD", "convert to Canadian dollars", judge=judge) == "knowledge"
     assert one("EUR", "convert to Canadian dollars", judge=judge).stage == 3
-    assert seen == [("v", "CAD"), ("v", "EUR")]
+    assert seen == [("v", "vaporization"), ("v", "EUR")]
 
 
 def test_relative_dates_from_a_stated_reference_date() -> None:

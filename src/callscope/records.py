@@ -211,8 +211,13 @@ class Diagnosis:
     #: the grounding mode stage 3 ran in (:data:`callscope.saag.groundings.GROUNDINGS`)
     grounding: str | None = None
     #: stage 3: each grounded argument with the reason it was accepted (``stated``,
-    #: ``normalised``, ``unit``, ``context``, ``enum``, ``default``, ``judge``)
+    #: ``normalised``, ``unit``, ``knowledge``, ``context``, ``format``, ``described``,
+    #: ``enum``, ``default``, ``judge``)
     grounded: dict[str, str] = field(default_factory=dict)
+    #: stage 3: each argument grounded through a library with its evidence, which library
+    #: matched which words of the request to the value ("'Los Angeles' → LAX by
+    #: airportsdata (...)")
+    evidence: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -278,6 +283,7 @@ class ScoreRow(TypedDict, total=False):
     parse_error: str | None
     grounding: str
     grounded: dict[str, str]
+    evidence: NotRequired[dict[str, str]]
     name_match: NotRequired[bool]
     arg_precision: NotRequired[float | None]
     arg_recall: NotRequired[float | None]

@@ -41,6 +41,8 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
     diag = a.get("diagnosis") or {}
     if row is not None:  # the score row lacks the stage-3 kinds' lists: the diagnosis has them
         row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind.of_stage(3)}}
+        if diag.get("evidence"):  # issue 37: which library grounded which value
+            row["evidence"] = diag["evidence"]
     return {
         "attempt": a.get("attempt"),
         "text": shown_text(reply.get("text") or ""),

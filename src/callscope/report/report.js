@@ -143,7 +143,10 @@ var CALLSCOPE = (function () {
       stageValues(row, 3) +
         (row.numeric && row.numeric.length ? "  numeric=" + row.numeric.join(",") : "") +
         (row.hard && row.hard.length ? "  hard=" + row.hard.join(",") : "") +
-        (row.soft && row.soft.length ? "  soft=" + row.soft.join(",") : "")
+        (row.soft && row.soft.length ? "  soft=" + row.soft.join(",") : "") +
+        (row.evidence ? Object.keys(row.evidence).map(function (p) {
+          return "  " + p + ": " + row.evidence[p];
+        }).join("") : "")
     ];
     for (var k = 1; k <= 3; k++) {
       var state = row.stage === 0 || row.stage > k ? "pass" : row.stage === k ? "fail" : "skip";

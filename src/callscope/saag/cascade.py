@@ -286,8 +286,12 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: audit's verdicts on BFCL, so a change that moves a verdict fails until it is raised.
 #: 1: every run before versions were recorded. 2: stage 3 (registry mode) grounds a month of
 #: a year, a description's template with stated placeholders, and reads ``""`` for an
-#: optional parameter as the parameter left out.
-CASCADE_VERSION = 2
+#: optional parameter as the parameter left out. 3: stage 3 (registry mode) grounds values a
+#: library links to the request's words (reason ``knowledge``, issue 37: countries, states,
+#: currencies, languages, airports, cities, tickers, time zones, quantities in other units),
+#: reads number words with text2num and units with pint, and more relative dates; every
+#: diagnosis carries ``evidence``.
+CASCADE_VERSION = 3
 
 
 def grounding_modes() -> tuple[str, ...]:
@@ -390,6 +394,7 @@ def diagnose(
     all_text = evidence.all_text
     ground = mode.ground
     grounded: dict[str, str] = {}
+    notes: dict[str, str] = {}
     unaccepted_strings: list[str] = []
     hs: list[float] = []
     for p, v in arguments.items():
@@ -401,6 +406,8 @@ def diagnose(
                 verdict = ArgVerdict(0.0, "judge", v)
         if verdict.reason is not None:
             grounded[p] = verdict.reason
+            if verdict.note is not None:
+                notes[p] = verdict.note
         elif isinstance(v, str) and verdict.h is not None:
             unaccepted_strings.append(v)
         h = verdict.h
@@ -417,6 +424,7 @@ def diagnose(
                 d.soft.append(p)
     d.grounding = mode.name
     d.grounded = grounded
+    d.evidence = notes
     d.avem = m.avem(grounded, predicted)
     d.qslo = m.qslo(unaccepted_strings, all_text)
     d.vhr = m.vhr(hs)

@@ -29,6 +29,10 @@ class Evidence:
         #: scalar in this text (a verdict, a reason): the attempts of one case repeat most of
         #: their values; at most :data:`MEMO_SIZE` entries, values that depend on nothing else
         self.memo: dict[Any, Any] = {}
+        #: :func:`scalar_key` of a value -> the evidence line of the knowledge match that
+        #: grounded it ("'Canadian Dollar' → CAD by pycountry (ISO 4217)"), at most
+        #: :data:`MEMO_SIZE` entries
+        self.notes: dict[Any, str] = {}
 
     @staticmethod
     def of(query: str, context: Iterable[str] = ()) -> Evidence:
@@ -61,21 +65,29 @@ class Evidence:
         return n.stems(self.words)
 
     @cached_property
+    def stemmed(self) -> str:
+        return n.stem_words(self.query)
+
+    @cached_property
     def numbers(self) -> tuple[int | float, ...]:
-        return n.number_evidence(self.query)
+        """The numbers the request states (:func:`~callscope.saag.normalise.number_evidence`),
+        and the hour of each time of day it states on the 24-hour clock ("11 PM" states 23)."""
+        found = n.number_evidence(self.query)
+        hours = tuple(h for h, minute in self.times if minute == 0 and h not in found)
+        return found + hours if hours else found
 
     @cached_property
     def number_index(self) -> g.NumberIndex:
         return g.NumberIndex(self.numbers)
 
     @cached_property
-    def units(self) -> frozenset[int]:
+    def units(self) -> frozenset[str]:
         return n.unit_groups_stated(self.query)
 
     @cached_property
     def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
         dates, years = n.date_evidence(self.query)
-        return dates | n.relative_dates(self.query, dates), years
+        return dates | n.relative_dates(self.query, dates, self.month_years), years
 
     @cached_property
     def month_years(self) -> frozenset[tuple[int, int]]:

@@ -21,18 +21,25 @@ One read-only registry, :data:`GROUNDINGS` (name -> factory of a :class:`Groundi
      for "April 2022") and its first day);
   3. ``unit``: the value names a unit the request states in another spelling ("km" for
      "kilometers"; "Fahrenheit" is *not* stated by "Celsius");
-  4. ``context``: the conversation before the request states it (earlier user turns, tool
-     results), by rules 1-3;
-  5. ``format``: the request states the leading part and the parameter's description shows
+  4. ``knowledge``: a library links the value to words of the request
+     (:mod:`callscope.saag.normalise.knowledge`: "CAD" for "Canadian dollars" and "JP" for
+     "Japan" by pycountry, "LAX" for "Los Angeles airport" and "California" for "San
+     Francisco" by airportsdata, "America/New_York" for "New York" by the tz database,
+     "0.05" for "50mH" by pint); the match is the value's evidence (:attr:`ArgVerdict.note`).
+     The words come from the request, never from the value alone: "LAX" for a request
+     about Boston stays flagged;
+  5. ``context``: the conversation before the request states it (earlier user turns, tool
+     results), by rules 1-4;
+  6. ``format``: the request states the leading part and the parameter's description shows
      the format that completes it ("Berkeley" -> "Berkeley, CA" for ``'City, State'``;
      "track:Friends artist:Marshmello" when the words not stated are the template's), or the
      value follows a template the description shows with every placeholder filled by a
      stated value ("https://192.0.2.7/api/nodes" for ``'https://{ip}/api/nodes'``);
-  6. ``described``: the description maps the value to words the request states ("1 for
+  7. ``described``: the description maps the value to words the request states ("1 for
      Bangkok");
-  7. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
+  8. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
      other member;
-  8. ``default``: the value is the parameter's default (schema ``default`` or the
+  9. ``default``: the value is the parameter's default (schema ``default`` or the
      description's "defaults to ...") and the request does not state a different one: no
      other enum member, and for numbers no number of the request that no other argument of
      the call uses.
@@ -44,10 +51,11 @@ One read-only registry, :data:`GROUNDINGS` (name -> factory of a :class:`Groundi
   A value that none of these accepts keeps the paper's h(v) over the request and context,
   except that it is always flagged: a number when the request states numbers only in words,
   and a string the request holds only as a fragment of a word (the paper's h is 0 there,
-  see :data:`FRAGMENT_H`). Rules 7 and 8 keep detecting values taken from elsewhere: a
+  see :data:`FRAGMENT_H`). Rules 8 and 9 keep detecting values taken from elsewhere: a
   member or default the request contradicts is still flagged.
 
-Every accepted value carries its reason; :class:`ArgVerdict` is the verdict on one argument.
+Every accepted value carries its reason, and a value accepted through a library its
+evidence line; :class:`ArgVerdict` is the verdict on one argument.
 A *judge* (any callable ``(param, value, query) -> bool``, e.g. a model) may be consulted
 for values the rules still flag; an accepted value then has reason ``judge``.
 """
@@ -62,13 +70,14 @@ from typing import Any, Protocol
 from callscope.core.registry import Registry
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
-from callscope.saag.evidence import Evidence, scalar_key
+from callscope.saag.evidence import MEMO_SIZE, Evidence, scalar_key
 
 #: the reasons an accepted value may carry, from the most to the least direct
 REASONS: tuple[str, ...] = (
     "stated",
     "normalised",
     "unit",
+    "knowledge",
     "context",
     "format",
     "described",
@@ -99,11 +108,14 @@ Judge = Callable[[str, Any, str], bool]
 class ArgVerdict:
     """Stage 3's verdict on one argument: ``h`` its hallucination score (``None``: assumed, no
     grounding context), ``reason`` why it is grounded (``None``: not grounded), ``leaf`` the
-    worst leaf (the value itself for scalars; ``None`` for a value too deep to score)."""
+    worst leaf (the value itself for scalars; ``None`` for a value too deep to score),
+    ``note`` the evidence of a ``knowledge`` match (which library matched which words of the
+    request to the value; ``None`` otherwise)."""
 
     h: float | None
     reason: str | None
     leaf: Any
+    note: str | None = None
 
     @property
     def grounded(self) -> bool:
@@ -196,34 +208,36 @@ class RegistryGrounding:
     """The registry-aware grounding (the default; see the module doc for its rules)."""
 
     name: str = "registry"
-    #: rules switched off (for ablation): any of ``normalised unit context format described
-    #: enum default``
+    #: rules switched off (for ablation): any of ``normalised unit knowledge context format
+    #: described enum default``
     disabled: frozenset[str] = field(default_factory=frozenset)
 
     # ------------------------------------------------------------------ stated in a text
 
-    def _stated(self, value: Any, ev: Evidence) -> str | None:
-        """``stated`` / ``normalised`` / ``unit`` when ``ev.query`` states the scalar
-        (remembered per request: :attr:`Evidence.memo`)."""
+    def _stated(self, value: Any, ev: Evidence, knowledge: bool = True) -> str | None:
+        """``stated`` / ``normalised`` / ``unit`` / ``knowledge`` (not tried when
+        ``knowledge`` is false) when ``ev.query`` states the scalar (remembered per request:
+        :attr:`Evidence.memo`)."""
         key = scalar_key(value)
         if key is None:
-            return self._stated_in(value, ev)
-        key = ("stated", self.disabled, key)
+            return self._stated_in(value, ev, knowledge)
+        key = ("stated", self.disabled, knowledge, key)
         hit = ev.memo.get(key, _MISSING)
         if hit is _MISSING:
-            hit = self._stated_in(value, ev)
+            hit = self._stated_in(value, ev, knowledge)
             ev.remember(key, hit)
         return hit  # type: ignore[no-any-return]
 
-    def _stated_in(self, value: Any, ev: Evidence) -> str | None:
+    def _stated_in(self, value: Any, ev: Evidence, knowledge: bool = True) -> str | None:
         if g.exact_match(value, ev.query):
             return "stated"
         on = "normalised" not in self.disabled
         if g.is_number(value):
-            return "normalised" if on and _number_stated(value, ev.number_index) else None
-        if not isinstance(value, str):
+            if on and _number_stated(value, ev.number_index):
+                return "normalised"
+        elif not isinstance(value, str):
             return None
-        if on:
+        elif on:
             if n.words_state(value, ev.words):
                 return "normalised"
             digits = _DIGIT.search(value) is not None
@@ -241,23 +255,46 @@ class RegistryGrounding:
             words = n.norm_words(value).split()
             if words and all(n.stem(w) in ev.stems for w in words):
                 return "normalised"  # the same words, in another order or inflection
-        if "unit" not in self.disabled:
+        if "unit" not in self.disabled and not g.is_number(value):
             unit = n.unit_group(value)
             if unit is not None and unit in ev.units:
                 return "unit"
+        if knowledge and "knowledge" not in self.disabled:
+            found = n.knowledge_match(value, ev)
+            if found is not None:
+                key = scalar_key(value)
+                if key is not None and len(ev.notes) < MEMO_SIZE:
+                    ev.notes[key] = found.note()
+                return "knowledge"
+        return None
+
+    def _note(self, value: Any, ev: Evidence) -> str | None:
+        """The evidence line of the knowledge match behind ``value``'s acceptance (or behind
+        the stated part of a formatted value: "Los Angeles" of "Los Angeles, CA")."""
+        for text in (ev, ev.context_evidence):
+            if text is None or not text.notes:
+                continue
+            key = scalar_key(value)
+            note = text.notes.get(key) if key is not None else None
+            if note is None and isinstance(value, str) and "," in value:
+                note = text.notes.get(scalar_key(value.split(",", 1)[0].strip()))
+            if note is not None:
+                return note
         return None
 
     def _stated_members(self, enum: tuple[Any, ...], ev: Evidence) -> tuple[Any, ...]:
-        """The members of ``enum`` the request states (computed once per request and enum)."""
+        """The members of ``enum`` the request states (computed once per request and enum); a
+        member a library only links to the request ("California" for "San Francisco") does not
+        count: world knowledge implies it, the user did not say it."""
         if not enum:
             return ()
         try:
             key = (self.disabled, enum)
             hit = ev.member_cache.get(key)
         except TypeError:  # an unhashable member: no caching
-            return tuple(m for m in enum if self._stated(m, ev) is not None)
+            return tuple(m for m in enum if self._stated(m, ev, knowledge=False) is not None)
         if hit is None:
-            hit = tuple(m for m in enum if self._stated(m, ev) is not None)
+            hit = tuple(m for m in enum if self._stated(m, ev, knowledge=False) is not None)
             ev.member_cache[key] = hit
         return hit
 
@@ -346,7 +383,7 @@ class RegistryGrounding:
         if scalar:
             reason = self._accept_leaf(param, value, schema, evidence, arguments)
             if reason:
-                return ArgVerdict(0.0, reason, value)
+                return ArgVerdict(0.0, reason, value, self._note(value, evidence))
             key = scalar_key(value)
             if key is not None:  # the rest depends on the value and the text only
                 hit = evidence.memo.get(("scalar", key))
@@ -377,6 +414,7 @@ class RegistryGrounding:
         one leaf was tried by the caller), the worst ungrounded one its h."""
         worst: ArgVerdict | None = None
         reasons: list[str] = []
+        notes: list[str] = []
         siblings = frozenset(
             leaf for leaf, _ in leaves if isinstance(leaf, str | int | float) and len(leaves) > 1
         )
@@ -393,6 +431,9 @@ class RegistryGrounding:
                 reason = self._accept_leaf(param, leaf, leaf_schema, evidence, arguments, siblings)
                 if reason:
                     reasons.append(reason)
+                    note = self._note(leaf, evidence) if evidence.notes else None
+                    if note is not None and note not in notes:
+                        notes.append(note)
                     continue
             ungrounded += 1
             if ungrounded > MAX_SCORED_LEAVES:  # bounded cost: the rest score h = 1
@@ -412,7 +453,7 @@ class RegistryGrounding:
         if not reasons:
             lex = g.hallucination(value, evidence.query)
             return ArgVerdict(lex if lex is None else 0.0, None, value)
-        return ArgVerdict(0.0, max(reasons, key=_RANK.__getitem__), value)
+        return ArgVerdict(0.0, max(reasons, key=_RANK.__getitem__), value, "; ".join(notes) or None)
 
 
 def _leaves(

@@ -108,17 +108,28 @@ def _shown(value: Any) -> str:
     return text
 
 
+def _evidence(note: str) -> str:
+    """An evidence line as a correction shows it (capped like a kept value)."""
+    return note if len(note) <= MAX_KEPT_VALUE_CHARS else note[: MAX_KEPT_VALUE_CHARS - 3] + "..."
+
+
 def already_right(d: Diagnosis, call: ToolCall | None) -> str:
     """What of the model's own ``call`` already passed the cascade, as a sentence or ``""``:
     the name once stage 1 passed; at a stage-3 failure also the arguments stage 3 grounded
-    (``d.grounded``), each with the model's own value. Never reads the gold."""
+    (``d.grounded``), each with the model's own value, and for a value grounded through a
+    library its evidence (``d.evidence``: "'Canadian Dollar' → CAD by ..."), so the model
+    sees why it is kept. Never reads the gold."""
     if call is None or d.stage in (0, 1) or d.predicted is None:
         return ""
     parts = [KEEP_NAME.format(name=d.predicted)]
     if d.stage == 3:
         kept = [k for k in call.arguments if k in d.grounded]
         if kept:
-            shown = ", ".join(f"{k} = {_shown(call.arguments[k])}" for k in kept)
+            shown = ", ".join(
+                f"{k} = {_shown(call.arguments[k])}"
+                + (f" ({_evidence(d.evidence[k])})" if k in d.evidence else "")
+                for k in kept
+            )
             parts.append(KEEP_ARGS.format(args=shown))
     return " ".join(parts)
 

@@ -86,7 +86,8 @@ def diagnosis_row(
 ) -> dict[str, Any]:
     """The gold-free part of a ``score`` row for one call's diagnosis made in the ``grounding``
     mode: ``id``, ``stage``, the metrics, the failure lists, the fix, the parse error, the
-    mode's name and the grounded values."""
+    mode's name and the grounded values; ``evidence`` (only when some value was grounded
+    through a library) each such argument's evidence line."""
     row: dict[str, Any] = {"id": case_id, "stage": d.stage}
     for m in METRICS:
         row[m] = getattr(d, m)
@@ -100,6 +101,8 @@ def diagnosis_row(
         grounding=grounding,
         grounded=d.grounded,
     )
+    if d.evidence:  # issue 37: which library matched which words of the request to a value
+        row["evidence"] = d.evidence
     return row
 
 
@@ -118,6 +121,8 @@ def call_verdict(position: int, checked: CheckedCall, fix: str | None) -> dict[s
     out["fix"] = fix
     if checked.call is None and checked.reason is not None:
         out["parse_error"] = checked.reason
+    if d.evidence:  # issue 37: see diagnosis_row
+        out["evidence"] = d.evidence
     return out
 
 

@@ -21,6 +21,11 @@ it can be tested and ablated alone:
 Every function is linear in the length of its input (regular expressions without nested
 quantifiers; token scans).
 
+* :mod:`.knowledge`: values the request names in other words, through well-kept libraries
+  (countries, US states, currencies, languages: pycountry; airports and the places they
+  serve: airportsdata; time zones: the IANA tz database; quantities in other units: pint),
+  each match kept as evidence (:class:`Match`).
+
 The rules are split by what they read, one module each: :mod:`.words`, :mod:`.numbers`,
 :mod:`.units`, :mod:`.schema` (defaults, enums), :mod:`.dates` (absolute, month-year,
 times, relative dates), :mod:`.descriptions` (formats, described values, URL templates).
@@ -44,6 +49,12 @@ from callscope.saag.normalise.descriptions import (
     description_words,
     template_fills,
 )
+from callscope.saag.normalise.knowledge import (
+    NORMALISERS,
+    Match,
+    knowledge_match,
+    stem_words,
+)
 from callscope.saag.normalise.numbers import number_evidence, parse_number_string
 from callscope.saag.normalise.schema import schema_defaults, schema_enum
 from callscope.saag.normalise.units import unit_group, unit_groups_stated
@@ -51,7 +62,9 @@ from callscope.saag.normalise.words import compact, norm_words, stem, stems, wor
 
 __all__ = [
     "MAX_TEMPLATE_VALUE",
+    "NORMALISERS",
     "Date",
+    "Match",
     "comma_format",
     "compact",
     "date_evidence",
@@ -59,6 +72,7 @@ __all__ = [
     "described_phrases",
     "description_templates",
     "description_words",
+    "knowledge_match",
     "month_year_evidence",
     "month_year_stated",
     "norm_words",
@@ -68,6 +82,7 @@ __all__ = [
     "schema_defaults",
     "schema_enum",
     "stem",
+    "stem_words",
     "stems",
     "template_fills",
     "time_evidence",

@@ -210,20 +210,50 @@ def date_time_stated(
 
 # --------------------------------------------------------------------------- relative dates
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAYS: tuple[str, ...] = (
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+)
 _RELATIVE_DAYS = {"tomorrow": 1, "yesterday": -1, "today": 0, "tonight": 0}
 
 
-def relative_dates(text: str, dates: frozenset[Date]) -> frozenset[Date]:
-    """Dates a request states relative to a full date it also states ("today is 2023-10-01 ...
-    tomorrow", "next Wednesday", "a week later"): from each stated ``(year, month, day)``, the
-    day before and after, the day after tomorrow, the next two occurrences of every weekday the
-    text names, and a week later."""
-    if not dates:
-        return frozenset()  # nothing to count from (what the scan below finds too)
-    import datetime as dt  # lazy: only requests with a full date and a relative word need it
+_LONE_DAY = re.compile(
+    r"\bthe\s(\d{1,2})(?:st|nd|rd|th)\b(?!\s(?:of\s)?(?:" + _MONTH_RE + r"))", re.I
+)
+_TODAY_IS = re.compile(
+    r"\btoday(?:'s date)?\s(?:is\s)?(?:a\s)?(?:[\d./-]{6,10}\s)?(" + "|".join(_WEEKDAYS) + r")\b",
+    re.I,
+)
 
+
+def relative_dates(
+    text: str, dates: frozenset[Date], month_years: frozenset[tuple[int, int]] = frozenset()
+) -> frozenset[Date]:
+    """Dates a request states relative to a full date it also states ("today is 2023-10-01 ...
+    tomorrow", "next Wednesday", "a week later", "March 3rd next year", "until the 12th"),
+    counted with python-dateutil's ``relativedelta``: from each stated ``(year, month, day)``,
+    the day before and after, the day after tomorrow, the next two occurrences of every
+    weekday the text names (counted from the weekday the text gives today, "today is
+    Monday", when it gives one), a week later; a stated month and day without a year in the
+    next year ("next year"); a lone day of the month ("on the 9th") in the month of a stated
+    date or the one after, and in every month of a year the text states ("sep 2023")."""
     low = text.lower()
+    lone_days = [int(m.group(1)) for m in _LONE_DAY.finditer(low) if 1 <= int(m.group(1)) <= 31]
+    out: set[Date] = set()
+    for y, m in month_years:
+        out |= {(y, m, d) for d in lone_days if _valid(y, m, d)}
+    full = [(y, m, d) for y, m, d in dates if y is not None]
+    if not full:
+        return frozenset(out)
+    import datetime as dt  # lazy: only requests with a full date need these
+
+    from dateutil.relativedelta import relativedelta
+
     words = set(WORD_TOKEN.findall(low))
     offsets = {v for k, v in _RELATIVE_DAYS.items() if k in words}
     if "day after tomorrow" in low:
@@ -231,21 +261,36 @@ def relative_dates(text: str, dates: frozenset[Date]) -> frozenset[Date]:
     if "week" in words:
         offsets.add(7)
     weekdays = [i for i, w in enumerate(_WEEKDAYS) if w in words]
-    if not offsets and not weekdays:
-        return frozenset()
-    out: set[Date] = set()
-    for y, m, d in dates:
-        if y is None:
-            continue
+    told = _TODAY_IS.search(low)
+    told_weekday = _WEEKDAYS.index(told.group(1).lower()) if told else None
+    next_year = "next year" in low
+    if not (offsets or weekdays or next_year or lone_days):
+        return frozenset(out)  # nothing relative to count
+    no_year = [(m, d) for y, m, d in dates if y is None]
+    for y, m, d in full:
         try:
-            ref = dt.date(y, m, d)
+            ref = dt.date(y, m, d)  # type: ignore[arg-type]
         except ValueError:
             continue
-        days = set(offsets)
-        for w in weekdays:
-            ahead = (w - ref.weekday()) % 7 or 7
-            days |= {ahead, ahead + 7}
-        for k in days:
-            x = ref + dt.timedelta(days=k)
-            out.add((x.year, x.month, x.day))
+        found = [ref + relativedelta(days=k) for k in offsets]
+        for base in {ref.weekday(), told_weekday} - {None}:
+            for w in weekdays:
+                ahead = (w - base) % 7 or 7  # type: ignore[operator]
+                found += [ref + relativedelta(days=ahead), ref + relativedelta(days=ahead + 7)]
+        if next_year:
+            found += [dt.date(y + 1, mo, da) for mo, da in no_year if _valid(y + 1, mo, da)]
+        nxt = ref + relativedelta(months=1)
+        for day in lone_days:
+            found += [
+                dt.date(x.year, x.month, day)
+                for x in (ref, nxt)
+                if _valid(x.year, x.month, day) and day <= _days_in(x.year, x.month)
+            ]
+        out |= {(x.year, x.month, x.day) for x in found}
     return frozenset(out)
+
+
+def _days_in(year: int, month: int) -> int:
+    import calendar  # lazy: see relative_dates
+
+    return calendar.monthrange(year, month)[1]

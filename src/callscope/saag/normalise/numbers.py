@@ -1,75 +1,28 @@
-"""Numbers a text states: digits, number words, scales, percentages, fractions, durations.
+"""Numbers a text states: digits, number words (text2num), scales, percentages, fractions,
+coordinates with their hemisphere, years written '19.
 
-Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
+Part of the registry grounding's rules (:mod:`callscope.saag.normalise`). The number grammar
+("twenty five", "one hundred and twenty", "the third", "one point five") is text2num's
+(MIT, a compiled library, loaded on the first request with letters); quantities in other
+units ("5 minutes" as 300 seconds) are pint's (:mod:`.knowledge.quantities`). What is left
+here are words no grammar reads ("a dozen", "half", "quarterly", "February") and the
+written forms of a digit string."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
-_UNITS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-}
-_TENS = {
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+#: number words no number grammar reads: a word that means one number on its own
 _SINGLE = {"dozen": 12, "half": 0.5, "quarter": 0.25, "twice": 2, "double": 2, "triple": 3}
-_ORDINALS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
-}
 #: a digit token with optional thousands separators, decimals, and what follows it
 _NUM = re.compile(
     r"(?<![\w.])(-)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[-+]?\d{1,3})?|\.\d+)"
     r"(?:\s?(%|percent\b|k\b|m\b|bn\b|million\b|billion\b|thousand\b|hundred\b"
-    r"|minutes?\b|mins?\b|hours?\b|hrs?\b|days?\b|weeks?\b))?"
+    r"|dozen\b))?"
 )
 _FRACTION = re.compile(r"(?<![\w.])(\d+)\s?/\s?(\d+)(?![\w.])")
 WORD_TOKEN = re.compile(r"[a-z]+")
-#: a duration also stated in smaller units ("3 minutes" states 180 seconds)
-_DURATIONS = {
-    "minute": (60,),
-    "min": (60,),
-    "hour": (60, 3600),
-    "hr": (60, 3600),
-    "day": (24, 1440, 86400),
-    "week": (7, 168),
-}
 #: how often per year a compounding or payment frequency word means
 _FREQUENCIES = {
     "annually": 1,
@@ -108,13 +61,20 @@ _SUFFIX_SCALE = {
     "million": 10**6,
     "bn": 10**9,
     "billion": 10**9,
+    "dozen": 12,
 }
 
 
-#: every word :func:`_word_numbers` reads (any other word only ends a number)
-_NUMBER_WORDS = frozenset(
-    {*_UNITS, *_TENS, *_SCALES, *_SINGLE, *_ORDINALS, *_FREQUENCIES, *_MONTH_NUMBERS, "and"}
-)
+#: every word :func:`_word_numbers` reads
+_NUMBER_WORDS = frozenset({*_SINGLE, *_FREQUENCIES, *_MONTH_NUMBERS})
+#: a coordinate with its hemisphere: south and west are negative ("118.24 W" states -118.24)
+_HEMISPHERE = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?°?\s?([NSEW])\b")
+#: a number after a spaced minus sign ("y = 3x^2 + 2x - 4" states -4)
+_SPACED_MINUS = re.compile(r"(?:^|[\s(=,])[-−]\s(\d+(?:\.\d+)?)(?![\d.])")
+#: hyphens and quotes around words: spaces for text2num ("four-star", "'nine'")
+_JOINERS = re.compile(r"(?<=[a-z])-(?=[a-z])|['\"‘’“”](?=[a-z])|(?<=[a-z])['\"‘’“”]")
+#: a year written with an apostrophe ("songs from '19")
+_SHORT_YEAR = re.compile(r"(?<![\w'])['‘’](\d{2})(?![\w'])")
 
 
 def as_number(tok: str) -> int | float:
@@ -123,53 +83,37 @@ def as_number(tok: str) -> int | float:
 
 
 def _word_numbers(text: str) -> list[int | float]:
-    """Numbers written in words, one linear scan: "twenty five" -> 25, "one hundred and
-    twenty" -> 120, "three million" -> 3,000,000, "a dozen" -> 12, "half" -> 0.5,
-    ordinals ("third") -> 3."""
+    """Numbers written as words no number grammar reads: "a dozen" -> 12, "half" -> 0.5,
+    "quarterly" -> 4, "February" -> 2 (cardinals and ordinals in words, "a hundred" too, are
+    text2num's: :func:`_in_digits`)."""
     out: list[int | float] = []
-    total, current, active = 0, 0, False
     for word in WORD_TOKEN.findall(text):
-        if word not in _NUMBER_WORDS:  # most words: what the last branch does with them
-            if active:
-                out.append(total + current)
-                total, current, active = 0, 0, False
+        if word not in _NUMBER_WORDS:
             continue
-        if word in _UNITS or word in _TENS:
-            current += _UNITS.get(word, 0) + _TENS.get(word, 0)
-            active = True
-        elif word in _SCALES and active:
-            scale = _SCALES[word]
-            if scale == 100:
-                current *= 100
-            else:
-                total += current * scale
-                current = 0
-        elif word == "and" and active:
-            continue
-        else:
-            if active:
-                out.append(total + current)
-            total, current, active = 0, 0, False
-            if word in _SINGLE:
-                out.append(_SINGLE[word])
-            elif word in _ORDINALS:
-                out.append(_ORDINALS[word])
-            elif word in _FREQUENCIES:
-                out.append(_FREQUENCIES[word])
-            elif word in _MONTH_NUMBERS:
-                out.append(_MONTH_NUMBERS[word])
-            elif word in _SCALES:  # "a hundred"
-                out.append(_SCALES[word])
-    if active:
-        out.append(total + current)
+        for table in (_SINGLE, _FREQUENCIES, _MONTH_NUMBERS):
+            if word in table:
+                out.append(table[word])
+                break
     return out
 
 
-def number_evidence(text: str) -> tuple[int | float, ...]:
-    """Every number ``text`` states, in the forms a call may carry it (see the module doc).
-    Duplicates removed, order of first appearance kept."""
-    lowered = text.lower()
-    out: list[int | float] = []
+def _in_digits(lowered: str) -> str:
+    """``lowered`` with its numbers in words written in digits by text2num ("twenty five" ->
+    "25", "one hundred and twenty" -> "120", "the third" -> "the 3rd", "one point five" ->
+    "1.5"); ``lowered`` itself when it holds no letters text2num could read."""
+    if WORD_TOKEN.search(lowered) is None:
+        return lowered
+    from text_to_num import alpha2digit  # lazy: a compiled library, loaded on first request
+
+    try:  # "four-star", "'nine'": text2num reads words between spaces only
+        return str(alpha2digit(_JOINERS.sub(" ", lowered), "en", threshold=0))
+    except Exception:  # a text the library cannot read: its digits are read as they are
+        return lowered
+
+
+def _digit_numbers(lowered: str, out: list[int | float]) -> None:
+    """The digit tokens of ``lowered`` with what their suffix makes of them (a percentage
+    as a fraction too, a scale word multiplied), appended to ``out``."""
     for m in _NUM.finditer(lowered):
         sign, body, suffix = m.group(1), m.group(2), m.group(3)
         try:
@@ -186,17 +130,28 @@ def number_evidence(text: str) -> tuple[int | float, ...]:
             out.append(n / 100)
         elif suffix in _SUFFIX_SCALE:
             out.append(n * _SUFFIX_SCALE[suffix])
-        elif suffix:
-            unit = suffix[:-1] if suffix.endswith("s") else suffix
-            out.extend(n * f for f in _DURATIONS.get(unit, ()))
+
+
+def number_evidence(text: str) -> tuple[int | float, ...]:
+    """Every number ``text`` states, in the forms a call may carry it (see the module doc).
+    Duplicates removed, order of first appearance kept."""
+    lowered = text.lower()
+    out: list[int | float] = []
+    converted = _in_digits(lowered)
+    for source in (lowered, converted) if converted != lowered else (lowered,):
+        _digit_numbers(source, out)
+    for m in _HEMISPHERE.finditer(text):
+        if m.group(2) in "SW":
+            out.append(-as_number(m.group(1)))
+    for m in _SPACED_MINUS.finditer(lowered):
+        out.append(-as_number(m.group(1)))
+    for m in _SHORT_YEAR.finditer(lowered):
+        out.append(2000 + int(m.group(1)) if int(m.group(1)) < 50 else 1900 + int(m.group(1)))
     for m in _FRACTION.finditer(lowered):
         num, den = int(m.group(1)), int(m.group(2))
         if den:
             out.append(num / den)
-    words = _word_numbers(lowered)
-    out.extend(words)
-    if "percent" in lowered:  # "forty percent" states 0.4 too
-        out.extend(n / 100 for n in words)
+    out.extend(_word_numbers(lowered))
     seen: set[float | int] = set()
     uniq: list[int | float] = []
     for n in out:

@@ -1,0 +1,82 @@
+"""What every knowledge normaliser shares: :class:`Match` (the evidence), the
+:class:`Normaliser` and :class:`StatedText` interfaces, and how a name is stated.
+
+Part of :mod:`callscope.saag.normalise.knowledge`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Protocol
+
+from callscope.saag.normalise.words import norm_words, stem
+
+#: values longer than this are not looked up (names, codes and quantities are short)
+MAX_VALUE_CHARS = 64
+#: the longest run of request words read as one name ("Bosnia and Herzegovina" is 3)
+MAX_SPAN_WORDS = 5
+
+
+@dataclass(frozen=True)
+class Match:
+    """One equivalence: ``words`` of the request name ``value``, by ``source`` (a library and
+    what in it joins them)."""
+
+    words: str
+    value: str
+    source: str
+
+    def note(self) -> str:
+        """The evidence as one line: ``'Los Angeles' -> LAX by airportsdata (...)``."""
+        return f"'{self.words}' → {self.value} by {self.source}"
+
+
+class StatedText(Protocol):
+    """What a normaliser reads of the request (:class:`callscope.saag.evidence.Evidence`)."""
+
+    query: str
+    words: str  # norm_words(query)
+    stemmed: str  # the words of ``words`` stemmed, padded with spaces
+
+
+class Normaliser(Protocol):
+    """One kind of value, known through one library."""
+
+    name: str
+
+    def match(self, value: str | int | float, text: StatedText) -> Match | None: ...
+
+
+def stem_words(text: str) -> str:
+    """``text``'s :func:`norm_words` with every word stemmed, padded with spaces ("Canadian
+    dollars" -> " canadian dollar ")."""
+    return " " + " ".join(stem(w) for w in norm_words(text).split()) + " "
+
+
+def name_stated(name: str, text: StatedText) -> bool:
+    """``name`` occurs in the request as whole words, up to inflection ("Canadian Dollar" is
+    stated by "Canadian dollars")."""
+    if not name or len(name) > 4 * MAX_VALUE_CHARS:
+        return False
+    if norm_words(name) in text.words:
+        return True
+    needle = stem_words(name)
+    return needle.strip() != "" and needle in text.stemmed
+
+
+@lru_cache(maxsize=2048)
+def upper_tokens(query: str) -> frozenset[str]:
+    """The request's all-capital tokens of 2-3 letters ("LAX", "CA", "JP"): codes a user
+    writes as codes."""
+    out: set[str] = set()
+    tok: list[str] = []
+    for ch in query + " ":
+        if ch.isascii() and ch.isalpha():
+            tok.append(ch)
+            continue
+        if 2 <= len(tok) <= 3:
+            word = "".join(tok)
+            if word.isupper():
+                out.add(word)
+        tok = []
+    return frozenset(out)

@@ -1,0 +1,250 @@
+"""Stage 3's knowledge (issue 37): a value the request states in other words is grounded
+through a well-kept library, with evidence saying which library matched which words; the same
+value with a request that does not state it (its negative twin) stays flagged.
+
+Driven through ``callscope score`` as a user runs it (one subprocess for every row). Every
+expected value was worked out by hand: 50 mH = 0.05 H, 100 µF = 0.0001 F, 5 km = 5,000 m,
+5 ft 10 in = 70 in, 11 PM = 23 h, 2023-04-24 is a Monday so the Wednesday after it is
+2023-04-26, "the 9th" of September 2023 is 2023-09-09, "April 13th of next year" from
+2023-10-01 is 2024-04-13."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callscope.records import Diagnosis
+from callscope.saag.cascade import diagnose
+from callscope.saag.gated import GATED_DEFAULT
+from callscope.saag.messages import gated_message
+from callscope.types import ToolCall
+
+
+def _function(param: str, kind: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "f",
+            "description": "a tool",
+            "parameters": {
+                "type": "object",
+                "properties": {param: {"type": kind, "description": "a value"}},
+                "required": [param],
+            },
+        }
+    ]
+
+
+#: (id, query, param, value, words the evidence names, library it names) for a grounded
+#: value, and the negative twin's query (the same value, not stated)
+CASES: list[tuple[str, str, str, Any, str, str, str]] = [
+    # currencies: Babel / pycountry
+    ("currency_name", "How many Canadian dollars for 500 US dollars?", "to", "CAD",
+     "'Canadian Dollar' → CAD", "Babel", "How many yen for 500 US dollars?"),
+    ("currency_symbol", "Convert £20 to euros", "from", "GBP", "'£' → GBP", "Babel",
+     "Convert $20 to euros"),
+    ("currency_country_name", "How much is 20000 Japanese Yen in United States Dollar?",
+     "to", "USD", "'United States Dollar' → USD", "Babel",
+     "How much is 20000 Japanese Yen in Canadian Dollar?"),
+    # countries: pycountry; US states: us
+    ("country_alpha2", "What is the population of Japan?", "country", "JP", "'Japan' → JP",
+     "pycountry (ISO 3166-1)", "What is the population of Korea?"),
+    ("country_alpha3", "What is the population of Japan?", "country", "JPN",
+     "'Japan' → JPN", "pycountry (ISO 3166-1)", "What is the population of China?"),
+    ("country_for_a_code", "Visa rules for JP citizens", "country", "Japan", "'JP' → Japan",
+     "pycountry (ISO 3166-1)", "Visa rules for KR citizens"),
+    ("state_code", "Hotels in California please", "state", "CA", "'California' → CA",
+     "us (US states)", "Hotels in Nevada please"),
+    ("state_for_a_code", "Hotels in CA please", "state", "California", "'CA' → California",
+     "us (US states)", "Hotels in NV please"),
+    # languages: pycountry (ISO 639)
+    ("language_region", "Answer me in English", "lang", "en-US", "'English' → en-US",
+     "pycountry (ISO 639)", "Answer me in Spanish"),
+    ("language", "Translate this sentence into French", "lang", "fr", "'French' → fr",
+     "pycountry (ISO 639)", "Translate this sentence into German"),
+    # airports: airportsdata
+    ("airport_code", "Flights from the Los Angeles airport tomorrow", "origin", "LAX",
+     "'Los Angeles' → LAX", "airportsdata", "Flights from Boston tomorrow"),
+    ("city_of_airport", "Hotels are costly, I need a house. I am travelling to LAX.",
+     "where_to", "Los Angeles, CA", "'LAX' → Los Angeles, CA", "airportsdata",
+     "Hotels are costly, I need a house. I am travelling to JFK."),
+    ("state_of_city", "The crime rate in San Francisco in 2020", "state", "California",
+     "'San Francisco' → California", "airportsdata", "The crime rate in Boston in 2020"),
+    ("country_of_a_city", "The weather in London today", "country", "GB", "'London' → GB",
+     "airportsdata", "The weather in Madrid today"),
+    # cities and their short names: the GeoNames table
+    ("city_short_name", "How is the weather in Philly?", "city", "Philadelphia",
+     "'Philly' → Philadelphia", "GeoNames", "How is the weather in Pittsburgh?"),
+    ("city_abbreviation", "Find me the best SF psychologist", "city", "San Francisco, CA",
+     "'SF' → San Francisco, CA", "GeoNames", "Find me the best LA psychologist"),
+    ("city_with_state", "A counselor in Berkeley, please", "city", "Berkeley, CA",
+     "'Berkeley' → Berkeley, CA", "GeoNames", "A counselor in Oakland, please"),
+    # ticker symbols: the S&P 500 list
+    ("ticker", "Get the stock price of Apple for the last 5 days", "ticker", "AAPL",
+     "'Apple' → AAPL", "S&P 500", "Get the stock price of Microsoft for the last 5 days"),
+    # time zones: the IANA tz database
+    ("timezone", "Convert 3pm from New York time to Berlin time", "tz", "America/New_York",
+     "'New York' → America/New_York", "IANA tz database",
+     "Convert 3pm from Boston time to Berlin time"),
+    # quantities in other units: pint
+    ("millihenry", "An LC circuit with an inductance of 50mH", "inductance", 0.05,
+     "'50mH' → 0.05", "pint (0.05 henry)", "An LC circuit with an inductance of 60mH"),
+    ("microfarad", "An LC circuit with a capacitance of 100µF", "capacitance", 0.0001,
+     "'100µF' → 0.0001", "pint (0.0001 farad)", "An LC circuit with a capacitance of 100nF"),
+    ("kilometres", "I ran 5 km this morning", "meters", 5000, "'5 km' → 5000",
+     "pint (5000 meter)", "I ran 5 miles this morning"),
+    ("feet_and_inches", "A person of height 5ft 10in", "height", 70, "'5ft 10in' → 70",
+     "pint (70 inch)", "A person of height 5ft 11in"),
+    ("duration_string", "Set a countdown for 5 mins", "duration", "5 minutes",
+     "'5 mins' → 5 minutes", "pint", "Set a countdown for 6 mins"),
+]  # fmt: skip
+
+#: rule-shaped values (no evidence line: reason ``normalised``) and their twins
+RULES: list[tuple[str, str, str, Any, str]] = [
+    ("number_words", "a table for twenty-five people", "n", 25, "a table for thirty-five people"),
+    ("hour_of_a_time", "a restaurant open until at least 11 PM", "hours", 23,
+     "a restaurant open until at least 11 AM"),
+    ("west_longitude", "the forecast at 37.8651 N, 119.5383 W", "lon", -119.5383,
+     "the forecast at 37.8651 N, 119.5383 E"),
+    ("spaced_minus", "the area under y=3x^2 + 2x - 4", "c", -4, "the area under y=3x^2 + 2x + 4"),
+    ("two_dozen", "three pumpkins and two dozen eggs", "eggs", 24,
+     "three pumpkins and two eggs"),
+    ("ordinal_date", "a hotel room for 3 nights starting from 1st June 2022", "start",
+     "2022-06-01", "a hotel room for 3 nights starting from 1st July 2022"),
+    ("weekday_from_told_today", "the forecast for the upcoming Wednesday, today is Monday "
+     "April 24th 2023", "date", "2023-04-26",
+     "the forecast for the upcoming Thursday, today is Monday April 24th 2023"),
+    ("lone_day_of_a_month", "a drama on the 9th, currently is sep 2023", "date", "2023-09-09",
+     "a drama on the 10th, currently is sep 2023"),
+    ("next_year", "the weather on April 13th of next year? today is 2023.10.1", "date",
+     "2024-04-13", "the weather on April 13th? today is 2023.10.1"),
+    ("unit_spelling", "a distance of 10 kilometers", "unit", "km", "a distance of 10 miles"),
+    ("unit_symbol", "it is 25°C outside", "unit", "celsius", "it is 77°F outside"),
+    ("number_words_decimal", "a dose of one point five grams", "dose", 1.5,
+     "a dose of two point five grams"),
+]  # fmt: skip
+
+
+def _row(case_id: str, query: str, param: str, value: Any) -> dict[str, Any]:
+    kind = "number" if isinstance(value, int | float) else "string"
+    return {
+        "id": case_id,
+        "query": query,
+        "functions": _function(param, kind),
+        "output": json.dumps({"name": "f", "arguments": {param: value}}),
+    }
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("callscope")
+    cmd = [exe] if exe else [sys.executable, "-m", "callscope.cli"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Every row of :data:`CASES` and :data:`RULES` and its twin, scored by the CLI once."""
+    rows = []
+    for case_id, query, param, value, _, _, twin in CASES:
+        rows += [_row(case_id, query, param, value), _row(f"{case_id}~", twin, param, value)]
+    for case_id, query, param, value, twin in RULES:
+        rows += [_row(case_id, query, param, value), _row(f"{case_id}~", twin, param, value)]
+    folder = tmp_path_factory.mktemp("knowledge")
+    src, out = folder / "cases.jsonl", folder / "scored.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    proc = _cli("score", str(src), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return {r["id"]: r for r in map(json.loads, out.read_text("utf-8").splitlines())}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_a_value_a_library_links_to_the_request_is_grounded_with_its_evidence(
+    case: tuple[str, str, str, Any, str, str, str], scored: dict[str, dict[str, Any]]
+) -> None:
+    case_id, _, param, _, words, library, _ = case
+    row = scored[case_id]
+    assert row["stage"] == 0, row
+    assert row["grounded"] == {param: "knowledge"}
+    note = row["evidence"][param]
+    assert note.startswith(words + " by "), note
+    assert library in note, note
+    assert row["calls"][0]["evidence"] == row["evidence"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_the_same_value_for_a_request_that_does_not_state_it_stays_flagged(
+    case: tuple[str, str, str, Any, str, str, str], scored: dict[str, dict[str, Any]]
+) -> None:
+    row = scored[case[0] + "~"]
+    assert row["stage"] == 3, row
+    assert row["grounded"] == {} and "evidence" not in row
+
+
+@pytest.mark.parametrize("case", RULES, ids=[c[0] for c in RULES])
+def test_rule_shaped_values_and_their_twins(
+    case: tuple[str, str, str, Any, str], scored: dict[str, dict[str, Any]]
+) -> None:
+    case_id, _, param, _, _ = case
+    assert scored[case_id]["stage"] == 0, scored[case_id]
+    assert scored[case_id]["grounded"][param] in ("normalised", "unit")
+    assert scored[case_id + "~"]["stage"] == 3, scored[case_id + "~"]
+
+
+def test_the_correction_keeps_a_library_grounded_value_with_its_evidence() -> None:
+    functions = [
+        {
+            "name": "convert",
+            "parameters": {
+                "type": "object",
+                "properties": {"to": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["to", "amount"],
+            },
+        }
+    ]
+    call = ToolCall("convert", {"to": "CAD", "amount": 700})
+    d = diagnose(call, functions, "How many Canadian dollars for 500 US dollars?")
+    assert d.stage == 3 and d.numeric == ["amount"]
+    message = gated_message(d, call, GATED_DEFAULT)
+    assert message is not None
+    assert "to = \"CAD\" ('Canadian Dollar' → CAD by Babel (CLDR) / pycountry" in message
+    assert Diagnosis.from_dict(d.to_dict()).evidence == d.evidence  # kept in the run store
+
+
+def test_the_case_browser_row_carries_the_evidence() -> None:
+    from callscope.report.case_data import _attempt_record
+
+    d = diagnose(
+        ToolCall("f", {"origin": "BER"}), _function("origin", "string"), "Flights from Berlin"
+    )
+    record = _attempt_record({"attempt": 1, "row": {"stage": 0}, "diagnosis": d.to_dict()})
+    assert record["row"]["evidence"] == {
+        "origin": "'Berlin' → BER by airportsdata (BER: Berlin Brandenburg Airport, Berlin, "
+        "Brandenburg, DE)"
+    }
+    js = (Path(__file__).parents[1] / "src/callscope/report/report.js").read_text("utf-8")
+    assert "row.evidence[p]" in js  # the verdict line shows it (as text: el() sets textContent)
+
+
+def test_libraries_load_only_for_values_of_their_type() -> None:
+    code = (
+        "import sys\n"
+        "from callscope.saag.cascade import diagnose\n"
+        "from callscope.types import ToolCall\n"
+        "heavy = ('pint', 'pycountry', 'babel', 'airportsdata', 'text_to_num')\n"
+        "assert not [m for m in heavy if m in sys.modules], 'loaded on import'\n"
+        "fs = [{'name': 'f', 'parameters': {'type': 'object', 'properties': {'city': "
+        "{'type': 'string'}, 'n': {'type': 'integer'}}, 'required': ['city', 'n']}}]\n"
+        "d = diagnose(ToolCall('f', {'city': 'Paris', 'n': 3}), fs, 'Book 3 rooms in Paris')\n"
+        "assert d.stage == 0\n"
+        "assert not [m for m in heavy if m in sys.modules], 'loaded for stated values'\n"
+        "d = diagnose(ToolCall('f', {'city': 'Paris', 'n': 3000}), fs, 'Book 3 km in Paris')\n"
+        "assert 'pint' in sys.modules and d.evidence == {'n': \"'3 km' → 3000 by pint (3000 "
+        'meter)"}\n'
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

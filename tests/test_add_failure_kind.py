@@ -1,7 +1,7 @@
 """docs/architecture.md's claim "a failure kind: its record entry, its cascade check and its
 message, nothing else" (issue 41), tested by doing it: in a copy of ``src/`` a throwaway
 stage-3 kind ``placeholder`` (a value written as a template placeholder, ``<city>``) is added
-by editing exactly ``records.py``, ``saag/cascade.py`` and ``saag/messages.py``; then, with
+by editing exactly ``records/verdicts.py``, ``saag/cascade.py`` and ``saag/messages.py``; then, with
 that copy first on the path, ``callscope score`` reports the kind with its message, the guard
 gives its reason, and the correction's rank counts it, with no other file touched."""
 
@@ -18,7 +18,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 EDITS: dict[str, list[tuple[str, str]]] = {
-    "callscope/records.py": [
+    "callscope/records/verdicts.py": [
         ('    SOFT = "soft"\n', '    SOFT = "soft"\n    PLACEHOLDER = "placeholder"\n'),
         (
             '"{name}={value} is only loosely related to the user\'s text",\n    ),\n',

@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: every module with doctests: the records, the registry type, the statistics and the metrics
 DOCTEST_MODULES = (
-    "callscope.records",
+    "callscope.records.verdicts",
     "callscope.core.registry",
     "callscope.core.stats",
     "callscope.models.prefix_cache",

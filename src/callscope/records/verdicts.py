@@ -1,0 +1,283 @@
+"""The cascade's verdicts: the stage vocabulary, the failure kinds, one call's
+:class:`Diagnosis` and a ``score`` row (:mod:`callscope.records`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NotRequired, TypedDict
+
+# --------------------------------------------------------------------------- stages
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """One outcome of the cascade on an answer, the one vocabulary every reader shows (the
+    CLI's tables, the report page, the guard's headers, the integrations): ``number`` as rows
+    store it (``0`` passed, ``1``-``3`` the first failing stage, ``None`` no verdict),
+    ``key`` a stable name, ``title`` the stage's name in the SAAG paper (section 2), ``short``
+    a table label, ``what`` what the stage checks, ``colour`` the family the figures shade
+    its failure kinds in."""
+
+    number: int | None
+    key: str
+    title: str
+    short: str
+    what: str
+    colour: str
+
+
+#: the outcomes of an answer in report order: passed, the three stages, no verdict (issue 36)
+STAGES: tuple[StageInfo, ...] = (
+    StageInfo(0, "passed", "passed all three stages", "passed all", "", "#2ca02c"),
+    StageInfo(1, "registry", "registry conformance", "1 registry", "function name", "#d62728"),
+    StageInfo(
+        2, "structure", "structural completeness", "2 structure", "argument schema", "#ff7f0e"
+    ),  # fmt: skip
+    StageInfo(3, "grounding", "argument grounding", "3 grounding", "value grounding", "#9467bd"),
+    StageInfo(
+        None, "no_verdict", "no call, none known to be expected", "no verdict", "", "#7f7f7f"
+    ),  # fmt: skip
+)
+_STAGE_BY_NUMBER = {s.number: s for s in STAGES}
+
+
+def stage_info(number: int | None) -> StageInfo:
+    """The vocabulary entry of a stored ``stage`` (0-3, or ``None``: no verdict).
+
+    >>> stage_info(2).short, stage_info(None).key
+    ('2 structure', 'no_verdict')
+    """
+    return _STAGE_BY_NUMBER[number]
+
+
+# --------------------------------------------------------------------------- failure kinds
+
+
+class FailureKind(StrEnum):
+    """What made a call fail, one per correction the cascade can send (SAAG paper, sections
+    2.1-2.3 and the correction templates of appendix D). A kind *is* its string value (it is a
+    ``StrEnum``), so stored rows and JSON keep the plain names; :attr:`stage` and
+    :attr:`label` are the one place the report's segments and legends read.
+
+    >>> FailureKind.HARD.stage, FailureKind.HARD.label
+    (3, 'value not grounded')
+    >>> [k.value for k in FailureKind.of_stage(2)]
+    ['missing', 'spurious', 'drifted']
+    """
+
+    WRONG_NAME = "wrong_name"
+    NO_NAME = "no_name"
+    MISSING = "missing"
+    SPURIOUS = "spurious"
+    DRIFTED = "drifted"
+    NUMERIC = "numeric"
+    HARD = "hard"
+    SOFT = "soft"
+
+    @property
+    def stage(self) -> int:
+        """The cascade stage (1, 2 or 3) that detects this kind."""
+        return _KIND_INFO[self][0]
+
+    @property
+    def label(self) -> str:
+        """A short phrase for legends and tables (``name not in registry``...)."""
+        return _KIND_INFO[self][1]
+
+    def reason(self, name: str, value: str = "", target: str = "") -> str:
+        """The one-line reason the guard gives for one item of this kind (``name`` the
+        flagged parameter, or for stage 1 the called name; ``value`` its value as shown;
+        ``target`` the schema name a drifted parameter looks like), prefixed with the kind.
+
+        >>> FailureKind.MISSING.reason("city")
+        "missing: required argument 'city' is absent"
+        """
+        text = _KIND_INFO[self][2].format(
+            param=repr(name), name=name, value=value, target=repr(target)
+        )
+        return f"{self.value}: {text}"
+
+    @classmethod
+    def of_stage(cls, stage: int) -> tuple[FailureKind, ...]:
+        """The kinds of one stage, in cascade order."""
+        return tuple(k for k in cls if k.stage == stage)
+
+
+#: kind -> (stage, label, reason): ``reason`` is the guard's one-line reason for one flagged
+#: item, formatted with ``param`` (its name, ``repr``), ``value`` (the value, shortened) and
+#: ``target`` (the schema name a drifted one looks like); stage 1's come with the call
+_KIND_INFO: dict[str, tuple[int, str, str]] = {
+    "wrong_name": (1, "name not in registry", "{param} is not in the tools"),
+    "no_name": (1, "no call parsed", "no function name found"),
+    "missing": (2, "required arg missing", "required argument {param} is absent"),
+    "spurious": (2, "unknown arg", "argument {param} is not in the schema"),
+    "drifted": (2, "misspelled arg", "argument {param} looks like {target}"),
+    "numeric": (3, "number not in query", "{name}={value} does not match a number the user stated"),
+    "hard": (3, "value not grounded", "{name}={value} has no grounding in the user's text"),
+    "soft": (
+        3,
+        "value weakly grounded",
+        "{name}={value} is only loosely related to the user's text",
+    ),
+}
+
+
+def failure_kinds_of(
+    stage: int | None, fnem: int | None, detail: Mapping[str, Any]
+) -> list[FailureKind]:
+    """The failure kinds of a verdict given as its ``stage``, ``fnem`` and the detail lists
+    (``missing``, ``spurious``... as a :class:`Diagnosis` or a stored diagnosis dict holds
+    them): stage 1 is ``no_name`` when FNEM = -1 (nothing parsed) else ``wrong_name``; stages
+    2 and 3 list every kind of the failing stages whose detail list is non-empty, in cascade
+    order. ``[]`` when the call passed (``stage`` 0 or ``None``).
+
+    >>> failure_kinds_of(1, -1, {})
+    [<FailureKind.NO_NAME: 'no_name'>]
+    >>> [str(k) for k in failure_kinds_of(3, 1, {"hard": ["city"], "soft": []})]
+    ['hard']
+    """
+    if not stage:
+        return []
+    if stage == 1:
+        return [FailureKind.NO_NAME if fnem == -1 else FailureKind.WRONG_NAME]
+    return [k for k in FailureKind if k.stage >= 2 and detail.get(k.value)]
+
+
+# --------------------------------------------------------------------------- one call
+
+
+@dataclass
+class Diagnosis:
+    """The cascade's verdict on one call (:func:`callscope.saag.cascade.diagnose`). ``stage``
+    is 0 when all stages pass, else the first failing stage (1, 2 or 3). Failure detail lists
+    keep the model's argument order.
+
+    The metrics are the SAAG paper's (section 2), each computed by the function of
+    :mod:`callscope.saag.intrinsic` that states its formula: ``fnem`` (eq. 1) and ``ncs``
+    (eq. 2, only when ``fnem`` is 0) of stage 1; ``rpr``, ``pds``, ``spr`` (eqs. 3-5) of stage
+    2; ``avem``, ``qslo``, ``vhr`` (eqs. 6-9) of stage 3. They are stage-conditional: a metric
+    of a stage the cascade did not reach is ``None``. The stage-3 metrics depend on
+    ``grounding``: under ``lexical`` they are the paper's; under ``registry`` (the default)
+    ``avem`` is the share of values the mode accepts for any reason in ``grounded``, not only
+    the verbatim ones of eq. 6.
+
+    >>> d = Diagnosis(stage=2, fnem=1, rpr=0.5, spr=0.0, missing=["tip_percentage"])
+    >>> d.passed, [str(k) for k in d.failure_kinds()], d.avem is None
+    (False, ['missing'], True)
+    """
+
+    stage: int
+    fnem: int
+    ncs: float | None = None
+    nearest: str | None = None
+    rpr: float | None = None
+    pds: float | None = None
+    spr: float | None = None
+    avem: float | None = None
+    qslo: float | None = None
+    vhr: float | None = None
+    missing: list[str] = field(default_factory=list)
+    drifted: list[str] = field(default_factory=list)
+    spurious: list[str] = field(default_factory=list)
+    numeric: list[str] = field(default_factory=list)
+    hard: list[str] = field(default_factory=list)
+    soft: list[str] = field(default_factory=list)
+    #: for each drifted parameter, the schema name it most resembles
+    drift_targets: dict[str, str] = field(default_factory=dict)
+    #: the predicted name, when one was parsed (used by the stage-1 message)
+    predicted: str | None = None
+    #: the grounding mode stage 3 ran in (:data:`callscope.saag.groundings.GROUNDINGS`)
+    grounding: str | None = None
+    #: stage 3: each grounded argument with the reason it was accepted (``stated``,
+    #: ``normalised``, ``unit``, ``knowledge``, ``context``, ``format``, ``described``,
+    #: ``enum``, ``default``, ``judge``)
+    grounded: dict[str, str] = field(default_factory=dict)
+    #: stage 3: each argument grounded through a library with its evidence, which library
+    #: matched which words of the request to the value ("'Los Angeles' → LAX by
+    #: airportsdata (...)")
+    evidence: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.stage == 0
+
+    def failure_kinds(self) -> list[FailureKind]:
+        """Failure kinds present at the failing stage, in cascade order
+        (:class:`FailureKind`): ``[]`` when the call passed."""
+        return failure_kinds_of(self.stage, self.fnem, self.__dict__)
+
+    def flagged(self, stage: int | None = None) -> list[str]:
+        """The parameters the detail lists of ``stage`` (2 or 3; both when ``None``) flag, in
+        cascade order of their kinds (:class:`FailureKind`), whatever the stage reached.
+
+        >>> Diagnosis(stage=3, fnem=1, hard=["city"], soft=["date"]).flagged()
+        ['city', 'date']
+        """
+        return [
+            p
+            for k in FailureKind
+            if k.stage >= 2 and (stage is None or k.stage == stage)
+            for p in getattr(self, k.value)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these
+        flat fields, at a fraction of its cost: it deep-copies each value)."""
+        return {
+            k: (list(v) if type(v) is list else dict(v) if type(v) is dict else v)
+            for k, v in self.__dict__.items()
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:
+        """A diagnosis from its :meth:`to_dict` form as the run store keeps it (keys it does not
+        know, such as an answer's ``answer_calls``, are ignored)."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+class ScoreRow(TypedDict, total=False):
+    """One ``score`` output row (:func:`callscope.saag.score.diagnosis_row`): ``id``, the
+    diagnosis flattened (``stage``, the intrinsic metrics, the failure lists, the templated
+    ``fix``), ``parse_error``, the grounding mode and the grounded values; with gold, the
+    extrinsic metrics and ``solved``; ``error`` alone for a row that could not be scored. A
+    ``TypedDict``: rows stay plain JSON objects in files and in the store, and type checkers
+    see their keys."""
+
+    id: Any
+    stage: int
+    fnem: int
+    ncs: float | None
+    rpr: float | None
+    pds: float | None
+    spr: float | None
+    avem: float | None
+    qslo: float | None
+    vhr: float | None
+    nearest: str | None
+    missing: list[str]
+    drifted: list[str]
+    spurious: list[str]
+    fix: str | None
+    parse_error: str | None
+    grounding: str
+    grounded: dict[str, str]
+    evidence: NotRequired[dict[str, str]]
+    name_match: NotRequired[bool]
+    arg_precision: NotRequired[float | None]
+    arg_recall: NotRequired[float | None]
+    arg_f1: NotRequired[float | None]
+    solved: NotRequired[bool]
+    error: NotRequired[str]
+
+
+__all__ = [
+    "StageInfo",
+    "STAGES",
+    "stage_info",
+    "FailureKind",
+    "failure_kinds_of",
+    "Diagnosis",
+    "ScoreRow",
+]

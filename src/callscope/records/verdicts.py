@@ -148,6 +148,13 @@ def failure_kinds_of(
 # --------------------------------------------------------------------------- one call
 
 
+#: the detail lists of each stage's kinds (``None``: stages 2 and 3), in cascade order
+_DETAIL_LISTS: dict[int | None, tuple[str, ...]] = {
+    stage: tuple(k.value for k in FailureKind if k.stage >= 2 and stage in (None, k.stage))
+    for stage in (2, 3, None)
+}
+
+
 @dataclass
 class Diagnosis:
     """The cascade's verdict on one call (:func:`callscope.saag.cascade.diagnose`). ``stage``
@@ -215,12 +222,11 @@ class Diagnosis:
         >>> Diagnosis(stage=3, fnem=1, hard=["city"], soft=["date"]).flagged()
         ['city', 'date']
         """
-        return [
-            p
-            for k in FailureKind
-            if k.stage >= 2 and (stage is None or k.stage == stage)
-            for p in getattr(self, k.value)
-        ]
+        lists = _DETAIL_LISTS[stage]
+        if len(lists) == 3:  # one stage: the common case (the cascade's stage-3 check)
+            a, b, c = (getattr(self, name) for name in lists)
+            return [*a, *b, *c] if a or b or c else []
+        return [p for name in lists for p in getattr(self, name)]
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these

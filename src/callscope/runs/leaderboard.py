@@ -46,12 +46,15 @@ from typing import Any
 import numpy as np
 
 from callscope.benchmarks.bfcl.package import sanitize_function_name
+from callscope.benchmarks.bfcl.single import ANY_CALL_CATEGORIES as BFCL_ANY_CALL_CATEGORIES
+from callscope.benchmarks.bfcl.single import NO_CALL_CATEGORIES as BFCL_NO_CALL_CATEGORIES
 from callscope.benchmarks.bfcl.single import (
     any_call_solved,
     bfcl_answer_verdict,
     load_bfcl_detailed,
 )
 from callscope.benchmarks.bfcl.single_results import (
+    INSTALLED_CATEGORIES,
     SingleFile,
     SingleTurnModel,
     StoredAnswer,
@@ -72,23 +75,11 @@ from callscope.parse.text import EMPTY_OUTPUT, NO_CALL_FOUND, parse_output
 from callscope.saag.answer import diagnose_answer, no_call_kind, score_answer
 from callscope.types import Case, ParseResult, ToolCall
 
-#: today's categories of the 2024 leaderboard, in report order
-CATEGORIES: tuple[str, ...] = (
-    "simple_python",
-    "multiple",
-    "parallel",
-    "parallel_multiple",
-    "irrelevance",
-    "live_simple",
-    "live_multiple",
-    "live_parallel",
-    "live_parallel_multiple",
-    "live_irrelevance",
-    "live_relevance",
-)
-NO_CALL_CATEGORIES = frozenset({"irrelevance", "live_irrelevance"})
+#: today's categories of the 2024 leaderboard, in report order (the reader's list)
+CATEGORIES: tuple[str, ...] = INSTALLED_CATEGORIES
+NO_CALL_CATEGORIES = frozenset(BFCL_NO_CALL_CATEGORIES)
 #: where any call is right (no gold call): solved, and accepted by BFCL, when a call decodes
-ANY_CALL_CATEGORIES = frozenset({"live_relevance"})
+ANY_CALL_CATEGORIES = frozenset(BFCL_ANY_CALL_CATEGORIES)
 #: how the decoder read an answer
 DECODE = ("calls", "failed", "wrong_format", "bad_arguments", "irrelevant", "evaluated")
 #: what an answer without a call is (0: it has calls)

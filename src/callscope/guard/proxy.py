@@ -85,6 +85,7 @@ from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairAttempt, Repai
 from callscope.guard.upstream import (
     DEFAULT_LOCAL_MODEL,
     HOP,
+    MAX_REPLY_BYTES,
     BadTarget,
     Headers,
     HTTPUpstream,
@@ -92,6 +93,7 @@ from callscope.guard.upstream import (
     Upstream,
     UpstreamReply,
     UpstreamTimeout,
+    UpstreamTooLarge,
     UpstreamUnreachable,
     as_async,
     error_body,
@@ -148,7 +150,9 @@ class ProxyConfig:
     """How the proxy runs. ``upstream`` is the base URL the agent would otherwise use (with its
     ``/v1``, e.g. ``http://127.0.0.1:8080/v1``); ``None`` serves the embedded model
     (``local_model``). ``attempts`` re-asks at most, within ``repair_timeout`` seconds after
-    the first answer; ``upstream_timeout`` bounds each upstream request; a request's header
+    the first answer; ``upstream_timeout`` bounds each upstream request as a whole (from
+    sending it to the last byte of its answer, a stream included); an upstream answer over
+    ``max_reply_bytes`` once decoded is a 502; a request's header
     block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``;
     beyond ``max_concurrent`` requests in flight, a request is answered 503."""
 
@@ -165,6 +169,7 @@ class ProxyConfig:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     max_concurrent: int = MAX_CONCURRENT
+    max_reply_bytes: int = MAX_REPLY_BYTES
 
     def to_meta(self) -> dict[str, Any]:
         return {
@@ -231,6 +236,16 @@ def _loads(body: bytes) -> Any:
         raise ValueError("nested too deeply") from exc
 
 
+#: how each upstream failure is answered: its decision (and error type), status, wording
+UPSTREAM_FAILURES: dict[type[Exception], tuple[str, int, str]] = {
+    UpstreamTimeout: ("upstream_timeout", 504, "timed out"),
+    UpstreamUnreachable: ("upstream_unreachable", 502, "unreachable"),
+    UpstreamTooLarge: ("upstream_too_large", 502, "answer too large"),
+}
+#: ``Guard.chat``'s default: the request body is still to be parsed
+_UNREAD: Any = object()
+
+
 # --------------------------------------------------------------------------- the guard
 
 
@@ -260,23 +275,28 @@ class Guard:
         self.count("bad_request")
         return error_reply(status, message, kind)
 
-    async def chat(self, body: bytes, headers: Headers) -> UpstreamReply:
-        try:
-            request = _loads(body)
-        except ValueError as exc:
-            return self.bad_request(400, f"request body is not valid JSON ({exc})")
+    def upstream_failed(self, exc: Exception) -> UpstreamReply:
+        """The counted answer to an upstream that failed: 504 when it timed out, 502 when it
+        was unreachable, broke off or sent an answer over ``max_reply_bytes``."""
+        kind, status, what = UPSTREAM_FAILURES[type(exc)]
+        self.count(kind)
+        return error_reply(status, f"upstream {what}: {exc}", kind)
+
+    async def chat(self, body: bytes, headers: Headers, request: Any = _UNREAD) -> UpstreamReply:
+        """The reply to the chat request ``body`` (``request``: the body already parsed)."""
+        if request is _UNREAD:
+            try:
+                request = _loads(body)
+            except ValueError as exc:
+                return self.bad_request(400, f"request body is not valid JSON ({exc})")
         problem = request_error(request)
         if problem is not None:
             return self.bad_request(400, problem)
         cfg = self.config
         try:
             first = await self.upstream.chat(body, headers, cfg.upstream_timeout)
-        except UpstreamTimeout as exc:
-            self.count("upstream_timeout")
-            return error_reply(504, f"upstream timed out: {exc}", "upstream_timeout")
-        except UpstreamUnreachable as exc:
-            self.count("upstream_unreachable")
-            return error_reply(502, f"upstream unreachable: {exc}", "upstream_unreachable")
+        except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
+            return self.upstream_failed(exc)
         tools = request.get("tools")
         if first.status != 200 or not tools:
             self.count("upstream_error" if first.status != 200 else "unchecked")
@@ -358,7 +378,7 @@ class Guard:
             deadline=deadline,
         )
         decision = "repaired" if result.passed else "unrepaired"
-        request_id = self._record(request, result, decision)
+        request_id, record = self._record(request, result, decision)
         best = dict(result.response)
         best[EXTRA_FIELD] = {
             "guard": decision,
@@ -373,24 +393,34 @@ class Guard:
         }
         headers_out = [(k, v) for k, v in first.headers if k.lower() != "content-type"]
         headers_out.append(("content-type", "application/json"))
-        reply = UpstreamReply(200, headers_out, json.dumps(best).encode())
+        reply = UpstreamReply(200, headers_out, json.dumps(best).encode(), record)
         return _with_header(reply, decision, result.verdict)
 
     def _passed(
         self, request: dict[str, Any], data: Any, first: UpstreamReply, verdict: TurnVerdict
     ) -> UpstreamReply:
-        self._record(request, _single(data, verdict), "passed")
-        return _with_header(first, "passed", verdict)
+        _, record = self._record(request, _single(data, verdict), "passed")
+        return _with_header(
+            UpstreamReply(first.status, first.headers, first.content, record), "passed", verdict
+        )
 
-    def _record(self, request: dict[str, Any], result: RepairResult, decision: str) -> str:
+    def _record(
+        self, request: dict[str, Any], result: RepairResult, decision: str
+    ) -> tuple[str, Callable[[], None] | None]:
+        """The decision's request id, and what records it: run once the reply is sent
+        (``UpstreamReply.on_sent``), so that a reply that never reached the client is never
+        recorded as given."""
         request_id = f"{self._prefix}-{next(self._ids):06d}"
-        if self.writer is not None:
-            model = str(request.get("model") or "unknown")[:200]
-            self.writer.submit(
-                model, request_id, result, self.config.grounding, {"decision": decision}
-            )
-            self.writer.count(decision)
-        return request_id
+        writer = self.writer
+        if writer is None:
+            return request_id, None
+        model = str(request.get("model") or "unknown")[:200]
+
+        def record() -> None:
+            writer.submit(model, request_id, result, self.config.grounding, {"decision": decision})
+            writer.count(decision)
+
+        return request_id, record
 
 
 def _single(data: dict[str, Any], verdict: TurnVerdict) -> RepairResult:
@@ -418,7 +448,7 @@ def _with_header(
     headers = [*reply.headers, (GUARD_HEADER, decision)]
     if verdict is not None and verdict.calls:
         headers.append((CALLS_HEADER, calls_header(verdict)))
-    return UpstreamReply(reply.status, headers, reply.content)
+    return UpstreamReply(reply.status, headers, reply.content, reply.on_sent)
 
 
 # --------------------------------------------------------------------------- HTTP (ASGI)
@@ -481,6 +511,12 @@ class ProxyApp:
         headers = scope["headers"]
         lengths = [v for k, v in headers if k == b"content-length"]
         chunked = any(k == b"transfer-encoding" for k, _ in headers)
+        if lengths and chunked:
+            # h11 reads such a body as chunked: whatever follows its last chunk would be
+            # read as a second request on this connection (CL.TE smuggling); refuse, close
+            raise _BodyError(
+                error_reply(400, "send Content-Length or Transfer-Encoding, not both"), True
+            )
         if not lengths:
             if chunked:
                 raise _BodyError(
@@ -555,27 +591,50 @@ class ProxyApp:
         ]
         try:
             if method == "POST" and path in CHAT_PATHS:
-                if b'"stream"' in body and _is_stream(body):
-                    await self._stream(target, body, headers, send)
-                    return
-                reply = await guard.chat(body, headers)
+                try:
+                    request = _loads(body)
+                except ValueError as exc:
+                    reply = guard.bad_request(400, f"request body is not valid JSON ({exc})")
+                else:
+                    # on the parsed body: '"\\u0073tream": true' is a stream as well
+                    if isinstance(request, dict) and request.get("stream") is True:
+                        await self._stream(target, body, headers, receive, send)
+                        return
+                    reply = await guard.chat(body, headers, request)
             else:
                 reply = await guard.upstream.forward(
                     method, target, body, headers, self.config.upstream_timeout
                 )
         except BadTarget as exc:
             reply = guard.bad_request(400, str(exc))
-        except UpstreamTimeout as exc:
-            guard.count("upstream_timeout")
-            reply = error_reply(504, f"upstream timed out: {exc}", "upstream_timeout")
-        except UpstreamUnreachable as exc:
-            guard.count("upstream_unreachable")
-            reply = error_reply(502, f"upstream unreachable: {exc}", "upstream_unreachable")
+        except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
+            reply = guard.upstream_failed(exc)
         await _send(send, reply)
 
-    async def _stream(self, target: str, body: bytes, headers: Headers, send: Send) -> None:
+    async def _stream(
+        self, target: str, body: bytes, headers: Headers, receive: Receive, send: Send
+    ) -> None:
+        """Relay a streaming request; a client that goes away ends it at once: the upstream
+        request is closed (no more generation) and its ``max_concurrent`` slot freed."""
         guard = self.guard
         guard.count("stream")
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                if not relayed.is_set():
+                    guard.count("stream_abandoned")
+                tg.cancel_scope.cancel()
+
+            relayed = anyio.Event()
+            tg.start_soon(watch)
+            await self._relay(target, body, headers, send)
+            relayed.set()
+            tg.cancel_scope.cancel()
+
+    async def _relay(self, target: str, body: bytes, headers: Headers, send: Send) -> None:
+        guard = self.guard
         started = False
         try:
             async with guard.upstream.stream(
@@ -586,15 +645,11 @@ class ProxyApp:
                 async for chunk in chunks:
                     if chunk:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except (UpstreamTimeout, UpstreamUnreachable) as exc:
-            timeout = isinstance(exc, UpstreamTimeout)
-            kind = "upstream_timeout" if timeout else "upstream_unreachable"
+        except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
+            kind, status, what = UPSTREAM_FAILURES[type(exc)]
             guard.count("stream_error")
-            what = "timed out" if timeout else "unreachable"
             if not started:
-                await _send(
-                    send, error_reply(504 if timeout else 502, f"upstream {what}: {exc}", kind)
-                )
+                await _send(send, error_reply(status, f"upstream {what}: {exc}", kind))
                 return
             # the 200 stream has begun: end it with one last event, never a second response
             event = b"\n\ndata: " + error_body(f"upstream {what} mid-stream: {exc}", kind)
@@ -616,8 +671,10 @@ def _conn_tokens(scope: Scope) -> frozenset[bytes]:
 
 
 async def _send(send: Send, reply: UpstreamReply, close: bool = False) -> None:
+    """Send ``reply`` (its header text is latin-1: the bytes upstream sent); then record its
+    decision (``on_sent``)."""
     headers = [
-        (k.encode("latin-1"), v.encode("latin-1"))
+        (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
         for k, v in reply.headers
         if k.lower() != "content-length"
     ]
@@ -626,14 +683,8 @@ async def _send(send: Send, reply: UpstreamReply, close: bool = False) -> None:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     await send({"type": "http.response.body", "body": reply.content, "more_body": False})
-
-
-def _is_stream(body: bytes) -> bool:
-    try:
-        request = _loads(body)
-    except ValueError:
-        return False
-    return isinstance(request, dict) and request.get("stream") is True
+    if reply.on_sent is not None:
+        reply.on_sent()
 
 
 # --------------------------------------------------------------------------- the server
@@ -784,7 +835,7 @@ def make_upstream(config: ProxyConfig) -> Any:
     """:class:`~callscope.guard.upstream.HTTPUpstream` for ``config.upstream``, else the
     embedded model."""
     if config.upstream:
-        return HTTPUpstream(config.upstream)
+        return HTTPUpstream(config.upstream, max_reply_bytes=config.max_reply_bytes)
     from callscope.models.registry import load_model  # lazy: llama.cpp and the weights
 
     return LocalUpstream(load_model(config.local_model), config.local_model)

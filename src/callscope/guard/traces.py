@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callscope.core.jsonl import NotARegularFile, loads_bounded, read_bounded, values_bounded
 from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
@@ -127,7 +128,7 @@ def _hex_id(x: Any) -> str:
 def _json(v: Any) -> Any:
     if isinstance(v, str):
         try:
-            return json.loads(v)
+            return loads_bounded(v)  # an attribute's JSON text: read within the same bounds
         except ValueError:
             return v
     return v
@@ -312,17 +313,11 @@ def _from_langsmith(run: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any
 
 def _objects(path: Path) -> Iterator[Any]:
     """Every top-level JSON value of a file: one document, JSON Lines, or concatenated
-    objects (the ConsoleSpanExporter's pretty-printed spans)."""
-    text = path.read_text(encoding="utf-8")
-    decoder = json.JSONDecoder()
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
-            break
-        value, i = decoder.raw_decode(text, i)
-        yield value
+    objects (the ConsoleSpanExporter's pretty-printed spans). Only a regular file of at most
+    :data:`~callscope.core.jsonl.MAX_FILE_BYTES`, each value nested at most
+    :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` deep (``core.jsonl``'s bounded readers)."""
+    text = read_bounded(path).decode("utf-8")
+    yield from values_bounded(text)
 
 
 def _spans(obj: Any) -> Iterator[tuple[str, str, str, dict[str, Any] | None, dict[str, Any]]]:
@@ -432,7 +427,9 @@ def read_traces(
         p = Path(path)
         try:
             objects = list(_objects(p))
-        except (OSError, ValueError) as e:
+        except NotARegularFile:
+            raise  # not a file to read: a usage error, as a folder or a missing path is
+        except ValueError as e:
             errors.append(f"{p.name}: {e}")
             continue
         for obj in objects:

@@ -27,6 +27,7 @@ from callscope.calibration.diagnostics import row_flags
 from callscope.calibration.tau2 import Tau2Diagnostics
 from callscope.calibration.tau2_simulation import GAR_RULES
 from callscope.core.table import Table, pct, pct_ci
+from callscope.core.text import escape_controls
 from callscope.records import Tau2AccRow, Tau2DomainRow
 from callscope.runs.from_results import TAU2_STEM, DiagnosticPage, capability_text
 
@@ -319,5 +320,5 @@ def write_tau2_markdown(diag: Tau2Diagnostics, out: str | Path) -> Path:
     """:func:`tau2_markdown` as ``tau2-diagnostics.md`` under ``out`` (beside the ``.json`` of
     :func:`callscope.runs.from_results.calibrate_from_tau2`); returns its path."""
     path = Path(out) / f"{TAU2_STEM}.md"
-    path.write_text(tau2_markdown(diag), encoding="utf-8")
+    path.write_text(escape_controls(tau2_markdown(diag)), encoding="utf-8")
     return path

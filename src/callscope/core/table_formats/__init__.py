@@ -49,6 +49,7 @@ from typing import Any
 
 from callscope.core.registry import Registry
 from callscope.core.table import Table
+from callscope.core.text import escape_controls
 from callscope.errors import ConfigError
 
 
@@ -113,11 +114,14 @@ def render_table(table: Table, fmt: str) -> str:
 
 def write_table(table: Table, path: str | Path, fmt: str | None = None) -> Path:
     """Write ``table`` to ``path`` (UTF-8, its folder created) in the format ``fmt`` (a name
-    or an extension), by default the one ``path``'s extension selects. Returns the path."""
+    or an extension), by default the one ``path``'s extension selects, every control
+    character as its visible escape (:func:`~callscope.core.text.escape_controls`). Returns
+    the path."""
     path = Path(path)
     if fmt is None and not path.suffix:
         raise ConfigError(f"{path}: no extension to choose a table format by; name a format")
-    text = render_table(table, fmt if fmt is not None else path.suffix)
+    # control characters of cell text (a model name holding ESC]0;...BEL) as visible escapes
+    text = escape_controls(render_table(table, fmt if fmt is not None else path.suffix))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

@@ -26,6 +26,7 @@ DOCTEST_MODULES = (
     "callscope.models.local",
     "callscope.models.http",
     "callscope.core.jsonl",
+    "callscope.core.text",
     "callscope.parse.literals",
     "callscope.cli.common",
     "callscope.calibration.classify.rules",

@@ -400,9 +400,8 @@ class Guard:
         self, request: dict[str, Any], data: Any, first: UpstreamReply, verdict: TurnVerdict
     ) -> UpstreamReply:
         _, record = self._record(request, _single(data, verdict), "passed")
-        return _with_header(
-            UpstreamReply(first.status, first.headers, first.content, record), "passed", verdict
-        )
+        reply = UpstreamReply(first.status, first.headers, first.content, record)
+        return _with_header(reply, "passed", verdict)
 
     def _record(
         self, request: dict[str, Any], result: RepairResult, decision: str

@@ -135,9 +135,11 @@ def test_escape_bytes_in_a_model_name_never_reach_the_terminal_or_the_files(
     assert scored.returncode == 0, scored.stderr[-2000:]
     report = callscope("report", str(rep), timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
-    written = [p for p in rep.rglob("*") if p.suffix in (".md", ".csv", ".html", ".txt")]
+    written = [p for p in rep.rglob("*") if p.suffix in (".md", ".csv", ".tex", ".html", ".txt")]
     assert any(p.suffix == ".csv" for p in written) and (rep / "report.html") in written
     assert b"\\x1b]0;pwn\\x07" in (rep / "report.html").read_bytes()  # shown, escaped
+    tex = b"".join(p.read_bytes() for p in written if p.suffix == ".tex")
+    assert b"\\textbackslash{}x1b" in tex  # LaTeX quotes the escape's backslash its own way
     for out in (scored.stdout, scored.stderr, report.stdout, report.stderr):
         assert b"\x1b" not in out and b"\x07" not in out
     for path in written:

@@ -40,6 +40,7 @@ change. A format from another distribution is an entry point in the group
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable
@@ -112,6 +113,24 @@ def render_table(table: Table, fmt: str) -> str:
     return table_format(fmt).render(table)
 
 
+def escaped_table(table: Table) -> Table:
+    """``table`` with every text it shows (headers, cells, title, caption, note; its ``raw``
+    values too) through :func:`~callscope.core.text.escape_controls`."""
+
+    def esc(value: str | None) -> str | None:
+        return None if value is None else escape_controls(value)
+
+    return dataclasses.replace(
+        table,
+        columns=[escape_controls(c) for c in table.columns],
+        rows=[[escape_controls(v) for v in row] for row in table.rows],
+        title=esc(table.title),
+        caption=esc(table.caption),
+        note=esc(table.note),
+        raw=None if table.raw is None else escaped_table(table.raw),
+    )
+
+
 def write_table(table: Table, path: str | Path, fmt: str | None = None) -> Path:
     """Write ``table`` to ``path`` (UTF-8, its folder created) in the format ``fmt`` (a name
     or an extension), by default the one ``path``'s extension selects, every control
@@ -120,8 +139,10 @@ def write_table(table: Table, path: str | Path, fmt: str | None = None) -> Path:
     path = Path(path)
     if fmt is None and not path.suffix:
         raise ConfigError(f"{path}: no extension to choose a table format by; name a format")
-    # control characters of cell text (a model name holding ESC]0;...BEL) as visible escapes
-    text = escape_controls(render_table(table, fmt if fmt is not None else path.suffix))
+    # control characters (a model name holding ESC]0;...BEL) as visible escapes: in the cells,
+    # so that each format quotes the escape's backslash its own way (LaTeX), and in the text
+    text = render_table(escaped_table(table), fmt if fmt is not None else path.suffix)
+    text = escape_controls(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

@@ -61,6 +61,29 @@ def test_a_device_that_never_ends_is_refused_in_one_line(how: list[str]) -> None
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_an_endless_line_in_a_regular_file_is_that_lines_error_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """2 GiB without a newline (a sparse file: no disk used) between two good rows: read in
+    pieces and dropped past 64 Mi characters, under the 3 GiB address-space limit (before:
+    the whole line held as one string, a ``MemoryError``)."""
+    functions = [t["function"] for t in TOOLS]
+    row = {"id": "r", "query": "order A-1", "functions": functions, "output": "no call"}
+    rows = tmp_path / "rows.jsonl"
+    with rows.open("wb") as fh:
+        fh.write(json.dumps(row).encode() + b"\n")
+        fh.truncate(fh.tell() + 2 * 1024**3)
+        fh.seek(0, os.SEEK_END)
+        fh.write(b"\n" + json.dumps(row).encode() + b"\n")
+    r = callscope("score", str(rows), "-o", str(tmp_path / "out.jsonl"), timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 1, err[-2000:]  # ran; one row malformed
+    assert "line 2 is over 67108864 characters" in err
+    assert "Traceback" not in err and "MemoryError" not in err
+    out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(out) == 3 and "error" in out[1] and "error" not in out[0]
+
+
 def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path) -> None:
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)  # no writer: opening it to read would block forever

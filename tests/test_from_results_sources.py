@@ -52,12 +52,13 @@ def _tau2_file(path: Path) -> Path:
 
 
 def test_bfcl_and_tau2_are_registered_sources() -> None:
-    assert list(RESULTS_SOURCES) == ["bfcl", "tau2"]
+    assert list(RESULTS_SOURCES) == ["bfcl", "tau2", "bfcl-single"]
     for source in RESULTS_SOURCES.values():
         assert isinstance(source, ResultsSource)
     assert RESULTS_SOURCES["bfcl"].diagnostic == "cases"
     assert RESULTS_SOURCES["tau2"].diagnostic == "tau2"
-    with pytest.raises(ConfigError, match="choose one of: bfcl, tau2"):
+    assert RESULTS_SOURCES["bfcl-single"].diagnostic == "answers"
+    with pytest.raises(ConfigError, match="choose one of: bfcl, tau2, bfcl-single"):
         RESULTS_SOURCES["nope"]
 
 

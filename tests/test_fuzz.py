@@ -274,8 +274,9 @@ def test_score_row_never_raises(registry: list, query: str, output: Any, gold: A
     out = score_row(row)
     json.dumps(out)
     if "error" not in out:
-        assert out["stage"] in (0, 1, 2, 3)
-        assert (out["fix"] is None) == (out["stage"] == 0)
+        assert out["stage"] in (0, 1, 2, 3, None)
+        assert (out["stage"] is None) <= (out["answer"] in ("abstained", "empty"))
+        assert (out["fix"] is None) == (out["stage"] in (0, None))
     assert not MARKER.exists()
 
 
@@ -346,7 +347,7 @@ def test_adversarial_list_through_the_whole_pipeline(tmp_path: Path) -> None:
         assert (r.error is None) == bool(r.calls)
         out = score_row({"id": 1, "query": text[:500], "functions": reg, "output": text})
         assert "error" not in out
-        assert out["stage"] in (0, 1, 2, 3)
+        assert out["stage"] in (0, 1, 2, 3, None)
         for query in ("", "f 1 2 3 1e400"):
             check_diagnosis(diagnose(r.first, reg, query))
     assert not marker.exists()

@@ -129,7 +129,9 @@ def test_unreadable_native_calls_are_one_stage_1_verdict() -> None:
     v = check(bad, TOOLS, MESSAGES)
     assert (v.stage, v.calls[0].reasons, v.parse_error is not None) == (
         1,
-        ("no_name: no function name found",),
+        (
+            "no_name: the call could not be read: native tool call rejected: call has no string 'name'",
+        ),
         True,
     )
 

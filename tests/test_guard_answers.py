@@ -116,7 +116,7 @@ def test_prose_is_an_abstention_and_a_broken_call_attempt_is_a_stage_1_failure()
     cut = check('{"name": "get_weather", "arguments": {"city": ', TOOLS, user(QUERY))
     assert (cut.action, cut.checked, cut.stage, cut.no_call) == ("OTHER", True, 1, "broken")
     assert cut.parse_error.startswith("the JSON call starting at character 0 is cut off")
-    assert cut.calls[0].reasons == ("no_name: no function name found",)
+    assert cut.calls[0].reasons == (f"no_name: the call could not be read: {cut.parse_error}",)
     # a registered function's call in Python syntax, cut off: a broken attempt too
     cut_py = check('get_weather(city="Paris"', TOOLS, user(QUERY))
     assert (cut_py.checked, cut_py.stage, cut_py.no_call) == (True, 1, "broken")

@@ -206,7 +206,8 @@ def test_summarize_counts_and_means() -> None:
     s = summarize(rows)
     assert (s.rows, s.errors) == (5, 1)
     assert dict(s.stages) == {0: 1, 1: 2, 3: 1}
-    assert s.counts["fnem"] == 4 and s.means["fnem"] == pytest.approx((1 + 0 - 1 + 1) / 4)
+    # FNEM's mean is the rate of FNEM = 1: the unparsed row's -1 counts as 0, never as -1
+    assert s.counts["fnem"] == 4 and s.means["fnem"] == pytest.approx((1 + 0 + 0 + 1) / 4)
     assert s.counts["vhr"] == 2 and s.means["vhr"] == pytest.approx(0.25)
     assert s.counts["solved"] == 3 and s.means["solved"] == pytest.approx(1 / 3)
 
@@ -240,10 +241,11 @@ def test_cli_good_and_malformed_rows(tmp_path: Path) -> None:
     assert set(by_id["pass"]) == BASE_KEYS | GOLD_KEYS
     assert set(by_id[7]) == BASE_KEYS
     assert set(by_id["last"]) == BASE_KEYS
-    # no output and no gold: an empty answer, not a stage-1 failure (issue 28)
+    # no output and no gold: an empty answer, neither a stage-1 failure (issue 28) nor a
+    # pass (issue 36): stage null
     assert (by_id["last"]["answer"], by_id["last"]["stage"], by_id["last"]["fnem"]) == (
         "empty",
-        0,
+        None,
         None,
     )
     assert by_id["pass"]["solved"] is True

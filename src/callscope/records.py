@@ -28,6 +28,50 @@ from callscope.types import ACTION_CLASSES, OTHER, Mode
 DEFAULT_MAX_STEPS = 20
 
 
+# --------------------------------------------------------------------------- stages
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """One outcome of the cascade on an answer, the one vocabulary every reader shows (the
+    CLI's tables, the report page, the guard's headers, the integrations): ``number`` as rows
+    store it (``0`` passed, ``1``-``3`` the first failing stage, ``None`` no verdict),
+    ``key`` a stable name, ``title`` the stage's name in the SAAG paper (section 2), ``short``
+    a table label, ``what`` what the stage checks, ``colour`` the family the figures shade
+    its failure kinds in."""
+
+    number: int | None
+    key: str
+    title: str
+    short: str
+    what: str
+    colour: str
+
+
+#: the outcomes of an answer in report order: passed, the three stages, no verdict (issue 36)
+STAGES: tuple[StageInfo, ...] = (
+    StageInfo(0, "passed", "passed all three stages", "passed all", "", "#2ca02c"),
+    StageInfo(1, "registry", "registry conformance", "1 registry", "function name", "#d62728"),
+    StageInfo(
+        2, "structure", "structural completeness", "2 structure", "argument schema", "#ff7f0e"
+    ),  # fmt: skip
+    StageInfo(3, "grounding", "argument grounding", "3 grounding", "value grounding", "#9467bd"),
+    StageInfo(
+        None, "no_verdict", "no call, none known to be expected", "no verdict", "", "#7f7f7f"
+    ),  # fmt: skip
+)
+_STAGE_BY_NUMBER = {s.number: s for s in STAGES}
+
+
+def stage_info(number: int | None) -> StageInfo:
+    """The vocabulary entry of a stored ``stage`` (0-3, or ``None``: no verdict).
+
+    >>> stage_info(2).short, stage_info(None).key
+    ('2 structure', 'no_verdict')
+    """
+    return _STAGE_BY_NUMBER[number]
+
+
 # --------------------------------------------------------------------------- failure kinds
 
 
@@ -62,21 +106,41 @@ class FailureKind(StrEnum):
         """A short phrase for legends and tables (``name not in registry``...)."""
         return _KIND_INFO[self][1]
 
+    def reason(self, name: str, value: str = "", target: str = "") -> str:
+        """The one-line reason the guard gives for one item of this kind (``name`` the
+        flagged parameter, or for stage 1 the called name; ``value`` its value as shown;
+        ``target`` the schema name a drifted parameter looks like), prefixed with the kind.
+
+        >>> FailureKind.MISSING.reason("city")
+        "missing: required argument 'city' is absent"
+        """
+        text = _KIND_INFO[self][2].format(
+            param=repr(name), name=name, value=value, target=repr(target)
+        )
+        return f"{self.value}: {text}"
+
     @classmethod
     def of_stage(cls, stage: int) -> tuple[FailureKind, ...]:
         """The kinds of one stage, in cascade order."""
         return tuple(k for k in cls if k.stage == stage)
 
 
-_KIND_INFO: dict[str, tuple[int, str]] = {
-    "wrong_name": (1, "name not in registry"),
-    "no_name": (1, "no call parsed"),
-    "missing": (2, "required arg missing"),
-    "spurious": (2, "unknown arg"),
-    "drifted": (2, "misspelled arg"),
-    "numeric": (3, "number not in query"),
-    "hard": (3, "value not grounded"),
-    "soft": (3, "value weakly grounded"),
+#: kind -> (stage, label, reason): ``reason`` is the guard's one-line reason for one flagged
+#: item, formatted with ``param`` (its name, ``repr``), ``value`` (the value, shortened) and
+#: ``target`` (the schema name a drifted one looks like); stage 1's come with the call
+_KIND_INFO: dict[str, tuple[int, str, str]] = {
+    "wrong_name": (1, "name not in registry", "{param} is not in the tools"),
+    "no_name": (1, "no call parsed", "no function name found"),
+    "missing": (2, "required arg missing", "required argument {param} is absent"),
+    "spurious": (2, "unknown arg", "argument {param} is not in the schema"),
+    "drifted": (2, "misspelled arg", "argument {param} looks like {target}"),
+    "numeric": (3, "number not in query", "{name}={value} does not match a number the user stated"),
+    "hard": (3, "value not grounded", "{name}={value} has no grounding in the user's text"),
+    "soft": (
+        3,
+        "value weakly grounded",
+        "{name}={value} is only loosely related to the user's text",
+    ),
 }
 
 
@@ -158,6 +222,20 @@ class Diagnosis:
         """Failure kinds present at the failing stage, in cascade order
         (:class:`FailureKind`): ``[]`` when the call passed."""
         return failure_kinds_of(self.stage, self.fnem, self.__dict__)
+
+    def flagged(self, stage: int | None = None) -> list[str]:
+        """The parameters the detail lists of ``stage`` (2 or 3; both when ``None``) flag, in
+        cascade order of their kinds (:class:`FailureKind`), whatever the stage reached.
+
+        >>> Diagnosis(stage=3, fnem=1, hard=["city"], soft=["date"]).flagged()
+        ['city', 'date']
+        """
+        return [
+            p
+            for k in FailureKind
+            if k.stage >= 2 and (stage is None or k.stage == stage)
+            for p in getattr(self, k.value)
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these

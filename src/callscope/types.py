@@ -72,11 +72,42 @@ class ParseResult:
     ``error`` says why nothing was parsed; it is ``None`` whenever ``calls`` is non-empty.
     ``form`` names the syntax that matched (``json``, ``fenced``, ``tool_call_tag``,
     ``functioncall``, ``python``, ``native``), for diagnostics.
+
+    ``unreadable`` lists the call attempts of the answer that could not be read, each with its
+    position among *all* the answer's calls (readable and not) and the parser's reason: a
+    native ``tool_calls`` entry whose arguments are not JSON, a call cut off after readable
+    ones. The readable calls keep their order in ``calls``; the position of the ``i``-th
+    readable call is the ``i``-th position not taken by an unreadable one
+    (:meth:`positions`).
+
+    ``attempts``: for text read as prose (``error`` is
+    :data:`~callscope.parse.text.NO_CALL_FOUND`), the names it writes as ``name(`` that did
+    not parse, with the parser's reason: whether one of them is a registered function (a
+    broken call, not prose) is decided where the registry is known
+    (:func:`callscope.saag.answer.no_call_kind`).
     """
 
     calls: tuple[ToolCall, ...] = ()
     error: str | None = None
     form: str | None = None
+    unreadable: tuple[tuple[int, str], ...] = ()
+    attempts: tuple[tuple[str, str], ...] = ()
+
+    def positions(self) -> tuple[int, ...]:
+        """The position in the whole answer of each readable call, in ``calls`` order.
+
+        >>> ParseResult((ToolCall("a"), ToolCall("b")), unreadable=((1, "cut off"),)).positions()
+        (0, 2)
+        """
+        taken = {pos for pos, _ in self.unreadable}
+        out: list[int] = []
+        pos = 0
+        for _ in self.calls:
+            while pos in taken:
+                pos += 1
+            out.append(pos)
+            pos += 1
+        return tuple(out)
 
     @property
     def ok(self) -> bool:

@@ -18,6 +18,7 @@ from callscope.benchmarks.protocol import (
     benchmark_or_default,
     category_gold_class,
 )
+from callscope.core.jsonl import dumps_safe, loads_bounded
 from callscope.records import CaseRecord
 
 
@@ -36,7 +37,7 @@ def read_case_records(
             if not line.strip():
                 continue
             try:
-                records.append(CaseRecord.from_dict(json.loads(line), gold_class_of))
+                records.append(CaseRecord.from_dict(loads_bounded(line), gold_class_of))
             except json.JSONDecodeError as exc:
                 problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
             except ValueError as exc:
@@ -48,4 +49,4 @@ def write_case_records(path: str | Path, records: Iterable[CaseRecord]) -> None:
     """Write records as JSONL (the format :func:`read_case_records` reads)."""
     with open(path, "w", encoding="utf-8") as fh:
         for rec in records:
-            fh.write(json.dumps(rec.to_dict(), ensure_ascii=False) + "\n")
+            fh.write(dumps_safe(rec.to_dict()) + "\n")

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from callscope.core.jsonl import loads_bounded
+
 
 @dataclass(frozen=True)
 class EmissionRow:
@@ -37,9 +39,12 @@ def _rows(fh: IO[str]) -> Iterator[EmissionRow]:
             if not line.strip():
                 continue
             try:
-                row: Any = json.loads(line)
+                row: Any = loads_bounded(line)
             except json.JSONDecodeError as exc:
                 yield EmissionRow(lineno, None, error=f"not valid JSON ({exc.msg})")
+                continue
+            except ValueError as exc:  # nested too deeply, an integer over the digit limit
+                yield EmissionRow(lineno, None, error=f"not readable ({exc})")
                 continue
             if not isinstance(row, dict):
                 yield EmissionRow(lineno, None, error="row is not a JSON object")

@@ -50,7 +50,7 @@ from typing import Any
 import httpx
 from filelock import FileLock
 
-from callscope.core.jsonl import read_jsonl
+from callscope.core.jsonl import TooDeep, loads_bounded, raw_decode_bounded, read_jsonl
 from callscope.core.paths import datasets_dir
 from callscope.errors import DataFormatError
 from callscope.parse import read_functioncall
@@ -147,8 +147,8 @@ def parse_system(system: str) -> list[dict[str, Any]]:
         if start < 0:
             return specs
         try:
-            value, pos = _DECODER.raw_decode(system, start)
-        except json.JSONDecodeError as exc:
+            value, pos = raw_decode_bounded(system, start, decoder=_DECODER)
+        except ValueError as exc:  # not JSON, nested too deeply, a huge integer
             raise GlaiveSchemaError(
                 f"function spec at offset {start} does not decode: {exc}"
             ) from exc
@@ -311,10 +311,7 @@ def cases_from_rows(rows: Iterator[Any]) -> GlaiveLoad:
         if problem is not None:
             outcome: Case | str = "malformed_row"
         else:
-            try:
-                outcome = row_to_case(row, index)
-            except RecursionError:
-                outcome, problem = "malformed_row", f"row {index + 1} is nested too deeply"
+            outcome = row_to_case(row, index)
         if problem is not None:
             result.problems.append(problem)
         if isinstance(outcome, str):
@@ -344,10 +341,10 @@ def iter_glaive_rows(path: str | Path) -> Iterator[Any]:
         head = fh.read(4096).lstrip()
     if head.startswith("["):
         try:  # bytes that are not UTF-8 become lone surrogates: their row is dropped
-            data = json.loads(path.read_text(encoding="utf-8-sig", errors="surrogateescape"))
+            data = loads_bounded(path.read_text(encoding="utf-8-sig", errors="surrogateescape"))
         except json.JSONDecodeError as exc:
             raise GlaiveSourceError(f"{path}: not a valid JSON list: {exc}") from exc
-        except RecursionError:
+        except TooDeep:
             raise GlaiveSourceError(f"{path}: the JSON list is nested too deeply") from None
         except ValueError as exc:  # an integer over Python's int/str digit limit
             raise GlaiveSourceError(f"{path}: not a readable JSON list: {exc}") from None

@@ -3,12 +3,15 @@
 A results source turns the files a benchmark's own harness wrote into the records callscope's
 diagnostics read, without running a model. It is any object with
 
-* ``name``: its registry key (``bfcl``, ``tau2``);
+* ``name``: its registry key (``bfcl``, ``tau2``, ``bfcl-single``);
 * ``title``: what it reads, in words (help text and messages);
 * ``diagnostic``: which diagnostic reads what ``read`` returns: ``cases`` for a
   :class:`CaseResults` (:class:`~callscope.records.CaseRecord`\\ s, GAR beside Acc by
   :func:`callscope.calibration.diagnostics.compute_diagnostics`), ``tau2`` for τ²-bench
-  simulations (:func:`callscope.calibration.tau2.diagnose_tau2`);
+  simulations (:func:`callscope.calibration.tau2.diagnose_tau2`), ``answers`` for BFCL's
+  single-turn answers (``bfcl-single``: a list of
+  :class:`~callscope.benchmarks.bfcl.single_results.SingleTurnModel`, diagnosed by
+  :func:`callscope.runs.leaderboard.diagnose_model`);
 * ``detect(path) -> bool``: whether ``path`` holds its files;
 * ``read(path, **options)``: the records (options are the source's own, e.g. BFCL's
   ``scores`` and ``model``, τ²'s ``tasks``); problems are collected, not raised, except
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from callscope.benchmarks.bfcl.results import BFCL_RESULTS
+from callscope.benchmarks.bfcl.single_results import BFCL_SINGLE_RESULTS
 from callscope.benchmarks.tau2.source import TAU2_RESULTS
 from callscope.core.registry import Registry
 from callscope.records import CaseRecord
@@ -80,3 +84,4 @@ def detect_results_source(path: str | Path) -> ResultsSource | None:
 
 register_results_source(BFCL_RESULTS)
 register_results_source(TAU2_RESULTS)
+register_results_source(BFCL_SINGLE_RESULTS)

@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from callscope.cli.common import BaseUrlOpt, console, fail, open_model, read_rows
+from callscope.cli.common import BaseUrlOpt, console, fail, read_rows
+from callscope.models.base import ModelOptions
 from callscope.runs.judge import ModelJudge
 from callscope.saag.answer_audit import (
     answer_audit_table,
@@ -87,9 +88,9 @@ def audit_command(
     )
     judge_stats = []
     if judge is not None:
-        model = open_model(
-            judge, base_url=base_url, api_key=None, timeout=300.0, cache=None, no_cache=False
-        )
+        from callscope.runs.experiment import open_model  # lazy: looked up when called
+
+        model = open_model(judge, ModelOptions(base_url=base_url, timeout=300.0))
         with closing(model):
             for m in modes:
                 j = ModelJudge(model)

@@ -5,6 +5,9 @@
 * ``experiment``: every probe of a calibration experiment file, each as a panel run;
 * ``from-bfcl``: BFCL's own result trees (:func:`callscope.runs.from_results.calibrate_from_bfcl`,
   or a panel when they hold several models);
+* ``leaderboard``: BFCL's single-turn result trees of many models (the 2024 leaderboard's
+  answers), diagnosed beside BFCL's verdicts (:func:`callscope.runs.leaderboard.diagnose_tree`);
+  ``from-bfcl`` on a tree with only single-turn files runs it;
 * ``from-tau2``: τ²-bench result files (:func:`callscope.runs.from_results.calibrate_from_tau2`);
 * ``export``: a run directory's conversations as BFCL result and score files.
 
@@ -26,11 +29,13 @@ from callscope.benchmarks.protocol import benchmark_names
 from callscope.calibration.classify import ClassifierConfig, preset, preset_names
 from callscope.calibration.probes import probe_help
 from callscope.cli.calibrate_jobs import (
+    RunOptions,
     bfcl_panel_job,
     experiment_run,
     export_job,
     from_bfcl_job,
     from_tau2_job,
+    leaderboard_job,
     model_run,
     panel_run,
 )
@@ -47,7 +52,7 @@ from callscope.cli.common import (
     comma_list,
     fail,
     handle_errors,
-    open_model,
+    model_options,
     style_arg,
 )
 from callscope.models.base import Decoding
@@ -164,22 +169,22 @@ def run_command(
     _record_grounding(out, grounding)
     model_run(
         model,
-        out,
-        comma_list(categories) if categories else None,
-        n,
-        benchmark=benchmark,
-        probe=probe,
-        style=style_arg(style),
-        max_steps=max_steps,
-        decoding=Decoding(max_tokens=max_tokens),
-        preset_name=preset_name,
-        quiet=quiet,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        cache=cache,
-        no_cache=no_cache,
-        concurrency=concurrency,
+        RunOptions(
+            out=out,
+            categories=comma_list(categories) if categories else None,
+            n=n,
+            benchmark=benchmark,
+            probe=probe,
+            style=style_arg(style),
+            max_steps=max_steps,
+            decoding=Decoding(max_tokens=max_tokens),
+            preset_name=preset_name,
+            quiet=quiet,
+            concurrency=concurrency,
+            connection=model_options(
+                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+            ),
+        ),
     )
 
 
@@ -214,22 +219,22 @@ def panel_command(
     _record_grounding(out, grounding)
     panel_run(
         model,
-        out,
-        comma_list(categories) if categories else None,
-        n,
-        benchmark=benchmark,
-        probe=probe,
-        style=style_arg(style),
-        max_steps=max_steps,
-        decoding=Decoding(max_tokens=max_tokens),
-        preset_name=preset_name,
-        quiet=quiet,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        cache=cache,
-        no_cache=no_cache,
-        concurrency=concurrency,
+        RunOptions(
+            out=out,
+            categories=comma_list(categories) if categories else None,
+            n=n,
+            benchmark=benchmark,
+            probe=probe,
+            style=style_arg(style),
+            max_steps=max_steps,
+            decoding=Decoding(max_tokens=max_tokens),
+            preset_name=preset_name,
+            quiet=quiet,
+            concurrency=concurrency,
+            connection=model_options(
+                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+            ),
+        ),
     )
 
 
@@ -274,14 +279,84 @@ def from_bfcl_command(
     preset_name: ClassifierOpt = "default",
 ) -> None:
     """Read BFCL's own multi-turn result files and write GAR beside Acc (Acc from BFCL's
-    score files), or the panel of every model the tree holds."""
+    score files), or the panel of every model the tree holds; a tree of single-turn files
+    only runs `calibrate leaderboard`."""
     config = _config(preset_name)
+    from callscope.benchmarks.bfcl.results import find_bfcl_files  # lazy: with its pipeline
+    from callscope.benchmarks.bfcl.single_results import single_models  # lazy: its pipeline
     from callscope.runs.panel_files import bfcl_models  # lazy: with its pipeline
+
+    if results.exists() and not find_bfcl_files(results) and single_models(results):
+        leaderboard_job(  # single-turn answers only: the leaderboard
+            results, out, scores=scores, model=bfcl_model, jobs=default_jobs(), checker=True,
+            cases=True, grounding=None, quiet=False,
+        )  # fmt: skip
+        return
 
     if bfcl_model is None and len(bfcl_models(results)) > 1:
         bfcl_panel_job(results, out, scores, config)
     else:
         from_bfcl_job(results, out, scores, bfcl_model, config)
+
+
+def default_jobs() -> int:
+    """Worker processes of ``calibrate leaderboard``: the CPUs this process may use, at most
+    4."""
+    import os  # lazy: only here
+
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, min(4, os.cpu_count() or 1))
+
+
+@calibrate.command("leaderboard")
+@handle_errors
+def leaderboard_command(
+    tree: Annotated[
+        Path,
+        typer.Argument(
+            help="A BFCL single-turn result tree (the 2024 leaderboard's result/ and score/ "
+            "folders, or one model's folder): v2, v3 or v4 file names, gzip or plain."
+        ),
+    ],
+    out: ReadOutOpt = Path("runs/leaderboard"),
+    scores: Annotated[
+        Path | None,
+        typer.Option("--scores", help="The score tree. Default: look under TREE."),
+    ] = None,
+    bfcl_model: Annotated[
+        str | None, typer.Option("--bfcl-model", help="Only this model folder.")
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", min=1, help="Worker processes. Default: the CPUs, at most 4."),
+    ] = None,
+    no_checker: Annotated[
+        bool,
+        typer.Option(
+            "--no-checker", help="Do not run BFCL's installed checker (no agreement table)."
+        ),
+    ] = False,
+    no_cases: Annotated[
+        bool, typer.Option("--no-cases", help="Do not write the case browser's pages.")
+    ] = False,
+    grounding: GroundingOpt = DEFAULT_GROUNDING,
+    quiet: QuietOpt = False,
+) -> None:
+    """Diagnose every answer of a BFCL single-turn leaderboard beside BFCL's own verdicts:
+    leaderboard table, stage mix, the two cross tables, agreement, figure, case browser."""
+    leaderboard_job(
+        tree,
+        out,
+        scores=scores,
+        model=bfcl_model,
+        jobs=jobs or default_jobs(),
+        checker=not no_checker,
+        cases=not no_cases,
+        grounding=get_grounding(grounding).name,
+        quiet=quiet,
+    )
 
 
 @calibrate.command("from-tau2")
@@ -341,13 +416,13 @@ def from_tau2_command(
     config = _config(preset_name)
     judge_model = None
     if judge:
+        from callscope.runs.experiment import open_model  # lazy: looked up when called
+
         judge_model = open_model(
             judge,
-            base_url=base_url,
-            api_key=api_key,
-            timeout=timeout,
-            cache=cache,
-            no_cache=no_cache,
+            model_options(
+                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+            ),
         )
     from callscope.calibration.tau2 import Tau2Config  # lazy: with its pipeline
 

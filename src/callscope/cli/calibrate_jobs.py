@@ -5,6 +5,7 @@ the HTML page; a model run whose cases ended in a backend error exits 1."""
 from __future__ import annotations
 
 from contextlib import closing
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +18,11 @@ from callscope.cli.common import (
     console,
     fail,
     interruptible,
-    open_model,
     print_stopped_early,
     stdout_console,
     write_report,
 )
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import ChatModel, Decoding, ModelOptions
 
 if TYPE_CHECKING:
     from callscope.calibration.panel import Panel
@@ -80,7 +80,7 @@ def from_tau2_job(
         print_panel(panel)
         written = write_panel(out / "panel", panel)
         panel_page = write_panel_page(out / "panel", panel)
-        console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {panel_page}")
+        console.print(f"wrote {panel_files(written)} and {panel_page}", markup=False)
 
 
 def from_bfcl_job(
@@ -125,48 +125,56 @@ def select(categories: list[str] | None, n: int | None, benchmark: str) -> tuple
     return bench, select_cases(categories, n, bench)
 
 
-def model_run(
-    spec: str,
-    out: Path,
-    categories: list[str] | None,
-    n: int | None,
-    *,
-    benchmark: str,
-    probe: str | None,
-    style: str | None,
-    max_steps: int,
-    decoding: Decoding,
-    preset_name: str,
-    quiet: bool,
-    base_url: str | None,
-    api_key: str | None,
-    timeout: float,
-    cache: Path | None,
-    no_cache: bool,
-    concurrency: int = 1,
-) -> None:
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a model run (``calibrate run``, ``panel``, each probe of an
+    ``experiment``), made once from the command line or the experiment file and passed
+    whole: the run directory ``out``, the cases (``categories``, ``n`` per category, the
+    ``benchmark``), the ``probe``, ``style`` (``None``: the backend's own), ``max_steps``,
+    ``decoding``, the classifier ``preset_name``, ``quiet``, ``concurrency`` and how each
+    model is opened (``connection``, :class:`~callscope.models.base.ModelOptions`)."""
+
+    out: Path
+    categories: list[str] | None = None
+    n: int | None = None
+    benchmark: str = "bfcl"
+    probe: str | None = None
+    style: str | None = None
+    max_steps: int = 20
+    decoding: Decoding = field(default_factory=Decoding)
+    preset_name: str = "default"
+    quiet: bool = False
+    concurrency: int = 1
+    connection: ModelOptions = field(default_factory=ModelOptions)
+
+    def calibrate_keywords(self, bench: Any) -> dict[str, Any]:
+        """The keywords of :func:`callscope.runs.calibrate.calibrate_model` these options set
+        (``bench``: the benchmark object :func:`select` returned)."""
+        return {
+            "probe": self.probe,
+            "style": self.style,
+            "max_steps": self.max_steps,
+            "decoding": self.decoding,
+            "preset_name": self.preset_name,
+            "show_progress": not self.quiet,
+            "benchmark": bench,
+            "concurrency": self.concurrency,
+        }
+
+
+def model_run(spec: str, opts: RunOptions) -> None:
+    """``calibrate run``: the model ``spec`` on the cases of ``opts``, its table printed, the
+    page written; exit 1 when cases ended in a backend error."""
     from callscope.calibration.diagnostics import rich_table  # lazy: numpy
     from callscope.runs.calibrate import calibrate_model  # lazy: numpy
     from callscope.runs.calibration_store import BASELINE  # lazy: numpy
+    from callscope.runs.experiment import open_model  # lazy: looked up when called
 
-    bench, cases = select(categories, n, benchmark)
-    m = open_model(
-        spec, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
-    )
+    out, probe = opts.out, opts.probe
+    bench, cases = select(opts.categories, opts.n, opts.benchmark)
+    m = open_model(spec, opts.connection)
     with interruptible(), closing(m):
-        done = calibrate_model(
-            m,
-            out,
-            cases,
-            probe=probe,
-            style=style,
-            max_steps=max_steps,
-            decoding=decoding,
-            preset_name=preset_name,
-            show_progress=not quiet,
-            benchmark=bench,
-            concurrency=concurrency,
-        )
+        done = calibrate_model(m, out, cases, **opts.calibrate_keywords(bench))
     r = done.result
     stdout_console().print(
         rich_table(
@@ -216,7 +224,15 @@ def bfcl_panel_job(results: Path, out: Path, scores: Path | None, config: Classi
         console.print(p, style="yellow", markup=False)
     written = write_panel(out, done.panel)
     page = write_panel_page(out, done.panel)
-    console.print(f"wrote {written[0]} (.csv, .tex, .json, turn level) and {page}", markup=False)
+    console.print(f"wrote {panel_files(written)} and {page}", markup=False)
+
+
+def panel_files(written: list[Path]) -> str:
+    """What a panel wrote, in one phrase: its case-level Markdown and the other extensions
+    (every file format, then ``.json``), e.g. ``panel-baseline.md (.tex, .csv, .json, turn
+    level)``."""
+    others = dict.fromkeys(p.suffix for p in written[1:] if p.suffix != written[0].suffix)
+    return f"{written[0]} ({', '.join([*others, 'turn level'])})"
 
 
 def print_panel(panel: Panel) -> None:
@@ -236,42 +252,22 @@ def print_panel(panel: Panel) -> None:
 
 def panel_run(
     specs: list[str],
-    out: Path,
-    categories: list[str] | None,
-    n: int | None,
+    opts: RunOptions,
     *,
-    benchmark: str,
-    probe: str | None,
-    style: str | None,
-    max_steps: int,
-    decoding: Decoding,
-    preset_name: str,
-    quiet: bool,
-    base_url: str | None,
-    api_key: str | None,
-    timeout: float,
-    cache: Path | None,
-    no_cache: bool,
-    concurrency: int = 1,
     styles: dict[str, str | None] | None = None,
-    base_urls: dict[str, str | None] | None = None,
-    api_keys: dict[str, str | None] | None = None,
+    connections: dict[str, ModelOptions] | None = None,
 ) -> None:
     """Several models on the same cases into one store, then their panel (the run's
-    report.html shows it)."""
+    report.html shows it). ``styles`` / ``connections``: a model's own style / way to open
+    it, else those of ``opts``."""
     from callscope.runs.calibrate_panel import calibrate_panel  # lazy: numpy
+    from callscope.runs.experiment import open_model  # lazy: looked up when called
 
-    bench, cases = select(categories, n, benchmark)
+    out = opts.out
+    bench, cases = select(opts.categories, opts.n, opts.benchmark)
 
     def opener(spec: str) -> ChatModel:
-        return open_model(
-            spec,
-            base_url=(base_urls or {}).get(spec) or base_url,
-            api_key=(api_keys or {}).get(spec) or api_key,
-            timeout=timeout,
-            cache=cache,
-            no_cache=no_cache,
-        )
+        return open_model(spec, (connections or {}).get(spec, opts.connection))
 
     def progress(one: ModelCalibration) -> None:
         r = one.result
@@ -282,23 +278,11 @@ def panel_run(
 
     with interruptible():
         done = calibrate_panel(
-            specs,
-            opener,
-            out,
-            cases,
-            styles=styles,
-            probe=probe,
-            style=style,
-            max_steps=max_steps,
-            decoding=decoding,
-            preset_name=preset_name,
-            show_progress=not quiet,
-            benchmark=bench,
-            concurrency=concurrency,
-            on_model=progress,
-        )
+            specs, opener, out, cases, styles=styles, on_model=progress,
+            **opts.calibrate_keywords(bench),
+        )  # fmt: skip
     print_panel(done.panel)
-    console.print(f"wrote {done.written[0]} (.csv, .tex, .json, turn level)", markup=False)
+    console.print(f"wrote {panel_files(done.written)}", markup=False)
     write_report(out)
     for model, why in done.aborted.items():
         console.print(f"{model}:", markup=False)
@@ -325,29 +309,41 @@ def experiment_run(path: Path, *, quiet: bool) -> None:
     except ValueError as exc:
         fail(str(exc))
     failed = False
+    connection = ModelOptions(
+        base_url=exp.base_url,
+        api_key=exp.api_key,
+        timeout=exp.timeout,
+        cache=exp.cache,
+        use_cache=exp.use_cache,
+    )
+    opts = RunOptions(
+        out=exp.output,
+        categories=exp.categories,
+        n=exp.n,
+        benchmark=exp.benchmark,
+        style=exp.style,
+        max_steps=exp.max_steps,
+        decoding=Decoding(max_tokens=exp.max_tokens),
+        preset_name=exp.classifier,
+        quiet=quiet,
+        concurrency=exp.concurrency,
+        connection=connection,
+    )
+    connections = {  # a model's own base URL / API key, else the file's
+        m.spec: replace(
+            connection,
+            base_url=m.base_url or connection.base_url,
+            api_key=m.api_key or connection.api_key,
+        )
+        for m in exp.models
+    }
     for probe in exp.probes:
         try:
             panel_run(
                 [m.spec for m in exp.models],
-                exp.output,
-                exp.categories,
-                exp.n,
-                benchmark=exp.benchmark,
-                probe=None if probe == "baseline" else probe,
-                style=exp.style,
-                max_steps=exp.max_steps,
-                decoding=Decoding(max_tokens=exp.max_tokens),
-                preset_name=exp.classifier,
-                quiet=quiet,
-                base_url=exp.base_url,
-                api_key=exp.api_key,
-                timeout=exp.timeout,
-                cache=exp.cache,
-                no_cache=not exp.use_cache,
-                concurrency=exp.concurrency,
+                replace(opts, probe=None if probe == "baseline" else probe),
                 styles={m.spec: m.style for m in exp.models if m.style},
-                base_urls={m.spec: m.base_url for m in exp.models},
-                api_keys={m.spec: m.api_key for m in exp.models},
+                connections=connections,
             )
         except typer.Exit as exc:
             if exc.exit_code != EXIT_FAILED:
@@ -395,3 +391,93 @@ def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
             markup=False,
         )
     console.print(f"wrote {len(done.files)} files under {dest}", markup=False)
+
+
+def leaderboard_job(
+    tree: Path,
+    out: Path,
+    *,
+    scores: Path | None,
+    model: str | None,
+    jobs: int,
+    checker: bool,
+    cases: bool,
+    grounding: str | None,
+    quiet: bool,
+) -> None:
+    """``calibrate leaderboard``: every model of a BFCL single-turn tree diagnosed beside
+    BFCL's verdicts (:func:`callscope.runs.leaderboard.diagnose_tree`), its tables, figure,
+    page and case browser written to ``out``, progress on stderr and in ``out/run.log``."""
+    import time  # lazy: with the job
+
+    from callscope.benchmarks.bfcl.single_results import single_models  # lazy: with its job
+    from callscope.report.leaderboard import (  # lazy: numpy + matplotlib
+        CASES_DIR,
+        leaderboard_tables,
+        write_case_page,
+        write_leaderboard_report,
+    )
+    from callscope.runs.leaderboard import ModelResult, diagnose_tree  # lazy: numpy
+    from callscope.runs.progress import RunProgress  # lazy: rich progress
+
+    names = single_models(tree)
+    if not names:
+        fail(
+            f"{tree}: no BFCL single-turn result file found (gorilla_openfunctions_v1_test_"
+            "*_result.json[.gz], BFCL_v3_* / BFCL_v4_*_result.json[.gz])"
+        )
+    if model is not None and model not in names:
+        fail(f"{tree}: no model {model!r}; the tree holds {', '.join(names)}")
+    total = 1 if model is not None else len(names)
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "run.log").open("w", encoding="utf-8")
+    start = time.perf_counter()
+
+    with closing(log), RunProgress("leaderboard", total, enabled=not quiet, unit="models") as bar:
+
+        def on_model(result: ModelResult) -> None:
+            s = result.seconds
+            line = (
+                f"{time.perf_counter() - start:7.2f}s {result.model}: {len(result.rows)} "
+                f"answers, read {s.get('read', 0):.2f}s, decode {s.get('decode', 0):.2f}s, "
+                f"diagnose {s.get('diagnose', 0):.2f}s, "
+                f"checker {s.get('checker', 0):.2f}s, page {s.get('page', 0):.2f}s"
+            )
+            log.write(line + "\n")
+            log.flush()
+            bar.advance()
+
+        try:
+            run = diagnose_tree(
+                tree,
+                scores=scores,
+                model=model,
+                jobs=jobs,
+                checker=checker,
+                grounding=grounding,
+                pages=out / CASES_DIR if cases else None,
+                page_writer=write_case_page if cases else None,
+                on_model=on_model,
+            )
+        except FileNotFoundError as exc:
+            fail(str(exc))
+        tables = leaderboard_tables(run)
+        left = sum(len(v) for v in run.drift.values())
+        notes = [
+            f"{len(run.results)} models, {sum(len(r.rows) for r in run.results)} answers, "
+            f"bfcl-eval {run.bfcl_version}; {left} cases left out for drift "
+            f"({', '.join(f'{k} {len(v)}' for k, v in run.drift.items())}); "
+            f"{run.seconds:.1f} s with {jobs} process(es)."
+        ]
+        written = write_leaderboard_report(run, out, tables, notes)
+        log.write(f"{time.perf_counter() - start:7.2f}s done: {notes[0]}\n")
+    stdout_console().print(tables[0].to_rich())
+    for n in notes:
+        console.print(n, markup=False)
+    for r in run.results:
+        for p in r.problems[:5]:
+            console.print(f"{r.model}: {p}", style="yellow", markup=False)
+    console.print(
+        f"wrote {written['tables'][0]} (and {len(written['tables']) - 1} more), "
+        f"{written['figure']}, {written['page']}"
+    )

@@ -22,9 +22,9 @@ from callscope.guard.chatlog import (
     summarize_turns,
     write_chatlog_store,
 )
+from callscope.records import stage_info
 from callscope.saag.groundings import get_grounding
 
-STAGE_LABELS = {0: "passed all", 1: "1 registry", 2: "2 structure", 3: "3 grounding"}
 #: conversations listed in the per-conversation table (the rows file has them all)
 MAX_LISTED = 40
 
@@ -41,7 +41,7 @@ def print_chatlog_summary(s: ChatLogSummary) -> None:
     t.add_column("share", justify="right")
     for stage in (0, 1, 2, 3):
         n = s.stages.get(stage, 0)
-        t.add_row(STAGE_LABELS[stage], str(n), f"{n / s.calls:.1%}" if s.calls else "-")
+        t.add_row(stage_info(stage).short, str(n), f"{n / s.calls:.1%}" if s.calls else "-")
     console.print(t)
     answers = sum(s.answer_stages.values())
     w = Table(
@@ -53,7 +53,7 @@ def print_chatlog_summary(s: ChatLogSummary) -> None:
     w.add_column("share", justify="right")
     for stage in (0, 1, 2, 3):
         n = s.answer_stages.get(stage, 0)
-        w.add_row(STAGE_LABELS[stage], str(n), f"{n / answers:.1%}" if answers else "-")
+        w.add_row(stage_info(stage).short, str(n), f"{n / answers:.1%}" if answers else "-")
     console.print(w)
     a = Table(title="action class of each assistant turn")
     a.add_column("action")
@@ -64,7 +64,7 @@ def print_chatlog_summary(s: ChatLogSummary) -> None:
     c = Table(title="per conversation (tool calls by first failing stage)")
     c.add_column("conversation")
     for stage in (0, 1, 2, 3):
-        c.add_column(STAGE_LABELS[stage], justify="right")
+        c.add_column(stage_info(stage).short, justify="right")
     for i, (conv, counts) in enumerate(s.per_conversation.items()):
         if i == MAX_LISTED:
             c.add_row(f"... {len(s.per_conversation) - MAX_LISTED} more", "", "", "", "")

@@ -43,7 +43,7 @@ from rich.table import Table
 from callscope.core.jsonl import read_jsonl
 from callscope.core.text import escape_controls
 from callscope.errors import CallscopeError
-from callscope.models.base import ChatModel
+from callscope.models.base import ModelOptions
 from callscope.models.registry import DEFAULT_SPEC, backend_help
 from callscope.saag.groundings import grounding_help
 
@@ -251,27 +251,19 @@ def style_arg(style: str) -> str | None:
     return None if style == "auto" else style
 
 
-def open_model(
-    spec: str,
+def model_options(
     *,
     base_url: str | None,
     api_key: str | None,
     timeout: float,
     cache: Path | None,
     no_cache: bool,
-) -> ChatModel:
-    """The backend named by ``-m`` and the connection / cache options, cached unless
-    ``--no-cache`` (:func:`callscope.runs.experiment.open_model`, looked up when called)."""
-    # lazy: the runner's stack is imported only by the commands that open a model
-    from callscope.runs.experiment import open_model as open_backend
-
-    return open_backend(
-        spec,
-        base_url=base_url,
-        api_key=api_key,
-        timeout=timeout,
-        cache=cache,
-        use_cache=not no_cache,
+) -> ModelOptions:
+    """The connection and cache options of a command (``--base-url``, ``--api-key``,
+    ``--timeout``, ``--cache``, ``--no-cache``) as the one record
+    :func:`callscope.runs.experiment.open_model` takes."""
+    return ModelOptions(
+        base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, use_cache=not no_cache
     )
 
 

@@ -24,7 +24,7 @@ from callscope.cli.common import (
     console,
     fail,
     interruptible,
-    open_model,
+    model_options,
     print_run_summary,
     read_rows,
     run_exit_code,
@@ -100,8 +100,13 @@ def run(
             f"{cases_file} holds no usable case ({len(problems)} malformed); "
             "write one JSON object {id, query, functions, gold?} per line or use `callscope bench build`"
         )
+    from callscope.runs.experiment import open_model  # lazy: looked up when called
+
     m = open_model(
-        model, base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+        model,
+        model_options(
+            base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+        ),
     )
     store = RunStore(out)
     store.set_meta("malformed_cases", problems)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from rich.table import Table
 
 from callscope.cli.common import GroundingOpt, console, fail
 from callscope.core.jsonl import dumps_row, read_jsonl
+from callscope.records import STAGES
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.saag.score import (
     GOLD_KEYS,
@@ -24,19 +26,43 @@ from callscope.saag.score import (
 )
 
 
+class ExpectCall(StrEnum):
+    """``--expect-call``: what a row that does not say expects of an answer."""
+
+    yes = "yes"
+    no = "no"
+    unknown = "unknown"
+
+
+EXPECT_CALL: dict[ExpectCall, bool | None] = {
+    ExpectCall.yes: True,
+    ExpectCall.no: False,
+    ExpectCall.unknown: None,
+}
+
+
 def print_score_summary(s: ScoreSummary) -> None:
     """Rows per first failing stage, then each metric's mean over the rows defining it."""
     title = f"callscope score: {s.rows} rows, {s.errors} malformed"
     t = Table(title=title, min_width=len(title))  # issue 32: the title on one line
     t.add_column("first failing stage")
     t.add_column("rows", justify="right")
-    labels = {0: "passed all", 1: "1 registry", 2: "2 structure", 3: "3 grounding"}
-    for stage in (0, 1, 2, 3):
-        t.add_row(labels[stage], str(s.stages.get(stage, 0)))
+    for info in STAGES:
+        if info.number is not None:
+            t.add_row(info.short, str(s.stages.get(info.number, 0)))
     for kind in ("abstained", "empty"):  # no call, none expected: nothing diagnosed
         if s.abstentions.get(kind):
-            t.add_row(f"no call: {kind}", str(s.abstentions[kind]))
+            t.add_row(f"no call: {kind} (none expected)", str(s.abstentions[kind]))
+    for kind in ("abstained", "empty"):  # no call, and nobody said whether one was expected
+        if s.no_verdict.get(kind):
+            t.add_row(f"no call: {kind} (no verdict)", str(s.no_verdict[kind]))
     console.print(t)
+    if sum(s.no_verdict.values()):
+        console.print(
+            f"{sum(s.no_verdict.values())} answers made no call and their rows say nothing of "
+            "whether one was expected: stage null, neither passed nor failed (give gold, "
+            "meta.expects_call, or --expect-call yes|no)"
+        )
     title = "metric means (over rows where each is defined)"
     m = Table(title=title, min_width=len(title))
     m.add_column("metric")
@@ -58,6 +84,16 @@ def score(
         Path | None, typer.Option("-o", "--output", help="write scored rows here (default: stdout)")
     ] = None,
     grounding: GroundingOpt = DEFAULT_GROUNDING,
+    expect_call: Annotated[
+        ExpectCall,
+        typer.Option(
+            "--expect-call",
+            help="what a row without gold or meta.expects_call expects: yes (the SAAG paper's "
+            "setting: an answer without a call fails at stage 1), no (it passes), unknown "
+            "(its stage is null: neither passed nor failed)",
+            case_sensitive=False,
+        ),
+    ] = ExpectCall.unknown,
     from_chat: Annotated[
         list[Path] | None,
         typer.Option(
@@ -107,7 +143,7 @@ def score(
             out = (
                 {"id": r.get("_line"), "error": r["_error"]}
                 if "_error" in r
-                else score_row(r, mode)
+                else score_row(r, mode, expect_call=EXPECT_CALL[expect_call])
             )
             sink.write(dumps_row(out) + "\n")  # lone surrogates escaped
             acc.add(out)

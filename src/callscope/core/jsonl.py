@@ -15,10 +15,17 @@ a dict so written gets the key :data:`ESCAPED_KEY` listing what was escaped
 Requests sent to a server are written the same way without the flag (``mark=False``): a
 server must get the fields it expects and nothing else.
 
-Reading JSON from outside (a server's reply, a replay file, a results file) goes through
-:func:`loads_bounded`, the one reader of that rule: whatever the text, it returns a value
-nested at most :data:`MAX_JSON_DEPTH` levels or raises a ``ValueError`` saying why (not
-JSON, nested too deeply, an integer over the digit limit), never a ``RecursionError``.
+Reading JSON from outside (a server's reply, a replay file, a results file, a case or
+emission row, a trace, a chat log, model text) goes through :func:`loads_bounded` (a whole
+text) or :func:`raw_decode_bounded` (one value from a position, trailing text allowed), the
+one reader of that rule: whatever the text, it returns a value nested at most
+:data:`MAX_JSON_DEPTH` levels or raises a ``ValueError`` saying why (not JSON, nested too
+deeply, an integer over the digit limit), never a ``RecursionError``. This module is the
+only place that catches ``RecursionError`` from :mod:`json`; :func:`read_jsonl` reads every
+line through it. The parser's JSON readers (:mod:`callscope.parse.literals`) are this reader
+with a decoder that refuses ``NaN`` / ``Infinity``; a call's arguments are then held to the
+tighter argument rule (``parse.literals.MAX_ARGUMENT_DEPTH``, a rule on values, not a
+second reader limit).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -117,12 +125,17 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
                 )
                 continue
             try:
-                value = json.loads(text)
+                value = loads_bounded(text)
             except json.JSONDecodeError as exc:
                 yield number, exc
                 continue
-            except RecursionError:
-                yield number, ValueError(f"line {number} is nested too deeply to read")
+            except TooDeep:
+                yield (
+                    number,
+                    ValueError(
+                        f"line {number} is nested too deeply to read (over {MAX_JSON_DEPTH} levels)"
+                    ),
+                )
                 continue
             except ValueError as exc:  # an integer longer than the int/str digit limit
                 yield number, ValueError(f"line {number}: {exc}")
@@ -152,80 +165,165 @@ def _bounded_lines(fh: io.TextIOWrapper) -> Iterator[str | None]:
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """How deep ``value`` nests (a scalar 0, ``[]`` 1, ``[[1]]`` 2), counted iteratively and
-    stopping as soon as it passes ``limit`` (the result is then ``limit + 1``).
+    """How deep ``value`` nests (a scalar 0, ``[]`` 1, ``[[1]]`` 2), counted level by level
+    (no recursion) and stopping as soon as it passes ``limit`` (the result is then
+    ``limit + 1``).
 
     >>> json_depth({"a": [1, {"b": 2}]}), json_depth([[[[]]]], limit=2)
     (3, 3)
     """
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict):
-            v = v.values()
-        elif not isinstance(v, list):
-            continue
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    depth = 0
+    while level:
         depth += 1
         if depth > limit:
             return limit + 1
-        deepest = max(deepest, depth)
-        stack.extend((x, depth) for x in v if isinstance(x, dict | list))
-    return deepest
+        below: list[Any] = []
+        for v in level:
+            below += [
+                x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, _CONTAINERS)
+            ]
+        level = below
+    return depth
 
 
-def loads_bounded(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> Any:
+#: the values :func:`json_depth` looks into
+_CONTAINERS = (dict, list)
+
+
+class JsonLimitError(ValueError):
+    """JSON text the reader refuses although it may be valid: ``line`` is the line (1-based,
+    of the text read) where the refused value starts, when it could be found."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class TooDeep(JsonLimitError):
+    """JSON nested deeper than the reader's limit (:data:`MAX_JSON_DEPTH`): the one error
+    :func:`loads_bounded` and :func:`raw_decode_bounded` raise in place of ``RecursionError``."""
+
+
+class HugeInt(JsonLimitError):
+    """A JSON integer longer than Python's int/str digit limit (4,300 digits by default)."""
+
+
+#: what the locator reads outside strings: a string (skipped whole), a bracket, a digit run
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]|\d++')
+
+
+def _locate(text: str, start: int, limit: int) -> int | None:
+    """The line (1-based) of the first place from ``start`` where ``text`` nests deeper than
+    ``limit`` or holds an integer over the digit limit; ``None`` when there is none. One
+    linear scan (strings skipped by one possessive pattern), run only when a read failed."""
+    digits = sys.get_int_max_str_digits() or None
+    depth = 0
+    for m in _TOKENS.finditer(text, start):
+        c = m.group()[0]
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, m.start()) + 1
+        elif c in "]}":
+            depth -= 1
+            if depth <= 0 and m.start() > start:
+                return None
+        elif c != '"' and digits is not None and m.end() - m.start() > digits:
+            return text.count("\n", 0, m.start()) + 1
+    return None
+
+
+#: the decoder :func:`loads_bounded` and :func:`raw_decode_bounded` use unless given another
+_DECODER = json.JSONDecoder()
+
+
+def raw_decode_bounded(
+    text: str,
+    start: int = 0,
+    *,
+    limit: int = MAX_JSON_DEPTH,
+    decoder: json.JSONDecoder = _DECODER,
+) -> tuple[Any, int]:
+    """The JSON value that starts at ``text[start]`` and the index after it (trailing text
+    allowed: ``JSONDecoder.raw_decode`` from a position), read by ``decoder`` (e.g. one that
+    refuses ``NaN``, or ``strict=False``). Raises ``json.JSONDecodeError`` for text that is
+    not JSON there, and a ``ValueError`` with a one-line reason for a value nested deeper
+    than ``limit`` (even one too deep for :mod:`json` itself) or an integer over Python's
+    digit limit; never a ``RecursionError``.
+
+    >>> raw_decode_bounded('x {"a": 1} y', 2)
+    ({'a': 1}, 10)
+    >>> raw_decode_bounded("[" * 10_000 + "]" * 10_000)
+    Traceback (most recent call last):
+    ...
+    callscope.core.jsonl.TooDeep: JSON nested deeper than 100 levels
+    """
+    try:
+        value, end = decoder.scan_once(text, start)
+    except StopIteration as err:
+        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    except (RecursionError, ValueError) as exc:
+        raise _reason(exc, limit, text, start) from None
+    return _checked(value, limit, text, start), end
+
+
+def loads_bounded(
+    text: str | bytes,
+    *,
+    limit: int = MAX_JSON_DEPTH,
+    decoder: json.JSONDecoder | None = None,
+) -> Any:
     """``json.loads(text)`` for JSON from outside; raises ``ValueError`` with a one-line
-    reason for text that is not JSON, an integer longer than Python's digit limit, or a
-    value nested deeper than ``limit`` (even one too deep for ``json`` itself, which would
-    raise ``RecursionError``).
+    reason for text that is not JSON (``json.JSONDecodeError``), an integer longer than
+    Python's digit limit, or a value nested deeper than ``limit`` (even one too deep for
+    ``json`` itself, which would raise ``RecursionError``). ``decoder``: see
+    :func:`raw_decode_bounded` (a ``str`` only).
 
     >>> loads_bounded('{"a": [1]}')
     {'a': [1]}
     >>> loads_bounded("[" * 10_000 + "]" * 10_000)
     Traceback (most recent call last):
     ...
-    ValueError: JSON nested deeper than 100 levels
+    callscope.core.jsonl.TooDeep: JSON nested deeper than 100 levels
     """
     try:
-        value = json.loads(text)
-    except RecursionError:
-        raise ValueError(f"JSON nested deeper than {limit} levels") from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError as exc:  # the int/str digit limit
-        raise ValueError(f"JSON holds {exc}".rstrip(".")) from None
+        value = json.loads(text) if decoder is None else decoder.decode(str(text))
+    except (RecursionError, ValueError) as exc:
+        raise _reason(exc, limit, text, 0) from None
+    return _checked(value, limit, text, 0)
+
+
+def _reason(
+    exc: RecursionError | ValueError, limit: int, text: str | bytes, start: int
+) -> ValueError:
+    """The one-line error of a failed decode: :class:`TooDeep` for a ``RecursionError``,
+    :class:`HugeInt` for the digit limit (each with its line), else ``exc`` itself (not
+    JSON, a refused constant)."""
+    if isinstance(exc, RecursionError):
+        return TooDeep(f"JSON nested deeper than {limit} levels", _line(text, start, limit))
+    if "digit" in str(exc) and not isinstance(exc, json.JSONDecodeError):
+        return HugeInt(str(exc), _line(text, start, limit))
+    return exc
+
+
+def _checked(value: Any, limit: int, text: str | bytes, start: int) -> Any:
+    """``value`` when it nests at most ``limit`` deep, else the :class:`TooDeep` saying so.
+    A text with at most ``limit`` opening brackets cannot nest deeper: no walk then."""
+    if not isinstance(value, _CONTAINERS):
+        return value
+    if start == 0 and isinstance(text, str) and text.count("[") + text.count("{") <= limit:
+        return value  # a whole text (a line, a reply) with few brackets: the common case
     if json_depth(value, limit) > limit:
-        raise ValueError(f"JSON nested deeper than {limit} levels")
+        raise TooDeep(f"JSON nested deeper than {limit} levels", _line(text, start, limit))
     return value
 
 
-def values_bounded(text: str, *, limit: int = MAX_JSON_DEPTH) -> Iterator[Any]:
-    """Every top-level JSON value of ``text`` (one document, JSON Lines, or values one after
-    another), each read as :func:`loads_bounded` reads one: a ``ValueError`` for text that
-    is not JSON or a value nested deeper than ``limit``, never a ``RecursionError``.
-
-    >>> list(values_bounded('{"a": 1}\\n[2] 3'))
-    [{'a': 1}, [2], 3]
-    """
-    decoder = json.JSONDecoder()
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
-            return
-        try:
-            value, i = decoder.raw_decode(text, i)
-        except RecursionError:
-            raise ValueError(f"JSON nested deeper than {limit} levels") from None
-        except json.JSONDecodeError:
-            raise
-        except ValueError as exc:  # the int/str digit limit
-            raise ValueError(f"JSON holds {exc}".rstrip(".")) from None
-        if json_depth(value, limit) > limit:
-            raise ValueError(f"JSON nested deeper than {limit} levels")
-        yield value
+def _line(text: str | bytes, start: int, limit: int) -> int | None:
+    """:func:`_locate` of ``text`` (bytes decoded as UTF-8, undecodable bytes replaced)."""
+    if isinstance(text, bytes | bytearray):
+        text = bytes(text).decode("utf-8", "replace")
+    return _locate(text, start, limit)
 
 
 def _escape_huge_ints(value: Any, found: set[str]) -> Any:

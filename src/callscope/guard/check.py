@@ -11,10 +11,12 @@ call diagnosed, the turn's stage the earliest over its calls.
 
 A live agent may answer in prose: a turn without a call *attempt* is not a failure (its
 verdict has no call and passes; ``no_call`` says ``abstained`` or ``empty``). A call attempt
-is native ``tool_calls``, text the action classifier reads as ``TOOL_CALL``, or call-shaped
-text the parser refused (:func:`call_shaped`: a ``<tool_call>`` / ``<functioncall>`` block,
-a JSON call opening that does not decode, or an opening call of a registered function); a call attempt without a readable call is one
-stage-1 verdict with the parser's reason (``no_call="broken"``), which the repair corrects.
+is native ``tool_calls``, text the action classifier reads as ``TOOL_CALL``, or text the
+parser reads as a broken call (:func:`callscope.saag.answer.no_call_kind`, the one rule of
+``score`` and the loop: call syntax or data it refused, a registered name written as a call,
+garbage); a call attempt without a readable call is a stage-1 verdict with the parser's
+reason (``no_call="broken"``), which the repair corrects; a native list with one unreadable
+call has a stage-1 verdict at that position beside its judged readable calls.
 
 Evidence (:func:`evidence_of`): the text of the last user message is the query; the earlier
 user messages and the tool results are the context stage 3 may also ground values in. The
@@ -24,26 +26,25 @@ the system prompt is flagged).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from callscope.calibration.classify import classify_emission
 from callscope.parse import parse_output
-from callscope.parse.json_calls import first_invalid_json, parse_native
-from callscope.parse.python_calls import CALL_START
-from callscope.records import Diagnosis
+from callscope.parse.json_calls import parse_native
+from callscope.records import Diagnosis, FailureKind
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.correction import (
     AnswerVerdict,
     CheckedCall,
     NoCall,
     call_depth,
+    call_fix,
     flagged_values,
     per_call,
 )
 from callscope.saag.groundings import Grounding
-from callscope.saag.messages import correction_message
 from callscope.types import TOOL_CALL, ParseResult, ToolCall
 
 
@@ -184,7 +185,7 @@ class TurnVerdict:
         """The paper's structured correction of each failing call, each prefixed with the call
         it is for when the turn made several calls (:func:`callscope.saag.correction.per_call`);
         ``None`` when every call passed."""
-        return per_call(self.answer.checked, lambda c: correction_message(c.diagnosis))
+        return per_call(self.answer.checked, call_fix)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -265,29 +266,22 @@ def message_of(response: Any) -> dict[str, Any]:
     raise TypeError(f"unsupported response type {type(response).__name__}")
 
 
-def _reasons(d: Diagnosis, call: ToolCall | None) -> tuple[str, ...]:
+def _reasons(d: Diagnosis, call: ToolCall | None, unreadable: str | None) -> tuple[str, ...]:
     if d.stage == 0:
         return ()
     if d.stage == 1:
         if d.fnem == -1:
-            return ("no_name: no function name found",)
+            if unreadable:
+                return (f"no_name: the call could not be read: {unreadable}",)
+            return (FailureKind.NO_NAME.reason(""),)
         near = f" (nearest: {d.nearest!r})" if d.nearest else ""
-        return (f"wrong_name: {d.predicted!r} is not in the tools{near}",)
+        return (FailureKind.WRONG_NAME.reason(str(d.predicted)) + near,)
     args = call.arguments if call is not None else {}
-    out: list[str] = []
-    if d.stage == 2:
-        out += [f"missing: required argument {p!r} is absent" for p in d.missing]
-        out += [f"spurious: argument {p!r} is not in the schema" for p in d.spurious]
-        out += [f"drifted: argument {p!r} looks like {d.drift_targets.get(p)!r}" for p in d.drifted]
-        return tuple(out)
-    for kind, what in (
-        ("numeric", "does not match a number the user stated"),
-        ("hard", "has no grounding in the user's text"),
-        ("soft", "is only loosely related to the user's text"),
-    ):
-        for p in getattr(d, kind):
-            out.append(f"{kind}: {p}={_short(args.get(p))} {what}")
-    return tuple(out)
+    return tuple(
+        kind.reason(p, _short(args.get(p)), str(d.drift_targets.get(p)))
+        for kind in FailureKind.of_stage(d.stage)
+        for p in getattr(d, kind.value)
+    )
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -308,26 +302,10 @@ def _call_verdict(index: int, call_id: str | None, checked: CheckedCall) -> Call
         name=call.name if call is not None else None,
         arguments=dict(call.arguments) if call is not None else {},
         stage=d.stage,
-        reasons=_reasons(d, call),
-        correction=correction_message(d),
+        reasons=_reasons(d, call, checked.reason),
+        correction=call_fix(checked),
         diagnosis=d,
     )
-
-
-def call_shaped(text: str, names: Collection[str] = ()) -> bool:
-    """Whether ``text`` holds a call the parser could not read: a ``<tool_call>`` or
-    ``<functioncall>`` block, a JSON call opening (``{"`` / ``[{"``) that does not decode
-    (:func:`~callscope.parse.json_calls.first_invalid_json`), or text that opens with a call
-    of one of the registered ``names`` in Python syntax (``get_weather(city=``). Prose with a
-    stray bracket is not (the parser's own reasons also cover prose such as ``f(x) = 2x``,
-    which no agent meant as a call)."""
-    if "<tool_call>" in text or "<functioncall>" in text or first_invalid_json(text) is not None:
-        return True
-    opening = CALL_START.match(text.lstrip())
-    if opening is None:
-        return False
-    name = opening.group().lstrip("[").rstrip("(").strip()
-    return name in names
 
 
 def check(
@@ -340,8 +318,10 @@ def check(
 
     Native ``tool_calls`` are always checked (an unreadable list is one stage-1 verdict with
     the parse error); calls written in the text are checked when the turn's action class is
-    ``TOOL_CALL``, and call-shaped text that does not parse (:func:`call_shaped`) is a broken
-    call attempt. Every call is diagnosed (:func:`~callscope.saag.answer.diagnose_answer`,
+    ``TOOL_CALL``, and text the parser reads as a broken call (call syntax or data it
+    refused, a registered name written as a call, garbage:
+    :func:`~callscope.saag.answer.no_call_kind`, the one rule of ``score`` and the loop) is a
+    broken call attempt. Every call is diagnosed (:func:`~callscope.saag.answer.diagnose_answer`,
     a call attempt expects a call); a turn with no call attempt passes with no call.
     ``grounding`` names the stage-3 mode (default
     :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`). Nothing is evaluated: calls are
@@ -367,12 +347,8 @@ def check(
         ]
     else:
         parsed = parse_output(text)
-        names = [f["name"] for f in functions]
-        attempt = action == TOOL_CALL or (
-            no_call_kind(parsed) == "broken" and call_shaped(text, names)
-        )
-        if not attempt:  # prose (or nothing): an abstention, not a failure
-            kind: NoCall = "empty" if no_call_kind(parsed) == "empty" else "abstained"
+        kind = no_call_kind(parsed, [f["name"] for f in functions])
+        if action != TOOL_CALL and kind in ("abstained", "empty"):  # prose or nothing
             return TurnVerdict(
                 action=action,
                 query=query,
@@ -392,7 +368,7 @@ def check(
     return TurnVerdict(
         action=action,
         calls=verdicts,
-        parse_error=parsed.error,
+        parse_error=answer.parse_error or parsed.error,
         query=query,
         content=text,
         native=bool(native_calls),

@@ -50,7 +50,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import NotARegularFile, loads_bounded, read_bounded, values_bounded
+from callscope.core.jsonl import (
+    JsonLimitError,
+    NotARegularFile,
+    loads_bounded,
+    raw_decode_bounded,
+    read_bounded,
+)
 from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
@@ -128,7 +134,7 @@ def _hex_id(x: Any) -> str:
 def _json(v: Any) -> Any:
     if isinstance(v, str):
         try:
-            return loads_bounded(v)  # an attribute's JSON text: read within the same bounds
+            return loads_bounded(v)
         except ValueError:
             return v
     return v
@@ -311,13 +317,36 @@ def _from_langsmith(run: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any
 # --- files ---------------------------------------------------------------------------------
 
 
+class UnreadableValue(ValueError):
+    """A top-level value of a trace file that cannot be read: the ``line`` it is on, why."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(f"line {line}: {reason}")
+        self.line, self.reason = line, reason
+
+
 def _objects(path: Path) -> Iterator[Any]:
     """Every top-level JSON value of a file: one document, JSON Lines, or concatenated
-    objects (the ConsoleSpanExporter's pretty-printed spans). Only a regular file of at most
-    :data:`~callscope.core.jsonl.MAX_FILE_BYTES`, each value nested at most
-    :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` deep (``core.jsonl``'s bounded readers)."""
+    objects (the ConsoleSpanExporter's pretty-printed spans), read by the one bounded reader
+    (:func:`~callscope.core.jsonl.raw_decode_bounded`) from a regular file of at most
+    :data:`~callscope.core.jsonl.MAX_FILE_BYTES` (:func:`~callscope.core.jsonl.read_bounded`:
+    ``/dev/zero`` or a FIFO is refused, never read); :class:`UnreadableValue` for a value
+    that cannot be read."""
     text = read_bounded(path).decode("utf-8")
-    yield from values_bounded(text)
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            break
+        try:
+            value, i = raw_decode_bounded(text, i)
+        except json.JSONDecodeError as exc:
+            raise UnreadableValue(exc.lineno, f"not valid JSON ({exc.msg})") from None
+        except JsonLimitError as exc:  # nested too deeply, an integer over the digit limit
+            line = exc.line or text.count("\n", 0, i) + 1
+            raise UnreadableValue(line, str(exc)) from None
+        yield value
 
 
 def _spans(obj: Any) -> Iterator[tuple[str, str, str, dict[str, Any] | None, dict[str, Any]]]:
@@ -427,9 +456,12 @@ def read_traces(
         p = Path(path)
         try:
             objects = list(_objects(p))
+        except UnreadableValue as e:
+            errors.append(f"{p.name}:{e.line}: {e.reason}")
+            continue
         except NotARegularFile:
-            raise  # not a file to read: a usage error, as a folder or a missing path is
-        except ValueError as e:
+            raise  # not a file to read: a usage error (exit 2), as a folder or a missing path
+        except ValueError as e:  # not UTF-8, over MAX_FILE_BYTES
             errors.append(f"{p.name}: {e}")
             continue
         for obj in objects:

@@ -7,6 +7,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from callscope.models.usage import TokenUsage
@@ -85,6 +86,21 @@ class BackendOptions:
     timeout: float = 120
     retries: int = 3
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How a model named by its spec is opened (:func:`callscope.runs.experiment.open_model`,
+    the one opener): the connection a backend takes (``base_url``, ``api_key``, ``timeout``
+    in seconds per request) and the response cache around it (``cache``: its file, default
+    the cache root's; ``use_cache=False``: none, as ``--no-cache``). The record the CLI's
+    connection options become once, then passed whole."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = 120.0
+    cache: Path | None = None
+    use_cache: bool = True
 
 
 class ChatModel(ABC):

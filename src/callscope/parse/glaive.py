@@ -32,6 +32,7 @@ import json
 import re
 from typing import Any
 
+from callscope.core.jsonl import TooDeep, loads_bounded, raw_decode_bounded
 from callscope.parse.literals import Rejected
 
 #: possessive repetitions: each match attempt reads a blank run once (linear time)
@@ -46,16 +47,14 @@ def _loads_arguments(text: str) -> dict[str, Any]:
     if not stripped:
         return {}
     try:
-        value = _DECODER.decode(stripped)
-    except json.JSONDecodeError:
         try:
-            value = _DECODER.decode(stripped.replace("\\'", "'"))
-        except json.JSONDecodeError as exc:
-            raise Rejected(f"arguments are not valid JSON: {exc}") from None
-        except RecursionError:
-            raise Rejected("arguments are nested too deeply to decode") from None
-    except RecursionError:
+            value = loads_bounded(stripped, decoder=_DECODER)
+        except json.JSONDecodeError:
+            value = loads_bounded(stripped.replace("\\'", "'"), decoder=_DECODER)
+    except TooDeep:
         raise Rejected("arguments are nested too deeply to decode") from None
+    except ValueError as exc:
+        raise Rejected(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise Rejected("arguments are not a JSON object")
     return value
@@ -72,10 +71,10 @@ def read_functioncall(text: str, *, max_candidates: int | None = None) -> dict[s
     if start < 0:
         raise Rejected("no JSON object after <functioncall>")
     try:
-        obj, _ = _DECODER.raw_decode(text, start)
+        obj, _ = raw_decode_bounded(text, start, decoder=_DECODER)
     except json.JSONDecodeError:
         return _read_quoted(text, start, max_candidates)
-    except RecursionError:
+    except ValueError:  # nested too deeply, an integer over the digit limit
         raise Rejected("call is nested too deeply to decode") from None
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
@@ -97,8 +96,8 @@ def _read_quoted(text: str, start: int, max_candidates: int | None) -> dict[str,
         rebuilt = text[start:open_quote] + "null" + text[close.start() + 1 :]
         try:
             arguments = _loads_arguments(inner)
-            obj, _ = _DECODER.raw_decode(rebuilt)
-        except (Rejected, json.JSONDecodeError, RecursionError) as exc:
+            obj, _ = raw_decode_bounded(rebuilt, 0, decoder=_DECODER)
+        except ValueError as exc:
             last_error = str(exc) or type(exc).__name__
             continue
         return {**obj, "arguments": arguments}

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from callscope.core.jsonl import TooDeep
 from callscope.parse.literals import (
     MAX_CANDIDATES,
     MAX_NATIVE_CHARS,
@@ -39,7 +40,7 @@ def coerce_arguments(raw: Any) -> dict[str, Any]:
             return {}
         try:
             raw = json_loads(stripped)
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             raise Rejected(f"arguments are not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise Rejected(f"arguments must be an object, got {type(raw).__name__}")
@@ -74,6 +75,9 @@ def _looks_like_call(obj: Any) -> bool:
 
 def _calls_from_json_value(value: Any) -> list[ToolCall]:
     if type(value) is dict:  # one object: the common case, the same test as below
+        inner = value.get("tool_calls")
+        if isinstance(inner, list) and inner and len(value) == 1:  # {"tool_calls": [...]}
+            return _calls_from_json_value(inner)
         return [call_from_object(value)] if _looks_like_call(value) else []
     items = value if isinstance(value, list) else [value]
     if not items or not all(_looks_like_call(it) for it in items):
@@ -82,7 +86,9 @@ def _calls_from_json_value(value: Any) -> list[ToolCall]:
 
 
 def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
-    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions).
+    """Parse a backend's native ``tool_calls`` list (OpenAI or Ollama conventions): one
+    result per position, a call that cannot be read (arguments that are not JSON, no name)
+    listed in ``unreadable`` with its position and reason while the others are read.
 
     The list as a whole (names and arguments, JSON strings or objects) must be at most
     :data:`~callscope.parse.literals.MAX_NATIVE_CHARS` large (:func:`json_size`); a larger
@@ -95,26 +101,32 @@ def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
             form="native",
         )
     calls: list[ToolCall] = []
-    try:
-        for tc in tool_calls:
+    unreadable: list[tuple[int, str]] = []
+    for position, tc in enumerate(tool_calls):
+        try:
             calls.append(call_from_object(tc))
-    except Rejected as exc:
-        return ParseResult(error=f"native tool call rejected: {exc}", form="native")
-    if not calls:
+        except Rejected as exc:  # this call is broken; the others are still read and judged
+            unreadable.append((position, f"native tool call rejected: {exc}"))
+    if not calls and not unreadable:
         return ParseResult(error="empty native tool_calls list", form="native")
-    return ParseResult(calls=tuple(calls), form="native")
+    return ParseResult(
+        calls=tuple(calls),
+        error=None if calls else unreadable[0][1],
+        form="native",
+        unreadable=tuple(unreadable),
+    )
 
 
 #: an opening that is JSON written as a call: ``{"`` or ``[{`` (blanks allowed between)
 _JSON_CALL_START = re.compile(r"(?:\[[ \t\r\n]*+)?\{[ \t\r\n]*+\"")
 
 
-def invalid_json_reason(text: str, start: int, exc: ValueError | RecursionError) -> str:
+def invalid_json_reason(text: str, start: int, exc: ValueError) -> str:
     """Why the JSON that starts at ``start`` of ``text`` does not decode: *cut off* when the
     decoder ran into the end of the text or an unterminated string (the output stopped
     mid-call: at the token limit, or the model ended it there), else the decoder's message
     and position."""
-    if isinstance(exc, RecursionError):
+    if isinstance(exc, TooDeep):
         return "the JSON is nested too deeply to read"
     if isinstance(exc, json.JSONDecodeError):
         if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
@@ -136,14 +148,24 @@ def first_invalid_json(text: str) -> str | None:
         json_raw_decode(text, match.start())
     except Rejected:
         return None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         return invalid_json_reason(text, match.start(), exc)
     return None
 
 
-def scan_json(text: str) -> tuple[list[ToolCall], str | None]:
+#: a JSON call object's opening: ``{"name":``
+_CALL_OBJECT_START = re.compile(r"\{[ \t\r\n]*+\"name\"[ \t\r\n]*+:")
+
+
+def scan_json(
+    text: str, broken: list[tuple[int, str]] | None = None
+) -> tuple[list[ToolCall], str | None]:
     """Every JSON object/list in ``text`` that is a call (or a list of calls), in order, and
-    the last rejection reason met. At most ``MAX_CANDIDATES`` start positions are decoded."""
+    the last rejection reason met. At most ``MAX_CANDIDATES`` start positions are decoded.
+    ``broken``, when given, receives ``(position, reason)`` of every call object opening
+    (``{"name":``) that does not decode or is refused, outside the calls read (a call cut off
+    or garbled beside readable ones); ``position`` counts the calls and broken calls before
+    it."""
     calls: list[ToolCall] = []
     error: str | None = None
     i, n = 0, len(text)
@@ -159,15 +181,21 @@ def scan_json(text: str) -> tuple[list[ToolCall], str | None]:
             value, end = json_raw_decode(text, j)
         except Rejected as exc:
             error = str(exc)
+            if broken is not None and _CALL_OBJECT_START.match(text, j):
+                broken.append((len(calls) + len(broken), error))
             i = j + 1
             continue
-        except (ValueError, RecursionError):
+        except ValueError as exc:
+            if broken is not None and _CALL_OBJECT_START.match(text, j):
+                broken.append((len(calls) + len(broken), invalid_json_reason(text, j, exc)))
             i = j + 1
             continue
         try:
             found = _calls_from_json_value(value)
         except Rejected as exc:
             error = str(exc)
+            if broken is not None and _CALL_OBJECT_START.match(text, j):
+                broken.append((len(calls) + len(broken), error))
             found = []
         if found:
             calls.extend(found)

@@ -6,7 +6,9 @@
 * :data:`MAX_NATIVE_CHARS`: native tool calls larger than this (:func:`json_size`) are
   rejected, as text beyond :data:`MAX_INPUT_CHARS` is ignored.
 * :data:`MAX_ARGUMENT_DEPTH`: arguments nested deeper than this are rejected. It is the one
-  nesting limit of callscope: the SAAG cascade (:mod:`callscope.saag.cascade`) and the BFCL
+  nesting rule on call arguments (JSON text itself is read by the one bounded reader,
+  :mod:`callscope.core.jsonl`, whose limit :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` bounds
+  every document; this rule is tighter, on the values a call carries): the SAAG cascade (:mod:`callscope.saag.cascade`) and the BFCL
   executor (:mod:`callscope.benchmarks.bfcl.env`) use it too, so a call the parser accepts is
   never refused for depth further on.
 * JSON data: arguments are JSON data, i.e. ``None``, ``bool``, ``int``, finite ``float``,
@@ -31,6 +33,8 @@ import json
 import math
 import sys
 from typing import Any
+
+from callscope.core.jsonl import loads_bounded, raw_decode_bounded
 
 MAX_INPUT_CHARS = 200_000
 #: arguments nested deeper than this are rejected (no real tool takes them, and metrics
@@ -57,25 +61,23 @@ def _reject_constant(name: str) -> Any:
     raise Rejected(f"non-finite number {name} in JSON")
 
 
-def json_loads(text: str) -> Any:
-    """``json.loads`` that rejects ``NaN``/``Infinity`` (not JSON, and not finite)."""
-    return json.loads(text, parse_constant=_reject_constant)
-
-
+#: the parser's JSON decoder: the standard one, refusing ``NaN`` / ``Infinity``
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-_SCAN_ONCE = _DECODER.scan_once
+def json_loads(text: str) -> Any:
+    """``json.loads`` that rejects ``NaN``/``Infinity`` (not JSON, and not finite): the one
+    reader of outside JSON (:func:`callscope.core.jsonl.loads_bounded`) with this module's
+    decoder, so deep nesting is a ``ValueError``, never a ``RecursionError``."""
+    return loads_bounded(text, decoder=_DECODER)
 
 
 def json_raw_decode(text: str, start: int) -> tuple[Any, int]:
     """``JSONDecoder.raw_decode`` from ``start`` (trailing text allowed), rejecting
-    ``NaN``/``Infinity``. The decoder's scanner is called directly: the same value, end and
-    errors as ``raw_decode`` (whose body this is), one Python frame fewer per candidate."""
-    try:
-        return _SCAN_ONCE(text, start)
-    except StopIteration as err:
-        raise json.JSONDecodeError("Expecting value", text, err.value) from None
+    ``NaN``/``Infinity``: :func:`callscope.core.jsonl.raw_decode_bounded` with this module's
+    decoder (the same value, end and errors as ``raw_decode``; nesting over
+    :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` a ``ValueError``)."""
+    return raw_decode_bounded(text, start, decoder=_DECODER)
 
 
 #: value types that need no depth or finiteness check (exact types: a subclass goes the long way)

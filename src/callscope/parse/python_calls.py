@@ -60,7 +60,9 @@ def parse_expression(text: str) -> ast.expr:
         with warnings.catch_warnings():  # model text: its invalid escapes are not our warnings
             warnings.simplefilter("ignore")
             tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except SyntaxError as exc:  # Python's own words: "'(' was never closed", ...
+        raise Rejected(f"not Python call syntax: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
         raise Rejected(f"not Python call syntax: {type(exc).__name__}") from None
     return tree.body
 
@@ -132,10 +134,20 @@ def parse_python_calls(text: str) -> list[ToolCall]:
     ]
 
 
-def scan_python(text: str) -> tuple[list[ToolCall], str | None]:
+#: call syntax right after ``name(``: ``)``, the end of the text (cut off there), a keyword
+#: ``k=`` (not ``==``), a quoted literal
+CALL_ARGS = re.compile(r"[ \t\r\n]*+(?:\)|\Z|[A-Za-z_]\w*+[ \t]*+=(?!=)|[\"'])")
+
+
+def scan_python(
+    text: str, broken: list[tuple[int, str]] | None = None
+) -> tuple[list[ToolCall], str | None]:
     """Python call syntax embedded in prose: ``[f(a=1)]`` lists, or ``f(k=v)`` with keywords
     (a bare ``f()`` in prose is not taken for a call). Returns the calls in order and the last
-    rejection reason; at most ``MAX_CANDIDATES`` starts are tried."""
+    rejection reason; at most ``MAX_CANDIDATES`` starts are tried. ``broken``, when given,
+    receives ``(position, reason)`` of every ``name(`` written with call syntax
+    (:data:`CALL_ARGS`) that is cut off or refused after a call was read (``[f(a=1),
+    g(b=``); ``position`` counts the calls and broken calls before it."""
     calls: list[ToolCall] = []
     error: str | None = None
     pos = 0
@@ -146,14 +158,21 @@ def scan_python(text: str) -> tuple[list[ToolCall], str | None]:
         start = m.start()
         first_open = text.find("(", start) if text[start] != "[" else start
         end = balanced_end(text, first_open)
+        attempt = broken is not None and bool(calls) and CALL_ARGS.match(text, m.end())
         if end < 0:
-            pos = m.end()
+            if attempt:
+                name = m.group().lstrip("[").rstrip("(").strip()
+                broken.append((len(calls) + len(broken), f"the call {name}( is cut off"))
+            # an unclosed list may still hold whole calls: read on from its first name
+            pos = start + 1 if text[start] == "[" else m.end()
             continue
         segment = text[start:end]
         try:
             found = parse_python_calls(segment)
         except Rejected as exc:
             error = str(exc)
+            if attempt:
+                broken.append((len(calls) + len(broken), error))
             pos = m.end()
             continue
         is_list = segment.lstrip().startswith("[")

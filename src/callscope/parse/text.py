@@ -22,22 +22,28 @@ wrapped as ``{"type": "function", "function": {...}}``. Text longer than
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from callscope.parse.glaive import read_functioncall
 from callscope.parse.json_calls import (
     call_from_object,
-    first_invalid_json,
     parse_native,
     scan_json,
 )
 from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
-from callscope.parse.python_calls import CALL_START, parse_python_calls, scan_python
+from callscope.parse.no_call import (
+    EMPTY_CALL_LIST,
+    NO_CALL_FOUND,
+    call_attempts,
+    call_opening,
+    read_no_call,
+)
+from callscope.parse.python_calls import parse_python_calls, scan_python
 from callscope.types import ParseResult, ToolCall
 
 #: the two parse errors that say nothing about what was wrong with the text
 EMPTY_OUTPUT = "empty output"
-NO_CALL_FOUND = "no tool call found in output"
 #: ``parse_output`` of ``None``, and of an object with neither a call nor text: nothing answered
 NO_OUTPUT = "no output"
 NO_CONTENT = "object output has neither a call nor text content"
@@ -96,7 +102,9 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
 
 def _json_or_python(body: str) -> tuple[list[ToolCall], str | None]:
     """The calls in a ``<tool_call>`` block or a fence: JSON ones, else the whole body as
-    Python call syntax."""
+    Python call syntax; ``[]`` is the explicit empty list of calls."""
+    if body.strip() == "[]":
+        return [], EMPTY_CALL_LIST
     found, err = scan_json(body)
     if not found:
         try:
@@ -139,39 +147,51 @@ def parse_text(text: str) -> ParseResult:
         seg = seg.split("<|endoftext|>")[0]  # the split removed every <functioncall> tag
         try:
             fc_calls.append(call_from_object(read_functioncall(seg, max_candidates=MAX_CANDIDATES)))
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:
             last_error = f"functioncall: {exc}"
     if fc_calls:
         return ParseResult(calls=tuple(fc_calls), form="functioncall")
 
     fenced: list[ToolCall] = []
+    attempts: list[tuple[str, str]] = []
     for _language, body in fenced_blocks(stripped):
         found, err = _json_or_python(body)
         fenced.extend(found)
-        last_error = err or last_error
+        if err:  # code in a fence is a call attempt only when it is written as a call
+            kind, name = call_opening(body.strip())
+            if kind == "json" or err == EMPTY_CALL_LIST:
+                last_error = err
+            elif kind == "python":  # broken only if it names a registered function
+                attempts.append((name, err))
     if fenced:
         return ParseResult(calls=tuple(fenced), form="fenced")
-    return _bare(stripped, last_error)
+    result = _bare(stripped, last_error)
+    if attempts and result.error == NO_CALL_FOUND:
+        return replace(result, attempts=(*attempts, *result.attempts))
+    return result
 
 
 def _bare(stripped: str, last_error: str | None) -> ParseResult:
-    """The calls of text that holds no wrapper with calls: bare JSON, else Python syntax."""
-    found, err = scan_json(stripped)
+    """The calls of text that holds no wrapper with calls: bare JSON, else Python syntax;
+    without a call, what the text is instead (:func:`~callscope.parse.no_call.read_no_call`:
+    prose, a broken call with the reader's reason, or garbage)."""
+    broken: list[tuple[int, str]] = []
+    found, err = scan_json(stripped, broken)
     if found:
-        return ParseResult(tuple(found), None, "json")
+        return ParseResult(tuple(found), None, "json", unreadable=tuple(broken))
     last_error = err or last_error
-
     try:
         return ParseResult(calls=tuple(parse_python_calls(stripped)), form="python")
-    except Rejected as exc:
-        whole_error = str(exc)
-    found, err = scan_python(stripped)
+    except Rejected:
+        pass
+    broken.clear()
+    found, _ = scan_python(stripped, broken)
     if found:
-        return ParseResult(calls=tuple(found), form="python")
-    if CALL_START.match(stripped):
-        last_error = whole_error  # the text is one call: its own reason is the useful one
-    last_error = last_error or err or first_invalid_json(stripped)
-    return ParseResult(error=last_error or NO_CALL_FOUND)
+        return ParseResult(calls=tuple(found), form="python", unreadable=tuple(broken))
+    error = read_no_call(stripped, last_error)
+    if error == NO_CALL_FOUND:
+        return ParseResult(error=error, attempts=call_attempts(stripped))
+    return ParseResult(error=error)
 
 
 def parse_output(output: Any) -> ParseResult:
@@ -202,5 +222,5 @@ def parse_output(output: Any) -> ParseResult:
                 return parse_text(content)
             return ParseResult(error=NO_CONTENT)
         return ParseResult(error=f"unsupported output type {type(output).__name__}")
-    except (Rejected, RecursionError, MemoryError) as exc:  # defensive: never escape
+    except (Rejected, MemoryError) as exc:  # defensive: never escape
         return ParseResult(error=f"unparseable output: {type(exc).__name__}: {exc}")

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from callscope.records import FailureKind
+from callscope.records import STAGES, FailureKind
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts
 from callscope.report.outcome import mode_sort_key, scale_label, scale_sort_key
 from callscope.saag.metrics import METRIC_SPECS
@@ -125,6 +125,12 @@ def case_data(
         "modes": sorted({i["mode"] for i in items}, key=mode_sort_key),
         "scales": scales,
         "kinds": [k.value for k in FailureKind],
+        # the stage filter's choices, from the one vocabulary (records.STAGES), not re-typed
+        "stages": [
+            [str(s.number), "passed" if s.number == 0 else f"stage {s.number} ({s.key})"]
+            for s in STAGES
+            if s.number is not None
+        ],
         "metrics": [m.to_dict() for m in METRIC_SPECS],
     }
     if len(items) < sum(total.values()):

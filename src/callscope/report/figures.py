@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from callscope.records import FailureKind
+from callscope.records import STAGES, FailureKind, stage_info
 from callscope.report.flow import SEGMENT_STAGE, SEGMENTS, segment_label
 from callscope.report.outcome import STAGE_LABELS, mode_sort_key, scale_sort_key
 from callscope.report.png import empty_png, save_png, short_label
@@ -41,12 +41,14 @@ MODE_STYLE = {
     "binary": {"color": "#1f77b4", "linestyle": "--", "marker": "s"},
     "structured": {"color": "#d62728", "linestyle": "-", "marker": "^"},
 }
+#: a colour per outcome, from the one stage vocabulary (:data:`callscope.records.STAGES`)
 STAGE_COLORS = {
-    "passed": "#2ca02c",
-    "stage1": "#d62728",
-    "stage2": "#ff7f0e",
-    "stage3": "#9467bd",
-    "error": "#7f7f7f",
+    **{
+        ("passed" if s.number == 0 else f"stage{s.number}"): s.colour
+        for s in STAGES
+        if s.number is not None
+    },
+    "error": stage_info(None).colour,
 }
 
 

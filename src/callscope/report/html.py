@@ -347,7 +347,7 @@ def build_report(
         if tokens.rows:
             data.tables.append(tokens)
         for t in data.tables:
-            write_tables(t, out / "tables", ("csv", "md", "tex"))
+            write_tables(t, out / "tables")
         figures = make_figures(
             data.per_scale,
             data.cumulative,
@@ -361,7 +361,7 @@ def build_report(
             figures.append(calls_by_category_plot(data.by_category, out / "figures"))
         cases = case_data(run_dir, outcomes)
     elif tokens.rows:
-        write_tables(tokens, out / "tables", ("csv", "md", "tex"))
+        write_tables(tokens, out / "tables")
     acc_gar = None
     if conv is not None:  # one marker per model, in the panel's row order when there is one
         order = next((p["models"] for p in conv.get("panels") or []), [])
@@ -430,14 +430,15 @@ def write_page(out_dir: str | Path, title: str, parts: list[str]) -> Path:
     return _write_html(Path(out_dir), page)
 
 
-def _write_html(out: Path, page: str) -> Path:
-    """Write ``page`` as ``out/report.html``, the one writer of every page: atomically (a
+def _write_html(out: Path, page: str, name: str = REPORT_FILE) -> Path:
+    """Write ``page`` as ``out/report.html`` (or ``out/<name>``: the leaderboard's case
+    pages), the one writer of every page: atomically (a
     temporary file next to it, then renamed; removed on any error, so a failed write leaves
     neither a partial page nor a ``.tmp``), as UTF-8 with any character UTF-8 cannot hold (a
     lone surrogate from a model's output) written as its visible escape (``\\udfff``), and
     every control character too (``\\x1b``: :func:`~callscope.core.text.escape_controls`)."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / REPORT_FILE
+    path = out / name
     tmp = path.with_suffix(".html.tmp")
     try:
         tmp.write_bytes(escape_controls(page).encode("utf-8", "backslashreplace"))

@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from callscope.records import FailureKind, ScoreRow, failure_kinds_of
+from callscope.records import STAGES, FailureKind, ScoreRow, failure_kinds_of
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, specs
+from callscope.saag.metrics import metric as metric_spec
 from callscope.types import LOOP_MODES
 
 OutcomeRow = dict[str, Any]
@@ -39,7 +40,10 @@ OutcomeRow = dict[str, Any]
 INTRINSIC: tuple[str, ...] = INTRINSIC_KEYS
 EXTRINSIC: tuple[str, ...] = EXTRINSIC_KEYS
 #: how attempt 1 ended: passed all stages, failed first at stage 1, 2 or 3, or no reply
-STAGE_LABELS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3", "error")
+STAGE_LABELS: tuple[str, ...] = (
+    *("passed" if s.number == 0 else f"stage{s.number}" for s in STAGES if s.number is not None),
+    "error",
+)
 MODE_ORDER: tuple[str, ...] = LOOP_MODES
 #: the scale label of rows pooled over scales, and of cases without a registry scale
 ALL = "all"
@@ -101,12 +105,7 @@ def intrinsic_value(o: OutcomeRow, metric: str) -> float | None:
     """The final attempt's value of ``metric`` or None where undefined (or a model error)."""
     if is_error(o):
         return None
-    v = (o.get("final") or {}).get(metric)
-    if v is None:
-        return None
-    if metric == "fnem":
-        return 1.0 if v == 1 else 0.0
-    return float(v)
+    return metric_spec(metric).mean_value((o.get("final") or {}).get(metric))
 
 
 def extrinsic_value(o: OutcomeRow, metric: str) -> float | None:

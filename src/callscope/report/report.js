@@ -104,8 +104,7 @@ var CALLSCOPE = (function () {
     model: DATA.models.map(function (m) { return [m, m]; }),
     mode: DATA.modes.map(function (m) { return [m, m]; }),
     scale: DATA.scales.map(function (s) { return [s, s]; }),
-    stage: [["0", "passed"], ["1", "stage 1 (registry)"], ["2", "stage 2 (structure)"],
-            ["3", "stage 3 (grounding)"], ["error", "model error"]],
+    stage: (DATA.stages || []).concat([["error", "model error"]]),
     kind: DATA.kinds.map(function (k) { return [k, k]; }),
     result: [["solved", "solved"], ["unsolved", "unsolved"], ["error", "model error"]]
   };

@@ -27,7 +27,7 @@ from callscope.calibration.diagnostics import row_flags
 from callscope.calibration.tau2 import Tau2Diagnostics
 from callscope.calibration.tau2_simulation import GAR_RULES
 from callscope.core.table import Table, pct, pct_ci
-from callscope.core.text import escape_controls
+from callscope.core.table_formats import DocumentPart, render_document, write_document
 from callscope.records import Tau2AccRow, Tau2DomainRow
 from callscope.runs.from_results import TAU2_STEM, DiagnosticPage, capability_text
 
@@ -205,19 +205,19 @@ def write_tool_lines(diag: Tau2Diagnostics) -> list[str]:
     ]
 
 
-def tau2_markdown(diag: Tau2Diagnostics) -> str:
+def tau2_document(diag: Tau2Diagnostics) -> list[DocumentPart]:
     """The warnings, the file Acc, one GAR table per group with the GAR rules, the domain
-    table, CONFIRM agreement, the ASK candidates, the write-tool decisions and the problems,
-    as Markdown."""
-    parts = ["### τ²-bench action-class diagnostic\n"]
+    table, CONFIRM agreement, the ASK candidates, the write-tool decisions and the problems:
+    Markdown text and tables (:func:`~callscope.core.table_formats.render_document`)."""
+    parts: list[DocumentPart] = ["### τ²-bench action-class diagnostic\n"]
     warn = list(diag.warnings)
     if (cap := capability_text(diag.capability)) is not None:
         warn.append(cap)
     if warn:
         parts.append("\n" + "".join(f"> **Warning**: {w}\n>\n" for w in warn))
-    parts.append("\n**File-level Acc (pass^1)**\n\n" + acc_table(diag.acc_rows).to_markdown())
+    parts += ["\n**File-level Acc (pass^1)**\n\n", acc_table(diag.acc_rows)]
     for group, rows in group_rows(diag.rows):
-        parts.append(f"\n**GAR and Acc: {group}**\n\n" + gar_table(rows).to_markdown())
+        parts += [f"\n**GAR and Acc: {group}**\n\n", gar_table(rows)]
     if not diag.rows:
         parts.append("\n(no per-class rows)\n")
     parts.append(
@@ -225,7 +225,7 @@ def tau2_markdown(diag: Tau2Diagnostics) -> str:
         + "; ".join(f"{k} = {v}" for k, v in GAR_RULES.items())
         + f". ASK gold: {diag.ask_gold_source}. Acc = reward == 1.\n"
     )
-    parts.append("\n" + domain_table(diag.domain_rows).to_markdown())
+    parts += ["\n", domain_table(diag.domain_rows)]
     if diag.confirm.get("judge"):
         j = diag.confirm["judge"]
         parts.append(
@@ -242,7 +242,12 @@ def tau2_markdown(diag: Tau2Diagnostics) -> str:
         parts.append("\n**Write-tool decisions**:\n" + "".join(f"- {w}\n" for w in writes))
     if diag.problems:
         parts.append("\n**Problems**:\n" + "".join(f"- {p}\n" for p in diag.problems))
-    return "".join(parts)
+    return parts
+
+
+def tau2_markdown(diag: Tau2Diagnostics) -> str:
+    """:func:`tau2_document` as Markdown."""
+    return render_document(tau2_document(diag), "markdown")
 
 
 def tau2_terminal_tables(diag: Tau2Diagnostics) -> list[Table]:
@@ -319,6 +324,4 @@ def tau2_page(result: Tau2Diagnostics, results: str | Path) -> DiagnosticPage:
 def write_tau2_markdown(diag: Tau2Diagnostics, out: str | Path) -> Path:
     """:func:`tau2_markdown` as ``tau2-diagnostics.md`` under ``out`` (beside the ``.json`` of
     :func:`callscope.runs.from_results.calibrate_from_tau2`); returns its path."""
-    path = Path(out) / f"{TAU2_STEM}.md"
-    path.write_text(escape_controls(tau2_markdown(diag)), encoding="utf-8")
-    return path
+    return write_document(tau2_document(diag), Path(out) / f"{TAU2_STEM}.md")

@@ -37,11 +37,10 @@ from callscope.benchmarks.protocol import (
     benchmark_or_default,
 )
 from callscope.calibration.classify import preset
-from callscope.calibration.diagnostics import (
-    to_markdown,
-)
+from callscope.calibration.diagnostics import diagnostics_table
 from callscope.calibration.probes import get_probe
 from callscope.calibration.stage_table import stage_mix_table
+from callscope.core.table_formats import write_document
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.usage import usage_line
 from callscope.runs.calibration_store import (
@@ -231,14 +230,11 @@ def write_outputs(run_dir: Path, result: CalibrationResult, *, per_model: bool =
         json.dumps(payload, indent=2, default=str), encoding="utf-8"
     )
     note = result.errored_note()
-    stem.with_suffix(".md").write_text(
-        (f"{note}\n\n" if note else "")
-        + to_markdown(result.rows())
-        + "\n"
-        + stage_mix_table(result.rows()).to_markdown(),
-        encoding="utf-8",
+    rows = result.rows()
+    return write_document(
+        [f"{note}\n\n" if note else "", diagnostics_table(rows), "\n", stage_mix_table(rows)],
+        stem.with_suffix(".md"),
     )
-    return stem.with_suffix(".md")
 
 
 @dataclass

@@ -53,7 +53,7 @@ class PanelCalibration:
 
 def calibrate_panel(
     specs: Sequence[str],
-    open_model: Callable[[str], ChatModel],
+    opener: Callable[[str], ChatModel],
     out: str | Path,
     cases: Sequence[Any],
     *,
@@ -68,7 +68,7 @@ def calibrate_panel(
     ``cases``, into the one store of ``out`` (each model's conversations under its own spec,
     so re-running resumes every model where it stopped), then the panel over them
     (:func:`callscope.calibration.panel.build_panel`) written by :func:`write_panel`.
-    ``open_model`` opens a spec (each model is closed before the next opens: two embedded
+    ``opener`` opens a spec (each model is closed before the next opens: two embedded
     models are never loaded at once); ``styles``: a style per spec (else ``style``);
     ``on_model`` is called after each model; other keywords go to :func:`calibrate_model`.
     The panel's models are recorded in the store's meta (:data:`PANEL_META`)."""
@@ -81,7 +81,7 @@ def calibrate_panel(
     finally:
         store.close()
     for spec in specs:
-        model = open_model(spec)
+        model = opener(spec)
         try:
             one = calibrate_model(
                 model,
@@ -131,8 +131,9 @@ def store_models(store: RunStore, probe: str = BASELINE) -> list[str]:
 
 
 def write_panel(out: str | Path, panel: Panel, probe: str = BASELINE) -> list[Path]:
-    """``panel-<probe>.{md,csv,tex,json}`` and ``panel-<probe>-turn.{md,csv,tex}`` under
-    ``out``: the case-level and the turn-level panel tables
+    """``panel-<probe>.{md,tex,csv,json}`` and ``panel-<probe>-turn.{md,tex,csv}`` under
+    ``out`` (one file per format of :func:`~callscope.core.table_formats.file_formats`,
+    Markdown first): the case-level and the turn-level panel tables
     (:func:`~callscope.calibration.panel.panel_table`, :func:`turn_panel_table`) and the
     panel's numbers. Returns the paths, the case-level Markdown first."""
     out = Path(out)
@@ -143,13 +144,9 @@ def write_panel(out: str | Path, panel: Panel, probe: str = BASELINE) -> list[Pa
     for table, name in (
         (panel_table(panel, stem), stem),
         (turn_panel_table(panel, f"{stem}-turn"), f"{stem}-turn"),
-    ):
-        md = table.to_markdown()
-        if name == stem and notes:
-            md += "\n" + "\n\n".join(notes) + "\n"
-        path = out / f"{name}.md"  # the table and, for the case level, the notes after it
-        path.write_text(md, encoding="utf-8")
-        written += [path, *write_tables(table, out, ("csv", "tex"), stem=name)]
+    ):  # every file format; in Markdown the case level has the notes after the table
+        after = "\n" + "\n\n".join(notes) + "\n" if name == stem and notes else ""
+        written += write_tables(table, out, stem=name, notes={"markdown": after})
     js = out / f"{stem}.json"
     js.write_text(json.dumps(panel.to_dict(), indent=2, default=str), encoding="utf-8")
     written.append(js)

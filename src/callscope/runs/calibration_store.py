@@ -33,13 +33,14 @@ from callscope.calibration.diagnostics import (
     compute_diagnostics,
 )
 from callscope.calibration.paired import (
-    ablation_markdown,
     ablation_matrix,
-    compare_markdown,
+    ablation_table,
     compare_probe,
+    compare_table,
     fired_by_case,
 )
 from callscope.calibration.probes import PROBES
+from callscope.core.table_formats import render_document, render_table, write_document, write_table
 from callscope.records import CaseRecord, Trajectory
 from callscope.saag.stage_mix import CallStages, call_stages, stage_counts
 from callscope.store.run_store import RunStore
@@ -245,9 +246,9 @@ def compare_with_baseline(
     probed = diagnose_store(store, model, probe, cases, benchmark=benchmark)
     fired = fired_by_case(store.conversations(model, probe))
     rows = compare_probe(paired_outcomes(base), paired_outcomes(probed), fired, probe)
-    md = compare_markdown(rows)
-    (store.run_dir / f"probe-{probe}{suffix}.md").write_text(md, encoding="utf-8")
-    return rows, md
+    table = compare_table(rows)
+    write_table(table, store.run_dir / f"probe-{probe}{suffix}.md")
+    return rows, render_table(table, "markdown")
 
 
 def ablation_with_baseline(
@@ -272,6 +273,6 @@ def ablation_with_baseline(
             for p in ran
         }
     )
-    md = ablation_markdown(matrix)
-    (store.run_dir / f"probe-ablation{suffix}.md").write_text(md, encoding="utf-8")
-    return matrix, md
+    parts = [ablation_table(matrix)] if matrix else []  # an empty matrix: an empty file
+    path = write_document(parts, store.run_dir / f"probe-ablation{suffix}.md")
+    return matrix, render_document(parts, path.suffix)

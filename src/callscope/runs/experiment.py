@@ -34,7 +34,7 @@ from typing import Any
 
 from callscope.core.jsonl import read_jsonl
 from callscope.core.paths import responses_path
-from callscope.models.base import ChatModel, Decoding
+from callscope.models.base import ChatModel, Decoding, ModelOptions
 from callscope.models.cache import CachedModel
 from callscope.models.registry import load_model
 from callscope.runs.runner import RunSummary, run_cases
@@ -159,20 +159,17 @@ class Experiment:
         return cls.from_dict(read_toml(path), base=path.parent)
 
 
-def open_model(
-    spec: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 120.0,
-    cache: Path | None = None,
-    use_cache: bool = True,
-) -> ChatModel:
-    """Load a backend wrapped in the response cache (never for replay, which is a cache)."""
-    model = load_model(spec, base_url=base_url, api_key=api_key, timeout=timeout)
-    if not use_cache or spec.startswith("replay:"):
+def open_model(spec: str, options: ModelOptions | None = None) -> ChatModel:
+    """The one opener of a model by its spec: load the backend with the connection of
+    ``options`` (:class:`~callscope.models.base.ModelOptions`, default its defaults) and wrap
+    it in the response cache unless ``use_cache`` is off (never for replay, which is a
+    cache). Every command that opens a model (``run``, ``experiment``, ``calibrate``,
+    ``audit --judge``) comes here."""
+    opts = options or ModelOptions()
+    model = load_model(spec, base_url=opts.base_url, api_key=opts.api_key, timeout=opts.timeout)
+    if not opts.use_cache or spec.startswith("replay:"):
         return model
-    return CachedModel(model, cache or responses_path())
+    return CachedModel(model, opts.cache or responses_path())
 
 
 def experiment_cases(exp: Experiment) -> list[Case]:
@@ -214,10 +211,12 @@ def run_experiment(exp: Experiment, *, show_progress: bool = True) -> list[RunSu
         for spec in exp.models:
             model = open_model(
                 spec,
-                base_url=exp.base_url,
-                timeout=exp.timeout,
-                cache=exp.cache,
-                use_cache=exp.use_cache,
+                ModelOptions(
+                    base_url=exp.base_url,
+                    timeout=exp.timeout,
+                    cache=exp.cache,
+                    use_cache=exp.use_cache,
+                ),
             )
             try:
                 summaries.append(

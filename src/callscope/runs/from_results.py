@@ -4,7 +4,8 @@ Acc, calibration paper section 3) of another tool's own results, without running
 :func:`calibrate_from_results` drives any registered results source by name
 (:data:`callscope.benchmarks.results_source.RESULTS_SOURCES`): the source reads its files into
 records, the diagnostic its ``diagnostic`` names (:data:`RESULTS_DIAGNOSTICS`: ``cases`` for
-:class:`~callscope.records.CaseRecord`\\ s, ``tau2`` for τ²-bench simulations) computes, and
+:class:`~callscope.records.CaseRecord`\\ s, ``tau2`` for τ²-bench simulations, ``answers`` for
+BFCL's single-turn answers) computes, and
 the result is written as ``<stem>.json`` under the output directory.
 :func:`calibrate_from_bfcl` and :func:`calibrate_from_tau2` are the two sources with their
 options; BFCL's also writes its ``.md`` and gives the content of its HTML page as a
@@ -29,11 +30,11 @@ from callscope.calibration.diagnostics import (
     Diagnostics,
     compute_diagnostics,
     diagnostics_table,
-    to_markdown,
 )
 from callscope.calibration.tau2 import DEFAULT_TAU2, Tau2Config, Tau2Diagnostics, diagnose_tau2
 from callscope.core.registry import Registry
 from callscope.core.table import Table
+from callscope.core.table_formats import DocumentPart, render_document, write_document
 from callscope.models.base import ChatModel
 from callscope.runs.confirm_judge import model_confirm_judge
 from callscope.types import TOOL_CALL
@@ -161,8 +162,12 @@ def diagnose_tau2_results(
     return diagnose_tau2(read, judge=confirm_judge, config=settings)
 
 
-#: The diagnostics a results source can name (its ``diagnostic``).
-RESULTS_DIAGNOSTICS: Registry[ResultsDiagnostic] = Registry("results diagnostic")
+#: The diagnostics a results source can name (its ``diagnostic``); another package adds one
+#: with an entry point in the group ``callscope.results_diagnostics`` whose object is a
+#: :class:`ResultsDiagnostic`.
+RESULTS_DIAGNOSTICS: Registry[ResultsDiagnostic] = Registry(
+    "results diagnostic", entry_point_group="callscope.results_diagnostics"
+)
 RESULTS_DIAGNOSTICS.register(
     "cases", ResultsDiagnostic("cases", "calibration-from-{source}", diagnose_cases, cases_json)
 )
@@ -176,6 +181,46 @@ RESULTS_DIAGNOSTICS.register(
     ),
 )
 
+
+def diagnose_answers(read: Any, source: Any, results: Any, **options: Any) -> list[Any]:
+    """The ``answers`` diagnostic (BFCL single-turn answers, ``bfcl-single``): every model
+    read diagnosed by :func:`callscope.runs.leaderboard.diagnose_model` (``checker=``,
+    ``grounding=`` as it takes them); the whole leaderboard report is ``calibrate
+    leaderboard``'s."""
+    from callscope.runs.leaderboard import (  # lazy: numpy + bfcl-eval data
+        CaseTable,
+        Vocabulary,
+        diagnose_model,
+    )
+
+    table, errors = CaseTable(), Vocabulary()
+    return [diagnose_model(m, table, errors, **options) for m in read]
+
+
+def answers_json(_read: Any, diag: list[Any]) -> dict[str, Any]:
+    """Per model: answers, BFCL accepted, installed checker accepted, cascade passed,
+    callscope solved, unstated-value answers."""
+    return {
+        "models": [
+            {
+                "model": r.model,
+                "decoder": r.decoder,
+                "answers": len(r.rows),
+                "bfcl_accepted": int(r.rows["bfcl_ok"].sum()),
+                "checker_accepted": int((r.rows["checker"] == 1).sum()),
+                "cascade_passed": int(r.rows["passed"].sum()),
+                "solved": int(r.rows["solved"].sum()),
+                "unstated": int(r.rows["unstated"].sum()),
+            }
+            for r in diag
+        ]
+    }
+
+
+RESULTS_DIAGNOSTICS.register(
+    "answers",
+    ResultsDiagnostic("answers", "answers-from-{source}", diagnose_answers, answers_json),
+)
 
 # --------------------------------------------------------------------------- BFCL
 
@@ -213,8 +258,7 @@ def calibrate_from_bfcl(
     run: BfclRun = done.read
     diag: Diagnostics = done.diagnostics
     warnings, notes = bfcl_warnings(diag), bfcl_notes(run, diag)
-    md = Path(out) / f"{BFCL_STEM}.md"
-    md.write_text(bfcl_markdown(run, diag), encoding="utf-8")
+    md = write_document(bfcl_document(run, diag), Path(out) / f"{BFCL_STEM}.md")
     page = DiagnosticPage(
         f"Action-class diagnostic of BFCL results: {run.model}",
         [
@@ -263,15 +307,24 @@ def bfcl_notes(run: BfclRun, diag: Diagnostics) -> list[str]:
     return notes
 
 
+def bfcl_document(run: BfclRun, diag: Diagnostics) -> list[DocumentPart]:
+    """The ``.md`` report (Markdown text and the table, for
+    :func:`~callscope.core.table_formats.write_document`): warnings first, then what was
+    read, the table and the problems."""
+    texts = [f"**{w}**" for w in bfcl_warnings(diag)]
+    texts.append(f"# BFCL results of {run.model}")
+    texts.extend(bfcl_notes(run, diag))
+    after = ["Problems:\n\n" + "\n".join(f"- {p}" for p in run.problems)] if run.problems else []
+    return [
+        "\n\n".join(texts) + "\n\n",
+        diagnostics_table(diag.rows),
+        "\n\n".join(["", *after]) + "\n",
+    ]
+
+
 def bfcl_markdown(run: BfclRun, diag: Diagnostics) -> str:
-    """The ``.md`` report: warnings first, then what was read, the table and the problems."""
-    parts = [f"**{w}**" for w in bfcl_warnings(diag)]
-    parts.append(f"# BFCL results of {run.model}")
-    parts.extend(bfcl_notes(run, diag))
-    parts.append(to_markdown(diag.rows))
-    if run.problems:
-        parts.append("Problems:\n\n" + "\n".join(f"- {p}" for p in run.problems))
-    return "\n\n".join(parts) + "\n"
+    """:func:`bfcl_document` as Markdown."""
+    return render_document(bfcl_document(run, diag), "markdown")
 
 
 # --------------------------------------------------------------------------- τ²-bench

@@ -6,7 +6,7 @@ D_max = 15 attempts, greedy decoding (temperature 0, :class:`callscope.models.ba
 default), the embedded 0.5B model on 30 BFCL queries per scale. ``experiments/paper.toml``
 holds the same settings as a file (``tests/test_gated_preset.py`` keeps the two equal).
 
-:data:`PRESETS` is a read-only :class:`~callscope.core.registry.Registry`; another installed
+:data:`EXPERIMENT_PRESETS` (old name ``PRESETS``, kept importable) is a read-only :class:`~callscope.core.registry.Registry`; another installed
 package adds a preset with an entry point in the ``callscope.experiment_presets`` group whose
 object is the experiment file's contents (a dict).
 """
@@ -21,7 +21,7 @@ from callscope.runs.experiment import Experiment
 from callscope.types import MODES
 
 #: preset name -> the experiment file's contents (as ``tomllib`` would read them)
-PRESETS: Registry[dict[str, Any]] = Registry(
+EXPERIMENT_PRESETS: Registry[dict[str, Any]] = Registry(
     "preset",
     entries={
         "paper": {
@@ -38,12 +38,15 @@ PRESETS: Registry[dict[str, Any]] = Registry(
     unknown="unknown {what} {name!r}; choose from {choices}",
     read_only=True,
 )
+#: the old name of :data:`EXPERIMENT_PRESETS` (the classifier presets are
+#: :data:`callscope.calibration.classify.CLASSIFIER_PRESETS`)
+PRESETS = EXPERIMENT_PRESETS
 
 
 def preset_experiment(name: str, output: Path | None = None) -> Experiment:
     """The :class:`Experiment` of preset ``name`` (``ConfigError`` naming the presets when
     there is no such one), written to ``output`` when given."""
-    data = {**PRESETS[name]}
+    data = {**EXPERIMENT_PRESETS[name]}
     if output is not None:
         data["output"] = str(output)
     return Experiment.from_dict(data)

@@ -6,20 +6,28 @@ A model's answer to a request holds zero, one or several tool calls. The SAAG ca
 answer without a call is (:data:`NO_CALL_KINDS`):
 
 ``abstained``
-    prose and nothing call-shaped (the parser found no call: ``NO_CALL_FOUND``);
+    text a person reads as prose, or the explicit empty list ``[]``;
 ``broken``
-    call-shaped text that does not parse (the parser's reason is kept, as for one call);
+    call syntax or data the parser refused (brackets, braces, JSON, ``name(``), prose that
+    writes a registered name as a call that does not parse, or garbage that is neither prose
+    nor a call (a run of digits, control characters); the parser's reason is kept;
 ``empty``
     nothing at all (empty text, no output).
+
+That is decided from the text (:mod:`callscope.parse.no_call`), never from the gold.
 
 The answer's verdict (:class:`~callscope.saag.correction.AnswerVerdict`): it passed when every
 call passed; its stage is the earliest failing stage over its calls (0 when all passed); a call
 that repeats an earlier one of the same answer (same name and arguments) is listed in
-:func:`repeated_positions`. An answer without a call is a stage-1 failure (FNEM = -1, the
-paper's "No function name found") when the case expects a call (``expect_call=True``: the
-single-call cases of every earlier version keep their verdicts and messages); otherwise a
-clean abstention (``abstained`` / ``empty``) passes, with no call to diagnose, and a broken
-call fails at stage 1 with the parser's reason.
+:func:`repeated_positions`. A call the parser could not read beside readable ones (a native
+``tool_calls`` entry whose arguments are not JSON, a call cut off after others) is a stage-1
+entry at its position, and the readable calls are judged. A broken answer fails at stage 1
+(FNEM = -1, registry conformance: SAAG section 2.1) whatever the gold. Only an abstention
+(``abstained`` / ``empty``) depends on what the case expects: a stage-1 failure when it
+expects a call (``expect_call=True``, the paper's setting: "No function name found"), a pass
+when it expects none (``False``), and no verdict at all when that is unknown (``None``: no
+gold and no ``meta.expects_call``): its ``stage`` is ``None``, so no count, mean or figure
+reads it as passed.
 
 Extrinsic metrics over answers (:func:`score_answer`, SAAG paper section 3's name accuracy and
 argument precision / recall / F1, extended from one call to an answer): model calls are matched
@@ -48,16 +56,20 @@ while BFCL's own relevance checker credits it (:attr:`AnswerScores.bfcl_credit`)
 ([0, 3], 3, ['city'])
 >>> v = diagnose_answer(parse_output("Why did the cat sit on the laptop?"), weather, "A cat joke")
 >>> v.no_call, v.stage, v.passed
-('abstained', 0, True)
+('abstained', None, False)
+>>> v = diagnose_answer(parse_output("{{{{"), weather, "Weather in Paris?", expect_call=False)
+>>> v.no_call, v.stage, v.parse_error
+('broken', 1, 'invalid JSON at character 1: Expecting property name enclosed in double quotes')
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from callscope.parse.text import NO_CALL_FOUND, NOTHING_ERRORS
+from callscope.parse.no_call import ABSTAIN_ERRORS, BARE_NAME, NO_CALL_FOUND  # noqa: F401 (doctests)
+from callscope.parse.text import NOTHING_ERRORS
 from callscope.records import Diagnosis
 from callscope.saag.cascade import diagnose
 from callscope.saag.correction import AnswerVerdict, CheckedCall, NoCall
@@ -69,21 +81,45 @@ from callscope.types import ParseResult, ToolCall
 NO_CALL_KINDS: tuple[NoCall, ...] = ("abstained", "broken", "empty")
 
 
-def no_call_kind(parsed: ParseResult) -> NoCall | None:
-    """``None`` when the parser read at least one call; else ``empty`` (nothing answered),
-    ``abstained`` (prose, nothing call-shaped) or ``broken`` (call-shaped text the parser
-    refused, its reason in ``parsed.error``).
+def no_call_kind(parsed: ParseResult, names: Collection[str] = ()) -> NoCall | None:
+    """``None`` when the parser read at least one call; else what the answer is, decided
+    from its text (:mod:`callscope.parse.no_call`), never from the gold: ``empty`` (nothing
+    answered), ``abstained`` (prose, or the explicit empty list ``[]``) or ``broken`` (call
+    syntax or data the parser refused, or garbage; its reason in ``parsed.error``). Prose
+    that writes one of the registered ``names`` as a call that does not parse
+    (``get_weather(city=`` in a sentence) is ``broken``.
 
     >>> no_call_kind(ParseResult(error=NO_CALL_FOUND)), no_call_kind(ParseResult(error="x"))
+    ('abstained', 'broken')
+    >>> p = ParseResult(error=NO_CALL_FOUND, attempts=(("get_weather", "cut off"),))
+    >>> no_call_kind(p), no_call_kind(p, ["get_weather"])
     ('abstained', 'broken')
     """
     if parsed.calls:
         return None
     if parsed.error in NOTHING_ERRORS:
         return "empty"
-    if parsed.error == NO_CALL_FOUND:
-        return "abstained"
+    if parsed.error in ABSTAIN_ERRORS:
+        return "broken" if _registered_attempt(parsed, names) is not None else "abstained"
     return "broken"
+
+
+def _registered_attempt(parsed: ParseResult, names: Collection[str]) -> str | None:
+    """Why the first ``name(`` of prose that names a registered function did not parse."""
+    if not names:
+        return None
+    for name, why in parsed.attempts:
+        if why == BARE_NAME:  # the whole text one word: a call cut off before its "("
+            if any(isinstance(r, str) and r.startswith(name) for r in names):
+                return f"{BARE_NAME}: {name}"
+        elif name in names:
+            return f"{name}(...): {why}"
+    return None
+
+
+def _unreadable(reason: str | None) -> CheckedCall:
+    """A call attempt that could not be read: stage 1, no name (FNEM = -1, SAAG eq. 1)."""
+    return CheckedCall(None, Diagnosis(stage=1, fnem=-1), reason)
 
 
 def diagnose_answer(
@@ -97,22 +133,39 @@ def diagnose_answer(
     expect_call: bool | None = None,
 ) -> AnswerVerdict:
     """The cascade on every call of ``parsed`` (module docstring), in ``grounding`` mode with
-    ``context`` and ``judge`` as :func:`~callscope.saag.cascade.diagnose` takes them.
-    ``expect_call``: whether the case expects a call (``Case.expects_call``); it decides only
-    what an answer without a call is (a stage-1 failure, or an abstention)."""
-    kind = no_call_kind(parsed)
+    ``context`` and ``judge`` as :func:`~callscope.saag.cascade.diagnose` takes them. A call
+    the parser could not read (``parsed.unreadable``) is a stage-1 entry at its position,
+    beside the readable calls, which are judged. ``expect_call`` (``Case.expects_call``)
+    decides only what an abstention is: a stage-1 failure (``True``), a pass (``False``), or
+    neither (``None``, unknown: the verdict's ``stage`` is ``None``). A broken answer fails at
+    stage 1 whatever it is."""
+    names = [f.get("name") for f in functions if isinstance(f, dict)]
+    kind = no_call_kind(parsed, names)
     if kind is None:
+        readable = iter(parsed.calls)
+        broken = dict(parsed.unreadable)
         checked = tuple(
-            CheckedCall(
-                c, diagnose(c, functions, query, grounding=grounding, context=context, judge=judge)
+            _unreadable(broken[pos])
+            if pos in broken
+            else CheckedCall(
+                call := next(readable),
+                diagnose(call, functions, query, grounding=grounding, context=context, judge=judge),
             )
-            for c in parsed.calls
+            for pos in range(len(parsed.calls) + len(broken))
         )
-        return AnswerVerdict(checked=checked, calls=parsed.calls)
-    if kind == "broken" or expect_call:
-        no_name = CheckedCall(None, Diagnosis(stage=1, fnem=-1))
-        return AnswerVerdict(checked=(no_name,), parse_error=parsed.error, no_call=kind)
-    return AnswerVerdict(parse_error=parsed.error, no_call=kind)
+        return AnswerVerdict(checked=checked, calls=parsed.calls, expect_call=expect_call)
+    if kind == "broken":
+        reason = parsed.error if parsed.error not in ABSTAIN_ERRORS else None
+        reason = reason or _registered_attempt(parsed, names)
+        entries = tuple(_unreadable(why) for _, why in parsed.unreadable) or (_unreadable(reason),)
+        return AnswerVerdict(
+            checked=entries, parse_error=reason, no_call=kind, expect_call=expect_call
+        )
+    if expect_call:
+        return AnswerVerdict(
+            checked=(_unreadable(None),), parse_error=parsed.error, no_call=kind, expect_call=True
+        )
+    return AnswerVerdict(parse_error=parsed.error, no_call=kind, expect_call=expect_call)
 
 
 def deciding_call(verdict: AnswerVerdict) -> CheckedCall | None:
@@ -399,9 +452,10 @@ def verdict_from_dict(
             CheckedCall(calls[0] if calls else None, from_dict(stored)),
         )
     else:
+        readable = iter(calls)  # an unreadable call (stage 1, FNEM = -1) has no parsed call
         checked = tuple(
-            CheckedCall(calls[i] if i < len(calls) and calls else None, from_dict(d))
-            for i, d in enumerate(per_call)
+            CheckedCall(None if d.get("fnem") == -1 else next(readable, None), from_dict(d))
+            for d in per_call
         )
     return AnswerVerdict(
         checked=checked, calls=tuple(calls), parse_error=parse_error, no_call=stored.get("no_call")

@@ -206,7 +206,7 @@ def false_alarm_reason(d: Diagnosis, call: ToolCall) -> str:
     flagged argument (``date/time``, ``compound``, ``string``, ``number``, ``container``)."""
     if d.stage in (1, 2):
         return f"stage {d.stage}: " + ", ".join(d.failure_kinds())
-    flagged = (d.numeric + d.hard + d.soft)[0]
+    flagged = d.flagged(3)[0]
     v = call.arguments.get(flagged)
     if isinstance(v, list | dict):
         kind = "container"
@@ -395,7 +395,7 @@ def audit(
             detail = false_alarm_reason(d, call) if flagged else ""
             example = {"id": case.id, "query": case.query[:300], "call": call.to_dict()}
             if flagged:
-                example["flagged"] = d.numeric + d.hard + d.soft + d.missing + d.spurious
+                example["flagged"] = d.flagged(3) + d.flagged(2)
             rows.append(AuditRow(case.id, category, kind, False, d.stage, flagged, detail, example))
             if kind == "gold_minimal":
                 base_ok = not flagged

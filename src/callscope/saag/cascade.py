@@ -420,5 +420,5 @@ def diagnose(
     d.avem = m.avem(grounded, predicted)
     d.qslo = m.qslo(unaccepted_strings, all_text)
     d.vhr = m.vhr(hs)
-    d.stage = 3 if d.numeric or d.hard or d.soft else 0
+    d.stage = 3 if d.flagged(3) else 0
     return d

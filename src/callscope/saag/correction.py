@@ -59,6 +59,7 @@ from callscope.saag.messages import (
     correction_message,
     gated_message,
     keep_passed,
+    unreadable_message,
 )
 from callscope.types import ToolCall
 
@@ -80,6 +81,8 @@ class CheckedCall:
 
     call: ToolCall | None
     diagnosis: Diagnosis
+    #: for ``call=None``: why the parser could not read this call (``None``: no call at all)
+    reason: str | None = None
 
 
 #: what an answer without a call is (:func:`callscope.saag.answer.no_call_kind`)
@@ -95,18 +98,33 @@ class AnswerVerdict:
     that fails, one stage-1 "no name" entry with ``call=None``); ``calls`` every call the
     answer made, as parsed (compared by the repeat stop); ``parse_error`` why no call could
     be read, when none could; ``no_call`` what an answer without a call is (``abstained``,
-    ``broken``, ``empty``; ``None`` when it made calls). An answer with no checked call and a
-    clean abstention (``abstained`` or ``empty``) passed: no call was expected of it."""
+    ``broken``, ``empty``; ``None`` when it made calls). ``expect_call`` is what the case
+    expects of an answer (``Case.expects_call``): an answer with no checked call and a clean
+    abstention (``abstained`` or ``empty``) passed when no call was expected (``False``), and
+    has no verdict (:attr:`undecided`, ``stage`` ``None``) when that is unknown (``None``)."""
 
     checked: tuple[CheckedCall, ...] = ()
     calls: tuple[ToolCall, ...] = ()
     parse_error: str | None = None
     no_call: NoCall | None = None
+    expect_call: bool | None = False
 
     @property
     def abstained(self) -> bool:
         """A clean abstention that no call was expected of (it passes)."""
-        return not self.checked and self.no_call in ("abstained", "empty")
+        return (
+            not self.checked
+            and self.no_call in ("abstained", "empty")
+            and self.expect_call is False
+        )
+
+    @property
+    def undecided(self) -> bool:
+        """A clean abstention where nobody said whether a call was expected: neither passed
+        nor failed (issue 36: gold-free, no call is not a pass)."""
+        return (
+            not self.checked and self.no_call in ("abstained", "empty") and self.expect_call is None
+        )
 
     @property
     def passed(self) -> bool:
@@ -115,11 +133,14 @@ class AnswerVerdict:
         return self.depth == PASSED_DEPTH
 
     @property
-    def stage(self) -> int:
-        """The earliest failing stage over the answer's calls; 0 when it passed."""
+    def stage(self) -> int | None:
+        """The earliest failing stage over the answer's calls; 0 when it passed; ``None``
+        when it has no verdict (:attr:`undecided`)."""
         failing = [c.diagnosis.stage for c in self.checked if c.diagnosis.stage]
         if failing:
             return min(failing)
+        if self.undecided:
+            return None
         return 0 if self.passed else 1
 
     @property
@@ -167,12 +188,12 @@ def call_depth(d: Diagnosis | None) -> int:
 
 def flagged_values(d: Diagnosis) -> int:
     """How many names or values the diagnosis flags: 0 for a pass, 1 for a stage-1 failure
-    (the name), else missing + spurious + drifted + numeric + hard + soft."""
+    (the name), else every parameter a failure kind of stages 2-3 lists."""
     if d.stage == 0:
         return 0
     if d.stage == 1:
         return 1
-    return sum(len(x) for x in (d.missing, d.spurious, d.drifted, d.numeric, d.hard, d.soft))
+    return len(d.flagged())
 
 
 def call_rank(d: Diagnosis | None) -> tuple[int, int]:
@@ -240,9 +261,18 @@ def feedback(v: AnswerVerdict, policy: Policy) -> str | None:
     settings = policy.gated
     return answer_correction(
         v.checked,
-        lambda c: gated_message(c.diagnosis, c.call, settings, v.parse_error),
+        lambda c: gated_message(c.diagnosis, c.call, settings, c.reason or v.parse_error),
         keep_as_is=settings.keep_right,
     )
+
+
+def call_fix(checked: CheckedCall) -> str | None:
+    """The correction of one call: for a call the parser could not read, the parser's reason
+    (:func:`~callscope.saag.messages.unreadable_message`, as the gated loop sends it) where
+    it has one; else the structured correction (SAAG Table 4)."""
+    if checked.call is None and (why := unreadable_message(checked.reason)) is not None:
+        return why
+    return correction_message(checked.diagnosis)
 
 
 def per_call(

@@ -76,7 +76,7 @@ def values_equal(pred: Any, gold: Any) -> bool:
             )
         if isinstance(pred, dict) and isinstance(gold, dict):
             return set(pred) == set(gold) and all(values_equal(pred[k], gold[k]) for k in gold)
-    except (OverflowError, RecursionError):
+    except OverflowError:
         return False
     return False
 
@@ -127,7 +127,7 @@ def bfcl_values_equal(pred: Any, gold: Any) -> bool:
             )
         if gold is None:
             return pred is None
-    except (OverflowError, RecursionError):
+    except OverflowError:
         return False
     return False
 

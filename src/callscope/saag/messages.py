@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from callscope.parse.text import UNINFORMATIVE_ERRORS
-from callscope.records import Diagnosis
+from callscope.records import Diagnosis, FailureKind
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.types import ToolCall
 
@@ -52,6 +52,18 @@ SOFT = (
 )
 
 
+#: the template of each failure kind of stages 2-3 (SAAG Table 4), in the order the kinds are
+#: listed; ``{params}`` names the flagged parameters
+TEMPLATES: dict[FailureKind, str] = {
+    FailureKind.MISSING: MISSING,
+    FailureKind.SPURIOUS: SPURIOUS,
+    FailureKind.DRIFTED: DRIFTED,
+    FailureKind.NUMERIC: NUMERIC,
+    FailureKind.HARD: HARD,
+    FailureKind.SOFT: SOFT,
+}
+
+
 def correction_message(d: Diagnosis, soft: bool = True) -> str | None:
     """The fix psi_k for the failing stage, or ``None`` when the call passed. ``soft=False``
     leaves a stage-3 failure's soft drift out (the gated mode corrects confident kinds only)."""
@@ -64,18 +76,11 @@ def correction_message(d: Diagnosis, soft: bool = True) -> str | None:
         if d.nearest is not None and (d.ncs or 0) > 0:
             msg += NEAREST_HINT.format(nearest=d.nearest)
         return msg
-    parts: list[str] = []
-    if d.stage == 2:
-        if d.missing:
-            parts.append(MISSING)
-        if d.spurious:
-            parts.append(SPURIOUS)
-        if d.drifted:
-            parts.append(DRIFTED)
-    else:
-        for names, template in ((d.numeric, NUMERIC), (d.hard, HARD), (d.soft, SOFT)):
-            if names and (soft or template is not SOFT):
-                parts.append(template.format(params=", ".join(names)))
+    parts = [
+        TEMPLATES[kind].format(params=", ".join(names))
+        for kind in FailureKind.of_stage(d.stage)
+        if (names := getattr(d, kind.value)) and (soft or kind is not FailureKind.SOFT)
+    ]
     return " ".join(parts)
 
 

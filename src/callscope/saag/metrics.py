@@ -55,13 +55,35 @@ class MetricSpec:
     stage: int | None = None
     row_key: str | None = None
     rate: bool = False
+    #: for a categorical metric (FNEM: -1, 0, 1): the mean is the share of rows whose value
+    #: is this one, so no category (FNEM's -1, "no name") is ever averaged as a number
+    indicator: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def mean_value(self, value: Any) -> float | None:
+        """What one row adds to this metric's mean: ``None`` where the row does not define
+        it (absent, not a number), the indicator ``value == indicator`` for a categorical
+        metric, else the value.
+
+        >>> metric("fnem").mean_value(-1), metric("fnem").mean_value(1), metric("rpr").mean_value(0.5)
+        (0.0, 1.0, 0.5)
+        """
+        if not isinstance(value, int | float):  # None, or not a number: not defined here
+            return None
+        if self.indicator is not None:
+            return 1.0 if value == self.indicator else 0.0
+        return float(value)
+
 
 def _intrinsic(
-    key: str, stage: int, higher: bool | None, description: str, rate: bool = False
+    key: str,
+    stage: int,
+    higher: bool | None,
+    description: str,
+    rate: bool = False,
+    indicator: int | None = None,
 ) -> MetricSpec:
     return MetricSpec(
         key=key,
@@ -73,6 +95,7 @@ def _intrinsic(
         stage=stage,
         row_key=key,
         rate=rate,
+        indicator=indicator,
     )
 
 
@@ -85,8 +108,9 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         True,
         "Function Name Exact Match: 1 if the predicted name is in the registry, 0 if "
         "not, -1 if no name was parsed (SAAG section 2.1, eq. 1); reported as the rate "
-        "of FNEM = 1. Independent of the grounding mode.",
+        "of FNEM = 1 (a -1 counts as 0, never as a number). Independent of the grounding mode.",
         rate=True,
+        indicator=1,
     ),
     _intrinsic(
         "ncs",

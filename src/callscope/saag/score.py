@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.parse import parse_output
 from callscope.records import Diagnosis
 from callscope.saag.answer import deciding_call, diagnose_answer, repeated_positions, score_answer
-from callscope.saag.correction import AnswerVerdict, CheckedCall, answer_correction
+from callscope.saag.correction import AnswerVerdict, CheckedCall, answer_correction, call_fix
 from callscope.saag.extrinsic import extrinsic
 from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.saag.messages import correction_message
-from callscope.saag.metrics import GOLD_ROW_KEYS, INTRINSIC_KEYS
+from callscope.saag.metrics import GOLD_ROW_KEYS, INTRINSIC_KEYS, METRIC_SPECS
 from callscope.types import Case, ParseResult
 
 #: the intrinsic metric keys of a score row, in cascade order (:data:`METRIC_SPECS
@@ -105,7 +105,8 @@ def diagnosis_row(
 
 def call_verdict(position: int, checked: CheckedCall, fix: str | None) -> dict[str, Any]:
     """One call's verdict as an answer row lists it: its position (0-based), name, stage,
-    failure kinds, the eight metrics and its correction ``fix``."""
+    failure kinds, the eight metrics and its correction ``fix``; a call that could not be
+    read also its ``parse_error``."""
     d = checked.diagnosis
     out: dict[str, Any] = {
         "position": position,
@@ -115,12 +116,15 @@ def call_verdict(position: int, checked: CheckedCall, fix: str | None) -> dict[s
     }
     out.update({m: getattr(d, m) for m in METRICS})
     out["fix"] = fix
+    if checked.call is None and checked.reason is not None:
+        out["parse_error"] = checked.reason
     return out
 
 
 def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str, Any]:
     """The gold-free ``score`` row of an answer: ``stage`` is the answer's earliest failing
-    stage (0: every call passed, or a clean abstention), ``answer`` what it is (``calls``,
+    stage (0: every call passed, or a clean abstention where no call was expected; ``None``:
+    no call, and nobody said whether one was expected), ``answer`` what it is (``calls``,
     ``abstained``, ``broken``, ``empty``), ``calls`` each call's verdict by position
     (:func:`call_verdict`), ``repeated`` the positions of calls repeating an earlier one (only
     when some do). The top-level metrics and lists are those of the call the stage comes
@@ -130,9 +134,9 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
     """
     deciding = deciding_call(verdict)
     # each call's correction, made once (the row's fix and its call list both show it)
-    fixes = {id(c): correction_message(c.diagnosis) for c in verdict.checked}
-    if deciding is None:  # a clean abstention: no call to diagnose
-        row: dict[str, Any] = {"id": case_id, "stage": 0}
+    fixes = {id(c): call_fix(c) for c in verdict.checked}
+    if deciding is None:  # no call to diagnose: a clean abstention (0) or no verdict (None)
+        row: dict[str, Any] = {"id": case_id, "stage": verdict.stage}
         row.update(dict.fromkeys(METRICS))
         row.update(
             nearest=None, missing=[], drifted=[], spurious=[], fix=None,
@@ -143,10 +147,10 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
         row["stage"] = verdict.stage
         row["fix"] = answer_correction(verdict.checked, lambda c: fixes[id(c)])
     row["answer"] = verdict.no_call or "calls"
-    row["calls"] = [
+    row["calls"] = [  # an answer that made calls lists its unreadable ones at their positions
         call_verdict(i, c, fixes[id(c)])
         for i, c in enumerate(verdict.checked)
-        if c.call is not None
+        if c.call is not None or verdict.no_call is None
     ]
     if verdict.calls and (again := repeated_positions(verdict.calls)):
         row["repeated"] = list(again)
@@ -154,10 +158,17 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
 
 
 def score_row(
-    row: dict[str, Any], grounding: str | Grounding | None = None, judge: Judge | None = None
+    row: dict[str, Any],
+    grounding: str | Grounding | None = None,
+    judge: Judge | None = None,
+    *,
+    expect_call: bool | None = None,
 ) -> dict[str, Any]:
-    """Score one input row (in the ``grounding`` mode). A malformed row yields ``{"id",
-    "error"}`` instead of raising."""
+    """Score one input row (in the ``grounding`` mode). ``expect_call`` is what a row that
+    does not say (no gold, no ``meta.expects_call``) expects: ``True`` (the SAAG paper's
+    setting: every case offers functions for a request that needs one, so no call fails at
+    stage 1), ``False`` (no call passes) or ``None`` (unknown: an answer without a call gets
+    ``stage: null``). A malformed row yields ``{"id", "error"}`` instead of raising."""
     rid = row.get("id") if isinstance(row, dict) else None
     if isinstance(rid, int) and not isinstance(rid, bool) and rid.bit_length() > 14_000:
         rid = hex(rid)  # over Python's int/str digit limit: kept, as text that can be printed
@@ -167,10 +178,8 @@ def score_row(
         return {"id": rid, "error": f"malformed row: {exc}"}
     if "output" not in row:
         return {"id": rid, "error": "malformed row: no 'output'"}
-    try:
-        _, out = score_parsed(parse_output(row["output"]), case, grounding, judge)
-    except RecursionError:  # e.g. a native call object nested thousands deep
-        return {"id": rid, "error": "output nested too deeply to score"}
+    expected = case.expects_call if case.expects_call is not None else expect_call
+    _, out = score_parsed(parse_output(row["output"]), case, grounding, judge, expect_call=expected)
     out["id"] = rid  # keep the caller's id as given (Case ids are strings)
     return out
 
@@ -185,6 +194,9 @@ class ScoreSummary:
     #: answers without a call that no call was expected of (``abstained``, ``empty``): not in
     #: ``stages`` (nothing was diagnosed); a broken call is a stage-1 failure, counted there
     abstentions: Counter[str] = field(default_factory=Counter)
+    #: answers without a call where nobody said whether one was expected (``stage: null``):
+    #: neither passed nor failed
+    no_verdict: Counter[str] = field(default_factory=Counter)
     means: dict[str, float | None] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -215,6 +227,16 @@ class _ExactSum:
         return math.fsum(self.partials)
 
 
+def _spec(row_key: str) -> Callable[[Any], float | None]:
+    """What one row's ``row_key`` value adds to its mean (:meth:`MetricSpec.mean_value
+    <callscope.saag.metrics.MetricSpec.mean_value>`: FNEM as the rate of FNEM = 1, never its
+    -1 as a number); a key without a spec adds its number."""
+    for spec in METRIC_SPECS:
+        if spec.row_key == row_key:
+            return spec.mean_value
+    return lambda v: float(v) if isinstance(v, int | float) else None
+
+
 class SummaryAccumulator:
     """:func:`summarize` one row at a time (``add``), for a stream of rows of any length;
     ``summary()`` gives the same :class:`ScoreSummary` as :func:`summarize` over the rows
@@ -225,7 +247,9 @@ class SummaryAccumulator:
         self.errors = 0
         self.stages: Counter[int] = Counter()
         self.abstentions: Counter[str] = Counter()
-        self.sums = {key: _ExactSum() for key in (*METRICS, *GOLD_KEYS)}
+        self.no_verdict: Counter[str] = Counter()
+        self.specs = {key: _spec(key) for key in (*METRICS, *GOLD_KEYS)}
+        self.sums = {key: _ExactSum() for key in self.specs}
         self.counts = dict.fromkeys(self.sums, 0)
 
     def add(self, row: dict[str, Any]) -> None:
@@ -233,14 +257,17 @@ class SummaryAccumulator:
         if "error" in row:
             self.errors += 1
             return
-        if row.get("answer") in ("abstained", "empty") and row.get("stage") == 0:
+        stage = row.get("stage")
+        if stage is None:
+            self.no_verdict[str(row.get("answer"))] += 1
+        elif row.get("answer") in ("abstained", "empty") and stage == 0:
             self.abstentions[row["answer"]] += 1
         else:
-            self.stages[row["stage"]] += 1
+            self.stages[stage] += 1
         for key, acc in self.sums.items():
-            value = row.get(key)
+            value = self.specs[key](row.get(key))
             if value is not None:
-                acc.add(float(value))
+                acc.add(value)
                 self.counts[key] += 1
 
     def summary(self) -> ScoreSummary:
@@ -249,6 +276,7 @@ class SummaryAccumulator:
             errors=self.errors,
             stages=Counter(self.stages),
             abstentions=Counter(self.abstentions),
+            no_verdict=Counter(self.no_verdict),
         )
         for key, acc in self.sums.items():
             n = self.counts[key]

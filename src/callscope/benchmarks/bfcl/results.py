@@ -59,6 +59,7 @@ from callscope.benchmarks.bfcl.categories import (
     short_category,
 )
 from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
+from callscope.core.jsonl import loads_bounded
 from callscope.records import CaseRecord
 
 VERSION_PREFIX = "BFCL_v4"
@@ -276,9 +277,12 @@ def _read_jsonl(path: Path, problems: list[str]) -> list[tuple[int, dict[str, An
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_bounded(line)
         except json.JSONDecodeError as exc:
             problems.append(f"{path}:{lineno}: malformed line skipped (not valid JSON: {exc.msg})")
+            continue
+        except ValueError as exc:  # nested too deeply, an integer over the digit limit
+            problems.append(f"{path}:{lineno}: malformed line skipped ({exc})")
             continue
         if not isinstance(row, dict):
             problems.append(f"{path}:{lineno}: malformed line skipped (not a JSON object)")

@@ -26,6 +26,7 @@ from typing import Any
 
 from callscope.benchmarks.tau2.reader import Tau2Run, as_dict
 from callscope.benchmarks.tau2.tasks import all_task_actions, task_actions
+from callscope.core.jsonl import loads_bounded
 
 #: ``termination_reason`` values that mark a simulation as ended in error.
 TERMINATION_ERRORS: frozenset[str] = frozenset(
@@ -48,8 +49,8 @@ def call_arguments(raw: Any) -> dict[str, Any]:
         return raw
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
+            parsed = loads_bounded(raw)
+        except ValueError:  # not JSON, nested too deeply, an integer over the digit limit
             return {}
         return parsed if isinstance(parsed, dict) else {}
     return {}

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.benchmarks.tau2.stock_tools import stock_domain_of_tools
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import JsonLimitError, loads_bounded
 from callscope.errors import DataFormatError
 
 
@@ -93,8 +93,9 @@ def _load_json(path: Path) -> Any:
         raise Tau2FormatError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from exc
-    except ValueError as exc:  # nested too deeply, an integer over the digit limit
-        raise Tau2FormatError(f"{path}: cannot read ({exc})") from exc
+    except JsonLimitError as exc:  # nested too deeply, an integer over the digit limit
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise Tau2FormatError(f"{where}: cannot read ({exc})") from exc
     return data
 
 

@@ -40,7 +40,7 @@ Bottleneck", §3.1 and App. E). The rule a user relies on:
   count them apart (a BFCL FC file records text replies as ``""``/``[]``).
   :func:`classify_emission` still answers OTHER for them (it must answer one class).
 
-Presets (:data:`PRESETS`, :func:`register_preset`): ``default`` (the rules above),
+Presets (:data:`CLASSIFIER_PRESETS`, old name ``PRESETS``; :func:`register_preset`): ``default`` (the rules above),
 ``ask_over_tool_call`` (App. E variant) and ``paper``: the rules of the paper's public code
 (github.com/fbj2333/tool-calling-calibration @ 5c9ec3d, Apache-2.0), reproduced from its
 documented behaviour: its own cue lists matched as plain substrings (``cue_match="substring"``),
@@ -58,7 +58,7 @@ The package, one module per job (this ``__init__`` is its public face):
 * :mod:`.emission`: the emission view (calls and prose of every emission shape);
 * :mod:`.rules`: cue matching, the ``callscope`` variant, :func:`resolve`;
 * :mod:`.paper`: the ``paper`` variant;
-* :mod:`.presets`: :data:`PRESETS` and the built-in configurations;
+* :mod:`.presets`: :data:`CLASSIFIER_PRESETS` and the built-in configurations;
 * :mod:`.classifier`: :func:`fired_classes`, :func:`emission_classes`,
   :func:`classify_emission`.
 
@@ -76,6 +76,7 @@ from callscope.calibration.classify.emission import EmissionView, is_python_call
 from callscope.calibration.classify.paper import paper_classes
 from callscope.calibration.classify.presets import (
     ASK_OVER_TOOL_CALL,
+    CLASSIFIER_PRESETS,
     DEFAULT,
     PAPER,
     PRESETS,
@@ -87,6 +88,7 @@ from callscope.calibration.classify.rules import callscope_classes, cue_classes,
 
 __all__ = [
     "ASK_OVER_TOOL_CALL",
+    "CLASSIFIER_PRESETS",
     "CUE_MATCHES",
     "DEFAULT",
     "PAPER",

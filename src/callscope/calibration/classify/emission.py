@@ -134,7 +134,7 @@ def _strip_json_calls(text: str) -> str:
             continue
         try:
             value, end = json_raw_decode(text, i)
-        except (ValueError, RecursionError):
+        except ValueError:
             i += 1
             continue
         if parse_text(json.dumps(value)).ok:
@@ -230,7 +230,7 @@ def _documentation_line(line: str) -> bool:
         return False
     try:
         return is_documentation(json_loads(stripped))
-    except (ValueError, RecursionError):
+    except ValueError:
         return False
 
 

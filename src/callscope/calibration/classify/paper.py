@@ -105,7 +105,7 @@ def _paper_literal(text: str) -> Any:
         pass
     try:
         return json_loads(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         return None
 
 

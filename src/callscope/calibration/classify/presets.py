@@ -1,4 +1,5 @@
-"""The named classifier configurations: :data:`PRESETS` (name -> :class:`ClassifierConfig`).
+"""The named classifier configurations: :data:`CLASSIFIER_PRESETS` (name ->
+:class:`ClassifierConfig`; ``PRESETS`` is the same registry under its old name).
 
 Built in: :data:`DEFAULT` (the paper's main rule, callscope's cues), :data:`ASK_OVER_TOOL_CALL`
 (App. E variant) and :data:`PAPER` (the paper's public code, reproduced). Extend with
@@ -40,25 +41,28 @@ PAPER = ClassifierConfig(
 
 #: Named classifier configurations (name -> config), in registration order; extend with
 #: :func:`register_preset`.
-PRESETS: Registry[ClassifierConfig] = Registry(
+CLASSIFIER_PRESETS: Registry[ClassifierConfig] = Registry(
     "classifier preset",
     entries={c.name: c for c in (DEFAULT, ASK_OVER_TOOL_CALL, PAPER)},
     entry_point_group="callscope.classifier_presets",
 )
+#: the old name of :data:`CLASSIFIER_PRESETS` (kept importable; the experiment presets are
+#: :data:`callscope.runs.presets.EXPERIMENT_PRESETS`)
+PRESETS = CLASSIFIER_PRESETS
 
 
 def register_preset(config: ClassifierConfig, *, replace: bool = False) -> ClassifierConfig:
-    """Add ``config`` to :data:`PRESETS` under ``config.name`` (``ConfigError``, a
+    """Add ``config`` to :data:`CLASSIFIER_PRESETS` under ``config.name`` (``ConfigError``, a
     ``ValueError``, when the name is taken, unless ``replace``); returns it."""
-    return PRESETS.register(config.name, config, replace=replace)
+    return CLASSIFIER_PRESETS.register(config.name, config, replace=replace)
 
 
 def preset_names() -> list[str]:
     """The registered preset names, in registration order."""
-    return list(PRESETS.names())
+    return list(CLASSIFIER_PRESETS.names())
 
 
 def preset(name: str) -> ClassifierConfig:
-    """A named configuration (:data:`PRESETS`: ``default``, ``ask_over_tool_call``,
+    """A named configuration (:data:`CLASSIFIER_PRESETS`: ``default``, ``ask_over_tool_call``,
     ``paper``, ...); ``ConfigError`` (a ``ValueError``) listing the names otherwise."""
-    return PRESETS[name]
+    return CLASSIFIER_PRESETS[name]

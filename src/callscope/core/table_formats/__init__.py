@@ -2,9 +2,12 @@
 
 :data:`TABLE_FORMATS` is the registry (:class:`~callscope.core.registry.Registry`) of every
 format a :class:`~callscope.core.table.Table` can be written in; :func:`write_table` writes a
-table to a path in the format named, or else the one the path's extension selects, and
-:func:`write_tables` writes one file per format under a folder (``<name>.csv``, ``<name>.md``,
-...). Every table file callscope writes goes through them.
+table to a path in the format named, or else the one the path's extension selects,
+:func:`write_document` a file of text and tables (notes, then a table, then another: the
+Markdown files of ``calibrate``), and :func:`write_tables` writes one file per format under a
+folder (``<name>.csv``, ``<name>.md``, ...; by default every format :func:`file_formats`
+lists, so a new format appears in the commands' output with no other change). Every table
+file callscope writes goes through them.
 
 The built-in formats render with the :class:`~callscope.core.table.Table` methods:
 
@@ -32,8 +35,9 @@ registers it, for example ``callscope/core/table_formats/jsonl.py``::
     )
 
 Every module of this package is imported when the package is (see :func:`_discover`), so the
-new format is in :data:`TABLE_FORMATS` and :func:`write_table` writes ``*.jsonl`` with no other
-change. A format from another distribution is an entry point in the group
+new format is in :data:`TABLE_FORMATS`, :func:`write_table` writes ``*.jsonl`` and the commands
+that write every file format (``report``'s ``tables/``, a panel's files) write a ``.jsonl``
+beside each ``.csv`` with no other change (``written=False`` keeps a format out of those). A format from another distribution is an entry point in the group
 ``callscope.table_formats`` whose object is a :class:`TableFormat` (registered under its own
 ``name``), loaded the first time the registry is looked at.
 """
@@ -58,11 +62,15 @@ from callscope.errors import ConfigError
 class TableFormat:
     """One way to write a table: its ``name``, the file ``extensions`` that select it (with
     the dot, lower case; the first is what :func:`write_tables` names files with) and
-    ``render``, the table's whole file text."""
+    ``render``, the table's whole file text. ``written``: whether the commands that write
+    their tables as files write this format too (:func:`file_formats`: the report's
+    ``tables/``, a panel's files); the built-in ``html`` (embedded in the page) and ``text``
+    (for a terminal log) are not, every other format is unless it says so."""
 
     name: str
     extensions: tuple[str, ...]
     render: Callable[[Table], str]
+    written: bool = True
 
     def __post_init__(self) -> None:
         if not self.extensions or any(
@@ -131,42 +139,77 @@ def escaped_table(table: Table) -> Table:
     )
 
 
-def write_table(table: Table, path: str | Path, fmt: str | None = None) -> Path:
-    """Write ``table`` to ``path`` (UTF-8, its folder created) in the format ``fmt`` (a name
-    or an extension), by default the one ``path``'s extension selects, every control
-    character as its visible escape (:func:`~callscope.core.text.escape_controls`). Returns
-    the path."""
+def file_formats() -> list[str]:
+    """The names of the formats a command writes its tables in (each :class:`TableFormat`
+    with ``written`` set), Markdown first, then in registration order: ``markdown``,
+    ``latex``, ``csv`` and every format registered since."""
+    names = [f.name for f in TABLE_FORMATS.values() if f.written]
+    return sorted(names, key=lambda n: n != "markdown")
+
+
+#: one part of a document (:func:`render_document`): text as is, or a table to render
+DocumentPart = str | Table
+
+
+def render_document(parts: Iterable[DocumentPart], fmt: str) -> str:
+    """A document of text and tables in the format ``fmt`` (a name or an extension): each
+    :class:`~callscope.core.table.Table` rendered by the format, each string as it is, joined
+    with nothing between them (e.g. a note, a table, ``"\\n"``, a second table)."""
+    render = table_format(fmt).render
+    return "".join(p if isinstance(p, str) else render(p) for p in parts)
+
+
+def write_document(parts: Iterable[DocumentPart], path: str | Path, fmt: str | None = None) -> Path:
+    """Write :func:`render_document` of ``parts`` to ``path`` (UTF-8, ``\\n`` line ends,
+    its folder created) in the format ``fmt``, by default the one ``path``'s extension
+    selects: the one writer of table files, every control character as its visible escape
+    (:func:`~callscope.core.text.escape_controls`: in the tables' cells, so that each format
+    quotes the escape's backslash its own way, LaTeX's ``\\textbackslash{}``, and in the
+    text). Returns the path."""
     path = Path(path)
     if fmt is None and not path.suffix:
         raise ConfigError(f"{path}: no extension to choose a table format by; name a format")
-    # control characters (a model name holding ESC]0;...BEL) as visible escapes: in the cells,
-    # so that each format quotes the escape's backslash its own way (LaTeX), and in the text
-    text = render_table(escaped_table(table), fmt if fmt is not None else path.suffix)
-    text = escape_controls(text)
+    # a model name holding ESC]0;...BEL reaches no table file as an escape sequence
+    parts = [escape_controls(p) if isinstance(p, str) else escaped_table(p) for p in parts]
+    text = escape_controls(render_document(parts, fmt if fmt is not None else path.suffix))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
 
 
+def write_table(table: Table, path: str | Path, fmt: str | None = None) -> Path:
+    """Write ``table`` to ``path`` (UTF-8, its folder created) in the format ``fmt`` (a name
+    or an extension), by default the one ``path``'s extension selects. Returns the path."""
+    return write_document([table], path, fmt)
+
+
 def write_tables(
-    table: Table, out_dir: str | Path, formats: Iterable[str], stem: str | None = None
+    table: Table,
+    out_dir: str | Path,
+    formats: Iterable[str] | None = None,
+    stem: str | None = None,
+    *,
+    notes: dict[str, str] | None = None,
 ) -> list[Path]:
-    """Write ``table`` once per format of ``formats`` (names or extensions) as
-    ``out_dir/<stem><extension>`` (``stem`` default: the table's ``name``), each format's
-    first extension; returns the paths in that order."""
+    """Write ``table`` once per format of ``formats`` (names or extensions; default
+    :func:`file_formats`) as ``out_dir/<stem><extension>`` (``stem`` default: the table's
+    ``name``), each format's first extension; returns the paths in that order. ``notes``:
+    text written after the table in the format of that name (e.g. ``{"markdown": ...}``)."""
     stem = stem if stem is not None else table.name
     if not stem:
         raise ValueError("write_tables needs a stem: the table has no name")
     paths = []
-    for choice in formats:
+    for choice in file_formats() if formats is None else formats:
         fmt = table_format(choice)
-        paths.append(write_table(table, Path(out_dir) / f"{stem}{fmt.extensions[0]}", fmt.name))
+        after = (notes or {}).get(fmt.name, "")
+        path = Path(out_dir) / f"{stem}{fmt.extensions[0]}"
+        paths.append(write_document([table, after], path, fmt.name))
     return paths
 
 
 for _fmt in (
     TableFormat("markdown", (".md",), Table.to_markdown),
-    TableFormat("html", (".html",), Table.to_html),
+    TableFormat("html", (".html",), Table.to_html, written=False),
     TableFormat("latex", (".tex",), Table.to_latex),
     TableFormat("csv", (".csv",), Table.to_csv),
 ):

@@ -31,4 +31,4 @@ def to_text(table: Table) -> str:
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
-TEXT = register_table_format(TableFormat("text", (".txt",), to_text))
+TEXT = register_table_format(TableFormat("text", (".txt",), to_text, written=False))

@@ -1,0 +1,681 @@
+"""The BFCL single-turn leaderboard report: tables, the N-model figure, the case browser.
+
+Every rate is over the answers of the cases kept (the cases left out for drift,
+:func:`callscope.runs.leaderboard.drifted_cases`, are counted apart) with its Wilson 95%
+interval (:func:`callscope.core.stats.rate_ci`). The tables
+(:func:`leaderboard_tables`, each a :class:`~callscope.core.table.Table`):
+
+``leaderboard``
+    models ranked by BFCL accuracy (BFCL's committed verdicts); the same accuracy reproduced
+    by BFCL's installed checker on callscope's decoding; callscope's answer solve against the
+    installed gold; the cascade's pass rate (every call passes the three stages; a no-call
+    case passes on a clean abstention); answers with a value the cascade finds unstated
+    (stage 3 ``hard`` or ``numeric``); VHR (the mean of the calls' value hallucination rate,
+    SAAG eq. 8-9); broken answers.
+``stage_mix``
+    the first failing stage over answers and over calls (answers without a call apart).
+``relevance``
+    on the no-call cases: clean abstentions, empty answers, broken answers, answers with a
+    call; BFCL's relevance accuracy beside.
+``accepted_unstated``
+    answers BFCL accepted in which the cascade finds a value the request does not state,
+    with the first example.
+``rejected_passing``
+    answers BFCL rejected (that made a call) which pass every stage, with BFCL's error types.
+``agreement``, ``disagreements``
+    BFCL's installed checker on callscope's decoding against the committed verdicts, per
+    model, and every disagreement class with a count and an example.
+``formats``
+    the decoders: models, answers, how many decoded to calls, to none, failed.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from callscope.core.jsonl import dumps_safe
+from callscope.core.stats import bootstrap_ci, rate_ci
+from callscope.core.table import Table, pct, pct_ci
+from callscope.report.html import _write_html, esc, write_page
+from callscope.runs.leaderboard import (
+    CATEGORIES,
+    DECODE,
+    NO_CALL,
+    NO_CALL_CATEGORIES,
+    LeaderboardRun,
+    ModelResult,
+)
+
+#: the table formats every leaderboard table is written in
+FORMATS: tuple[str, ...] = ("md", "csv", "html")
+CASES_DIR = "cases"
+_NO_CALL_CATS = [CATEGORIES.index(c) for c in NO_CALL_CATEGORIES]
+
+
+def _rate(k: int, n: int) -> str:
+    return pct_ci(*rate_ci(int(k), int(n)))
+
+
+def kept_rows(result: ModelResult, left_out: set[int]) -> np.ndarray:
+    """A model's answers on the cases kept."""
+    rows = result.rows
+    if not left_out or not len(rows):
+        return rows
+    return rows[~np.isin(rows["case"], sorted(left_out))]
+
+
+def left_out_cases(run: LeaderboardRun) -> set[int]:
+    """Every case left out, whatever the evidence."""
+    return set().union(*run.drift.values()) if run.drift else set()
+
+
+def _ranked(run: LeaderboardRun) -> list[tuple[ModelResult, np.ndarray]]:
+    out = left_out_cases(run)
+    pairs = [(r, kept_rows(r, out)) for r in run.results]
+    return sorted(pairs, key=lambda p: (-(p[1]["bfcl_ok"].mean() if len(p[1]) else 0), p[0].model))
+
+
+def _vhr(rows: np.ndarray) -> str:
+    """VHR over a model's calls (the mean of the calls' VHR, SAAG eq. 8-9) with a percentile
+    bootstrap interval that resamples answers (a ratio of sums: an answer's calls stay
+    together)."""
+    scored = rows[rows["vhr_n"] > 0]
+    n = int(scored["vhr_n"].sum())
+    if not n:
+        return "n/a"
+    sums = scored["vhr_sum"].astype(float)
+    counts = scored["vhr_n"].astype(float)
+
+    def ratio(index: np.ndarray) -> float:
+        picked = index.astype(int)
+        return float(sums[picked].sum() / counts[picked].sum())
+
+    lo, hi = bootstrap_ci(np.arange(len(scored), dtype=float), ratio, n_boot=1000)
+    return f"{sums.sum() / n:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def leaderboard_table(run: LeaderboardRun) -> Table:
+    """Models ranked by BFCL accuracy (module docstring)."""
+    broken = NO_CALL.index("broken")
+    rows = []
+    raw = []
+    for rank, (r, k) in enumerate(_ranked(run), start=1):
+        n = len(k)
+        scored = int(k["scored"].sum())
+        ran = k[k["checker"] >= 0]
+        rows.append(
+            [
+                rank,
+                r.model,
+                n,
+                _rate(k["bfcl_ok"].sum(), scored),
+                pct(ran["checker"].mean()) if len(ran) else "n/a",
+                _rate(k["solved"].sum(), n),
+                _rate(k["passed"].sum(), n),
+                _rate(k["unstated"].sum(), n),
+                _vhr(k),
+                _rate((k["no_call"] == broken).sum(), n),
+            ]
+        )
+        raw.append(
+            [
+                rank,
+                r.model,
+                n,
+                int(k["bfcl_ok"].sum()),
+                int(ran["checker"].sum()) if len(ran) else "",
+                int(k["solved"].sum()),
+                int(k["passed"].sum()),
+                int(k["unstated"].sum()),
+                round(float(k["vhr_sum"].sum() / max(1, k["vhr_n"].sum())), 6),
+                int((k["no_call"] == broken).sum()),
+            ]
+        )
+    columns = [
+        "rank",
+        "model",
+        "answers",
+        "BFCL acc % [95% CI]",
+        "BFCL checker now %",
+        "callscope solve %",
+        "cascade pass %",
+        "unstated value %",
+        "VHR",
+        "broken %",
+    ]
+    raw_columns = [
+        "rank",
+        "model",
+        "answers",
+        "bfcl_accepted",
+        "checker_accepted",
+        "solved",
+        "cascade_passed",
+        "unstated",
+        "vhr",
+        "broken",
+    ]
+    return Table(
+        columns,
+        rows,
+        title="BFCL leaderboard through callscope",
+        caption=(
+            "Models ranked by BFCL accuracy (its committed verdicts). 'BFCL checker now': "
+            "the installed checker on callscope's decoding of the same answers. 'callscope "
+            "solve': callscope's answer solve against the installed gold. 'cascade pass': "
+            "every call passes the three stages without gold. 'unstated value': an answer "
+            "with a value the request does not state (stage 3 hard / numeric)."
+        ),
+        note=(
+            "Wilson 95% intervals; VHR: percentile bootstrap over answers; rates over the "
+            "answers of the cases kept."
+        ),
+        name="leaderboard",
+        align="rlrrrrrrrr",
+        raw=Table(raw_columns, raw),
+    )
+
+
+def stage_mix_table(run: LeaderboardRun) -> Table:
+    """The first failing stage over answers and over calls, per model."""
+    rows = []
+    for r, k in _ranked(run):
+        n = len(k)
+        calls = k["calls_stage"].sum(axis=0)
+        n_calls = int(calls.sum())
+        no_call = k["no_call"] > 0
+        cells = [r.model, n]
+        for stage in (1, 2, 3):
+            cells.append(_rate(((k["stage"] == stage) & ~no_call).sum(), n))
+        cells.append(_rate(no_call.sum(), n))
+        cells.append(n_calls)
+        for stage in (1, 2, 3):
+            cells.append(_rate(calls[stage], n_calls))
+        rows.append(cells)
+    columns = [
+        "model",
+        "answers",
+        "answers: stage 1 %",
+        "stage 2 %",
+        "stage 3 %",
+        "no call %",
+        "calls",
+        "calls: stage 1 %",
+        "stage 2 %",
+        "stage 3 %",
+    ]
+    return Table(
+        columns,
+        rows,
+        title="Stage mix over answers and over calls",
+        caption=(
+            "Answers: the answer's first failing stage (answers without a call apart, "
+            "whatever the case). Calls: every decoded call's first failing stage."
+        ),
+        note="Wilson 95% intervals.",
+        name="stage_mix",
+        align="lrrrrrrrrr",
+    )
+
+
+def relevance_table(run: LeaderboardRun) -> Table:
+    """What each model answered on the no-call cases."""
+    rows = []
+    for r, k in _ranked(run):
+        rel = k[np.isin(k["cat"], _NO_CALL_CATS)]
+        n = len(rel)
+        if not n:
+            continue
+        cells = [r.model, n, _rate(rel["bfcl_ok"].sum(), int(rel["scored"].sum()))]
+        for kind in ("abstained", "empty", "broken"):
+            cells.append(_rate((rel["no_call"] == NO_CALL.index(kind)).sum(), n))
+        cells.append(_rate((rel["n_calls"] > 0).sum(), n))
+        rows.append(cells)
+    return Table(
+        ["model", "cases", "BFCL relevance %", "abstained %", "empty %", "broken %", "called %"],
+        rows,
+        title="Relevance cases: abstention vs broken",
+        caption=(
+            "BFCL credits every answer from which no call decodes, a broken one included; "
+            "callscope counts a clean abstention apart from call-shaped text that does not "
+            "decode."
+        ),
+        note="Wilson 95% intervals.",
+        name="relevance",
+        align="lrrrrrr",
+    )
+
+
+def accepted_unstated_table(run: LeaderboardRun) -> Table:
+    """Answers BFCL accepted whose values the cascade finds unstated, per model; the
+    detector's reference rows first (the installed gold answers: false alarms; the gold
+    answers with one value no request states: detection)."""
+    rows: list[list[Any]] = []
+    ref = run.reference
+    if ref is not None:
+        rows.append(
+            ["(reference) installed gold answers", ref.gold, ref.gold_flagged,
+             _rate(ref.gold_flagged, ref.gold), "", "false alarms of the test"]
+        )  # fmt: skip
+        rows.append(
+            ["(reference) gold, one value made up", ref.perturbed, ref.perturbed_flagged,
+             _rate(ref.perturbed_flagged, ref.perturbed), "", "detection of the test"]
+        )  # fmt: skip
+    body = []
+    for r, k in _ranked(run):
+        acc = k[k["bfcl_ok"] & (k["n_calls"] > 0)]
+        n = len(acc)
+        beyond = int(acc["beyond_gold"].sum())
+        ex = r.accepted_unstated[0] if r.accepted_unstated else None
+        example = f"{ex.case_id}: {ex.note}" if ex else ""
+        body.append(
+            (
+                beyond / n if n else 0.0,
+                [r.model, n, int(acc["unstated"].sum()), _rate(acc["unstated"].sum(), n),
+                 _rate(beyond, n), example[:300]],
+            )
+        )  # fmt: skip
+    rows.extend(cells for _, cells in sorted(body, key=lambda p: -p[0]))
+    return Table(
+        ["model", "accepted with calls", "unstated", "unstated %", "beyond gold %", "example"],
+        rows,
+        title="BFCL accepted, the cascade finds a value the request does not state",
+        caption=(
+            "Answers BFCL accepted (with at least one call) in which a call carries a value "
+            "the cascade's stage 3 finds neither in the request nor derived from it "
+            "(hard / numeric). 'beyond gold': the installed gold answer of the same case has "
+            "no such value (the gold's own flags are the test's false alarms: reference "
+            "rows). Sorted by 'beyond gold'."
+        ),
+        note="Wilson 95% intervals.",
+        name="accepted_unstated",
+        align="lrrrrl",
+    )
+
+
+def _call_rows(k: np.ndarray) -> np.ndarray:
+    """The answers of the cases where a call is expected."""
+    return k[~np.isin(k["cat"], _NO_CALL_CATS)]
+
+
+def rejected_passing_table(run: LeaderboardRun) -> Table:
+    """Answers BFCL rejected that pass every stage (cases expecting a call), with BFCL's
+    error types."""
+    rows = []
+    for r, k in _ranked(run):
+        k = _call_rows(k)
+        rej = k[k["scored"] & ~k["bfcl_ok"] & (k["n_calls"] > 0)]
+        n = len(rej)
+        passing = rej[rej["passed"]]
+        types = Counter(run.error_types[e] for e in passing["err"] if e >= 0)
+        top = ", ".join(f"{t} {c}" for t, c in types.most_common(3))
+        rows.append([r.model, n, len(passing), _rate(len(passing), n), top])
+    return Table(
+        ["model", "rejected with calls", "pass every stage", "%", "BFCL's error types (top 3)"],
+        rows,
+        title="BFCL rejected, every stage passes",
+        caption=(
+            "Answers BFCL rejected (with at least one call, on cases that expect a call) whose "
+            "every call passes the cascade: the request supports every value; what BFCL "
+            "rejected is a difference from its gold (another number of calls, a value of "
+            "another form or type), which a reference-free check cannot see."
+        ),
+        note="Wilson 95% intervals.",
+        name="rejected_passing",
+        align="lrrrl",
+    )
+
+
+def rejected_passing_types_table(run: LeaderboardRun) -> Table:
+    """Over every model: BFCL's error types of rejected answers, and how many of them pass
+    every stage."""
+    out = left_out_cases(run)
+    total: Counter[str] = Counter()
+    passing: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for r in run.results:
+        k = _call_rows(kept_rows(r, out))
+        k = k[k["scored"] & ~k["bfcl_ok"] & (k["n_calls"] > 0) & (k["err"] >= 0)]
+        for x in k:
+            t = run.error_types[x["err"]]
+            total[t] += 1
+            if x["passed"] and t not in example:
+                case_id = run.case_ids[x["case"]]
+                shown = next((e.answer for e in r.rejected_passing if e.case_id == case_id), "")
+                example[t] = f"{r.model} / {case_id}: {shown}"[:200]
+            passing[t] += bool(x["passed"])
+    rows = [
+        [t, n, passing[t], _rate(passing[t], n), example.get(t, "")] for t, n in total.most_common()
+    ]
+    return Table(
+        ["BFCL error type", "rejected with calls", "pass every stage", "%", "example"],
+        rows,
+        title="BFCL rejected, every stage passes: by BFCL's error type (all models)",
+        caption="The cross table above by BFCL's error type, over every model.",
+        note="Wilson 95% intervals.",
+        name="rejected_passing_types",
+        align="lrrrl",
+    )
+
+
+def agreement_table(run: LeaderboardRun) -> Table:
+    """BFCL's installed checker on callscope's decoding vs the committed verdicts."""
+    evaluated = DECODE.index("evaluated")
+    rows = []
+    for r, k in _ranked(run):
+        ran = k[k["scored"] & (k["checker"] >= 0)]
+        dec = ran[ran["decode"] != evaluated]
+        agree = int((dec["checker"].astype(bool) == dec["bfcl_ok"]).sum())
+        all_agree = int((ran["checker"].astype(bool) == ran["bfcl_ok"]).sum())
+        rows.append(
+            [
+                r.model,
+                len(dec),
+                _rate(agree, len(dec)),
+                len(dec) - agree,
+                _rate(all_agree, len(ran)),
+            ]
+        )
+    return Table(
+        ["model", "decodable", "agreement % [95% CI]", "disagreements", "all answers %"],
+        rows,
+        title="Agreement with BFCL's committed verdicts",
+        caption=(
+            "BFCL's installed checker (bfcl-eval "
+            f"{run.bfcl_version}) on callscope's decoding, against the verdicts BFCL committed "
+            "in 2024. 'decodable': answers callscope's decoder reads as BFCL's did (all but "
+            "those BFCL read by evaluating arithmetic); 'all answers' includes those."
+        ),
+        note="Wilson 95% intervals; the cases left out for drift are not counted.",
+        name="agreement",
+        align="lrrrr",
+    )
+
+
+def disagreement_classes(run: LeaderboardRun) -> list[tuple[str, int, str]]:
+    """``(class, count, example)`` of every disagreement between the installed checker on
+    callscope's decoding and the committed verdict, most frequent first."""
+    out = left_out_cases(run)
+    counts: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for r in run.results:
+        k = kept_rows(r, out)
+        k = k[k["scored"] & (k["checker"] >= 0)]
+        for x in k[k["checker"].astype(bool) != k["bfcl_ok"]]:
+            then = run.error_types[x["err"]] if x["err"] >= 0 else "accepted"
+            now = run.error_types[x["checker_err"]] if x["checker_err"] >= 0 else "accepted"
+            if DECODE[x["decode"]] == "evaluated":
+                name = f"BFCL evaluated arithmetic (2024: {then}; callscope: not decoded)"
+            else:
+                name = f"checker 2024 -> {run.bfcl_version}: {then} -> {now}"
+            counts[name] += 1
+            example.setdefault(name, f"{r.model} / {run.case_ids[x['case']]}")
+    return [(name, n, example[name]) for name, n in counts.most_common()]
+
+
+def disagreements_table(run: LeaderboardRun) -> Table:
+    rows = [[name, n, ex] for name, n, ex in disagreement_classes(run)]
+    return Table(
+        ["class", "answers", "example (model / case)"],
+        rows,
+        title="Every disagreement class",
+        caption=(
+            "Where the installed checker on callscope's decoding and BFCL's 2024 verdict "
+            "differ, by class: checker version drift (same decoded answer, another verdict) "
+            "and answers BFCL read by evaluating arithmetic."
+        ),
+        name="disagreements",
+        align="lrl",
+        empty="No disagreement.",
+    )
+
+
+def formats_table(run: LeaderboardRun) -> Table:
+    """The decoders (answer formats) and what each decoded."""
+    by: dict[str, list[ModelResult]] = {}
+    for r in run.results:
+        by.setdefault(r.decoder, []).append(r)
+    rows = []
+    for decoder, results in sorted(by.items(), key=lambda p: -sum(len(r.rows) for r in p[1])):
+        k = np.concatenate([r.rows for r in results])
+        n = len(k)
+        calls = (k["decode"] == DECODE.index("calls")) & (k["n_calls"] > 0)
+        none = (k["decode"] == DECODE.index("calls")) & (k["n_calls"] == 0)
+        cells = [decoder, len(results), n, int(calls.sum()), int(none.sum())]
+        for how in DECODE[1:]:
+            cells.append(int((k["decode"] == DECODE.index(how)).sum()))
+        cells.append(int((k["no_call"] == NO_CALL.index("broken")).sum()))
+        rows.append(cells)
+    return Table(
+        [
+            "decoder (BFCL 2024 handler)",
+            "models",
+            "answers",
+            "to calls",
+            "to no call",
+            "failed",
+            "wrong format",
+            "bad arguments",
+            "out of domain",
+            "arithmetic",
+            "broken",
+        ],
+        rows,
+        title="Answer formats",
+        caption=(
+            "Each model's answers read by its BFCL handler's decoder (2024 handler map), "
+            "re-written without eval: how many decoded to calls, to an empty call list, and "
+            "how many the decoder refused (failed: BFCL's decoder_failed; wrong format: "
+            "decoder_wrong_output_format; arithmetic: BFCL evaluated it). 'broken': answers "
+            "without a readable call in which callscope's own parser finds a call."
+        ),
+        name="formats",
+        align="lrrrrrrrrrr",
+    )
+
+
+def left_out_table(run: LeaderboardRun) -> Table:
+    rows = []
+    for evidence, cases in run.drift.items():
+        for i in sorted(cases):
+            rows.append([run.case_ids[i], evidence])
+    return Table(
+        ["case", "evidence"],
+        rows,
+        title="Cases left out (installed question or gold differs from 2024)",
+        caption=(
+            "function_drift: models whose answer BFCL accepted call a function the "
+            "installed case lacks; gold_drift: the installed checker reverses the committed "
+            "verdict of many models on the same decoded answers; known_v2: a run of few "
+            "models of a 2024 tree leaves out what the whole 2024 folder shows."
+        ),
+        name="left_out",
+        empty="No case left out.",
+    )
+
+
+def leaderboard_tables(run: LeaderboardRun) -> list[Table]:
+    """Every table of the report, in page order."""
+    return [
+        leaderboard_table(run),
+        stage_mix_table(run),
+        relevance_table(run),
+        accepted_unstated_table(run),
+        rejected_passing_table(run),
+        rejected_passing_types_table(run),
+        agreement_table(run),
+        disagreements_table(run),
+        formats_table(run),
+        left_out_table(run),
+    ]
+
+
+# --------------------------------------------------------------------------- the figure
+
+
+def leaderboard_figure(run: LeaderboardRun, path: Path) -> Path:
+    """Models ranked by BFCL accuracy: BFCL accuracy and the cascade's pass rate (left), the
+    stage mix over answers (middle), the unstated-value rate and VHR (right)."""
+    from matplotlib.figure import Figure  # lazy: matplotlib only for the figure
+
+    from callscope.report.png import save_png, short_label  # lazy: matplotlib
+
+    ranked = _ranked(run)
+    labels = [short_label(r.model, 36) for r, _ in ranked]
+    y = np.arange(len(ranked))
+    fig = Figure(figsize=(13, 1.2 + 0.24 * len(ranked)))
+    ax1, ax2, ax3 = fig.subplots(1, 3, sharey=True, gridspec_kw={"width_ratios": [3, 3, 2]})
+    acc = [k["bfcl_ok"].mean() if len(k) else 0 for _, k in ranked]
+    passed = [k["passed"].mean() if len(k) else 0 for _, k in ranked]
+    ax1.barh(y, acc, color="#4c72b0", label="BFCL accuracy")
+    ax1.plot(passed, y, "o", color="#dd8452", markersize=4, label="cascade pass")
+    ax1.set_xlim(0, 1)
+    ax1.set_yticks(y, labels, fontsize=7)
+    ax1.invert_yaxis()
+    ax1.legend(fontsize=7, loc="lower right")
+    ax1.set_title("BFCL accuracy, cascade pass", fontsize=9)
+    left = np.zeros(len(ranked))
+    colours = {
+        "stage 1": "#c44e52",
+        "stage 2": "#dd8452",
+        "stage 3": "#ccb974",
+        "no call, call expected": "#6c6c6c",
+        "no call, no-call case": "#c8c8c8",
+    }
+    for label, colour in colours.items():
+        share = []
+        for _, k in ranked:
+            no_call = k["no_call"] > 0
+            relevance = np.isin(k["cat"], _NO_CALL_CATS)
+            if label.startswith("no call"):
+                want = relevance if label.endswith("no-call case") else ~relevance
+                share.append((no_call & want).mean() if len(k) else 0)
+            else:
+                stage = int(label[-1])
+                share.append(((k["stage"] == stage) & ~no_call).mean() if len(k) else 0)
+        ax2.barh(y, share, left=left, color=colour, label=label)
+        left += np.array(share)
+    ax2.set_xlim(0, 1)
+    ax2.legend(fontsize=7, loc="lower right")
+    ax2.set_title("first failing stage over answers", fontsize=9)
+    unstated = [k["unstated"].mean() if len(k) else 0 for _, k in ranked]
+    vhr = [k["vhr_sum"].sum() / max(1, k["vhr_n"].sum()) for _, k in ranked]
+    ax3.barh(y, unstated, color="#937860", label="unstated value")
+    ax3.plot(vhr, y, "d", color="#000000", markersize=3, label="VHR")
+    ax3.legend(fontsize=7, loc="lower right")
+    ax3.set_title("unstated-value answers, VHR", fontsize=9)
+    for ax in (ax1, ax2, ax3):
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return save_png(fig, path)
+
+
+# --------------------------------------------------------------------------- case browser
+
+_BROWSER_SCRIPT = """
+const data = JSON.parse(document.getElementById('answers').textContent);
+const pick = document.getElementById('pick'), view = document.getElementById('view');
+const ids = data.map(a => a.id);
+ids.forEach((id, i) => { const o = document.createElement('option'); o.value = i;
+  o.textContent = id + '  ' + data[i].bfcl + ' / stage ' + data[i].stage; pick.appendChild(o); });
+function show(i) {
+  const a = data[i]; view.textContent = '';
+  const add = (label, text) => { const h = document.createElement('h3'); h.textContent = label;
+    const p = document.createElement('pre'); p.textContent = text; view.append(h, p); };
+  add('case', a.id);
+  add('BFCL (2024)', a.bfcl + (a.bfcl_error ? '  ' + a.bfcl_error : ''));
+  add('BFCL checker now', String(a.checker) + (a.checker_error ? '  ' + a.checker_error : ''));
+  add('answer as stored', a.raw);
+  add('decoded calls', a.calls.length ? JSON.stringify(a.calls, null, 1) : (a.no_call || 'none')
+      + (a.parse_error ? '  (' + a.parse_error + ')' : ''));
+  add('cascade', 'stage ' + a.stage + '  ' + JSON.stringify(a.kinds) + '  solved: ' + a.solved);
+}
+pick.addEventListener('change', () => show(pick.value));
+const want = location.hash.slice(1), at = ids.indexOf(want);
+pick.value = at >= 0 ? at : 0; if (data.length) show(pick.value);
+"""
+
+
+def browser_file(model: str) -> str:
+    """The case page's file name of a model (its folder name is already a file name)."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
+    return f"{safe}.html"
+
+
+def write_case_page(model: str, records: list[dict[str, Any]], folder: Path) -> Path:
+    """One model's case browser: a page holding every answer (raw text cut to 4,000
+    characters), its decoding, BFCL's verdicts and the cascade's; ``#<case id>`` opens one.
+    The data is embedded as JSON (``<`` escaped) and rendered with ``textContent``."""
+    payload = dumps_safe(records).replace("<", "\\u003c")
+    body = (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>{esc(model)}: answers</title>"
+        "<style>body{font-family:sans-serif;margin:1em}pre{white-space:pre-wrap;"
+        "background:#f6f6f6;padding:.4em}h3{margin:.6em 0 .2em;font-size:1em}</style>"
+        f"</head><body><h1>{esc(model)}</h1><p><a href='../report.html'>leaderboard</a></p>"
+        "<select id='pick'></select><div id='view'></div>"
+        f"<script type='application/json' id='answers'>{payload}</script>"
+        f"<script>{_BROWSER_SCRIPT}</script></body></html>\n"
+    )
+    return _write_html(Path(folder), body, name=browser_file(model))
+
+
+def _figure_html(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<p><img alt="leaderboard figure" src="data:image/png;base64,{data}"></p>'
+
+
+def write_leaderboard_report(
+    run: LeaderboardRun, out: Path, tables: Sequence[Table], notes: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The tables (md / csv / html), the figure and ``report.html`` (the figure, every table,
+    the case browser's links) in ``out``; returns ``{"tables", "figure", "page"}`` paths."""
+    from callscope.core.table_formats import write_tables  # lazy: the format registry
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = [p for t in tables for p in write_tables(t, out, FORMATS)]
+    figure = leaderboard_figure(run, out / "leaderboard.png")
+    parts = [_figure_html(figure)]
+    parts.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
+    for i, t in enumerate(tables):
+        parts.append(t.to_html(f"lb-{i}", "report diag"))
+    links = "".join(
+        f'<li><a href="{CASES_DIR}/{esc(browser_file(r.model))}">{esc(r.model)}</a></li>'
+        for r in run.results
+    )
+    if (out / CASES_DIR).is_dir():
+        parts.append(f"<h2>Case browser</h2><ul>{links}</ul>")
+    page = write_page(out, "BFCL leaderboard through callscope", parts)
+    facts = {
+        "models": [r.model for r in run.results],
+        "bfcl_version": run.bfcl_version,
+        "seconds": round(run.seconds, 2),
+        "jobs": run.jobs,
+        "left_out": {k: [run.case_ids[i] for i in sorted(v)] for k, v in run.drift.items()},
+        "per_model_seconds": {
+            r.model: {k: round(v, 3) for k, v in r.seconds.items()} for r in run.results
+        },
+    }
+    (out / "leaderboard.json").write_text(dumps_safe(facts) + "\n", encoding="utf-8")
+    return {"tables": written, "figure": figure, "page": page}
+
+
+__all__ = [
+    "FORMATS",
+    "accepted_unstated_table",
+    "agreement_table",
+    "disagreement_classes",
+    "leaderboard_figure",
+    "leaderboard_tables",
+    "write_case_page",
+    "write_leaderboard_report",
+]

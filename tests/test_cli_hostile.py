@@ -115,7 +115,7 @@ def test_traces_nested_100000_deep_are_an_unreadable_file_not_a_traceback(
     r = callscope("score", "--from-traces", str(deep), "-o", str(tmp_path / "rows.jsonl"))
     err = r.stderr.decode()
     assert r.returncode == 1, err[-2000:]  # ran; one file unreadable
-    assert "deep.json: JSON nested deeper than 100 levels" in err
+    assert "deep.json" in err and "nested deeper than 100 levels" in err
     assert "Traceback" not in err
     r = callscope("score", "--from-traces", str(attr), "-o", str(tmp_path / "rows.jsonl"))
     assert "Traceback" not in r.stderr.decode() and r.returncode in (0, 1, 2)

@@ -38,6 +38,7 @@ import anyio
 import anyio.to_thread
 import httpx
 
+from callscope.core.jsonl import loads_bounded
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.registry import DEFAULT_SPEC
 from callscope.parse import parse_output
@@ -391,7 +392,7 @@ class LocalUpstream:
 
     def chat(self, body: bytes, headers: Any, timeout: float) -> UpstreamReply:
         try:
-            req = json.loads(body)
+            req = loads_bounded(body)
             messages = req["messages"]
             tools = req.get("tools") or None
             decoding = Decoding(
@@ -399,7 +400,7 @@ class LocalUpstream:
                 seed=int(req.get("seed") or 0),
                 max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 256),
             )
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return _error_reply(400, "request body must be a JSON object with 'messages'")
         with self._lock:
             reply = self.model.chat(messages, tools, decoding)

@@ -15,6 +15,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from callscope.core.jsonl import TooDeep
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.proxy.config import ProxyConfig, log
 from callscope.guard.proxy.request import loads_request, request_error
@@ -106,7 +107,7 @@ class Guard:
         try:
             data = loads_request(first.content)
         except ValueError as exc:
-            if "nested" in str(exc):
+            if isinstance(exc, TooDeep):
                 self.count("upstream_invalid")
                 return error_reply(
                     502, "upstream answer is nested too deeply to read", "upstream_invalid"

@@ -4,12 +4,12 @@ refusal is an :class:`~callscope.guard.upstream.UpstreamReply` with an OpenAI-st
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 
+from callscope.core.jsonl import loads_bounded
 from callscope.guard.proxy.config import ProxyConfig
 from callscope.guard.upstream import UpstreamReply, error_reply
 
@@ -65,11 +65,11 @@ def request_error(request: Any) -> str | None:
 
 
 def loads_request(body: bytes) -> Any:
-    """JSON, or :class:`ValueError` (also for nesting too deep to read)."""
-    try:
-        return json.loads(body)
-    except RecursionError as exc:
-        raise ValueError("nested too deeply") from exc
+    """A request's or an upstream answer's JSON, by the one bounded reader
+    (:func:`~callscope.core.jsonl.loads_bounded`): a ``ValueError`` for text that is not
+    JSON, an integer over the digit limit, or a value nested deeper than
+    :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` (:class:`~callscope.core.jsonl.TooDeep`)."""
+    return loads_bounded(body)
 
 
 def header_error(scope: Scope) -> UpstreamReply | None:

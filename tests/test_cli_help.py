@@ -114,10 +114,10 @@ def test_every_guard_header_value_is_in_the_readme() -> None:
     the README's table."""
     import re
 
-    import callscope.guard.proxy as proxy
+    import callscope.guard.proxy.decide as decide
 
-    src = inspect.getsource(proxy)
-    values = set(re.findall(r'_with_header\([^,()]+, "(\w+)"', src))
+    src = inspect.getsource(decide)
+    values = set(re.findall(r'with_header\([^,()]+, "(\w+)"', src))
     decision = re.search(r'decision = "(\w+)" if [^\n]+ else "(\w+)"', src)
     assert decision, "the repair decision line moved: update this test"
     values |= set(decision.groups())

@@ -26,6 +26,7 @@ DOCTEST_MODULES = (
     "callscope.models.local",
     "callscope.models.http",
     "callscope.core.jsonl",
+    "callscope.core.text",
     "callscope.parse.literals",
     "callscope.parse.no_call",
     "callscope.types",

@@ -24,9 +24,12 @@ to the terminal as is. Commands print through :data:`console` (stderr) or
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +41,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callscope.core.jsonl import read_jsonl
+from callscope.core.text import escape_controls
 from callscope.errors import CallscopeError
 from callscope.models.base import ModelOptions
 from callscope.models.registry import DEFAULT_SPEC, backend_help
@@ -46,8 +50,6 @@ from callscope.saag.groundings import grounding_help
 if TYPE_CHECKING:
     from callscope.runs.runner import RunSummary
 
-#: C0 controls but tab and newline, DEL and the C1 controls, each as its ``\\xNN`` escape
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10)}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -61,10 +63,31 @@ def terminal_safe(text: str) -> str:
     >>> terminal_safe("id" + chr(0xDFFF))
     'id\\udfff'
     """
-    text = text.translate(_CONTROLS)
+    text = escape_controls(text, keep_cr=False)  # the one rule, core.text's
     if _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _show_warning_safely(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` through :func:`terminal_safe`: a library's warning quoting a
+    model's text (matplotlib's "Glyph 27 (\\x1b) missing from font") prints its escapes."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    stream = file if file is not None else sys.stderr
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(terminal_safe(text))
+
+
+def route_warnings_safely() -> None:
+    """Every warning printed while a command runs goes through :func:`terminal_safe`."""
+    warnings.showwarning = _show_warning_safely
 
 
 class SafeConsole(Console):

@@ -33,7 +33,7 @@ import typer
 import typer.rich_utils
 from rich.text import Text
 
-from callscope.cli.common import DEBUG_ENV, handle_errors, set_debug
+from callscope.cli.common import DEBUG_ENV, handle_errors, route_warnings_safely, set_debug
 from callscope.core.registry import Registry
 from callscope.errors import ConfigError
 
@@ -208,6 +208,7 @@ def _wanted(argv: Sequence[str]) -> list[str] | None:
 
 def main() -> None:
     """The ``callscope`` console script."""
+    route_warnings_safely()
     build_app(_wanted(sys.argv[1:]))()
 
 

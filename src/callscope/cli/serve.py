@@ -37,8 +37,17 @@ def serve(
     repair_timeout: Annotated[
         float, typer.Option(help="seconds after the first answer in which re-asks may start")
     ] = 30.0,
-    upstream_timeout: Annotated[float, typer.Option(help="seconds per upstream request")] = 120.0,
+    upstream_timeout: Annotated[
+        float,
+        typer.Option(
+            help="seconds an upstream request may take as a whole, from sending it to the last "
+            "byte of its answer (a stream included); then 504"
+        ),
+    ] = 120.0,
     max_body_mb: Annotated[float, typer.Option(help="largest request body accepted, MiB")] = 4.0,
+    max_reply_mb: Annotated[
+        float, typer.Option(help="largest upstream answer relayed, MiB once decoded; then 502")
+    ] = 64.0,
     header_timeout: Annotated[
         float, typer.Option(help="seconds a client has to send a request's headers (then 408)")
     ] = 10.0,
@@ -53,10 +62,13 @@ def serve(
     """Serve an OpenAI-compatible /v1/chat/completions that checks and repairs tool calls."""
     from callscope.guard.proxy import ProxyConfig, make_server  # lazy: httpx, uvicorn
 
-    if min(repair_timeout, upstream_timeout, max_body_mb, header_timeout, body_timeout) <= 0:
+    if (
+        min(repair_timeout, upstream_timeout, max_body_mb, max_reply_mb, header_timeout) <= 0
+        or body_timeout <= 0
+    ):
         fail(
-            "--repair-timeout, --upstream-timeout, --max-body-mb, --header-timeout and "
-            "--body-timeout must be positive"
+            "--repair-timeout, --upstream-timeout, --max-body-mb, --max-reply-mb, "
+            "--header-timeout and --body-timeout must be positive"
         )
     config = ProxyConfig(
         upstream=upstream,
@@ -67,6 +79,7 @@ def serve(
         repair_timeout=repair_timeout,
         upstream_timeout=upstream_timeout,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
+        max_reply_bytes=int(max_reply_mb * 1024 * 1024),
         grounding=get_grounding(grounding).name,
         header_timeout=header_timeout,
         body_timeout=body_timeout,

@@ -10,7 +10,7 @@ import typer
 
 from callscope.cli.chatlog import write_rows_and_summary
 from callscope.cli.common import fail
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import loads_bounded, read_bounded
 from callscope.guard.chatlog import call_rows, diagnose_conversations
 from callscope.guard.traces import read_traces, trace_rows
 from callscope.saag.groundings import get_grounding
@@ -24,7 +24,7 @@ def score_traces(
     default_tools = None
     if tools_file is not None:
         try:
-            default_tools = loads_bounded(tools_file.read_text(encoding="utf-8"))
+            default_tools = loads_bounded(read_bounded(tools_file))
         except (OSError, ValueError) as e:
             fail(f"--tools {tools_file}: {e}")
         if isinstance(default_tools, dict):

@@ -30,25 +30,68 @@ second reader limit).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 #: JSON read from outside (:func:`loads_bounded`) nests at most this deep; no reply, replay row
 #: or results file callscope reads comes close (a tool call's arguments are capped at 32
 #: levels by the parser), and every later step (copying, writing) stays far from Python's
 #: recursion limit
 MAX_JSON_DEPTH = 100
+#: a line of a JSON Lines file at most this long (characters); a longer one is that line's
+#: error, read past in pieces (an endless line, ``/dev/zero`` renamed, never fills memory)
+MAX_LINE_CHARS = 64 * 1024 * 1024
+#: a whole file read at once (:func:`read_bounded`: a traces file) at most this many bytes
+MAX_FILE_BYTES = 512 * 1024 * 1024
 #: the key a written dict gets when some value in it had to be escaped (:func:`dumps_safe`)
 ESCAPED_KEY = "escaped"
 #: characters the ``surrogateescape`` decoder makes of bytes that are not UTF-8
 _BAD_BYTE = re.compile("[\udc80-\udcff]")
+
+
+class NotARegularFile(ValueError):
+    """A path that is not a regular file (a device such as ``/dev/zero``, a FIFO, a socket):
+    it may never end, or block forever, so no reader opens it."""
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for binary reading, only if it is a regular file: a folder raises
+    ``IsADirectoryError``, a device, FIFO or socket :class:`NotARegularFile` (opened without
+    blocking, so a FIFO with no writer is refused at once, not waited on)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(
+                f"{path} is not a regular file (a device, FIFO or socket); save it to a file"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`); a ``ValueError`` when
+    it holds more than ``limit`` bytes (read no further than that)."""
+    with open_regular(path) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path} is over {limit} bytes; split it")
+    return data
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -56,12 +99,17 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
 
     Line numbers start at 1 and count blank lines too, so they match an editor's view.
     A line that is not valid JSON yields the ``json.JSONDecodeError``; any other bad line (not
-    UTF-8, an integer over Python's digit limit, nested too deeply, valid JSON but not an
-    object) yields a ``ValueError`` naming the line. A UTF-8 byte-order mark is ignored.
+    UTF-8, an integer over Python's digit limit, nested too deeply, longer than
+    :data:`MAX_LINE_CHARS`, valid JSON but not an object) yields a ``ValueError`` naming the
+    line. A UTF-8 byte-order mark is ignored. Only a regular file is read
+    (:func:`open_regular`: ``/dev/zero`` or a FIFO is a :class:`NotARegularFile`).
     """
-    with open(path, "rb") as raw:
+    with open_regular(path) as raw:
         fh = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape")
-        for number, line in enumerate(fh, start=1):
+        for number, line in enumerate(_bounded_lines(fh), start=1):
+            if line is None:
+                yield number, ValueError(f"line {number} is over {MAX_LINE_CHARS} characters")
+                continue
             text = line.strip()
             if not text:
                 continue
@@ -99,6 +147,21 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
                     number,
                     ValueError(f"line {number} holds a JSON {type(value).__name__}, not an object"),
                 )
+
+
+def _bounded_lines(fh: io.TextIOWrapper) -> Iterator[str | None]:
+    """Each line of ``fh``, or ``None`` for a line over :data:`MAX_LINE_CHARS` (the rest of
+    it read in pieces and dropped: memory stays bounded by the cap)."""
+    while True:
+        line = fh.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        if len(line) <= MAX_LINE_CHARS or line.endswith(("\n", "\r")):
+            yield line
+            continue
+        while line and not line.endswith(("\n", "\r")):
+            line = fh.readline(1 << 20)
+        yield None
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:

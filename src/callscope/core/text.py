@@ -5,6 +5,8 @@ detector and the τ²-bench scenario reader (:mod:`callscope.calibration`).
   one character for one; :func:`normalize_text` also lower-cases.
 * :func:`strip_think` removes ``<think>...</think>`` reasoning blocks (any case; an unclosed
   block runs to the end of the text).
+* :func:`escape_controls` writes control characters as visible escapes (every writer's
+  rule for text from outside).
 * :func:`cue_pattern` compiles cues (phrases) into one regular expression, searched in
   normalised text. **The word-boundary rule** (word characters: ``a-z``, ``0-9``, ``_``): a
   cue that starts with a letter, digit or ``_`` must not start inside a word, i.e. must not
@@ -82,3 +84,26 @@ def cue_pattern(cues: str | Iterable[str], *, whole_word: bool = False) -> re.Pa
     bad ``re:`` cue."""
     key = (cues,) if isinstance(cues, str) else tuple(cues)
     return _compile(key, whole_word)
+
+
+#: C0 controls but tab, newline and carriage return, DEL and the C1 controls, each as its
+#: ``\xNN`` escape (:func:`escape_controls`)
+_CONTROL_ESCAPES = {
+    c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10, 13)
+}
+
+
+def escape_controls(text: str, *, keep_cr: bool = True) -> str:
+    r"""``text`` with every control character (C0 but tab, newline and, unless
+    ``keep_cr=False``, carriage return; DEL; C1) written as its visible ``\xNN`` escape: the
+    one rule of every writer whose output a person reads (the terminal, table files, pages,
+    figure labels), so a name from a data file or a model (``ESC]0;pwn BEL``) never reaches a
+    terminal or a file as an escape sequence (issue 39 item 12).
+
+    >>> escape_controls("m\x1b]0;pwn\x07 ok\tü\r\n\x9b")
+    'm\\x1b]0;pwn\\x07 ok\tü\r\n\\x9b'
+    >>> escape_controls("a\rb", keep_cr=False)
+    'a\\x0db'
+    """
+    text = text.translate(_CONTROL_ESCAPES)
+    return text if keep_cr else text.replace("\r", "\\x0d")

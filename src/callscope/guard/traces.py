@@ -50,7 +50,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import JsonLimitError, loads_bounded, raw_decode_bounded
+from callscope.core.jsonl import (
+    JsonLimitError,
+    NotARegularFile,
+    loads_bounded,
+    raw_decode_bounded,
+    read_bounded,
+)
 from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
@@ -322,9 +328,11 @@ class UnreadableValue(ValueError):
 def _objects(path: Path) -> Iterator[Any]:
     """Every top-level JSON value of a file: one document, JSON Lines, or concatenated
     objects (the ConsoleSpanExporter's pretty-printed spans), read by the one bounded reader
-    (:func:`~callscope.core.jsonl.raw_decode_bounded`); :class:`UnreadableValue` for a value
+    (:func:`~callscope.core.jsonl.raw_decode_bounded`) from a regular file of at most
+    :data:`~callscope.core.jsonl.MAX_FILE_BYTES` (:func:`~callscope.core.jsonl.read_bounded`:
+    ``/dev/zero`` or a FIFO is refused, never read); :class:`UnreadableValue` for a value
     that cannot be read."""
-    text = path.read_text(encoding="utf-8")
+    text = read_bounded(path).decode("utf-8")
     i, n = 0, len(text)
     while i < n:
         while i < n and text[i].isspace():
@@ -451,7 +459,9 @@ def read_traces(
         except UnreadableValue as e:
             errors.append(f"{p.name}:{e.line}: {e.reason}")
             continue
-        except (OSError, ValueError) as e:
+        except NotARegularFile:
+            raise  # not a file to read: a usage error (exit 2), as a folder or a missing path
+        except ValueError as e:  # not UTF-8, over MAX_FILE_BYTES
             errors.append(f"{p.name}: {e}")
             continue
         for obj in objects:

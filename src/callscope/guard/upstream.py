@@ -6,7 +6,19 @@ The one rule for upstream URLs (:func:`upstream_url`): the agent's request targe
 becomes the *path* of a URL whose scheme, host and port are the configured upstream's. A
 target that is not an absolute path (``@127.0.0.1:9/x``, ``http://elsewhere/``), or that has a
 ``.`` or ``..`` segment, percent-encoded or not (``/v1/../../etc/passwd``), is refused
-(:class:`BadTarget`), so no request can reach another host, port or path root.
+(:class:`BadTarget`), so no request can reach another host, port or path root; so is a target
+over :data:`MAX_TARGET_CHARS` characters, one with a fragment (``#``), a space or a control
+character, and a segment that is ``.`` or ``..`` before a path parameter (``/v1/..;/admin``,
+which Tomcat and Spring read as the parent folder).
+
+What an upstream sends back is bounded the same way (issue 39): an answer is read whole
+within one deadline (``timeout`` seconds from the request to its last byte, not per read),
+decoded (gzip, deflate, ...) at most ``max_reply_bytes`` (:class:`UpstreamTooLarge` past it),
+relayed with its header bytes as they came (latin-1 is byte for byte) less the hop-by-hop
+ones and every ``X-Callscope-*`` header (only the proxy says what it decided). A request is
+sent a second time only when it provably never reached upstream (the connection could not
+be made, or writing the request failed): an upstream that closed early, trickled or
+answered 101 may have started generating, and is answered 502, never asked again.
 """
 
 from __future__ import annotations
@@ -14,9 +26,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote_to_bytes
@@ -25,6 +38,7 @@ import anyio
 import anyio.to_thread
 import httpx
 
+from callscope.core.jsonl import loads_bounded
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.registry import DEFAULT_SPEC
 from callscope.parse import parse_output
@@ -51,6 +65,14 @@ HOP = frozenset(
         b"date",
     }
 )
+#: response headers an upstream may not send on: the proxy's own verdict headers
+OWN_HEADER_PREFIX = b"x-callscope-"
+#: a request target at most this long (nginx's default line buffer is 8 KiB); longer: 400
+MAX_TARGET_CHARS = 8 * 1024
+#: an upstream answer at most this large once decoded, by default (``--max-reply-mb``)
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+#: characters no request target may hold: a fragment, spaces, control characters
+_BAD_TARGET_CHAR = re.compile(r"[#\x00-\x20\x7f]")
 #: the embedded model's name when the proxy serves it
 DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
 
@@ -59,11 +81,14 @@ Headers = list[tuple[bytes, bytes]]
 
 @dataclass
 class UpstreamReply:
-    """One upstream answer: status, headers (hop-by-hop ones removed) and body bytes."""
+    """One upstream answer: status, headers (hop-by-hop ones removed) and body bytes.
+    ``on_sent``: what to do once the reply has been sent to the client (the proxy records a
+    decision only then, so the store never holds an outcome the client did not get)."""
 
     status: int
     headers: list[tuple[str, str]] = field(default_factory=list)
     content: bytes = b""
+    on_sent: Callable[[], None] | None = None
 
 
 class UpstreamTimeout(Exception):
@@ -72,6 +97,10 @@ class UpstreamTimeout(Exception):
 
 class UpstreamUnreachable(Exception):
     """Upstream could not be connected to, or broke off its answer."""
+
+
+class UpstreamTooLarge(Exception):
+    """Upstream's answer, decoded, is over the proxy's ``max_reply_bytes``."""
 
 
 class BadTarget(ValueError):
@@ -102,28 +131,43 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
     ``..`` segment (see the module docstring): under ``http://127.0.0.1:8080/v1``,
     ``/v1/chat/completions?a=1`` is ``http://127.0.0.1:8080/v1/chat/completions?a=1`` and
     ``@127.0.0.1:9/x`` is refused."""
+    if len(target) > MAX_TARGET_CHARS:
+        raise BadTarget(f"the request target is over {MAX_TARGET_CHARS} characters")
+    if _BAD_TARGET_CHAR.search(target) is not None:
+        raise BadTarget("the request target must not have a '#', spaces or control characters")
     path, _, query = target.partition("?")
     if not path.startswith("/") or path.startswith("//"):
         raise BadTarget("the request target must be a path starting with '/'")
     for segment in path.split("/"):
-        if unquote_to_bytes(segment) in (b".", b".."):
+        if unquote_to_bytes(segment).split(b";", 1)[0] in (b".", b".."):
             raise BadTarget("the request path must not have '.' or '..' segments")
     if "\\" in path or "%5c" in path.lower() or "%2f" in path.lower():
         raise BadTarget("the request path must not have encoded or back slashes")
     root = base.raw_path.split(b"?", 1)[0].decode("ascii").rstrip("/")
     if root.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
         path = path[3:]
-    raw = (root + path).encode("ascii") + (b"?" + query.encode("ascii") if query else b"")
-    return base.copy_with(raw_path=raw)
-
-
-def end_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
-    """Upstream's response headers less the hop-by-hop ones (and ``Server``, ``Date``)."""
-    return [(k, v) for k, v in headers.items() if k.lower().encode("latin-1") not in HOP]
+    try:
+        raw = (root + path).encode("ascii") + (b"?" + query.encode("ascii") if query else b"")
+        return base.copy_with(raw_path=raw)
+    except (UnicodeEncodeError, httpx.InvalidURL) as exc:
+        raise BadTarget(f"the request target is not a valid URL path: {exc}") from None
 
 
 def _raw_end_headers(headers: httpx.Headers) -> Headers:
-    return [(k.lower(), v) for k, v in headers.raw if k.lower() not in HOP]
+    """Upstream's response header bytes, names lower-cased, less the hop-by-hop ones (and
+    ``Server``, ``Date``) and every ``X-Callscope-*`` header."""
+    out: Headers = []
+    for k, v in headers.raw:
+        name = k.lower()
+        if name not in HOP and not name.startswith(OWN_HEADER_PREFIX):
+            out.append((name, v))
+    return out
+
+
+def end_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """:func:`_raw_end_headers` as text: each byte one latin-1 character, so the bytes an
+    upstream sent (``café €`` in UTF-8) are relayed as they came, never re-encoded."""
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in _raw_end_headers(headers)]
 
 
 #: connections to upstream at most, and how many pools they are split over: httpx's pool
@@ -136,14 +180,17 @@ UPSTREAM_POOLS = 16
 class HTTPUpstream:
     """An OpenAI-compatible server reached with pooled ``httpx.AsyncClient`` s (created on first
     use, inside the server's event loop): ``pools`` clients taken in turn, each holding at
-    most ``max_connections // pools`` connections."""
+    most ``max_connections // pools`` connections. An answer is read within one deadline and
+    at most ``max_reply_bytes`` decoded (module docstring)."""
 
     def __init__(
         self,
         base_url: str,
         max_connections: int = UPSTREAM_CONNECTIONS,
         pools: int = UPSTREAM_POOLS,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
+        self.max_reply_bytes = max_reply_bytes
         self.base = httpx.URL(base_url.rstrip("/"))
         if self.base.scheme not in ("http", "https") or not self.base.host:
             raise ValueError(f"--upstream must be an http(s) URL, not {base_url!r}")
@@ -162,26 +209,58 @@ class HTTPUpstream:
             ]
         return self._clients[next(self._turn) % self._pools]
 
+    def _request(
+        self, method: str, target: str, body: bytes, headers: Headers, timeout: float
+    ) -> tuple[httpx.AsyncClient, httpx.Request]:
+        url = upstream_url(self.base, target)
+        client = self.client
+        try:
+            request = client.build_request(
+                method, url, content=body, headers=headers, timeout=timeout
+            )
+        except httpx.InvalidURL as exc:
+            raise BadTarget(f"the request target is not a valid URL: {exc}") from None
+        return client, request
+
+    @staticmethod
+    async def _open(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+        """Send ``request``, the response's head read (the body still to read). Sent a second
+        time only when it never reached upstream: the connection could not be made, or the
+        request could not be written (a kept-alive connection upstream had closed)."""
+        try:
+            return await client.send(request, stream=True)
+        except (httpx.ConnectError, httpx.WriteError):
+            return await client.send(request, stream=True)
+
+    def _too_large(self) -> UpstreamTooLarge:
+        return UpstreamTooLarge(
+            f"upstream answer over {self.max_reply_bytes} bytes decoded (--max-reply-mb)"
+        )
+
     async def _send(
         self, method: str, target: str, body: bytes, headers: Headers, timeout: float
     ) -> UpstreamReply:
-        url = upstream_url(self.base, target)
+        client, request = self._request(method, target, body, headers, timeout)
         try:
-            try:
-                r = await self.client.request(
-                    method, url, content=body, headers=headers, timeout=timeout
-                )
-            except (httpx.RemoteProtocolError, httpx.WriteError):
-                # a kept-alive connection upstream closed as it was reused ("disconnected
-                # without sending a response"): the request never reached it; once more
-                r = await self.client.request(
-                    method, url, content=body, headers=headers, timeout=timeout
-                )
+            with anyio.fail_after(timeout):  # one deadline: request, head and every byte
+                response = await self._open(client, request)
+                try:
+                    parts: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_bytes():  # decoded, chunk by chunk
+                        size += len(chunk)
+                        if size > self.max_reply_bytes:
+                            raise self._too_large()
+                        parts.append(chunk)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            raise UpstreamTimeout(f"no whole answer within {timeout:g} s") from None
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(str(exc) or "timed out") from exc
-        except (httpx.TransportError, httpx.DecodingError) as exc:
+        except (httpx.TransportError, httpx.DecodingError, httpx.StreamError) as exc:
             raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
-        return UpstreamReply(r.status_code, end_headers(r.headers), r.content)
+        return UpstreamReply(response.status_code, end_headers(response.headers), b"".join(parts))
 
     async def chat(self, body: bytes, headers: Headers, timeout: float) -> UpstreamReply:
         return await self._send("POST", "/v1/chat/completions", body, headers, timeout)
@@ -195,27 +274,44 @@ class HTTPUpstream:
     async def stream(
         self, target: str, body: bytes, headers: Headers, timeout: float
     ) -> AsyncIterator[tuple[int, Headers, AsyncIterator[bytes]]]:
-        """Upstream's status, headers and body chunks. Failing before the status line raises
-        :class:`UpstreamTimeout` / :class:`UpstreamUnreachable`; failing while the chunks are
-        read raises the same from the iterator (the proxy ends its stream cleanly)."""
-        url = upstream_url(self.base, target)
-        client = self.client
-        request = client.build_request("POST", url, content=body, headers=headers, timeout=timeout)
+        """Upstream's status, headers and body chunks, decoded (an upstream that gzips its
+        event stream is relayed as text: ``Content-Encoding`` is a hop header here). The
+        whole stream has one deadline, ``timeout`` seconds, and at most ``max_reply_bytes``
+        decoded. Failing before the status line raises :class:`UpstreamTimeout` /
+        :class:`UpstreamUnreachable`; failing while the chunks are read raises the same (or
+        :class:`UpstreamTooLarge`) from the iterator (the proxy ends its stream cleanly).
+        Leaving the block early (the client went away) closes the upstream request."""
+        client, request = self._request("POST", target, body, headers, timeout)
+        deadline = anyio.current_time() + timeout
         try:
-            response = await client.send(request, stream=True)
+            with anyio.fail_after(timeout):
+                response = await self._open(client, request)
+        except TimeoutError:
+            raise UpstreamTimeout(f"no answer within {timeout:g} s") from None
         except httpx.TimeoutException as exc:
             raise UpstreamTimeout(str(exc) or "timed out") from exc
         except httpx.TransportError as exc:
             raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
 
         async def chunks() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in response.aiter_raw():
-                    yield chunk
-            except httpx.TimeoutException as exc:
-                raise UpstreamTimeout(str(exc) or "timed out") from exc
-            except (httpx.TransportError, httpx.StreamError) as exc:
-                raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
+            decoded = response.aiter_bytes()
+            size = 0
+            while True:
+                try:
+                    with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                        chunk = await decoded.__anext__()
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise UpstreamTimeout(f"stream not complete within {timeout:g} s") from None
+                except httpx.TimeoutException as exc:
+                    raise UpstreamTimeout(str(exc) or "timed out") from exc
+                except (httpx.TransportError, httpx.StreamError, httpx.DecodingError) as exc:
+                    raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise self._too_large()
+                yield chunk
 
         try:
             yield response.status_code, _raw_end_headers(response.headers), chunks()
@@ -296,7 +392,7 @@ class LocalUpstream:
 
     def chat(self, body: bytes, headers: Any, timeout: float) -> UpstreamReply:
         try:
-            req = json.loads(body)
+            req = loads_bounded(body)
             messages = req["messages"]
             tools = req.get("tools") or None
             decoding = Decoding(
@@ -304,7 +400,7 @@ class LocalUpstream:
                 seed=int(req.get("seed") or 0),
                 max_tokens=int(req.get("max_tokens") or req.get("max_completion_tokens") or 256),
             )
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return _error_reply(400, "request body must be a JSON object with 'messages'")
         with self._lock:
             reply = self.model.chat(messages, tools, decoding)

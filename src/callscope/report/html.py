@@ -56,6 +56,7 @@ import pandas as pd
 from callscope.calibration.classify import preset
 from callscope.core.table import Table
 from callscope.core.table_formats import write_tables
+from callscope.core.text import escape_controls
 from callscope.models.usage import usage_table
 from callscope.report import aggregate as agg
 from callscope.report.acc_gar_figure import ACC_GAR_FILE, acc_gar_points, acc_vs_gar_plot
@@ -434,12 +435,13 @@ def _write_html(out: Path, page: str, name: str = REPORT_FILE) -> Path:
     pages), the one writer of every page: atomically (a
     temporary file next to it, then renamed; removed on any error, so a failed write leaves
     neither a partial page nor a ``.tmp``), as UTF-8 with any character UTF-8 cannot hold (a
-    lone surrogate from a model's output) written as its visible escape (``\\udfff``)."""
+    lone surrogate from a model's output) written as its visible escape (``\\udfff``), and
+    every control character too (``\\x1b``: :func:`~callscope.core.text.escape_controls`)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / name
     tmp = path.with_suffix(".html.tmp")
     try:
-        tmp.write_bytes(page.encode("utf-8", "backslashreplace"))
+        tmp.write_bytes(escape_controls(page).encode("utf-8", "backslashreplace"))
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)

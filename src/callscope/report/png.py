@@ -9,12 +9,16 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from callscope.core.text import escape_controls
+
 DPI = 100
 
 
 def short_label(model: str, width: int = 40) -> str:
     """A plot label: ``backend:/long/path/file`` keeps only the file name (a label with a
-    space is no such spec and keeps its text); long labels are cut from the left."""
+    space is no such spec and keeps its text); long labels are cut from the left; control
+    characters as visible escapes (no missing-glyph warning quotes them to the terminal)."""
+    model = escape_controls(model, keep_cr=False)
     kind, sep, rest = model.partition(":")
     if sep and "/" in rest and not any(ch.isspace() for ch in model):
         model = f"{kind}:{rest.rstrip('/').rsplit('/', 1)[-1]}"

@@ -44,6 +44,7 @@ beside each ``.csv`` with no other change (``written=False`` keeps a format out 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable
@@ -53,6 +54,7 @@ from typing import Any
 
 from callscope.core.registry import Registry
 from callscope.core.table import Table
+from callscope.core.text import escape_controls
 from callscope.errors import ConfigError
 
 
@@ -119,6 +121,24 @@ def render_table(table: Table, fmt: str) -> str:
     return table_format(fmt).render(table)
 
 
+def escaped_table(table: Table) -> Table:
+    """``table`` with every text it shows (headers, cells, title, caption, note; its ``raw``
+    values too) through :func:`~callscope.core.text.escape_controls`."""
+
+    def esc(value: str | None) -> str | None:
+        return None if value is None else escape_controls(value)
+
+    return dataclasses.replace(
+        table,
+        columns=[escape_controls(c) for c in table.columns],
+        rows=[[escape_controls(v) for v in row] for row in table.rows],
+        title=esc(table.title),
+        caption=esc(table.caption),
+        note=esc(table.note),
+        raw=None if table.raw is None else escaped_table(table.raw),
+    )
+
+
 def file_formats() -> list[str]:
     """The names of the formats a command writes its tables in (each :class:`TableFormat`
     with ``written`` set), Markdown first, then in registration order: ``markdown``,
@@ -142,11 +162,16 @@ def render_document(parts: Iterable[DocumentPart], fmt: str) -> str:
 def write_document(parts: Iterable[DocumentPart], path: str | Path, fmt: str | None = None) -> Path:
     """Write :func:`render_document` of ``parts`` to ``path`` (UTF-8, ``\\n`` line ends,
     its folder created) in the format ``fmt``, by default the one ``path``'s extension
-    selects: the one writer of table files. Returns the path."""
+    selects: the one writer of table files, every control character as its visible escape
+    (:func:`~callscope.core.text.escape_controls`: in the tables' cells, so that each format
+    quotes the escape's backslash its own way, LaTeX's ``\\textbackslash{}``, and in the
+    text). Returns the path."""
     path = Path(path)
     if fmt is None and not path.suffix:
         raise ConfigError(f"{path}: no extension to choose a table format by; name a format")
-    text = render_document(parts, fmt if fmt is not None else path.suffix)
+    # a model name holding ESC]0;...BEL reaches no table file as an escape sequence
+    parts = [escape_controls(p) if isinstance(p, str) else escaped_table(p) for p in parts]
+    text = escape_controls(render_document(parts, fmt if fmt is not None else path.suffix))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path

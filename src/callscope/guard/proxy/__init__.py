@@ -1,0 +1,135 @@
+"""The repair proxy: an OpenAI-compatible ``/v1/chat/completions`` between an agent and its
+model server (``callscope serve``).
+
+What it checks, and what it does not:
+
+- A non-streaming ``POST /v1/chat/completions`` (or ``/chat/completions``) whose request has
+  ``tools`` and whose upstream answer (status 200) has ``tool_calls`` in its first choice:
+  every call is diagnosed (:func:`callscope.guard.check.check`) against the request's tools,
+  its last user message and, as context, its earlier user messages and tool results. A
+  failing call is repaired (:func:`callscope.guard.repair.repair`): upstream is asked again
+  with the model's answer and the gated correction appended (the agent never sees
+  those turns; a failing call among passing ones is named by position and name, and the
+  passing ones are to be kept as they are), at most ``attempts`` times and not after
+  ``repair_timeout`` seconds; the best whole answer is kept.
+- The agent gets the upstream body byte for byte when the calls pass; the repaired
+  completion when a re-ask passed; else the best one seen. A changed body carries one extra
+  top-level field, ``callscope``: ``{"guard": "repaired" | "unrepaired", "attempts",
+  "best_attempt", "stage", "reasons", "correction", "calls", "first_stages",
+  "request_id"}``, where ``calls`` lists each call of the returned answer by position
+  (``{"position", "name", "stage", "reasons"}``) and ``first_stages`` each call's stage in
+  the first answer. Every checked reply also has the header
+  ``X-Callscope-Guard: passed | repaired | unrepaired`` (``unchecked`` for a completion
+  without tool calls) and ``X-Callscope-Guard-Calls``: each call's stage in the answer
+  returned, by position, comma-separated (``0,3``: the first call passed, the second failed
+  at stage 3; only stage digits, so no model text reaches a header).
+- Not checked, passed through unchanged: answers without tool calls, requests without
+  tools, streaming requests (``"stream": true`` in the parsed body, however it is spelled;
+  relayed chunk by chunk as upstream's server-sent events, decoded; an upstream that fails
+  mid-stream ends the stream with one last ``data: {"error": ...}`` event, never a second
+  HTTP response; a client that goes away ends the upstream request at once and frees its
+  slot), choices after the first (``n > 1``), every other endpoint and method, and error
+  statuses (returned with upstream's status and body). An upstream that does not finish
+  within ``upstream_timeout`` (one deadline for the whole request, not per read) is answered
+  504; an unreachable upstream, one that broke off its answer, an answer over
+  ``max_reply_bytes`` once decoded (``upstream_too_large``) or too deeply nested to read
+  (``upstream_invalid``) 502, each with an OpenAI-style ``error`` object. Upstream's header
+  bytes are relayed as sent, less hop-by-hop ones and every ``X-Callscope-*`` header (an
+  upstream cannot forge the verdict); a request is sent upstream a second time only when it
+  provably never reached it (:mod:`callscope.guard.upstream`).
+- Every bad request is answered, with an OpenAI-style ``error`` object, and counted in the
+  run store (``guard:decisions``): a garbage request line, a header block over 16 KiB, two
+  ``Content-Length`` values, a non-ASCII request target: 400 (the server's HTTP parser, h11);
+  both ``Transfer-Encoding`` and ``Content-Length``: 400 and the connection closed (nothing
+  after the body is read as a request: no CL.TE smuggling); over 100 header fields or 16 KiB
+  of them: 431; request bodies over
+  ``max_body_bytes``: 413; a chunked body without ``Content-Length``: 411; a body or header
+  block not complete within ``body_timeout`` / ``header_timeout`` seconds: 408; a target that
+  would leave the configured upstream or is no URL path (a ``#``, over 8 KiB, ``/..;/``:
+  :func:`~callscope.guard.upstream.upstream_url`), a
+  body that is not a JSON object, or a chat request whose ``messages``, ``tools`` or a tool's
+  ``parameters`` have the wrong JSON type (:func:`request_error`): 400; a request beyond
+  ``max_concurrent`` in flight: 503 (``overloaded``). It binds 127.0.0.1 unless told
+  otherwise.
+- A check that fails with an error of its own (a bug, or a value no reader foresaw) passes
+  upstream's answer on unchanged with ``X-Callscope-Guard: error``, counted as
+  ``guard_error`` and logged on one line: the agent is never left without an answer.
+
+The stack: an ASGI application (:class:`ProxyApp`, no framework: one endpoint and a
+pass-through need none) served by uvicorn (its h11 parser, a listen backlog of 2048, one
+event loop; the checks and repairs, which are CPU work over model text, run on worker
+threads) with an ``httpx.AsyncClient`` to upstream. SIGINT and SIGTERM stop it gracefully:
+no new connections, every request in flight answered, then every decision written.
+
+Every decision is recorded in a run store (:mod:`callscope.guard.record`) once its reply has
+been sent, so ``callscope report RUN_DIR`` shows the stage mix and each repaired request like
+a SAAG run, and never an outcome the client did not get.
+
+The package, by job: :mod:`~callscope.guard.proxy.config` (:class:`ProxyConfig`),
+:mod:`~callscope.guard.proxy.request` (the request checks),
+:mod:`~callscope.guard.proxy.decide` (:class:`Guard`: check, repair, record),
+:mod:`~callscope.guard.proxy.app` (:class:`ProxyApp`, ASGI),
+:mod:`~callscope.guard.proxy.protocol` (:class:`GuardedH11Protocol`) and
+:mod:`~callscope.guard.proxy.server` (:class:`ProxyServer`, :func:`serving`: the lifecycle).
+"""
+
+from __future__ import annotations
+
+from callscope.guard.proxy.app import ProxyApp, send_reply
+from callscope.guard.proxy.config import MAX_CONCURRENT, ProxyConfig
+from callscope.guard.proxy.decide import (
+    CALLS_HEADER,
+    EXTRA_FIELD,
+    GUARD_HEADER,
+    INLINE_CHECK_BYTES,
+    UPSTREAM_FAILURES,
+    Guard,
+    call_list,
+    calls_header,
+)
+from callscope.guard.proxy.protocol import GuardedH11Protocol
+from callscope.guard.proxy.request import (
+    CHAT_PATHS,
+    MAX_HEADER_BYTES,
+    MAX_HEADERS,
+    request_error,
+)
+from callscope.guard.proxy.server import (
+    BACKLOG,
+    MAX_CONNECTIONS,
+    SWITCH_INTERVAL_S,
+    ProxyServer,
+    make_server,
+    make_upstream,
+    serving,
+)
+from callscope.guard.upstream import LocalUpstream, UpstreamReply
+
+__all__ = [
+    "BACKLOG",
+    "CALLS_HEADER",
+    "CHAT_PATHS",
+    "EXTRA_FIELD",
+    "GUARD_HEADER",
+    "INLINE_CHECK_BYTES",
+    "MAX_CONCURRENT",
+    "MAX_CONNECTIONS",
+    "MAX_HEADERS",
+    "MAX_HEADER_BYTES",
+    "SWITCH_INTERVAL_S",
+    "UPSTREAM_FAILURES",
+    "Guard",
+    "GuardedH11Protocol",
+    "LocalUpstream",
+    "ProxyApp",
+    "ProxyConfig",
+    "ProxyServer",
+    "UpstreamReply",
+    "call_list",
+    "calls_header",
+    "make_server",
+    "make_upstream",
+    "request_error",
+    "send_reply",
+    "serving",
+]

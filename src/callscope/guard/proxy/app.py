@@ -1,0 +1,197 @@
+"""The ASGI application of the proxy (:class:`ProxyApp`): the request checks, then a chat
+request decided by :class:`~callscope.guard.proxy.decide.Guard`, a streaming one relayed
+(and ended the moment its client goes away), every other request forwarded; the lifespan
+closes upstream and writes every queued decision."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from callscope.guard.proxy.config import ProxyConfig
+from callscope.guard.proxy.decide import UPSTREAM_FAILURES, Guard
+from callscope.guard.proxy.request import (
+    CHAT_PATHS,
+    BodyError,
+    Receive,
+    Scope,
+    Send,
+    conn_tokens,
+    header_error,
+    loads_request,
+    read_body,
+)
+from callscope.guard.record import StoreWriter
+from callscope.guard.upstream import (
+    HOP,
+    BadTarget,
+    Headers,
+    UpstreamReply,
+    UpstreamTimeout,
+    UpstreamTooLarge,
+    UpstreamUnreachable,
+    error_body,
+    error_reply,
+)
+
+
+class ProxyApp:
+    """The ASGI application: ``POST .../chat/completions`` is decided by :class:`Guard`, a
+    streaming one relayed, every other request forwarded. The lifespan closes upstream and
+    writes every queued decision."""
+
+    def __init__(self, config: ProxyConfig, upstream: Any, writer: StoreWriter | None) -> None:
+        self.config = config
+        self.guard = Guard(upstream, config, writer)
+        self.writer = writer
+        self._closed = False
+        self._in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            if self._in_flight >= self.config.max_concurrent:
+                self.guard.count("overloaded")
+                message = f"over {self.config.max_concurrent} requests in flight; retry shortly"
+                await send_reply(send, error_reply(503, message, "overloaded"), close=True)
+                return
+            self._in_flight += 1
+            try:
+                await self._http(scope, receive, send)
+            finally:
+                self._in_flight -= 1
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        """Close upstream, then write what is queued and close the store (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await self.guard.upstream.aclose()
+        if self.writer is not None:
+            await anyio.to_thread.run_sync(self.writer.close)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        guard = self.guard
+        problem = header_error(scope)
+        if problem is not None:
+            guard.count("bad_request")
+            await send_reply(send, problem, close=True)
+            return
+        try:
+            body = await read_body(scope, receive, self.config)
+        except BodyError as err:
+            guard.count("bad_request")
+            await send_reply(send, err.reply, close=err.close)
+            return
+        method = scope["method"]
+        raw = scope.get("raw_path") or scope["path"].encode()
+        target = raw.decode("latin-1")
+        if scope.get("query_string"):
+            target += "?" + scope["query_string"].decode("latin-1")
+        path = scope["path"]
+        headers = [
+            (k, v) for k, v in scope["headers"] if k not in HOP and k not in conn_tokens(scope)
+        ]
+        try:
+            if method == "POST" and path in CHAT_PATHS:
+                try:
+                    request = loads_request(body)
+                except ValueError as exc:
+                    reply = guard.bad_request(400, f"request body is not valid JSON ({exc})")
+                else:
+                    # on the parsed body: '"\\u0073tream": true' is a stream as well
+                    if isinstance(request, dict) and request.get("stream") is True:
+                        await self._stream(target, body, headers, receive, send)
+                        return
+                    reply = await guard.chat(body, headers, request)
+            else:
+                reply = await guard.upstream.forward(
+                    method, target, body, headers, self.config.upstream_timeout
+                )
+        except BadTarget as exc:
+            reply = guard.bad_request(400, str(exc))
+        except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
+            reply = guard.upstream_failed(exc)
+        await send_reply(send, reply)
+
+    async def _stream(
+        self, target: str, body: bytes, headers: Headers, receive: Receive, send: Send
+    ) -> None:
+        """Relay a streaming request; a client that goes away ends it at once: the upstream
+        request is closed (no more generation) and its ``max_concurrent`` slot freed."""
+        guard = self.guard
+        guard.count("stream")
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                if not relayed.is_set():
+                    guard.count("stream_abandoned")
+                tg.cancel_scope.cancel()
+
+            relayed = anyio.Event()
+            tg.start_soon(watch)
+            await self._relay(target, body, headers, send)
+            relayed.set()
+            tg.cancel_scope.cancel()
+
+    async def _relay(self, target: str, body: bytes, headers: Headers, send: Send) -> None:
+        guard = self.guard
+        started = False
+        try:
+            async with guard.upstream.stream(
+                target, body, headers, self.config.upstream_timeout
+            ) as (status, up_headers, chunks):
+                await send({"type": "http.response.start", "status": status, "headers": up_headers})
+                started = True
+                async for chunk in chunks:
+                    if chunk:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
+            kind, status, what = UPSTREAM_FAILURES[type(exc)]
+            guard.count("stream_error")
+            if not started:
+                await send_reply(send, error_reply(status, f"upstream {what}: {exc}", kind))
+                return
+            # the 200 stream has begun: end it with one last event, never a second response
+            event = b"\n\ndata: " + error_body(f"upstream {what} mid-stream: {exc}", kind)
+            event += b"\n\n"
+            await send({"type": "http.response.body", "body": event, "more_body": False})
+            return
+        except BadTarget as exc:
+            await send_reply(send, guard.bad_request(400, str(exc)))
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def send_reply(send: Send, reply: UpstreamReply, close: bool = False) -> None:
+    """Send ``reply`` (its header text is latin-1: the bytes upstream sent); then record its
+    decision (``on_sent``)."""
+    headers = [
+        (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
+        for k, v in reply.headers
+        if k.lower() != "content-length"
+    ]
+    headers.append((b"content-length", str(len(reply.content)).encode()))
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.content, "more_body": False})
+    if reply.on_sent is not None:
+        reply.on_sent()

@@ -1,0 +1,56 @@
+"""How the proxy runs (:class:`ProxyConfig`), the limits it starts from, and its one-line
+log on stderr."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS
+from callscope.guard.upstream import DEFAULT_LOCAL_MODEL, MAX_REPLY_BYTES
+
+#: requests in flight at once by default (``--max-concurrent``); beyond it a request is
+#: answered 503 with an OpenAI-style ``overloaded`` error and counted, never dropped
+MAX_CONCURRENT = 2048
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """How the proxy runs. ``upstream`` is the base URL the agent would otherwise use (with its
+    ``/v1``, e.g. ``http://127.0.0.1:8080/v1``); ``None`` serves the embedded model
+    (``local_model``). ``attempts`` re-asks at most, within ``repair_timeout`` seconds after
+    the first answer; ``upstream_timeout`` bounds each upstream request as a whole (from
+    sending it to the last byte of its answer, a stream included); an upstream answer over
+    ``max_reply_bytes`` once decoded is a 502; a request's header
+    block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``;
+    beyond ``max_concurrent`` requests in flight, a request is answered 503."""
+
+    upstream: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    run_dir: Path = Path("callscope-proxy")
+    attempts: int = DEFAULT_REPAIR_ATTEMPTS
+    repair_timeout: float = 30.0
+    upstream_timeout: float = 120.0
+    max_body_bytes: int = 4 * 1024 * 1024
+    grounding: str | None = None
+    local_model: str = DEFAULT_LOCAL_MODEL
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_concurrent: int = MAX_CONCURRENT
+    max_reply_bytes: int = MAX_REPLY_BYTES
+
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            "source": "proxy",
+            "upstream": self.upstream or self.local_model,
+            "max_attempts": self.attempts + 1,
+            "repair_timeout": self.repair_timeout,
+            "grounding": self.grounding,
+        }
+
+
+def log(message: str) -> None:
+    print(f"callscope serve: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,159 @@
+"""The request checks of the proxy, before anything reaches upstream: the header block's
+size, the body (its framing, size and time), and the shape of a chat request's JSON. Each
+refusal is an :class:`~callscope.guard.upstream.UpstreamReply` with an OpenAI-style error."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+
+from callscope.core.jsonl import loads_bounded
+from callscope.guard.proxy.config import ProxyConfig
+from callscope.guard.upstream import UpstreamReply, error_reply
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+#: a request's header block at most (bytes of names and values) and its header count at most:
+#: beyond either, 431 (h11 itself only bounds a header block that arrives in pieces)
+MAX_HEADER_BYTES = 16 * 1024
+MAX_HEADERS = 100
+
+
+def request_error(request: Any) -> str | None:
+    """Why a chat request cannot be checked, or ``None``: the body must be a JSON object;
+    ``messages``, when present, a list of objects; ``tools``, when present and not ``null``, a
+    list of objects whose ``function`` (when present) is an object with a string ``name`` and
+    whose ``parameters`` (when present) is an object. A request the guard could not read
+    would otherwise be recorded with values no report can show (issue 29 item 10):
+    ``{"messages": [5]}`` is ``'messages[0] must be a JSON object'``, a tool whose
+    ``parameters`` is ``[1, 2]`` ``'tools[0].function.parameters must be a JSON object'``.
+    """
+    if not isinstance(request, dict):
+        return "request body must be a JSON object"
+    messages = request.get("messages")
+    if messages is not None:
+        if not isinstance(messages, list):
+            return "messages must be a list"
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict):
+                return f"messages[{i}] must be a JSON object"
+    tools = request.get("tools")
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        return "tools must be a list of tool objects"
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            return f"tools[{i}] must be a JSON object"
+        fn = tool.get("function", tool)
+        if not isinstance(fn, dict):
+            return f"tools[{i}].function must be a JSON object"
+        if "name" in fn and not isinstance(fn["name"], str):
+            return f"tools[{i}].function.name must be a string"
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            return f"tools[{i}].function.parameters must be a JSON object"
+        props = params.get("properties") if isinstance(params, dict) else None
+        if props is not None and not isinstance(props, dict):
+            return f"tools[{i}].function.parameters.properties must be a JSON object"
+    return None
+
+
+def loads_request(body: bytes) -> Any:
+    """A request's or an upstream answer's JSON, by the one bounded reader
+    (:func:`~callscope.core.jsonl.loads_bounded`): a ``ValueError`` for text that is not
+    JSON, an integer over the digit limit, or a value nested deeper than
+    :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` (:class:`~callscope.core.jsonl.TooDeep`)."""
+    return loads_bounded(body)
+
+
+def header_error(scope: Scope) -> UpstreamReply | None:
+    """The 431 answer to a header block over :data:`MAX_HEADERS` fields or
+    :data:`MAX_HEADER_BYTES` bytes, or ``None``."""
+    raw_headers = scope["headers"]
+    if len(raw_headers) > MAX_HEADERS or (
+        sum(len(k) + len(v) for k, v in raw_headers) > MAX_HEADER_BYTES
+    ):
+        message = f"request headers over {MAX_HEADERS} fields or {MAX_HEADER_BYTES} bytes"
+        return error_reply(431, message, "headers_too_large")
+    return None
+
+
+def conn_tokens(scope: Scope) -> frozenset[bytes]:
+    """Header names the client's ``Connection`` header marks as hop-by-hop."""
+    names = [
+        t.strip().lower() for k, v in scope["headers"] if k == b"connection" for t in v.split(b",")
+    ]
+    return frozenset(names)
+
+
+class BodyError(Exception):
+    """A request body that is not read: the answer to send, and whether to close."""
+
+    def __init__(self, reply: UpstreamReply, close: bool = False) -> None:
+        self.reply = reply
+        self.close = close
+
+
+async def read_body(scope: Scope, receive: Receive, cfg: ProxyConfig) -> bytes:
+    """The request's body, read within ``cfg.body_timeout`` and ``cfg.max_body_bytes``;
+    :class:`BodyError` (with its answer, and whether to close) for a body that may not be
+    read: both ``Content-Length`` and ``Transfer-Encoding`` (400, closed: CL.TE smuggling),
+    chunked without a length (411), over the limit (413), too slow (408)."""
+    headers = scope["headers"]
+    lengths = [v for k, v in headers if k == b"content-length"]
+    chunked = any(k == b"transfer-encoding" for k, _ in headers)
+    if lengths and chunked:
+        # h11 reads such a body as chunked: whatever follows its last chunk would be
+        # read as a second request on this connection (CL.TE smuggling); refuse, close
+        raise BodyError(
+            error_reply(400, "send Content-Length or Transfer-Encoding, not both"), True
+        )
+    if not lengths:
+        if chunked:
+            raise BodyError(
+                error_reply(411, "send a Content-Length (chunked bodies are refused)"), True
+            )
+        limit = 0
+    else:
+        try:
+            limit = int(lengths[0])
+        except ValueError:
+            raise BodyError(error_reply(400, "bad Content-Length"), True) from None
+    if limit > cfg.max_body_bytes:
+        raise BodyError(
+            error_reply(413, f"request body over {cfg.max_body_bytes} bytes", "too_large"),
+            True,
+        )
+    parts: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(cfg.body_timeout) as scope_timer:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise BodyError(error_reply(400, "client went away"), True)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cfg.max_body_bytes:
+                raise BodyError(
+                    error_reply(413, f"request body over {cfg.max_body_bytes} bytes", "too_large"),
+                    True,
+                )
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                break
+    if scope_timer.cancelled_caught:
+        raise BodyError(
+            error_reply(
+                408,
+                f"request body not complete within {cfg.body_timeout:g} s",
+                "request_timeout",
+            ),
+            True,
+        )
+    return b"".join(parts)

@@ -1,0 +1,277 @@
+"""A misbehaving upstream on 127.0.0.1 for the proxy's tests: an asyncio server on its own
+thread that reads each request (head and ``Content-Length`` body) itself and answers with
+whatever bytes its behaviour writes (a trickle, an early close, a gzip bomb, a forged header),
+so that a test can script what no HTTP library would send.
+
+A behaviour is chosen per request by the request's ``model`` (a chat body) or its path, and is
+a coroutine ``(upstream, request, writer) -> None``. The upstream keeps every request that
+reached it (:attr:`RawUpstream.requests`) and counts the streams whose reader went away
+(:attr:`RawUpstream.closed_streams`: a write failed, so upstream would stop generating)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import json
+import threading
+import zlib
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+QUERY = [{"role": "user", "content": "What's the weather in Paris?"}]
+
+
+def completion(city: str = "Paris") -> bytes:
+    """A completion with one ``get_weather`` call (Paris passes the guard's check for
+    :data:`QUERY`; another city is not grounded in it and fails at stage 3)."""
+    call = {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
+    }
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    return json.dumps(
+        {
+            "id": "chatcmpl-raw",
+            "object": "chat.completion",
+            "model": "raw",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        }
+    ).encode()
+
+
+def chat(model: str, **extra: Any) -> bytes:
+    return json.dumps({"model": model, "messages": QUERY, "tools": TOOLS, **extra}).encode()
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def model(self) -> str:
+        try:
+            return str(json.loads(self.body).get("model"))
+        except (ValueError, AttributeError):
+            return ""
+
+
+Behaviour = Callable[["RawUpstream", Request, asyncio.StreamWriter], Awaitable[None]]
+
+
+def head(status: str, headers: list[tuple[str, str]] | None = None) -> bytes:
+    lines = [f"HTTP/1.1 {status}"] + [f"{k}: {v}" for k, v in headers or []]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def answer(writer: asyncio.StreamWriter, body: bytes, *extra: tuple[str, str]) -> None:
+    headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+    writer.write(head("200 OK", [*headers, *extra]) + body)
+    await writer.drain()
+
+
+async def ok(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    if req.method == "GET":
+        await answer(w, b'{"object": "list", "data": []}', ("x-callscope-guard", "passed"))
+    else:
+        await answer(w, completion())
+
+
+async def endless_stream(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """Server-sent events, one every 50 ms, until the reader goes away."""
+    w.write(head("200 OK", [("content-type", "text/event-stream"), ("connection", "close")]))
+    event = b'data: {"choices": [{"delta": {"content": "tok"}}]}\n\n'
+    try:
+        while True:
+            w.write(event)
+            await w.drain()
+            await asyncio.sleep(0.05)
+    except (ConnectionError, OSError):
+        with up.lock:
+            up.closed_streams += 1
+
+
+def gzip_bomb(decoded_mb: int) -> bytes:
+    """``decoded_mb`` MiB of zeros, gzipped (300 MiB: about 300 KB)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1024 * 1024)
+    parts = [z.compress(block) for _ in range(decoded_mb)]
+    return b"".join(parts) + z.flush()
+
+
+async def bomb(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    body = up.bomb
+    headers = [("content-type", "application/json"), ("content-encoding", "gzip")]
+    w.write(head("200 OK", [*headers, ("content-length", str(len(body)))]) + body)
+    await w.drain()
+
+
+SSE_TEXT = b'data: {"choices": [{"delta": {"content": "Bonjour"}}]}\n\ndata: [DONE]\n\n'
+
+
+async def gzip_stream(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    body = gzip.compress(SSE_TEXT)
+    headers = [("content-type", "text/event-stream"), ("content-encoding", "gzip")]
+    w.write(head("200 OK", [*headers, ("content-length", str(len(body)))]) + body)
+    await w.drain()
+
+
+async def trickle(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A whole answer, one byte every 0.5 s (60 bytes: 30 s)."""
+    body = completion()[:60]
+    w.write(head("200 OK", [("content-type", "application/json"), ("content-length", "60")]))
+    with contextlib.suppress(ConnectionError, OSError):
+        for i in range(len(body)):
+            w.write(body[i : i + 1])
+            await w.drain()
+            await asyncio.sleep(0.5)
+
+
+async def forged(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A call that fails the check (Berlin), forged as passed."""
+    extra = [("X-Callscope-Guard", "passed"), ("X-Callscope-Guard-Calls", "0")]
+    await answer(w, completion("Berlin"), *extra)
+
+
+async def cafe(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    body = completion()
+    w.write(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        + "x-note: café €\r\n".encode()
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    await w.drain()
+
+
+async def early_close(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """The request read, nothing answered: the connection closed."""
+
+
+async def partial(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    w.write(head("200 OK", [("content-type", "application/json"), ("content-length", "100")]))
+    w.write(b'{"choices"')
+    await w.drain()
+
+
+async def switching(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    w.write(head("101 Switching Protocols", [("upgrade", "websocket"), ("connection", "upgrade")]))
+    await w.drain()
+
+
+BEHAVIOURS: dict[str, Behaviour] = {
+    "endless_stream": endless_stream,
+    "bomb": bomb,
+    "gzip_stream": gzip_stream,
+    "trickle": trickle,
+    "forged": forged,
+    "cafe": cafe,
+    "early_close": early_close,
+    "partial": partial,
+    "switching": switching,
+}
+
+
+@dataclass
+class RawUpstream:
+    """Use as a context manager; :attr:`url` is its base URL, with ``/v1``."""
+
+    bomb_mb: int = 0
+    requests: list[Request] = field(default_factory=list)
+    closed_streams: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self.bomb = gzip_bomb(self.bomb_mb) if self.bomb_mb else b""
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="raw-upstream")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> RawUpstream:
+        self._thread.start()
+        self._started.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(
+            asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=256)
+        )
+        self.port = server.sockets[0].getsockname()[1]
+        self._started.set()
+        self._loop.run_forever()
+        server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                req = await _read_request(reader)
+                if req is None:
+                    return
+                with self.lock:
+                    self.requests.append(req)
+                behaviour = BEHAVIOURS.get(req.model) or BEHAVIOURS.get(
+                    req.target.rsplit("/", 1)[-1], ok
+                )
+                await behaviour(self, req, writer)
+                if behaviour is not ok:
+                    return
+        except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    def targets(self) -> list[str]:
+        with self.lock:
+            return [r.target for r in self.requests]
+
+
+async def _read_request(reader: asyncio.StreamReader) -> Request | None:
+    try:
+        raw = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    lines = raw.decode("latin-1").split("\r\n")
+    method, target, _ = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return Request(method, target, headers, body)
+
+
+@contextlib.contextmanager
+def raw_upstream(bomb_mb: int = 0) -> Iterator[RawUpstream]:
+    with RawUpstream(bomb_mb=bomb_mb) as up:
+        yield up

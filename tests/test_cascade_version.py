@@ -15,7 +15,10 @@ from callscope.saag.audit import audit, gold_calls
 from callscope.saag.cascade import CASCADE_VERSION, diagnose
 
 #: CASCADE_VERSION -> the digest of :func:`verdicts` (first 120 BFCL S=5 cases, seed 0)
-DIGESTS = {2: "c035fe5b90e524bc2add64c57cdd240381e0b6eadcbc185e3a6870a5b42453dd"}
+DIGESTS = {
+    2: "c035fe5b90e524bc2add64c57cdd240381e0b6eadcbc185e3a6870a5b42453dd",
+    3: "a2a14bdfb2e516e944212d4cf7cdc190f3869b81b0ab6bd886878469b63d9a17",
+}
 
 
 def _rounded(value: Any) -> Any:

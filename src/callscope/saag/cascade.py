@@ -286,8 +286,10 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: audit's verdicts on BFCL, so a change that moves a verdict fails until it is raised.
 #: 1: every run before versions were recorded. 2: stage 3 (registry mode) grounds a month of
 #: a year, a description's template with stated placeholders, and reads ``""`` for an
-#: optional parameter as the parameter left out.
-CASCADE_VERSION = 2
+#: optional parameter as the parameter left out. 3: a stage-3 drift is soft only when the
+#: value spells what the text states (:func:`callscope.saag.grounding.soft_drift`, issue 40):
+#: a value naming another entity of the same kind ("Berlin" for Paris) is hard.
+CASCADE_VERSION = 3
 
 
 def grounding_modes() -> tuple[str, ...]:
@@ -315,7 +317,8 @@ def diagnose(
     Stage 1 (registry conformance) reports FNEM and, for a name not in the registry, NCS;
     stage 2 (structural completeness) RPR, PDS and SPR, and fails on a missing, spurious or
     drifted parameter; stage 3 (argument grounding) AVEM, QSLO and VHR, and fails when any
-    value is flagged (numeric, hard or soft drift). The formulas are in
+    value is flagged (numeric, hard or soft drift: soft only for a slip in a stated value,
+    :func:`callscope.saag.grounding.soft_drift`). The formulas are in
     :mod:`callscope.saag.intrinsic`.
 
     ``grounding`` names the stage-3 mode (:func:`grounding_modes`; default
@@ -411,7 +414,7 @@ def diagnose(
             leaf = verdict.leaf
             if g.is_number(leaf):
                 d.numeric.append(p)
-            elif leaf is None or g.partial_ratio(str(leaf), all_text) < g.HARD_DRIFT_BELOW:
+            elif leaf is None or not g.soft_drift(str(leaf), all_text):
                 d.hard.append(p)
             else:
                 d.soft.append(p)

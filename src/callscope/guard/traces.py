@@ -38,7 +38,10 @@ that wrote the test traces):
 
 A span whose tools are not recorded (openai-v2 2.4b0 does not write
 ``gen_ai.tool.definitions``) is checked against ``default_tools`` (``--tools FILE``). Spans
-that are not model calls (no output message) are skipped, not malformed.
+that are not model calls (no output message) are skipped, not malformed. A GenAI model span
+(``gen_ai.operation.name`` ``chat``, or a request / response model) without its messages is
+what the instrumentations write by default (content capture off): it is reported as such,
+naming :data:`CAPTURE_VARIABLE`, not skipped. Each row carries the call's ``arguments``.
 """
 
 from __future__ import annotations
@@ -50,10 +53,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callscope.core.jsonl import loads_bounded
 from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
 CONVENTIONS = ("gen_ai", "openinference", "langsmith")
+
+#: what a model span recorded without its messages is told (OpenTelemetry's GenAI
+#: instrumentations leave content out unless this variable turns it on)
+CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+NO_CONTENT = (
+    "a model span without its messages: content capture was off where the trace was "
+    f"recorded; set {CAPTURE_VARIABLE}=SPAN_ONLY (with "
+    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, which puts the messages on "
+    "the span) and record again"
+)
+#: the GenAI operations that are a model's answer to messages
+_GENAI_CHAT = ("chat", "text_completion", "generate_content")
+
+
+def _genai_model_span(attrs: dict[str, Any]) -> bool:
+    """A GenAI span of a model answering messages: its operation says so, or (no operation
+    named) it names a request model."""
+    op = attrs.get("gen_ai.operation.name")
+    if op is not None:
+        return op in _GENAI_CHAT
+    return "gen_ai.request.model" in attrs
 
 
 def _any_value(v: Any) -> Any:
@@ -127,7 +152,7 @@ def _hex_id(x: Any) -> str:
 def _json(v: Any) -> Any:
     if isinstance(v, str):
         try:
-            return json.loads(v)
+            return loads_bounded(v)
         except ValueError:
             return v
     return v
@@ -401,6 +426,8 @@ def _conversation(
         convention = "openinference"
         messages, response, tools = _from_openinference(attrs)
         model = attrs.get("llm.model_name")
+    elif _genai_model_span(attrs):  # a GenAI model span recorded without content
+        return f"trace {trace} span {span or name}: {NO_CONTENT}"
     else:
         return None
     where = f"trace {trace} span {span or name}"
@@ -432,6 +459,9 @@ def read_traces(
         p = Path(path)
         try:
             objects = list(_objects(p))
+        except RecursionError:
+            errors.append(f"{p.name}: JSON nested too deeply")
+            continue
         except (OSError, ValueError) as e:
             errors.append(f"{p.name}: {e}")
             continue

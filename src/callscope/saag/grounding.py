@@ -216,6 +216,8 @@ NEAR_SPELLING_MIN = 4
 #: a value of this many words or more is a phrase, not a name: one word in four may be
 #: unstated ("Museum of Modern Art" for "Metropolitan Museum of Art" may not)
 LOOSE_FROM_WORDS = 6
+#: a word longer than this is spelled only as itself (no prefix or near-spelling search)
+MAX_SPELLED_WORD = 64
 #: at most this many words of one value are compared (the rest count as not stated)
 MAX_SPELLING_WORDS = 64
 #: a word: a run of letters or a run of digits ("7pm" is "7" and "pm", "SK123" "sk" and "123")
@@ -225,6 +227,18 @@ _WORD_TOKEN = re.compile(r"[^\W\d_]+|\d+")
 @lru_cache(maxsize=256)
 def _text_words(text: str) -> frozenset[str]:
     return frozenset(_WORD_TOKEN.findall(_lower(text)))
+
+
+@lru_cache(maxsize=256)
+def _sorted_words(text: str) -> list[str]:
+    return sorted(_text_words(text))
+
+
+def _starts_a_word(word: str, text: str) -> bool:
+    """A word of ``text`` starts with ``word`` (O(log n): the words sorted)."""
+    ordered = _sorted_words(text)
+    i = bisect.bisect_left(ordered, word)
+    return i < len(ordered) and ordered[i].startswith(word)
 
 
 def _word_spelled(word: str, text: str) -> bool:
@@ -239,8 +253,10 @@ def _word_spelled(word: str, text: str) -> bool:
         return not word.strip("0") or (len(word) <= 30 and _token_index(text).contains(int(word)))
     if len(word) < NEAR_SPELLING_MIN:
         return False
-    if any(
-        w.startswith(word) or (len(w) >= NEAR_SPELLING_MIN and word.startswith(w)) for w in words
+    if len(word) > MAX_SPELLED_WORD:
+        return False  # no spelling of a word this long is compared (bounded cost)
+    if _starts_a_word(word, text) or any(
+        word[:k] in words for k in range(NEAR_SPELLING_MIN, len(word))
     ):
         return True  # a stated word cut short, or the whole of one the text cuts short
     near = process.extractOne(word, words, scorer=fuzz.ratio, score_cutoff=NEAR_SPELLING_AT)

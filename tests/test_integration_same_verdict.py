@@ -92,7 +92,7 @@ def test_score_cli(tmp_path: Path) -> None:
         assert got[city]["calls"][0]["kinds"] == kinds
 
 
-def test_inspect_approver() -> None:
+def test_inspect_approver(tmp_path: Path) -> None:
     pytest.importorskip("inspect_ai")
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
@@ -140,7 +140,7 @@ def test_inspect_approver() -> None:
         model=get_model("mockllm/model", custom_outputs=scripted),
         approval=[ApprovalPolicy(guard(), "*")],
         display="none",
-        log_dir=None,
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success", log.error
     for sample in log.samples:

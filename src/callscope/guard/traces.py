@@ -62,12 +62,13 @@ CONVENTIONS = ("gen_ai", "openinference", "langsmith")
 #: what a model span recorded without its messages is told (OpenTelemetry's GenAI
 #: instrumentations leave content out unless this variable turns it on)
 CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-NO_CONTENT = (
-    "a model span without its messages: content capture was off where the trace was "
-    f"recorded; set {CAPTURE_VARIABLE}=SPAN_ONLY (with "
+CAPTURE_OFF = (
+    "content capture was off where the trace was recorded; set "
+    f"{CAPTURE_VARIABLE}=SPAN_ONLY (with "
     "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, which puts the messages on "
     "the span) and record again"
 )
+NO_CONTENT = f"a model span without its messages: {CAPTURE_OFF}"
 #: the GenAI operations that are a model's answer to messages
 _GENAI_CHAT = ("chat", "text_completion", "generate_content")
 

@@ -142,7 +142,8 @@ class FakeServer:
                     data = payload or b""
                 try:
                     self.send_response(step.status)
-                    self.send_header("Content-Type", "application/json")
+                    if not any(k.lower() == "content-type" for k in step.headers):
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in step.headers.items():
                         self.send_header(k, v)

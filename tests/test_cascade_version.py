@@ -17,7 +17,7 @@ from callscope.saag.cascade import CASCADE_VERSION, diagnose
 #: CASCADE_VERSION -> the digest of :func:`verdicts` (first 120 BFCL S=5 cases, seed 0)
 DIGESTS = {
     2: "c035fe5b90e524bc2add64c57cdd240381e0b6eadcbc185e3a6870a5b42453dd",
-    3: "6375be2ab64e4297144b54cdfa4a4c8c4f002388ae77bc002e59487d91b9c29b",
+    3: "86b0fb8df8c4a5e32ba32043ce8a878a266660ae382699397ebe839d4661d90d",
 }
 
 

@@ -8,12 +8,12 @@ subprocess) driven by the real ``openai`` client against a scripted upstream, an
 
 The stages are worked out by hand from the cascade's rules (SAAG paper, section 2): "Paris"
 and "London" occur in the user's text (stage 3 passes), "Berlin" does not (stage 3 fails:
-the value is not stated). Whether the invented value is a *hard* or a *soft* drift is the
-paper's PartialRatio boundary (< 60: hard; ``saag.grounding.HARD_DRIFT_BELOW``): against
-"Weather for Paris and London, please." the best window for "berlin" is "ris an"
-(rapidfuzz ``partial_ratio`` 50: hard, so the gated repair corrects it); against the issue's
-"What's the weather in Paris and in London?" it is "her in" (66.7: soft, which the gated
-repair's gate leaves alone; the call still fails stage 3 and ``score --from-chat`` reports it).
+the value is not stated). "Berlin" names another city than the ones stated, so it is a
+*hard* drift whatever the text (``saag.grounding.soft_drift``, issue 40: against "What's the
+weather in Paris and in London?" the paper's PartialRatio alone, 66.7 on the window "her
+in", called it soft); the gated repair corrects it. A slip in a stated value, "Londn", is a
+*soft* drift, which the gated repair's gate leaves alone (the call still fails stage 3 and
+``score --from-chat`` reports it).
 """
 
 from __future__ import annotations
@@ -58,11 +58,13 @@ TOOLS = [
 ]
 #: the query whose invented "Berlin" is a hard drift (module docstring)
 QUERY = "Weather for Paris and London, please."
-#: the issue's query ("Measured"): "Berlin" is a soft drift there
+#: the issue-28 query ("Measured"), where the paper's boundary alone made "Berlin" soft
 ISSUE_QUERY = "What's the weather in Paris and in London?"
 PARIS = ("get_weather", {"city": "Paris"})
 LONDON = ("get_weather", {"city": "London"})
 BERLIN = ("get_weather", {"city": "Berlin"})
+#: a slip in a stated value: a soft drift
+LONDN = ("get_weather", {"city": "Londn"})
 
 
 def msg(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
@@ -93,9 +95,11 @@ def test_every_call_of_an_answer_is_checked_and_listed_by_position() -> None:
     assert v.calls[1].reasons == ("hard: city='Berlin' has no grounding in the user's text",)
     d = v.to_dict()
     assert (d["stage"], d["answer"], [c["stage"] for c in d["calls"]]) == (3, "calls", [0, 3])
-    # the issue's query: the same call fails stage 3, as a soft drift
+    # the issue-28 query: the same call fails stage 3, a hard drift there too (issue 40)
     issue = check(msg(PARIS, BERLIN), TOOLS, user(ISSUE_QUERY))
-    assert ([c.stage for c in issue.calls], issue.calls[1].diagnosis.soft) == ([0, 3], ["city"])
+    assert ([c.stage for c in issue.calls], issue.calls[1].diagnosis.hard) == ([0, 3], ["city"])
+    slip = check(msg(PARIS, LONDN), TOOLS, user(ISSUE_QUERY))
+    assert ([c.stage for c in slip.calls], slip.calls[1].diagnosis.soft) == ([0, 3], ["city"])
     assert check(msg(PARIS, LONDON), TOOLS, user(QUERY)).passed
 
 
@@ -186,9 +190,9 @@ def test_the_best_whole_answer_is_kept() -> None:
 
 
 def test_a_soft_drift_among_passing_calls_is_left_alone_by_the_gated_repair() -> None:
-    # the issue's query: "Berlin" is a soft drift (module docstring), not confident enough
-    # for the gated correction, so nothing is re-asked and the answer is returned as it came
-    chat = Scripted(msg(PARIS, BERLIN), msg(PARIS, LONDON))
+    # "Londn" is a soft drift (module docstring), not confident enough for the gated
+    # correction, so nothing is re-asked and the answer is returned as it came
+    chat = Scripted(msg(PARIS, LONDN), msg(PARIS, LONDON))
     result = repair(chat, user(ISSUE_QUERY), TOOLS)
     assert (result.stopped, result.best_attempt, len(chat.sent), result.passed) == (
         "gate",
@@ -198,7 +202,7 @@ def test_a_soft_drift_among_passing_calls_is_left_alone_by_the_gated_repair() ->
     )
     # the paper's structured correction re-asks on it
     paper = repair(
-        Scripted(msg(PARIS, BERLIN), msg(PARIS, LONDON)), user(ISSUE_QUERY), TOOLS, settings=None
+        Scripted(msg(PARIS, LONDN), msg(PARIS, LONDON)), user(ISSUE_QUERY), TOOLS, settings=None
     )
     assert (paper.stopped, paper.best_attempt) == ("passed", 2)
     assert paper.attempts[0].feedback.startswith("Call 2 (get_weather): The values for city are")
@@ -414,10 +418,10 @@ def test_score_from_chat_lists_each_call_of_a_two_call_turn(tmp_path: Path) -> N
         "tools": TOOLS,
         "messages": [
             *user(ISSUE_QUERY),
-            msg(PARIS, BERLIN),
+            msg(PARIS, LONDN),
             {"role": "tool", "tool_call_id": "c0", "content": '{"temp": 18}'},
             {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 12}'},
-            {"role": "assistant", "content": "Paris is at 18 degrees, Berlin at 12."},
+            {"role": "assistant", "content": "Paris is at 18 degrees, London at 12."},
         ],
     }
     log.write_text(json.dumps(conversation) + "\n", encoding="utf-8")
@@ -436,7 +440,8 @@ def test_score_from_chat_lists_each_call_of_a_two_call_turn(tmp_path: Path) -> N
         (4, "abstained", None, None, None, None),
     ]
     assert rows[0]["correction"] is None and rows[0]["reasons"] == []
-    assert rows[1]["reasons"] == ["soft: city='Berlin' is only loosely related to the user's text"]
+    assert rows[1]["reasons"] == ["soft: city='Londn' is only loosely related to the user's text"]
+    assert [r.get("arguments") for r in rows[:2]] == [{"city": "Paris"}, {"city": "Londn"}]
     store = RunStore(tmp_path / "rep")
     try:
         (outcome,) = store.outcomes()

@@ -132,3 +132,82 @@ def test_the_structured_correction_when_not_gated():
     turn = callscope.guard_check(replies[0], requests[0]["tools"], requests[0]["messages"])
     assert requests[1]["messages"][-1]["content"] == turn.calls[0].correction
     assert result.final_output == "It is 18 degrees and sunny in Lyon."
+
+
+# --------------------------------------------------------------------------- chained tools
+
+
+def weather_call(city: str) -> dict:
+    arguments = json.dumps({"city": city})
+    return {
+        "id": "w1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": arguments},
+    }
+
+
+def test_chained_tools_ground_the_later_call_in_the_earlier_output():
+    """Issue 40 item 3: ``get_home`` answers "Tokyo", then ``get_weather(city="Tokyo")``: the
+    value is stated by the earlier tool's output (as ``score`` and the proxy read a
+    conversation's tool results), so with the run's ``hooks`` the guardrail lets it run.
+    Without them the SDK hands the guardrail no earlier output: rejected as invented."""
+    from callscope.integrations.agents import hooks
+
+    def run(with_hooks: bool):
+        ran: list[str] = []
+
+        @function_tool(tool_input_guardrails=[guard])
+        def get_home() -> str:
+            """The city the user lives in."""
+            ran.append("get_home")
+            return "Tokyo"
+
+        @function_tool(tool_input_guardrails=[guard])
+        def get_weather(city: str) -> str:
+            """Get the current weather in a city.
+
+            Args:
+                city: The city to get the weather for.
+            """
+            ran.append(f"get_weather({city})")
+            return f"18 degrees and sunny in {city}"
+
+        home = {"id": "h1", "type": "function", "function": {"name": "get_home", "arguments": "{}"}}
+        with FakeServer() as server:
+            server.push(
+                Step(body=openai_reply(tool_calls=[home])),
+                Step(body=openai_reply(tool_calls=[weather_call("Tokyo")])),
+                Step(body=openai_reply("It is 18 degrees and sunny at home, in Tokyo.")),
+            )
+            client = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0)
+            agent = Agent(
+                name="weather",
+                instructions="Answer weather questions with the tools.",
+                tools=[get_home, get_weather],
+                model=OpenAIChatCompletionsModel(model="scripted", openai_client=client),
+            )
+            result = Runner.run_sync(
+                agent,
+                "What's the weather like at my home?",
+                run_config=RunConfig(tracing_disabled=True),
+                **({"hooks": hooks} if with_hooks else {}),
+            )
+            sent = [r["json"] for r in server.requests]
+        return result, ran, sent
+
+    result, ran, sent = run(with_hooks=True)
+    assert ran == ["get_home", "get_weather(Tokyo)"]
+    checked = [r.output for r in result.tool_input_guardrail_results]
+    assert [o.behavior["type"] for o in checked] == ["allow", "allow"]
+    assert checked[1].output_info["stage"] == 0
+    # the verdict is guard_check's on the request the model answered with get_weather: its
+    # messages hold get_home's output as a tool message
+    assert sent[1]["messages"][-1] == {"role": "tool", "tool_call_id": "h1", "content": "Tokyo"}
+    reply = openai_reply(tool_calls=[weather_call("Tokyo")])
+    [verdict] = callscope.guard_check(reply, sent[1]["tools"], sent[1]["messages"]).calls
+    assert checked[1].output_info == {"checked": True, **call_row(verdict)}
+    # without the hooks the SDK gives the guardrail only the run's input: Tokyo is invented
+    result, ran, _ = run(with_hooks=False)
+    first_weather = result.tool_input_guardrail_results[1].output
+    assert first_weather.behavior["type"] == "reject_content"
+    assert first_weather.output_info["failure_kinds"] == ["hard"]

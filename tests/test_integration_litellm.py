@@ -86,14 +86,13 @@ def test_block_refuses_a_failing_call() -> None:
         ok = await g.async_post_call_success_hook(_data(), None, await _completion("Paris"))
         assert ok.callscope["verdict"]["passed"]
         bad = await _completion("London")
-        try:
+        # the SDK gets callscope's own error (issue 40 item 5: not fastapi's HTTPException,
+        # which the integrations extra always installs); the proxy answers its status_code
+        with pytest.raises(CallscopeBlocked) as e:
             await g.async_post_call_success_hook(_data(), None, bad)
-        except CallscopeBlocked as e:
-            assert "London" in str(e)
-        except Exception as e:  # the proxy's HTTPException where fastapi is installed
-            assert getattr(e, "status_code", None) == 400
-        else:
-            raise AssertionError("not blocked")
+        assert type(e.value) is CallscopeBlocked and e.value.status_code == 400
+        assert "The values for city have no grounding" in str(e.value)
+        assert e.value.detail["verdict"]["calls"][0]["diagnosis"]["hard"] == ["city"]
 
     asyncio.run(go())
 
@@ -104,7 +103,7 @@ def test_repair_reasks_through_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
     async def go() -> None:
         g = CallscopeGuardrail(callscope_mode="repair", guardrail_name="callscope")
 
-        async def reask(data: dict) -> object:  # the real SDK call, its mock answering Paris
+        async def reask(data: dict, in_proxy: bool = False) -> object:  # mock: Paris
             asked.append(data["messages"])
             return await litellm.acompletion(
                 model=data["model"],
@@ -126,6 +125,68 @@ def test_repair_reasks_through_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
         and asked[0][-1]["role"] == "user"
         and "no grounding" in asked[0][-1]["content"]
     )
+
+
+def _server_call(city: str) -> dict:
+    return {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
+    }
+
+
+def test_sdk_repair_reasks_with_the_callers_own_credentials(monkeypatch, caplog) -> None:
+    """Issue 40 item 4: from the SDK, ``repair`` re-asks with the caller's ``api_base`` and
+    ``api_key`` (a scripted OpenAI-compatible server that checks the key); a re-ask that
+    fails is named in the annotation and logged, never passed off as a repair."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fakeserver import FakeServer, Step, openai_reply
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(var, raising=False)
+
+    async def go(server: FakeServer) -> tuple[object, object]:
+        data = {
+            "model": "openai/scripted",
+            "messages": MESSAGES,
+            "tools": TOOLS,
+            "api_base": f"{server.url}/v1",
+            "api_key": "sk-the-callers-own",
+            "num_retries": 0,
+        }
+        g = CallscopeGuardrail(callscope_mode="repair", guardrail_name="callscope")
+        first = await litellm.acompletion(**data)
+        repaired = await g.async_post_call_success_hook(data, None, first)
+        first = await litellm.acompletion(**data)
+        failed = await g.async_post_call_success_hook(data, None, first)
+        return repaired, failed
+
+    with FakeServer() as server:
+        server.push(
+            Step(body=openai_reply(None, [_server_call("London")])),
+            Step(body=openai_reply(None, [_server_call("Paris")])),
+            Step(body=openai_reply(None, [_server_call("London")])),
+            Step(status=401, body={"error": {"message": "bad key", "type": "auth"}}),
+        )
+        with caplog.at_level("WARNING", logger="callscope.integrations.litellm"):
+            repaired, failed = asyncio.run(go(server))
+        keys = [
+            next((v for k, v in r["headers"].items() if k.lower() == "authorization"), None)
+            for r in server.requests
+        ]
+    assert keys == ["Bearer sk-the-callers-own"] * 4
+    assert json.loads(repaired.choices[0].message.tool_calls[0].function.arguments) == {
+        "city": "Paris"
+    }
+    assert repaired.callscope["repair"]["repaired"] and "error" not in repaired.callscope
+    # the failed re-ask: the first answer comes back, and says so
+    note = failed.callscope
+    assert (note["repair"]["stopped"], note["verdict"]["passed"]) == ("error", False)
+    assert note["error"].startswith("callscope: the re-ask failed:")
+    assert any("the re-ask failed" in r.getMessage() for r in caplog.records)
 
 
 #: the proxy refuses to start without a strong master key

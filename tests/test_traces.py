@@ -48,8 +48,15 @@ def _call(cid: str, name: str, args: dict) -> dict:
 def produce(kind: str, out: str) -> None:
     """Run in a subprocess: instrument openai, make three calls in two traces, export."""
     sys.path.insert(0, str(HERE))
-    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    if kind == "otel-default":  # the instrumentation as it comes: content capture off
+        for var in (
+            "OTEL_SEMCONV_STABILITY_OPT_IN",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        ):
+            os.environ.pop(var, None)
+    else:
+        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
     import openai
     from fakeserver import FakeServer, Step, openai_reply
     from google.protobuf.json_format import MessageToDict
@@ -63,7 +70,7 @@ def produce(kind: str, out: str) -> None:
     provider.add_span_processor(SimpleSpanProcessor(memory))
     console_file = open(out + ".console", "w")  # noqa: SIM115 - closed below
     provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console_file)))
-    if kind == "otel":
+    if kind.startswith("otel"):
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
     else:
         from openinference.instrumentation.openai import OpenAIInstrumentor
@@ -159,6 +166,12 @@ def _expected() -> list[tuple[str, int]]:
 
 def _check(rows: list[dict], convention: str) -> None:
     assert [(r["name"], r["stage"], tuple(r["reasons"])) for r in rows] == _expected()
+    # each row carries the call's arguments, as read from the span
+    assert [r["arguments"] for r in rows] == [
+        {"city": "Paris"},
+        {"city": "London"},
+        {"city": "Paris"},
+    ]
     assert [r["stage"] for r in rows] == [0, 3, 1]
     assert {r["convention"] for r in rows} == {convention}
     traces = [r["trace"] for r in rows]
@@ -178,6 +191,30 @@ def test_opentelemetry_genai_otlp_json(tmp_path: Path) -> None:
     rc, rows = _score(tmp_path, "--from-traces", str(out), "--tools", str(tools))
     assert rc == 0
     _check(rows, "gen_ai")
+
+
+def test_default_genai_spans_say_content_capture_is_off(tmp_path: Path) -> None:
+    """Issue 40 item 6: openai-v2 as it comes records model spans without their messages;
+    that is said, naming the variable that turns content capture on, not "no model
+    spans"."""
+    pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+    out = _produce(tmp_path, "otel-default")
+    text = out.read_text()
+    assert '"gen_ai.request.model"' in text and "gen_ai.output.messages" not in text
+    rows = tmp_path / "rows.jsonl"
+    proc = subprocess.run(
+        [*CALLSCOPE, "score", "--from-traces", str(out), "-o", str(rows)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 2, said  # nothing to read: one line saying why
+    assert "holds no model spans" not in said
+    assert "3 model span(s), none with its messages" in said
+    assert "content capture was off" in said
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in said
 
 
 def test_openinference_otlp_json_and_console(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from callscope.cli.chatlog import write_rows_and_summary
 from callscope.cli.common import fail
 from callscope.core.jsonl import loads_bounded, read_bounded
 from callscope.guard.chatlog import call_rows, diagnose_conversations
-from callscope.guard.traces import read_traces, trace_rows
+from callscope.guard.traces import CAPTURE_OFF, NO_CONTENT, read_traces, trace_rows
 from callscope.saag.groundings import get_grounding
 
 
@@ -32,8 +32,11 @@ def score_traces(
         if not isinstance(default_tools, list):
             fail(f"--tools {tools_file}: expected a JSON list of tools")
     conversations, errors = read_traces(files, default_tools)
+    where = ", ".join(map(str, files))
     if not conversations and not errors:
-        fail(f"{', '.join(map(str, files))} holds no model spans")
+        fail(f"{where} holds no model spans")
+    if not conversations and all(e.endswith(NO_CONTENT) for e in errors):
+        fail(f"{where}: {len(errors)} model span(s), none with its messages: {CAPTURE_OFF}")
     turns = diagnose_conversations(conversations, mode)
     rows = trace_rows(conversations, (call_rows([t]) for t in turns))
     write_rows_and_summary(rows, turns, errors, output, "unreadable spans")

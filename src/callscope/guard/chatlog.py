@@ -205,7 +205,8 @@ def call_rows(turns: Iterable[ChatTurn]) -> list[dict[str, Any]]:
     turn (message index), action class, ``answer`` (``calls``, or what a turn without a call
     is: ``abstained``, ``empty``; ``broken`` for a call attempt that could not be read) and
     ``answer_stage`` (the turn's earliest failing stage over its calls; ``None`` without a
-    call); for a call, its position in the turn (``call``, 0-based), name, own ``stage``,
+    call); for a call, its position in the turn (``call``, 0-based), name, ``arguments``
+    (as read; ``{}`` for a call that could not be read), own ``stage``,
     reasons and correction, and ``repeated`` when it repeats an earlier call of the turn
     (same name and arguments)."""
     rows: list[dict[str, Any]] = []
@@ -228,6 +229,7 @@ def call_rows(turns: Iterable[ChatTurn]) -> list[dict[str, Any]]:
                     **base,
                     "call": c.index,
                     "name": c.name,
+                    "arguments": c.arguments,
                     "stage": c.stage,
                     "reasons": list(c.reasons),
                     "correction": c.correction,

@@ -38,7 +38,10 @@ that wrote the test traces):
 
 A span whose tools are not recorded (openai-v2 2.4b0 does not write
 ``gen_ai.tool.definitions``) is checked against ``default_tools`` (``--tools FILE``). Spans
-that are not model calls (no output message) are skipped, not malformed.
+that are not model calls (no output message) are skipped, not malformed. A GenAI model span
+(``gen_ai.operation.name`` ``chat``, or a request / response model) without its messages is
+what the instrumentations write by default (content capture off): it is reported as such,
+naming :data:`CAPTURE_VARIABLE`, not skipped. Each row carries the call's ``arguments``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,28 @@ from callscope.guard.chatlog import ChatConversation
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
 CONVENTIONS = ("gen_ai", "openinference", "langsmith")
+
+#: what a model span recorded without its messages is told (OpenTelemetry's GenAI
+#: instrumentations leave content out unless this variable turns it on)
+CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CAPTURE_OFF = (
+    "content capture was off where the trace was recorded; set "
+    f"{CAPTURE_VARIABLE}=SPAN_ONLY (with "
+    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, which puts the messages on "
+    "the span) and record again"
+)
+NO_CONTENT = f"a model span without its messages: {CAPTURE_OFF}"
+#: the GenAI operations that are a model's answer to messages
+_GENAI_CHAT = ("chat", "text_completion", "generate_content")
+
+
+def _genai_model_span(attrs: dict[str, Any]) -> bool:
+    """A GenAI span of a model answering messages: its operation says so, or (no operation
+    named) it names a request model."""
+    op = attrs.get("gen_ai.operation.name")
+    if op is not None:
+        return op in _GENAI_CHAT
+    return "gen_ai.request.model" in attrs
 
 
 def _any_value(v: Any) -> Any:
@@ -425,6 +450,8 @@ def _conversation(
         convention = "openinference"
         messages, response, tools = _from_openinference(attrs)
         model = attrs.get("llm.model_name")
+    elif _genai_model_span(attrs):  # a GenAI model span recorded without content
+        return f"trace {trace} span {span or name}: {NO_CONTENT}"
     else:
         return None
     where = f"trace {trace} span {span or name}"

@@ -5,30 +5,44 @@
 :class:`agents.ToolInputGuardrail`: put it on a function tool
 (``@function_tool(tool_input_guardrails=[guard])``) and before the tool runs the SDK hands it
 the call; callscope checks it through the SAAG cascade against the agent's function tools and
-the run's input (:func:`callscope.guard.check.check`). A passing call runs
-(``ToolGuardrailFunctionOutput.allow``); a failing one does not: the guardrail answers
-``reject_content`` with the correction, which the SDK sends the model as the tool's output,
-so the model repairs the call in the agent's own loop. The call's verdict (stage, failure
-kinds, reasons, the SAAG metrics) is the guardrail's ``output_info``, in the run result's
-``tool_input_guardrail_results``.
+the run's evidence (:func:`callscope.guard.check.check`). A call the gate lets through runs
+(``ToolGuardrailFunctionOutput.allow``); one it acts on does not
+(:func:`callscope.integrations.verdicts.acts_on`, the rule of every integration): the
+guardrail answers ``reject_content`` with the correction, which the SDK sends the model as
+the tool's output, so the model repairs the call in the agent's own loop. The call's verdict
+(stage, failure kinds, reasons, the SAAG metrics) is the guardrail's ``output_info``, in the
+run result's ``tool_input_guardrail_results``.
 
 The correction is the gated one by default (:func:`callscope.integrations.verdicts.correction_for`,
 as ``guard_repair`` and ``callscope serve`` send it): a call whose only failure is a soft
 drift runs. Evidence is the run's input as the SDK gives the guardrail
-(``ToolContext.turn_input``: the user's messages and the tool outputs in it); tool outputs
-produced earlier in the same run are not in it, nor is a rejection: a correction never
-grounds the value it asks for. A tool the agent does not list among its own ``tools`` (one
-from an MCP server, say) is let through unchecked, with ``output_info`` saying so.
+(``ToolContext.turn_input``: the user's messages and the tool outputs in it) and the outputs
+of the tools that ran earlier in the same run, as ``score`` and the proxy read a
+conversation's tool results: the SDK does not hand those to a guardrail, so pass
+:data:`hooks` (a :class:`agents.RunHooks` that records each tool's output) to the run::
+
+    Runner.run(agent, "What's the weather at home?", hooks=hooks)
+
+(with hooks of your own, call :func:`record_tool_output` from their ``on_tool_end``). Then
+``get_home`` answering "Tokyo" grounds ``get_weather(city="Tokyo")``. A rejected call never
+runs, so a correction is never evidence for the value it asks for. A tool the agent does not
+list among its own ``tools`` (one from an MCP server, say) is let through unchecked, with
+``output_info`` saying so.
 """
 
 from __future__ import annotations
 
+import json
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agents import (
     Agent,
     FunctionTool,
+    RunContextWrapper,
+    RunHooks,
+    Tool,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailData,
@@ -36,8 +50,17 @@ from agents import (
 from agents.tool_context import ToolContext
 
 from callscope.guard.check import TurnVerdict, check, content_text
-from callscope.integrations.verdicts import call_row, correction_for
+from callscope.integrations.verdicts import acts_on, call_row, correction_for
 from callscope.saag.gated import GATED_DEFAULT
+
+#: at most this many tool outputs of one run are kept as evidence (the latest ones), each cut
+#: to :data:`MAX_OUTPUT_CHARS` characters
+MAX_RUN_OUTPUTS = 256
+MAX_OUTPUT_CHARS = 100_000
+
+#: the tool outputs of each live run, by the identity of its ``Usage`` (the one object every
+#: context of a run shares, the guardrail's and the hooks' alike); an entry goes with its run
+_RUN_OUTPUTS: dict[int, list[str]] = {}
 
 
 def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
@@ -81,18 +104,82 @@ def chat_messages(items: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _outputs_of(context: RunContextWrapper[Any], create: bool = False) -> list[str] | None:
+    """The list of tool outputs recorded for ``context``'s run (``None``: none, or a context
+    without a run's ``Usage``)."""
+    usage = getattr(context, "usage", None)
+    if usage is None:
+        return None
+    key = id(usage)
+    found = _RUN_OUTPUTS.get(key)
+    if found is None and create:
+        try:
+            weakref.finalize(usage, _RUN_OUTPUTS.pop, key, None)
+        except TypeError:  # an object that cannot be weakly referenced: nothing kept
+            return None
+        found = _RUN_OUTPUTS[key] = []
+    return found
+
+
+def _output_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    text = content_text(result)
+    if text:
+        return text
+    try:
+        return json.dumps(result, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(result)
+
+
+def record_tool_output(context: RunContextWrapper[Any], result: Any) -> None:
+    """Keep ``result``, a tool's output in the run of ``context``, as evidence for the calls
+    the guardrail checks later in that run (what :data:`hooks` does on ``on_tool_end``)."""
+    outputs = _outputs_of(context, create=True)
+    if outputs is None:
+        return
+    outputs.append(_output_text(result)[:MAX_OUTPUT_CHARS])
+    del outputs[:-MAX_RUN_OUTPUTS]
+
+
+class CallscopeHooks(RunHooks[Any]):
+    """Run hooks that record every tool's output for the guardrail
+    (:func:`record_tool_output`); pass them as ``Runner.run(..., hooks=...)``."""
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: Any
+    ) -> None:
+        record_tool_output(context, result)
+
+
+#: the run hooks to pass with a guarded agent (module docstring)
+hooks = CallscopeHooks()
+
+
+def run_messages(context: ToolContext[Any]) -> list[dict[str, Any]]:
+    """The evidence of a call about to run, as chat messages: the run's input
+    (``turn_input``), then, as tool messages, the outputs the run's tools gave earlier
+    (recorded by :data:`hooks`)."""
+    messages = chat_messages(context.turn_input)
+    for text in _outputs_of(context) or ():
+        messages.append({"role": "tool", "content": text})
+    return messages
+
+
 def check_tool_call(
     context: ToolContext[Any], agent: Agent[Any], grounding: str | None = None
 ) -> TurnVerdict:
     """The verdict on the call ``context`` is about to run: the call as an assistant message
-    of its own, against ``agent``'s function tools and the run's input."""
+    of its own, against ``agent``'s function tools and the run's evidence
+    (:func:`run_messages`)."""
     call = {
         "id": context.tool_call_id,
         "type": "function",
         "function": {"name": context.tool_name, "arguments": context.tool_arguments},
     }
     response = {"role": "assistant", "content": "", "tool_calls": [call]}
-    return check(response, openai_tools(agent.tools), chat_messages(context.turn_input), grounding)
+    return check(response, openai_tools(agent.tools), run_messages(context), grounding)
 
 
 def callscope_guardrail(
@@ -115,7 +202,7 @@ def callscope_guardrail(
         verdict = turn.calls[0]
         info = {"checked": True, **call_row(verdict)}
         fix = correction_for(verdict, settings, turn.parse_error)
-        if fix is None:
+        if fix is None or not acts_on(turn, settings):
             return ToolGuardrailFunctionOutput.allow(output_info=info)
         return ToolGuardrailFunctionOutput.reject_content(message=fix, output_info=info)
 

@@ -16,10 +16,18 @@ approval-policy files:
   stage and reasons; its metadata holds each call's verdict (stage, failure kinds, reasons,
   correction, the SAAG metrics) and the stage counts. Metrics: ``accuracy`` and
   :func:`stage_mix` (the share of calls that passed and that first failed at each stage).
+  The scorer is gold-free: it ignores ``Sample.target`` (the verdict is the cascade's on the
+  call and the conversation, never a comparison with an expected answer).
 - approver ``callscope/guard`` (:func:`guard`): before a tool runs, checks its call the same
   way; a passing call is approved, a failing one rejected with the correction as the
   explanation (which Inspect sends the model as the tool's error, so it repairs the call in
   its own loop) or escalated to the next approver of the policy.
+
+By name (``callscope/tool_calls``, ``callscope/guard``) they are found where Inspect resolves
+names: ``inspect score --scorer callscope/tool_calls``, approval-policy files
+(``approvers: [{name: callscope/guard}]``) and ``inspect_ai.scorer.scorer_create``. In Python,
+``Task(scorer=...)`` takes a scorer object, not a name (``Task(scorer="callscope/tool_calls")``
+is a ``TypeError``): call the factory, ``Task(..., scorer=tool_calls())``.
 
 Inspect's messages and tools are read into the OpenAI form ``guard_check`` takes
 (:func:`openai_messages`, :func:`openai_tools`); a tool error message (an approver's
@@ -63,6 +71,7 @@ from inspect_ai.tool import Tool, ToolCall, ToolCallView, ToolDef
 from callscope.guard.check import TurnVerdict, check
 from callscope.integrations.verdicts import (
     STAGE_KEYS,
+    acts_on,
     call_row,
     correction_for,
     describe,
@@ -277,7 +286,7 @@ def guard(
         verdict = turn.calls[0]
         fix = correction_for(verdict, settings, turn.parse_error)
         meta = {"callscope": call_row(verdict)}
-        if fix is None:
+        if fix is None or not acts_on(turn, settings):
             return Approval(decision=on_pass, explanation=describe(verdict), metadata=meta)
         return Approval(decision=on_fail, explanation=fix, metadata=meta)
 

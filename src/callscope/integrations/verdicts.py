@@ -11,6 +11,13 @@ send it): only confident failures are corrected, and the message names what of t
 already right. A call whose only failure is a soft drift closes the gate: it gets no
 correction and is let through. ``settings=None`` sends the SAAG paper's structured correction
 on every failure.
+
+Every integration acts on one rule, :func:`acts_on` (issue 40): a turn is rejected, blocked or
+re-asked exactly when it has a correction to send (:func:`turn_correction`, the message
+``guard_repair`` would send). With the gated settings a soft drift alone is let through
+everywhere (the Inspect approver, the Agents SDK guardrail, LiteLLM's ``repair`` and
+``block``); what is soft is the cascade's (:func:`callscope.saag.grounding.soft_drift`: a slip
+in a stated value, never a value naming another entity of the same kind).
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from callscope.guard.check import CallVerdict, TurnVerdict
-from callscope.saag.gated import GATED_DEFAULT, GatedSettings
+from callscope.guard.repair import repair_policy
+from callscope.saag.correction import feedback
+from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.saag.messages import gated_message
 from callscope.types import ToolCall
 
@@ -48,9 +57,29 @@ def correction_for(
     return gated_message(verdict.diagnosis, call, settings, parse_error=parse_error)
 
 
+def turn_correction(
+    turn: TurnVerdict, settings: GatedSettings | None = GATED_DEFAULT
+) -> str | None:
+    """The correction a whole response is answered with (each failing call named by
+    position when it made several, as :func:`callscope.guard_repair` sends it), or ``None``
+    when nothing is to be corrected: every call passed, or (gated) only soft drifts are
+    left."""
+    if turn.passed:
+        return None
+    return feedback(turn.answer, repair_policy(0, settings))
+
+
+def acts_on(turn: TurnVerdict, settings: GatedSettings | None = GATED_DEFAULT) -> bool:
+    """Whether an integration acts on the response (rejects, blocks or re-asks it): it has a
+    correction to send (:func:`turn_correction`). The one rule of every integration."""
+    return turn_correction(turn, settings) is not None
+
+
 def call_row(verdict: CallVerdict) -> dict[str, Any]:
     """One call's verdict as plain JSON: position, id, name, arguments, stage, failure kinds,
-    reasons, the structured correction and the SAAG metrics of its diagnosis."""
+    ``confident`` (a failure the gated correction acts on: every stage-1 and stage-2 kind, a
+    numeric or hard drift; ``False`` for a pass or a soft drift alone), reasons, the
+    structured correction and the SAAG metrics of its diagnosis."""
     d = verdict.diagnosis
     return {
         "index": verdict.index,
@@ -59,6 +88,7 @@ def call_row(verdict: CallVerdict) -> dict[str, Any]:
         "arguments": verdict.arguments,
         "stage": verdict.stage,
         "failure_kinds": [str(k) for k in d.failure_kinds()],
+        "confident": bool(confident_kinds(d)),
         "reasons": list(verdict.reasons),
         "correction": verdict.correction,
         "metrics": {m: getattr(d, m) for m in METRICS},

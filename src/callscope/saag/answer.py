@@ -52,7 +52,7 @@ while BFCL's own relevance checker credits it (:attr:`AnswerScores.bfcl_credit`)
 >>> text = '[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
 >>> text += '{"name": "get_weather", "arguments": {"city": "Berlin"}}]'
 >>> v = diagnose_answer(parse_output(text), weather, "Weather in Paris and in London?")
->>> [c.diagnosis.stage for c in v.checked], v.stage, v.checked[1].diagnosis.soft
+>>> [c.diagnosis.stage for c in v.checked], v.stage, v.checked[1].diagnosis.hard
 ([0, 3], 3, ['city'])
 >>> v = diagnose_answer(parse_output("Why did the cat sit on the laptop?"), weather, "A cat joke")
 >>> v.no_call, v.stage, v.passed

@@ -290,7 +290,10 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: library links to the request's words (reason ``knowledge``, issue 37: countries, states,
 #: currencies, languages, airports, cities, tickers, time zones, quantities in other units),
 #: reads number words with text2num and units with pint, and more relative dates; every
-#: diagnosis carries ``evidence``.
+#: diagnosis carries ``evidence``; a stage-3 drift is soft only when the value spells what the
+#: text states (:func:`callscope.saag.grounding.soft_drift`, issue 40): a value naming another
+#: entity of the same kind ("Berlin" for Paris) is hard; an answer without a readable call is
+#: judged from its text (issue 36: broken always fails stage 1, gold-free abstention no verdict).
 CASCADE_VERSION = 3
 
 
@@ -319,7 +322,8 @@ def diagnose(
     Stage 1 (registry conformance) reports FNEM and, for a name not in the registry, NCS;
     stage 2 (structural completeness) RPR, PDS and SPR, and fails on a missing, spurious or
     drifted parameter; stage 3 (argument grounding) AVEM, QSLO and VHR, and fails when any
-    value is flagged (numeric, hard or soft drift). The formulas are in
+    value is flagged (numeric, hard or soft drift: soft only for a slip in a stated value,
+    :func:`callscope.saag.grounding.soft_drift`). The formulas are in
     :mod:`callscope.saag.intrinsic`.
 
     ``grounding`` names the stage-3 mode (:func:`grounding_modes`; default
@@ -418,7 +422,7 @@ def diagnose(
             leaf = verdict.leaf
             if g.is_number(leaf):
                 d.numeric.append(p)
-            elif leaf is None or g.partial_ratio(str(leaf), all_text) < g.HARD_DRIFT_BELOW:
+            elif leaf is None or not g.soft_drift(str(leaf), all_text):
                 d.hard.append(p)
             else:
                 d.soft.append(p)

@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 #: a number token of the query: ``84.50``, ``1,000``, ``-3``, ``.5``; the minus sign counts
 #: only when no word character precedes it (so ``5-3`` holds 5 and 3, not -3).
@@ -204,6 +204,109 @@ def partial_ratio(value: str, query: str) -> float:
     (100.0, 40.0)
     """
     return float(fuzz.partial_ratio(value.lower(), _lower(query)))
+
+
+#: a word of a value this close to a word of the text (``rapidfuzz.fuzz.ratio``, 0-100) is a
+#: spelling of it: one slip in a five-letter word ("Pariss", "Londn") scores 80-91, another
+#: word of the same kind ("Berlin" for "Paris", "Jane" for "John") 50 or less
+NEAR_SPELLING_AT = 80.0
+#: a word shorter than this counts only when the text states it (or, as a prefix of at
+#: least this many letters, a text word starts with it)
+NEAR_SPELLING_MIN = 4
+#: a value of this many words or more is a phrase, not a name: one word in four may be
+#: unstated ("Museum of Modern Art" for "Metropolitan Museum of Art" may not)
+LOOSE_FROM_WORDS = 6
+#: a word longer than this is spelled only as itself (no prefix or near-spelling search)
+MAX_SPELLED_WORD = 64
+#: at most this many words of one value are compared (the rest count as not stated)
+MAX_SPELLING_WORDS = 64
+#: a word: a run of letters or a run of digits ("7pm" is "7" and "pm", "SK123" "sk" and "123")
+_WORD_TOKEN = re.compile(r"[^\W\d_]+|\d+")
+
+
+@lru_cache(maxsize=256)
+def _text_words(text: str) -> frozenset[str]:
+    return frozenset(_WORD_TOKEN.findall(_lower(text)))
+
+
+@lru_cache(maxsize=256)
+def _sorted_words(text: str) -> list[str]:
+    return sorted(_text_words(text))
+
+
+def _starts_a_word(word: str, text: str) -> bool:
+    """A word of ``text`` starts with ``word`` (O(log n): the words sorted)."""
+    ordered = _sorted_words(text)
+    i = bisect.bisect_left(ordered, word)
+    return i < len(ordered) and ordered[i].startswith(word)
+
+
+def _word_spelled(word: str, text: str) -> bool:
+    """``word`` (lower case: a run of letters or of digits) is a word of ``text``, a near
+    spelling of one, or (four letters or more) the start of one; digits only as a number the
+    text states, or zeros (a date, an id or a time that differs in one digit names another
+    thing)."""
+    words = _text_words(text)
+    if word in words:
+        return True
+    if word.isdigit():  # a number stated in any form, or zeros that pad one ("7:00")
+        return not word.strip("0") or (len(word) <= 30 and _token_index(text).contains(int(word)))
+    if len(word) < NEAR_SPELLING_MIN:
+        return False
+    if len(word) > MAX_SPELLED_WORD:
+        return False  # no spelling of a word this long is compared (bounded cost)
+    if _starts_a_word(word, text) or any(
+        word[:k] in words for k in range(NEAR_SPELLING_MIN, len(word))
+    ):
+        return True  # a stated word cut short, or the whole of one the text cuts short
+    near = process.extractOne(word, words, scorer=fuzz.ratio, score_cutoff=NEAR_SPELLING_AT)
+    return near is not None
+
+
+def soft_drift(value: str, text: str) -> bool:
+    """Whether an ungrounded string ``value`` is a *soft* drift of ``text`` (a slip in what
+    the text states) rather than a *hard* one (a value the text does not state).
+
+    The paper's boundary (section 2.3 after eq. 9, App. A: hard when PartialRatio(v, Q) <
+    0.6, :data:`HARD_DRIFT_BELOW`) is kept as a necessary condition; callscope adds a second
+    one (issue 40), because PartialRatio aligns a short value with any stretch of a long text
+    ("Berlin" against "weather in Paris?" scores 67): every word of the value must be a word
+    of the text, a near spelling of one (``fuzz.ratio`` >= :data:`NEAR_SPELLING_AT`, words of
+    :data:`NEAR_SPELLING_MIN` letters or more), the start of one, or a word a stated one
+    starts ("Francisco" for "San Fran"); a run of digits only as a number the text states
+    ("03" for "3") or zeros ("7:00" for "7pm"): "XY123" is not "SK123", "2024-03-06" not
+    "2024-03-05".
+    Only the part before a first comma is compared ("Orlando, FL": the qualifier is not the
+    entity). A value of :data:`LOOSE_FROM_WORDS` words or more (a phrase, not a name) may
+    leave one word in four out. So a value that names a different entity of the same kind
+    (another city, person, date, ticker, id) is never soft::
+
+        soft(v, Q) = PartialRatio(v, Q) >= 60  and  |{w in words(v): not spelled(w, Q)}|
+                                                    <= floor(|words(v)| / 4)  (0 below 6 words)
+                                                    and no run of digits among them
+
+    >>> soft_drift("Pariss", "Weather in Paris?"), soft_drift("Berlin", "Weather in Paris?")
+    (True, False)
+    >>> soft_drift("2024-03-06", "on 2024-03-05"), soft_drift("Jane Doe", "email John Doe")
+    (False, False)
+    """
+    if partial_ratio(value, text) < HARD_DRIFT_BELOW:
+        return False
+    head = value.split(",", 1)[0] if "," in value else value
+    words = _WORD_TOKEN.findall(head.lower())
+    if not words:
+        return True  # nothing to compare word by word: the paper's boundary decides
+    allowed = len(words) // 4 if len(words) >= LOOSE_FROM_WORDS else 0
+    missing = 0
+    for w in words[:MAX_SPELLING_WORDS]:
+        if _word_spelled(w, text):
+            continue
+        if w.isdigit():
+            return False
+        missing += 1
+        if missing > allowed:
+            return False
+    return missing + max(0, len(words) - MAX_SPELLING_WORDS) <= allowed
 
 
 #: h(v) returns this for arguments with no grounding context (bool, null, empty containers,

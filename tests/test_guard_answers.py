@@ -11,7 +11,7 @@ and "London" occur in the user's text (stage 3 passes), "Berlin" does not (stage
 the value is not stated). "Berlin" names another city than the ones stated, so it is a
 *hard* drift whatever the text (``saag.grounding.soft_drift``, issue 40: against "What's the
 weather in Paris and in London?" the paper's PartialRatio alone, 66.7 on the window "her
-in", called it soft); the gated repair corrects it. A slip in a stated value, "Londn", is a
+in", called it soft); the gated repair corrects it. A slip in a stated value, "Londom", is a
 *soft* drift, which the gated repair's gate leaves alone (the call still fails stage 3 and
 ``score --from-chat`` reports it).
 """
@@ -64,7 +64,10 @@ PARIS = ("get_weather", {"city": "Paris"})
 LONDON = ("get_weather", {"city": "London"})
 BERLIN = ("get_weather", {"city": "Berlin"})
 #: a slip in a stated value: a soft drift
-LONDN = ("get_weather", {"city": "Londn"})
+LONDN = (
+    "get_weather",
+    {"city": "Londom"},
+)  # a slip of London (GeoNames lists "Londn" as a name of London)
 
 
 def msg(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
@@ -190,7 +193,7 @@ def test_the_best_whole_answer_is_kept() -> None:
 
 
 def test_a_soft_drift_among_passing_calls_is_left_alone_by_the_gated_repair() -> None:
-    # "Londn" is a soft drift (module docstring), not confident enough for the gated
+    # "Londom" is a soft drift (module docstring), not confident enough for the gated
     # correction, so nothing is re-asked and the answer is returned as it came
     chat = Scripted(msg(PARIS, LONDN), msg(PARIS, LONDON))
     result = repair(chat, user(ISSUE_QUERY), TOOLS)
@@ -440,8 +443,8 @@ def test_score_from_chat_lists_each_call_of_a_two_call_turn(tmp_path: Path) -> N
         (4, "abstained", None, None, None, None),
     ]
     assert rows[0]["correction"] is None and rows[0]["reasons"] == []
-    assert rows[1]["reasons"] == ["soft: city='Londn' is only loosely related to the user's text"]
-    assert [r.get("arguments") for r in rows[:2]] == [{"city": "Paris"}, {"city": "Londn"}]
+    assert rows[1]["reasons"] == ["soft: city='Londom' is only loosely related to the user's text"]
+    assert [r.get("arguments") for r in rows[:2]] == [{"city": "Paris"}, {"city": "Londom"}]
     store = RunStore(tmp_path / "rep")
     try:
         (outcome,) = store.outcomes()

@@ -27,6 +27,7 @@ from typing import Any
 
 from callscope.guard.check import CallVerdict, TurnVerdict
 from callscope.guard.repair import repair_policy
+from callscope.records import STAGES
 from callscope.saag.correction import feedback
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.saag.messages import gated_message
@@ -35,7 +36,8 @@ from callscope.types import ToolCall
 #: the stage mix's keys, by stage (0 = passed), as the report names them
 STAGE_KEYS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3")
 #: what each stage checks, for explanations
-STAGE_NAMES: dict[int, str] = {1: "function name", 2: "argument schema", 3: "value grounding"}
+#: what each failing stage checks, from the one stage vocabulary (``records.STAGES``)
+STAGE_NAMES: dict[int, str] = {s.number: s.what for s in STAGES if s.number}
 #: the SAAG metrics a call's diagnosis carries (stage-conditional: ``None`` past its stage)
 METRICS: tuple[str, ...] = ("fnem", "ncs", "rpr", "pds", "spr", "avem", "qslo", "vhr")
 

@@ -4,7 +4,7 @@ does not grow with the number of models), and BFCL's own checker over the same a
 
 One run of :func:`callscope.runs.leaderboard.diagnose_tree` with ``--jobs`` worker processes
 (default 2), case pages written, then the tables, figure and page
-(:func:`callscope.report.leaderboard.write_leaderboard_report`): the wall time of the whole,
+(:func:`callscope.report.leaderboard_pages.write_leaderboard_report`): the wall time of the whole,
 the load average before and after (the machine is shared), the peak resident memory of the
 parent and of the largest worker, and per model the seconds of each part summed over the
 models: ``read`` (gzip + JSON), ``decode`` (the BFCL handler's decoder, as BFCL's own
@@ -26,12 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from callscope.report.leaderboard import (
-    CASES_DIR,
-    leaderboard_tables,
-    write_case_page,
-    write_leaderboard_report,
-)
+from callscope.report.leaderboard import CASES_DIR, leaderboard_tables
+from callscope.report.leaderboard_pages import write_case_page, write_leaderboard_report
 from callscope.runs.leaderboard import diagnose_tree
 
 DEFAULT_TREE = Path(__file__).resolve().parents[2] / "shared/external/bfcl-leaderboard-2024-08"

@@ -330,12 +330,8 @@ def test_an_over_long_line_is_skipped_and_counted(tmp_path, monkeypatch):
 
 @needs_bfcl
 def test_model_text_and_names_reach_the_pages_escaped(tmp_path):
-    from callscope.report.leaderboard import (
-        CASES_DIR,
-        leaderboard_tables,
-        write_case_page,
-        write_leaderboard_report,
-    )
+    from callscope.report.leaderboard import CASES_DIR, leaderboard_tables
+    from callscope.report.leaderboard_pages import write_case_page, write_leaderboard_report
     from callscope.runs.leaderboard import diagnose_tree
 
     name = "<img src=x onerror=alert(1)>"
@@ -367,7 +363,8 @@ def test_the_case_page_opens_the_case_of_its_hash(tmp_path):
 
     if not CHROMIUM.exists():
         pytest.skip("needs headless Chromium at /usr/bin/chromium")
-    from callscope.report.leaderboard import CASES_DIR, write_case_page
+    from callscope.report.leaderboard import CASES_DIR
+    from callscope.report.leaderboard_pages import write_case_page
     from callscope.runs.leaderboard import diagnose_tree
 
     model = tmp_path / "tree" / "result" / "m"

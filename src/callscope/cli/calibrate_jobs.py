@@ -411,9 +411,8 @@ def leaderboard_job(
     import time  # lazy: with the job
 
     from callscope.benchmarks.bfcl.single_results import single_models  # lazy: with its job
-    from callscope.report.leaderboard import (  # lazy: numpy + matplotlib
-        CASES_DIR,
-        leaderboard_tables,
+    from callscope.report.leaderboard import CASES_DIR, leaderboard_tables  # lazy: numpy
+    from callscope.report.leaderboard_pages import (  # lazy: matplotlib
         write_case_page,
         write_leaderboard_report,
     )

@@ -1,4 +1,5 @@
-"""The BFCL single-turn leaderboard report: tables, the N-model figure, the case browser.
+"""The BFCL single-turn leaderboard report's tables (the figure, the case pages and the page:
+:mod:`callscope.report.leaderboard_pages`).
 
 Every rate is over the answers of the cases kept (the cases left out for drift,
 :func:`callscope.runs.leaderboard.drifted_cases`, are counted apart) with its Wilson 95%
@@ -31,18 +32,13 @@ interval (:func:`callscope.core.stats.rate_ci`). The tables
 
 from __future__ import annotations
 
-import base64
 from collections import Counter
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from callscope.core.jsonl import dumps_safe
 from callscope.core.stats import bootstrap_ci, rate_ci
 from callscope.core.table import Table, pct, pct_ci
-from callscope.report.html import _write_html, esc, write_page
 from callscope.runs.leaderboard import (
     CATEGORIES,
     DECODE,
@@ -516,166 +512,10 @@ def leaderboard_tables(run: LeaderboardRun) -> list[Table]:
     ]
 
 
-# --------------------------------------------------------------------------- the figure
-
-
-def leaderboard_figure(run: LeaderboardRun, path: Path) -> Path:
-    """Models ranked by BFCL accuracy: BFCL accuracy and the cascade's pass rate (left), the
-    stage mix over answers (middle), the unstated-value rate and VHR (right)."""
-    from matplotlib.figure import Figure  # lazy: matplotlib only for the figure
-
-    from callscope.report.png import save_png, short_label  # lazy: matplotlib
-
-    ranked = _ranked(run)
-    labels = [short_label(r.model, 36) for r, _ in ranked]
-    y = np.arange(len(ranked))
-    fig = Figure(figsize=(13, 1.2 + 0.24 * len(ranked)))
-    ax1, ax2, ax3 = fig.subplots(1, 3, sharey=True, gridspec_kw={"width_ratios": [3, 3, 2]})
-    acc = [k["bfcl_ok"].mean() if len(k) else 0 for _, k in ranked]
-    passed = [k["passed"].mean() if len(k) else 0 for _, k in ranked]
-    ax1.barh(y, acc, color="#4c72b0", label="BFCL accuracy")
-    ax1.plot(passed, y, "o", color="#dd8452", markersize=4, label="cascade pass")
-    ax1.set_xlim(0, 1)
-    ax1.set_yticks(y, labels, fontsize=7)
-    ax1.invert_yaxis()
-    ax1.legend(fontsize=7, loc="lower right")
-    ax1.set_title("BFCL accuracy, cascade pass", fontsize=9)
-    left = np.zeros(len(ranked))
-    colours = {
-        "stage 1": "#c44e52",
-        "stage 2": "#dd8452",
-        "stage 3": "#ccb974",
-        "no call, call expected": "#6c6c6c",
-        "no call, no-call case": "#c8c8c8",
-    }
-    for label, colour in colours.items():
-        share = []
-        for _, k in ranked:
-            no_call = k["no_call"] > 0
-            relevance = np.isin(k["cat"], _NO_CALL_CATS)
-            if label.startswith("no call"):
-                want = relevance if label.endswith("no-call case") else ~relevance
-                share.append((no_call & want).mean() if len(k) else 0)
-            else:
-                stage = int(label[-1])
-                share.append(((k["stage"] == stage) & ~no_call).mean() if len(k) else 0)
-        ax2.barh(y, share, left=left, color=colour, label=label)
-        left += np.array(share)
-    ax2.set_xlim(0, 1)
-    ax2.legend(fontsize=7, loc="lower right")
-    ax2.set_title("first failing stage over answers", fontsize=9)
-    unstated = [k["unstated"].mean() if len(k) else 0 for _, k in ranked]
-    vhr = [k["vhr_sum"].sum() / max(1, k["vhr_n"].sum()) for _, k in ranked]
-    ax3.barh(y, unstated, color="#937860", label="unstated value")
-    ax3.plot(vhr, y, "d", color="#000000", markersize=3, label="VHR")
-    ax3.legend(fontsize=7, loc="lower right")
-    ax3.set_title("unstated-value answers, VHR", fontsize=9)
-    for ax in (ax1, ax2, ax3):
-        ax.tick_params(axis="x", labelsize=7)
-        ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    return save_png(fig, path)
-
-
-# --------------------------------------------------------------------------- case browser
-
-_BROWSER_SCRIPT = """
-const data = JSON.parse(document.getElementById('answers').textContent);
-const pick = document.getElementById('pick'), view = document.getElementById('view');
-const ids = data.map(a => a.id);
-ids.forEach((id, i) => { const o = document.createElement('option'); o.value = i;
-  o.textContent = id + '  ' + data[i].bfcl + ' / stage ' + data[i].stage; pick.appendChild(o); });
-function show(i) {
-  const a = data[i]; view.textContent = '';
-  const add = (label, text) => { const h = document.createElement('h3'); h.textContent = label;
-    const p = document.createElement('pre'); p.textContent = text; view.append(h, p); };
-  add('case', a.id);
-  add('BFCL (2024)', a.bfcl + (a.bfcl_error ? '  ' + a.bfcl_error : ''));
-  add('BFCL checker now', String(a.checker) + (a.checker_error ? '  ' + a.checker_error : ''));
-  add('answer as stored', a.raw);
-  add('decoded calls', a.calls.length ? JSON.stringify(a.calls, null, 1) : (a.no_call || 'none')
-      + (a.parse_error ? '  (' + a.parse_error + ')' : ''));
-  add('cascade', 'stage ' + a.stage + '  ' + JSON.stringify(a.kinds) + '  solved: ' + a.solved);
-}
-pick.addEventListener('change', () => show(pick.value));
-const want = location.hash.slice(1), at = ids.indexOf(want);
-pick.value = at >= 0 ? at : 0; if (data.length) show(pick.value);
-"""
-
-
-def browser_file(model: str) -> str:
-    """The case page's file name of a model (its folder name is already a file name)."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model)
-    return f"{safe}.html"
-
-
-def write_case_page(model: str, records: list[dict[str, Any]], folder: Path) -> Path:
-    """One model's case browser: a page holding every answer (raw text cut to 4,000
-    characters), its decoding, BFCL's verdicts and the cascade's; ``#<case id>`` opens one.
-    The data is embedded as JSON (``<`` escaped) and rendered with ``textContent``."""
-    payload = dumps_safe(records).replace("<", "\\u003c")
-    body = (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-        f"<title>{esc(model)}: answers</title>"
-        "<style>body{font-family:sans-serif;margin:1em}pre{white-space:pre-wrap;"
-        "background:#f6f6f6;padding:.4em}h3{margin:.6em 0 .2em;font-size:1em}</style>"
-        f"</head><body><h1>{esc(model)}</h1><p><a href='../report.html'>leaderboard</a></p>"
-        "<select id='pick'></select><div id='view'></div>"
-        f"<script type='application/json' id='answers'>{payload}</script>"
-        f"<script>{_BROWSER_SCRIPT}</script></body></html>\n"
-    )
-    return _write_html(Path(folder), body, name=browser_file(model))
-
-
-def _figure_html(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<p><img alt="leaderboard figure" src="data:image/png;base64,{data}"></p>'
-
-
-def write_leaderboard_report(
-    run: LeaderboardRun, out: Path, tables: Sequence[Table], notes: Sequence[str] = ()
-) -> dict[str, Any]:
-    """The tables (md / csv / html), the figure and ``report.html`` (the figure, every table,
-    the case browser's links) in ``out``; returns ``{"tables", "figure", "page"}`` paths."""
-    from callscope.core.table_formats import write_tables  # lazy: the format registry
-
-    out.mkdir(parents=True, exist_ok=True)
-    written = [p for t in tables for p in write_tables(t, out, FORMATS)]
-    figure = leaderboard_figure(run, out / "leaderboard.png")
-    parts = [_figure_html(figure)]
-    parts.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
-    for i, t in enumerate(tables):
-        parts.append(t.to_html(f"lb-{i}", "report diag"))
-    links = "".join(
-        f'<li><a href="{CASES_DIR}/{esc(browser_file(r.model))}">{esc(r.model)}</a></li>'
-        for r in run.results
-    )
-    if (out / CASES_DIR).is_dir():
-        parts.append(f"<h2>Case browser</h2><ul>{links}</ul>")
-    page = write_page(out, "BFCL leaderboard through callscope", parts)
-    facts = {
-        "models": [r.model for r in run.results],
-        "bfcl_version": run.bfcl_version,
-        "seconds": round(run.seconds, 2),
-        "jobs": run.jobs,
-        "left_out": {k: [run.case_ids[i] for i in sorted(v)] for k, v in run.drift.items()},
-        "per_model_seconds": {
-            r.model: {k: round(v, 3) for k, v in r.seconds.items()} for r in run.results
-        },
-    }
-    (out / "leaderboard.json").write_text(dumps_safe(facts) + "\n", encoding="utf-8")
-    return {"tables": written, "figure": figure, "page": page}
-
-
 __all__ = [
     "FORMATS",
     "accepted_unstated_table",
     "agreement_table",
     "disagreement_classes",
-    "leaderboard_figure",
     "leaderboard_tables",
-    "write_case_page",
-    "write_leaderboard_report",
 ]

@@ -62,8 +62,8 @@ _LIST_OPENING = re.compile(r"\[[ \t\r\n]*+(?:[\{\[\"'\]\-0-9]|[A-Za-z_][\w.]*+(?
 #: the whole text one name (``get_weather``, ``math.sqrt``, ``math.``, ``get``): a call cut
 #: off before its parenthesis when a registered name starts with it, else a word
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*+(?:\.\w*+)*+")
-#: the reason of a bare name that is not code-like: a call only if a registered name starts
-#: with it (decided where the registry is known)
+#: the reason of a text that is one bare name: a call only if a registered name starts with
+#: it (decided where the registry is known: :func:`callscope.saag.answer.no_call_kind`)
 BARE_NAME = "a bare name without '(' and arguments"
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*+[ \t]*+\n?")
 

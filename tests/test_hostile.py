@@ -107,14 +107,22 @@ def test_call_start_after_blank_runs_still_finds_calls():
     assert parse_text("[   get_weather(city='Oslo')]").calls[0].arguments == {"city": "Oslo"}
     assert parse_text("see   get_weather(city='Oslo') now").calls[0].name == "get_weather"
     long = "[" + " " * 50_000 + "a"
-    assert parse_text(long).error == "no tool call found in output"
+    # a bracket opening a value that is not one: a broken call, its reason past the blank run
+    assert parse_text(long).error == "invalid JSON at character 50001: Expecting value"
 
 
 def test_broken_json_reasons_stay_linear_on_hostile_text():
     """The reason for JSON that does not decode reads one opening; blank runs between
     openings are each crossed once (a quadratic scan would take minutes here)."""
-    for text in ("[ " * 200_000, "{" + " " * 400_000, "[ {  " * 100_000):
-        assert parse_text(text).error == "no tool call found in output"
+    reasons = {
+        "[ " * 200_000: "the JSON is nested too deeply to read",
+        "{" + " " * 400_000: "the JSON call starting at character 0 is cut off: "
+        "the text ends before the call is closed",
+        "[ {  " * 100_000: "invalid JSON at character 5: "
+        "Expecting property name enclosed in double quotes",
+    }
+    for text, reason in reasons.items():
+        assert parse_text(text).error == reason
     cut = '{"name": "f", "arguments": {"a": "' + "x" * 400_000
     assert "cut off" in (parse_text(cut).error or "")
 

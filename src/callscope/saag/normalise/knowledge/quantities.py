@@ -279,11 +279,15 @@ class Quantities:
         if isinstance(value, bool):
             return None
         if isinstance(value, int | float):
-            if not math.isfinite(value) or _QUANTITY.search(text.query) is None:
+            try:
+                number = float(value)
+            except OverflowError:  # an integer no float holds is no stated quantity
+                return None
+            if not math.isfinite(number) or _QUANTITY.search(text.query) is None:
                 return None
             for words, _, readings in stated_quantities(text.query):
                 for r, unit in readings:
-                    if _same_number(float(value), r):
+                    if _same_number(number, r):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")
             return None
         if not value[:1].isdigit() and value[:1] != "-":

@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from callscope.cli import app
-from callscope.saag.audit import KINDS, audit, audit_counts, gold_calls, write_audit
+from callscope.saag.audit import KINDS, audit, gold_calls
+from callscope.saag.audit_engine import audit_counts, write_audit
 from callscope.types import Case
 
 WEATHER = {
@@ -159,15 +160,23 @@ def test_bfcl_subset_counts(bfcl_cases: list[Case]) -> None:
     lexical = audit_counts(audit(bfcl_cases, grounding="lexical"))
     registry = audit_counts(audit(bfcl_cases, grounding="registry"))
     n = len(bfcl_cases)
-    assert lexical[("gold_minimal", True)] + lexical[("gold_minimal", False)] == n
+    assert (
+        lexical[("cascade", "gold_minimal", True)] + lexical[("cascade", "gold_minimal", False)]
+        == n
+    )
     # the registry-aware mode flags far fewer correct calls than the paper's lexical one
-    assert registry[("gold_minimal", True)] < lexical[("gold_minimal", True)] / 2
+    assert (
+        registry[("cascade", "gold_minimal", True)] < lexical[("cascade", "gold_minimal", True)] / 2
+    )
     # every stage-1 and stage-2 positive is detected in both modes
     for counts in (lexical, registry):
         for kind, stage in KINDS.items():
             if stage in (1, 2) and kind != "other_registry_name":
-                assert counts[(kind, False)] == 0, kind
-    assert (lexical[("gold_minimal", True)], registry[("gold_minimal", True)]) == PINNED_FA
+                assert counts[("cascade", kind, False)] == 0, kind
+    assert (
+        lexical[("cascade", "gold_minimal", True)],
+        registry[("cascade", "gold_minimal", True)],
+    ) == PINNED_FA
 
 
 #: false alarms on the minimal gold of the first 120 BFCL S=5 cases (seed 0): (lexical,

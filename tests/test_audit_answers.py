@@ -10,18 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakeserver import FakeServer, Step, openai_reply
 from typer.testing import CliRunner
 
 from callscope.cli import app
 from callscope.saag.answer_audit import (
     ANSWER_SUMMARY_COLUMNS,
-    answer_audit_counts,
     answer_positives,
     audit_answers,
     gold_answer,
-    write_answer_audit,
 )
 from callscope.saag.audit import audit
+from callscope.saag.audit_engine import audit_counts, write_audit
 from callscope.types import Case, ToolCall
 
 WEATHER = {
@@ -186,7 +186,26 @@ def test_a_flagged_gold_answer_keeps_the_other_detectors_positives() -> None:
     )  # fmt: skip
     assert summary[("gold", "gold_answer")]["flagged"] == 0
     assert summary[("gold", "dropped_call")]["flagged"] == 1
-    counts = answer_audit_counts(result)
+    # why, as the single-call audit says it: the deciding call's stage, kind of value, argument
+    assert result.false_alarm_reasons() == [
+        {
+            "detector": "cascade",
+            "reason": "stage 3: string not grounded",
+            "count": 1,
+            "examples": [
+                {
+                    "id": "d",
+                    "query": "Weather in Paris and in London?",
+                    "answer": [
+                        {"name": "get_weather", "arguments": {"city": "Paris"}},
+                        {"name": "get_weather", "arguments": {"city": "Berlin"}},
+                    ],
+                    "flagged": ["city"],
+                }
+            ],
+        }
+    ]
+    counts = audit_counts(result)
     assert (
         counts[("cascade", "dropped_call", False)] + counts[("cascade", "dropped_call", True)] == 0
     )
@@ -206,7 +225,7 @@ def test_deterministic_and_written(tmp_path: Path) -> None:
     a = audit_answers([two_cities(), joke()], grounding="registry", seed=5)
     b = audit_answers([two_cities(), joke()], grounding="registry", seed=5)
     assert [r.__dict__ for r in a.rows] == [r.__dict__ for r in b.rows]
-    paths = write_answer_audit([a], tmp_path)
+    paths = write_audit([a], tmp_path)
     rows = list(csv.reader(paths["csv"].open(encoding="utf-8")))
     assert tuple(rows[0]) == ANSWER_SUMMARY_COLUMNS
     assert len(rows) == 1 + len(a.summary()) + len(a.summary(by_category=True))
@@ -311,3 +330,39 @@ def test_bfcl_answer_audit_counts(bfcl_answer_cases: list[Case], mode: str) -> N
     }
     neg = got[("cascade", "gold_answer")]
     assert (neg["calls_flagged"], neg["calls"]) == PINNED_CALLS[mode]
+
+
+def test_the_command_runs_both_designs_with_a_judge(tmp_path: Path, monkeypatch) -> None:
+    """`callscope audit --judge` over a file of a single-call case and an answer case: each
+    design is audited in the mode and in the mode with the judge, side by side. Both gold
+    calls give a value the request does not state (Berlin), which the rules flag; a judge that
+    answers "yes" to every question forgives it, so the false alarm is 1 without the judge and
+    0 with it, in both files."""
+    monkeypatch.setenv("CALLSCOPE_CACHE", str(tmp_path / "cache"))
+    time_case = Case("s", "Time in Paris, please", [TIME, WEATHER],
+                     gold={"name": "get_time", "arguments": {"zone": "Berlin"}})  # fmt: skip
+    answer_case = Case("d", "Weather in Paris and in London?", [WEATHER, TIME], gold=[
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+        {"name": "get_weather", "arguments": {"city": "Berlin"}},
+    ])  # fmt: skip
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(c.to_dict()) + "\n" for c in (time_case, answer_case)))
+    with FakeServer() as srv:
+        srv.push(*[Step(body=openai_reply("yes")) for _ in range(100)])
+        res = CliRunner().invoke(app, [
+            "audit", str(path), "-o", str(tmp_path / "out"), "--grounding", "registry",
+            "--judge", "openai:judge", "--base-url", srv.url + "/v1",
+        ])  # fmt: skip
+        asked = len(srv.requests)
+    assert res.exit_code == 0, res.output
+    assert asked >= 2  # the judge was asked, about each design's flagged value at least
+    for stem, key, kind in (("audit", "audits", "gold_minimal"),
+                            ("audit_answers", "answer_audits", "gold_answer")):  # fmt: skip
+        payload = json.loads((tmp_path / "out" / f"{stem}.json").read_text())
+        flagged = {
+            a["grounding"]: next(e["flagged"] for e in a["summary"]
+                                 if e["kind"] == kind and e["detector"] == "cascade")
+            for a in payload[key]
+        }  # fmt: skip
+        assert flagged == {"registry": 1, "registry+judge": 0}, stem
+        assert [s["mode"] for s in payload["judge"]] == ["registry"]

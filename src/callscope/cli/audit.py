@@ -14,13 +14,13 @@ from rich.markup import escape
 from callscope.cli.common import BaseUrlOpt, console, fail, read_rows
 from callscope.models.base import ModelOptions
 from callscope.runs.judge import ModelJudge
-from callscope.saag.answer_audit import (
-    answer_audit_table,
-    audit_answers,
-    is_answer_case,
-    write_answer_audit,
+from callscope.saag.audit_engine import (
+    AuditResult,
+    audit_designs,
+    audit_table,
+    run_audit,
+    write_audit,
 )
-from callscope.saag.audit import audit, audit_table, write_audit
 from callscope.saag.groundings import GROUNDINGS, get_grounding
 from callscope.types import Case
 
@@ -75,17 +75,16 @@ def audit_command(
         except ValueError as exc:
             bad += 1
             console.print(f"[yellow]skipped row: {escape(str(exc))}[/yellow]")
-    cases = [c for c in cases if c.gold or is_answer_case(c)]
+    designs = list(audit_designs().values())
+    cases = [c for c in cases if any(d.reads(c) for d in designs)]
     if not cases:
         fail(f"{cases_file} holds no case with a gold call; the audit needs gold")
     if n is not None and n < len(cases):
         cases = sorted(random.Random(seed).sample(cases, n), key=lambda c: c.id)
-    single = [c for c in cases if not is_answer_case(c)]
-    answers = [c for c in cases if is_answer_case(c)]
-    results = [audit(single, grounding=m, seed=seed) for m in modes] if single else []
-    answer_results = (
-        [audit_answers(answers, grounding=m, seed=seed) for m in modes] if answers else []
-    )
+    designs = [d for d in designs if any(d.reads(c) for c in cases)]
+    results: dict[str, list[AuditResult]] = {
+        d.name: [run_audit(cases, d, grounding=m, seed=seed) for m in modes] for d in designs
+    }
     judge_stats = []
     if judge is not None:
         from callscope.runs.experiment import open_model  # lazy: looked up when called
@@ -95,29 +94,20 @@ def audit_command(
             for m in modes:
                 j = ModelJudge(model)
                 t0 = time.perf_counter()
-                if single:
-                    r = audit(single, grounding=m, seed=seed, judge=j)
+                for d in designs:
+                    r = run_audit(cases, d, grounding=m, seed=seed, judge=j)
                     r.grounding = f"{r.grounding}+judge"
-                    results.append(r)
-                if answers:
-                    a = audit_answers(answers, grounding=m, seed=seed, judge=j)
-                    a.grounding = f"{a.grounding}+judge"
-                    answer_results.append(a)
+                    results[d.name].append(r)
                 judge_stats.append(
                     {**j.stats(), "mode": m.name, "seconds": time.perf_counter() - t0}
                 )
     written: list[Path] = []
-    if results:
-        extra = {"judge": judge_stats} if judge_stats else None
-        written += write_audit(results, out, extra=extra).values()
-        console.print(audit_table(results).to_rich())
-        for r in results:
+    extra = {"judge": judge_stats} if judge_stats else None
+    for d in designs:
+        written += write_audit(results[d.name], out, extra=extra).values()
+        console.print(audit_table(results[d.name]).to_rich())
+        for r in results[d.name]:
             console.print(escape(r.headline()))
-    if answer_results:
-        written += write_answer_audit(answer_results, out).values()
-        console.print(answer_audit_table(answer_results).to_rich())
-        for a in answer_results:
-            console.print(escape(a.headline()))
     for s in judge_stats:
         console.print(escape(f"judge {s['model']} on {s['mode']}: {s}"))
     console.print(f"wrote {escape(', '.join(str(p) for p in written))}")

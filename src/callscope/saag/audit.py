@@ -1,7 +1,10 @@
-"""Detector validity audit: how far the cascade's own diagnosis can be trusted on a benchmark.
+"""The single-call audit: how far the cascade's diagnosis of one call can be trusted on a
+benchmark (beyond the SAAG paper, which never measures its detectors).
 
-Beyond the SAAG paper, which never measures its detectors. Every stage of the cascade is a
-detector; on any cases with gold calls :func:`audit` builds
+The ``calls`` design of the one audit engine (:mod:`callscope.saag.audit_engine`): every probe
+is an answer of one call, judged by the cascade (a one-call answer's verdict is that call's
+diagnosis). Every stage of the cascade is a detector; on any cases with a gold call
+:func:`audit` builds
 
 * *negatives*, calls known to be correct: the gold call in full (``gold_full``: every
   argument the gold gives) and minimal (``gold_minimal``: arguments BFCL's answer lets a
@@ -15,35 +18,30 @@ detector; on any cases with gold calls :func:`audit` builds
 
 scores them all and reports, per kind (and per benchmark category), the *false-alarm rate*
 on negatives (share flagged at any stage) and the *detection rate* on positives (share
-flagged at any stage; ``at stage`` also gives the share flagged at the kind's own stage),
+flagged at any stage; ``at_stage`` also gives the share flagged at the kind's own stage),
 each with its Wilson 95% interval (:func:`callscope.core.stats.wilson`).
 
-A positive is built only from a case whose minimal gold passes in the same mode, so a
-detection is never a false alarm of the base call in disguise; positives that cannot be
-built for a case (no string argument, one-function registry, ...) are skipped and counted
-by ``n``. Every perturbation is deterministic for ``seed`` (``random.Random`` seeded with
-the seed, the case id and the kind).
+A positive is built only from a case whose minimal gold passes in the same mode (the
+design's base), so a detection is never a false alarm of the base call in disguise; positives
+that cannot be built for a case (no string argument, one-function registry, ...) are skipped
+and counted by ``n``. Every perturbation is deterministic for ``seed`` (``random.Random``
+seeded with the seed, the case id and the kind).
 """
 
 from __future__ import annotations
 
-import json
 import random
-import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from callscope.core.stats import rate_ci
-from callscope.core.table import Table, pct_ci
-from callscope.core.table_formats import write_table
-from callscope.records import Diagnosis
+from callscope.core.table import pct_ci
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
-from callscope.saag.cascade import diagnose, find_spec, schema_params
-from callscope.saag.groundings import Grounding, Judge, get_grounding
+from callscope.saag.audit_engine import AuditDesign, AuditResult, Probe, run_audit
+from callscope.saag.cascade import find_spec, schema_params
+from callscope.saag.groundings import Grounding, Judge
 from callscope.types import Case, ToolCall
 
 NEGATIVES: tuple[str, ...] = ("gold_full", "gold_minimal")
@@ -70,96 +68,6 @@ _INVENTED_NAMES = (
 )
 _UNSTATED_STRINGS = ("Zanzibar Quartz", "periwinkle_mode", "Vostok-7", "unknown_xyzzy")
 _SPURIOUS_PARAM = "zq_extra_flag"
-_DATE_LIKE = re.compile(r"\d{1,4}[-/.:]\d{1,2}")
-
-
-@dataclass
-class AuditRow:
-    """One scored call of the audit."""
-
-    case_id: str
-    category: str
-    kind: str
-    positive: bool
-    stage: int
-    flagged: bool
-    #: for a flagged negative, why (:func:`false_alarm_reason`); for a positive, the change
-    detail: str = ""
-    example: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class AuditResult:
-    """Every scored call of one audit in one grounding mode."""
-
-    grounding: str
-    seed: int
-    rows: list[AuditRow]
-
-    def summary(self, by_category: bool = False) -> list[dict[str, Any]]:
-        """One dict per kind (and category): ``n``, ``flagged``, ``rate`` with Wilson bounds
-        ``lo``/``hi``, and for positives ``at_stage`` (flagged at the kind's own stage)."""
-        groups: dict[tuple[str, str], list[AuditRow]] = defaultdict(list)
-        for r in self.rows:
-            groups[(r.category if by_category else "all", r.kind)].append(r)
-        order = {k: i for i, k in enumerate((*NEGATIVES, *KINDS))}
-        out = []
-        for (cat, kind), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], order[kv[0][1]])):
-            k = sum(r.flagged for r in rows)
-            rate, lo, hi = rate_ci(k, len(rows))
-            entry: dict[str, Any] = {
-                "grounding": self.grounding,
-                "category": cat,
-                "kind": kind,
-                "polarity": "positive" if rows[0].positive else "negative",
-                "stage": KINDS.get(kind),
-                "n": len(rows),
-                "flagged": k,
-                "rate": rate,
-                "lo": lo,
-                "hi": hi,
-            }
-            if rows[0].positive:
-                entry["at_stage"] = sum(r.stage == KINDS[kind] for r in rows)
-            out.append(entry)
-        return out
-
-    def false_alarm_reasons(self, examples: int = 3) -> list[dict[str, Any]]:
-        """Flagged minimal-gold calls grouped by reason, most frequent first, with examples."""
-        groups: dict[str, list[AuditRow]] = defaultdict(list)
-        for r in self.rows:
-            if r.kind == "gold_minimal" and r.flagged:
-                groups[r.detail].append(r)
-        return [
-            {"reason": reason, "count": len(rows), "examples": [r.example for r in rows[:examples]]}
-            for reason, rows in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        ]
-
-    def headline(self) -> str:
-        """One line: false alarms on minimal gold and detection per stage."""
-        s = {e["kind"]: e for e in self.summary()}
-        neg = s.get("gold_minimal")
-        if neg is None:
-            return f"audit ({self.grounding} grounding): no gold calls"
-        parts = [
-            f"false alarms on gold {pct_ci(neg['rate'], neg['lo'], neg['hi'])}% (n={neg['n']})"
-        ]
-        for stage in (1, 2, 3):
-            rows = [r for r in self.rows if r.positive and KINDS[r.kind] == stage]
-            if rows:
-                rate, lo, hi = rate_ci(sum(r.flagged for r in rows), len(rows))
-                parts.append(f"detects stage-{stage} errors {pct_ci(rate, lo, hi)}%")
-        return f"diagnosis audit ({self.grounding} grounding): " + "; ".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "grounding": self.grounding,
-            "seed": self.seed,
-            "headline": self.headline(),
-            "summary": self.summary(),
-            "by_category": self.summary(by_category=True),
-            "false_alarm_reasons": self.false_alarm_reasons(),
-        }
 
 
 # --------------------------------------------------------------------------- negatives
@@ -199,26 +107,6 @@ def gold_call_forms(
         if p in required or not (isinstance(acceptable.get(p), list) and "" in acceptable[p])
     }
     return ToolCall(gold["name"], full), ToolCall(gold["name"], minimal)
-
-
-def false_alarm_reason(d: Diagnosis, call: ToolCall) -> str:
-    """Why a correct call was flagged: the stage, and at stage 3 the kind of value of the first
-    flagged argument (``date/time``, ``compound``, ``string``, ``number``, ``container``)."""
-    if d.stage in (1, 2):
-        return f"stage {d.stage}: " + ", ".join(d.failure_kinds())
-    flagged = d.flagged(3)[0]
-    v = call.arguments.get(flagged)
-    if isinstance(v, list | dict):
-        kind = "container"
-    elif g.is_number(v):
-        kind = "number"
-    elif isinstance(v, str) and _DATE_LIKE.search(v):
-        kind = "date/time"
-    elif isinstance(v, str) and ", " in v:
-        kind = "compound"
-    else:
-        kind = "string"
-    return f"stage 3: {kind} not grounded"
 
 
 # --------------------------------------------------------------------------- positives
@@ -367,73 +255,38 @@ def positives(
 # --------------------------------------------------------------------------- audit
 
 
-def audit(
-    cases: Sequence[Case],
-    *,
-    grounding: str | Grounding | None = None,
-    seed: int = 0,
-    judge: Judge | None = None,
-) -> AuditResult:
-    """Audit the cascade on ``cases`` (those without a gold call are skipped) in one
-    grounding mode; see the module doc for what is built and measured."""
-    mode = get_grounding(grounding)
-    pool = _values_by_param(cases)
-    rows: list[AuditRow] = []
-    for case in cases:
-        calls = gold_calls(case)
-        if calls is None:
-            continue
-        category = str(case.meta.get("category") or case.meta.get("source") or "all")
-
-        def score(call: ToolCall, case: Case = case) -> Diagnosis:
-            return diagnose(call, case.functions, case.query, grounding=mode, judge=judge)
-
-        base_ok = False
-        for kind, call in zip(NEGATIVES, calls, strict=True):
-            d = score(call)
-            flagged = d.stage != 0
-            detail = false_alarm_reason(d, call) if flagged else ""
-            example = {"id": case.id, "query": case.query[:300], "call": call.to_dict()}
-            if flagged:
-                example["flagged"] = d.flagged(3) + d.flagged(2)
-            rows.append(AuditRow(case.id, category, kind, False, d.stage, flagged, detail, example))
-            if kind == "gold_minimal":
-                base_ok = not flagged
-        if not base_ok:
-            continue
-        for kind, call, change in positives(case, calls[1], pool, seed):
-            d = score(call)
-            rows.append(AuditRow(case.id, category, kind, True, d.stage, d.stage != 0, change))
-    return AuditResult(mode.name, seed, rows)
+def _negatives(case: Case) -> list[Probe] | None:
+    calls = gold_calls(case)
+    if calls is None:
+        return None
+    return [Probe(kind, [call]) for kind, call in zip(NEGATIVES, calls, strict=True)]
 
 
-def audit_table(results: Sequence[AuditResult]) -> Table:
-    """Kinds down, one ``rate [lo, hi] (n)`` column per grounding mode side by side."""
-    by_mode = [{e["kind"]: e for e in r.summary()} for r in results]
-    kinds = [k for k in (*NEGATIVES, *KINDS) if any(k in m for m in by_mode)]
-    rows = []
-    for kind in kinds:
-        row: list[Any] = [
-            kind,
-            "false alarm" if kind in NEGATIVES else "detection",
-            KINDS.get(kind, "-"),
-        ]
-        for m in by_mode:
-            e = m.get(kind)
-            row.append(f"{pct_ci(e['rate'], e['lo'], e['hi'])} (n={e['n']})" if e else "-")
-        rows.append(row)
-    return Table(
-        ["kind", "measures", "stage", *(r.grounding for r in results)],
-        rows,
-        title="Detector validity audit",
-        caption="False alarms on gold calls and detection of calls made wrong on purpose "
-        "(share flagged at any stage, Wilson 95%).",
-        name="audit",
-        align="llr" + "r" * len(results),
-    )
+def _positives(case: Case, pool: dict[str, list[tuple[str, Any]]], seed: int) -> list[Probe]:
+    calls = gold_calls(case)
+    if calls is None:
+        return []
+    return [
+        Probe(kind, [call], change) for kind, call, change in positives(case, calls[1], pool, seed)
+    ]
 
 
-#: the columns of ``audit.csv`` (:func:`summary_table`)
+def _headline(result: AuditResult) -> str:
+    """One line: false alarms on minimal gold and detection per stage."""
+    s = {e["kind"]: e for e in result.summary()}
+    neg = s.get("gold_minimal")
+    if neg is None:
+        return f"audit ({result.grounding} grounding): no gold calls"
+    parts = [f"false alarms on gold {pct_ci(neg['rate'], neg['lo'], neg['hi'])}% (n={neg['n']})"]
+    for stage in (1, 2, 3):
+        rows = [r for r in result.rows if r.positive and KINDS[r.kind] == stage]
+        if rows:
+            rate, lo, hi = rate_ci(sum(r.flagged for r in rows), len(rows))
+            parts.append(f"detects stage-{stage} errors {pct_ci(rate, lo, hi)}%")
+    return f"diagnosis audit ({result.grounding} grounding): " + "; ".join(parts)
+
+
+#: the columns of ``audit.csv`` (:func:`~callscope.saag.audit_engine.summary_table`)
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "grounding",
     "category",
@@ -448,43 +301,37 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "at_stage",
 )
 
-
-def summary_table(results: Sequence[AuditResult]) -> Table:
-    """Every summary entry of ``results`` as a table (``audit.csv``): per mode the overall
-    entries, then those per category; one row per kind, :data:`SUMMARY_COLUMNS` as columns
-    (an entry's value with ``str``, a missing one empty)."""
-    rows = [
-        ["" if e.get(k) is None else str(e.get(k)) for k in SUMMARY_COLUMNS]
-        for r in results
-        for e in (*r.summary(), *r.summary(by_category=True))
-    ]
-    return Table(SUMMARY_COLUMNS, rows, name="audit")
-
-
-def write_audit(
-    results: Sequence[AuditResult], out_dir: Path, extra: dict[str, Any] | None = None
-) -> dict[str, Path]:
-    """``audit.json`` (every summary, per category, false alarms by reason with examples, and
-    ``extra``), ``audit.csv`` (:func:`summary_table`, written by
-    :func:`~callscope.core.table_formats.write_table`) and ``audit.md`` (:func:`audit_table`,
-    the headlines and the false alarms by reason); returns the paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {k: out_dir / f"audit.{k}" for k in ("json", "csv", "md")}
-    payload = {"audits": [r.to_dict() for r in results], **(extra or {})}
-    paths["json"].write_text(json.dumps(payload, indent=1, ensure_ascii=True) + "\n")
-    write_table(summary_table(results), paths["csv"])
-    md = [audit_table(results).to_markdown(), ""]
-    for r in results:
-        md.append(f"- {r.headline()}")
-    for r in results:
-        reasons = r.false_alarm_reasons()
-        if reasons:
-            md += ["", f"False alarms on minimal gold by reason ({r.grounding} grounding):", ""]
-            md += [f"- {x['reason']}: {x['count']}" for x in reasons]
-    paths["md"].write_text("\n".join(md) + "\n", encoding="utf-8")
-    return paths
+#: the single-call design of the audit engine (module docstring)
+CALL_AUDIT = AuditDesign(
+    name="calls",
+    reads=lambda case: isinstance(case.gold, dict) and bool(case.gold),
+    negatives=NEGATIVES,
+    kinds=KINDS,
+    detectors=("cascade",),
+    base=frozenset({"gold_minimal"}),
+    per_call=frozenset(),
+    prepare=_values_by_param,
+    build_negatives=_negatives,
+    build_positives=_positives,
+    headline=_headline,
+    stem="audit",
+    json_key="audits",
+    columns=SUMMARY_COLUMNS,
+    title="Detector validity audit",
+    caption="False alarms on gold calls and detection of calls made wrong on purpose "
+    "(share flagged at any stage, Wilson 95%).",
+    base_label="minimal gold",
+)
 
 
-def audit_counts(result: AuditResult) -> Counter[tuple[str, bool]]:
-    """``(kind, flagged) -> count``: the raw counts a test can pin."""
-    return Counter((r.kind, r.flagged) for r in result.rows)
+def audit(
+    cases: Sequence[Case],
+    *,
+    grounding: str | Grounding | None = None,
+    seed: int = 0,
+    judge: Judge | None = None,
+) -> AuditResult:
+    """Audit the cascade on ``cases`` (those without a gold call are skipped) in one
+    grounding mode: :data:`CALL_AUDIT` run by the engine; see the module doc for what is built
+    and measured."""
+    return run_audit(cases, CALL_AUDIT, grounding=grounding, seed=seed, judge=judge)

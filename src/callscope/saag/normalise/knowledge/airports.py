@@ -26,12 +26,7 @@ from callscope.saag.normalise.knowledge.base import (
     name_stated,
     upper_tokens,
 )
-from callscope.saag.normalise.knowledge.countries import (
-    country_by_code,
-    country_by_name,
-    us_state_by_code,
-    us_state_by_name,
-)
+from callscope.saag.normalise.knowledge.countries import place_named
 
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f.'-]*")
 
@@ -83,10 +78,9 @@ def cities_named(query: str) -> tuple[tuple[str, dict[str, Any]], ...]:
 def _in_place(record: dict[str, Any], place: str) -> bool:
     """The airport ``record`` lies in ``place``: its US state (name or postal code) or its
     country (name or ISO code)."""
-    state = us_state_by_code(place) if len(place) == 2 else us_state_by_name(place)
+    state, country = place_named(place)
     if state is not None and record.get("country") == "US" and record.get("subd") == state.name:
         return True
-    country = country_by_code(place) if len(place) <= 3 else country_by_name(place)
     return country is not None and record.get("country") == country.alpha_2
 
 
@@ -116,8 +110,7 @@ class Airports:
 
     def _place(self, value: str, text: StatedText) -> Match | None:
         """A state or country (name or code) that a city the request names is in."""
-        state = us_state_by_code(value) if len(value) == 2 else us_state_by_name(value)
-        country = country_by_code(value) if len(value) <= 3 else country_by_name(value)
+        state, country = place_named(value)
         if state is None and country is None:
             return None
         for span, record in cities_named(text.query):

@@ -29,12 +29,7 @@ from callscope.saag.normalise.knowledge.base import (
     StatedText,
     name_stated,
 )
-from callscope.saag.normalise.knowledge.countries import (
-    country_by_code,
-    country_by_name,
-    us_state_by_code,
-    us_state_by_name,
-)
+from callscope.saag.normalise.knowledge.countries import place_named
 
 _CAPS = re.compile(r"(?<![A-Za-z.])[A-Z](?:\.?[A-Z]){1,3}\.?(?![A-Za-z])")
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f.'-]*")
@@ -112,11 +107,9 @@ def _in_place(city: City, place: str) -> bool:
     code or name)."""
     if not place:
         return True
-    if city.country == "US":
-        state = us_state_by_code(place) if len(place) == 2 else us_state_by_name(place)
-        if state is not None:
-            return state.code == city.us_state
-    country = country_by_code(place) if len(place) <= 3 else country_by_name(place)
+    state, country = place_named(place)
+    if city.country == "US" and state is not None:
+        return state.code == city.us_state
     return country is not None and country.alpha_2 == city.country
 
 
@@ -162,8 +155,7 @@ class Cities:
 
     def _place(self, value: str, text: StatedText) -> Match | None:
         """A US state or a country (name or code) that a city the request names is in."""
-        state = us_state_by_code(value) if len(value) == 2 else us_state_by_name(value)
-        country = country_by_code(value) if len(value) <= 3 else country_by_name(value)
+        state, country = place_named(value)
         if state is None and country is None:
             return None
         for words, city in cities_in(text.query):

@@ -92,6 +92,14 @@ def country_by_name(name: str) -> Any:
     return found if name.lower() in (x.lower() for x in country_names(found)) else None
 
 
+def place_named(place: str) -> tuple[State | None, Any]:
+    """The US state and the country ``place`` names (a two-letter postal code or a name; an
+    ISO code of at most three letters or a name): either or both ``None``."""
+    state = us_state_by_code(place) if len(place) == 2 else us_state_by_name(place)
+    country = country_by_code(place) if len(place) <= 3 else country_by_name(place)
+    return state, country
+
+
 class Countries:
     """Countries and US states: a code whose name the request states, or a name whose code
     the request writes as a code."""

@@ -366,3 +366,31 @@ def test_the_command_runs_both_designs_with_a_judge(tmp_path: Path, monkeypatch)
         }  # fmt: skip
         assert flagged == {"registry": 1, "registry+judge": 0}, stem
         assert [s["mode"] for s in payload["judge"]] == ["registry"]
+
+
+def test_the_command_writes_hostile_values_from_the_cases_file(tmp_path: Path) -> None:
+    """A category holding a lone surrogate (valid JSON: ``"\\ud800"``) and a no-call request
+    stating a 400-digit number and "inf": the audit writes every file, the surrogate as its
+    visible escape, and fills the number parameter of ``call_on_no_call`` with no value JSON
+    cannot carry (the request's first number a float holds; none here: 1.0)."""
+    big = "9" * 400
+    count = {
+        "name": "count",
+        "parameters": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}, "x": {"type": "number"}},
+            "required": ["n", "x"],
+        },
+    }
+    no_call = Case("n", f"Say {big} and inf now", [count], gold=[], meta={"category": "\ud800"})
+    path = tmp_path / "cases.jsonl"
+    path.write_text(json.dumps(no_call.to_dict()) + "\n")  # ensure_ascii: "\ud800" escaped
+    res = CliRunner().invoke(app, ["audit", str(path), "-o", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    csv_text = (tmp_path / "out" / "audit_answers.csv").read_text(encoding="utf-8")
+    assert "\\ud800" in csv_text
+    payload = json.loads((tmp_path / "out" / "audit_answers.json").read_text())
+    assert payload["answer_audits"][0]["by_category"][0]["category"] == "\ud800"
+    [(kind, calls, _)] = answer_positives(no_call, [], [], 0)
+    assert kind == "call_on_no_call"
+    assert calls[0].arguments == {"n": int(big), "x": 1.0}

@@ -12,8 +12,8 @@ from callscope.calibration.diagnostics import (
     capability_check,
     classify_case,
     compute_diagnostics,
+    diagnostics_table,
     rich_table,
-    to_markdown,
 )
 from callscope.types import ASK, REFUSE, TOOL_CALL
 
@@ -180,7 +180,7 @@ def test_case_without_due_turns_is_out_of_turn_level():
 
 def test_markdown_and_rich_rendering():
     diag = compute_diagnostics(_records())
-    md = to_markdown(diag.rows)
+    md = diagnostics_table(diag.rows).to_markdown()
     lines = md.splitlines()
     assert lines[0].startswith("| Category | Gold | n | GAR case % [95% CI]")
     mf_line = next(line for line in lines if line.startswith("| miss_func"))

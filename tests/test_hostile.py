@@ -285,3 +285,33 @@ def test_glaive_rows_that_cannot_be_read_are_counted_with_their_line(tmp_path):
     g = load_glaive(path)
     assert (g.total, len(g.cases), g.dropped["malformed_row"]) == (3, 2, 1)
     assert g.problems == ["line 2 is not valid UTF-8 (byte 0xff at column 13)"]
+
+
+def test_a_dotted_name_deeper_than_the_stack_is_read_or_refused_never_raised():
+    """``ast`` parses ``a.b.b...(x=1)`` thousands of attributes deep; the callee's name is read
+    by a loop, so the parser answers instead of raising RecursionError."""
+    deep = "a" + ".b" * 1000 + "(x=1)"
+    r = parse_output(deep)
+    assert [c.name for c in r.calls] == ["a" + ".b" * 1000]
+    assert r.calls[0].arguments == {"x": 1}
+    prose = parse_output("Sure: a" + ".b" * 3000 + "(x=1) done")
+    assert not prose.calls and prose.error  # refused with a reason, not raised
+
+
+def test_a_cut_off_call_is_one_broken_entry_whatever_it_holds():
+    """The rest of the text after a cut-off call is inside it: a call or a ``"name"`` key
+    nested in its arguments is no call of its own and no second broken one."""
+    py = parse_output("get(a=1) then f(b=[g(c=1), h(d=")
+    assert [c.name for c in py.calls] == ["get"]
+    assert py.unreadable == ((1, "the call f( is cut off"),)
+    listed = parse_output("[f(a=1), g(b=[1, 2], c=k(d=")
+    assert [c.name for c in listed.calls] == ["f"]
+    assert listed.unreadable == ((1, "the call g( is cut off"),)
+    js = parse_output(
+        '[{"name":"a","arguments":{}}, {"name":"create_user","arguments":{"user":{"name":"Bob","age": '
+    )
+    assert [c.name for c in js.calls] == ["a"] and [p for p, _ in js.unreadable] == [1]
+    assert "is cut off" in js.unreadable[0][1]
+    # a nested object with a "name" key inside a cut-off call is not read as a call
+    nested = parse_output('{"name":"create_user","arguments":{"user":{"name":"Bob"}, "note": ')
+    assert not nested.calls and "cut off" in (nested.error or "")

@@ -8,7 +8,7 @@ import math
 import pytest
 from rich.console import Console
 
-from callscope.calibration.diagnostics import diagnostics_table, to_markdown
+from callscope.calibration.diagnostics import diagnostics_table
 from callscope.calibration.paired import ablation_table, compare_markdown, compare_table
 from callscope.core.stats import cohen_kappa, newcombe_paired, rate_ci, wilson
 from callscope.core.table import Table, latex_escape, markdown_escape, pct, pct_ci
@@ -112,7 +112,6 @@ def test_diagnostic_and_paired_tables_round_trip_through_markdown() -> None:
         "passed_without_gold": 1,
     }
     table = diagnostics_table([row])
-    assert to_markdown([row]) == table.to_markdown()
     assert table.row_styles == ["red"]
     cmp_row = {
         "probe": "sri",

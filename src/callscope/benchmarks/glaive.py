@@ -61,18 +61,6 @@ HUB_DATASET = "glaiveai/glaive-function-calling-v2"
 HUB_FILE = "glaive-function-calling-v2.json"
 DEFAULT_HUB_ENDPOINT = "https://huggingface.co"
 
-DROP_REASONS: tuple[str, ...] = (
-    "malformed_row",
-    "no_functions",
-    "malformed_schema",
-    "no_call",
-    "multiple_calls",
-    "unparseable_call",
-    "call_not_in_functions",
-    "no_user_query",
-    "duplicate_query",
-)
-
 _NO_FUNCTIONS_MARK = "no access to external functions"
 _CALL_TAG = "<functioncall>"
 _END_TAG = "<|endoftext|>"

@@ -343,11 +343,6 @@ def diagnostics_table(rows: Sequence[Mapping[str, Any]], title: str | None = Non
     )
 
 
-def to_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The per-category rows as a Markdown table (percentages, Wilson 95% intervals)."""
-    return diagnostics_table(rows).to_markdown()
-
-
 def rich_table(
     rows: Sequence[Mapping[str, Any]], title: str | None = "Action-class diagnostics"
 ) -> RichTable:

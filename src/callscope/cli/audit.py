@@ -14,9 +14,9 @@ from rich.markup import escape
 from callscope.cli.common import BaseUrlOpt, console, fail, read_rows
 from callscope.models.base import ModelOptions
 from callscope.runs.judge import ModelJudge
+from callscope.saag.audit_designs import audit_designs
 from callscope.saag.audit_engine import (
     AuditResult,
-    audit_designs,
     audit_table,
     run_audit,
     write_audit,
@@ -33,7 +33,12 @@ def audit_command(
         ),
     ],
     out: Annotated[
-        Path, typer.Option("-o", "--out", help="folder for audit.json / audit.csv / audit.md")
+        Path,
+        typer.Option(
+            "-o",
+            "--out",
+            help="folder for audit.json / .csv / .md (and audit_answers.* for answer gold)",
+        ),
     ] = Path("audit"),
     grounding: Annotated[
         str,

@@ -87,23 +87,25 @@ def cue_pattern(cues: str | Iterable[str], *, whole_word: bool = False) -> re.Pa
 
 
 #: C0 controls but tab, newline and carriage return, DEL and the C1 controls, each as its
-#: ``\xNN`` escape (:func:`escape_controls`)
+#: ``\xNN`` escape, and lone surrogates (no UTF-8 file or terminal can carry one) as their
+#: ``\uXXXX`` escape (:func:`escape_controls`)
 _CONTROL_ESCAPES = {
     c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10, 13)
-}
+} | {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
 
 
 def escape_controls(text: str, *, keep_cr: bool = True) -> str:
     r"""``text`` with every control character (C0 but tab, newline and, unless
-    ``keep_cr=False``, carriage return; DEL; C1) written as its visible ``\xNN`` escape: the
+    ``keep_cr=False``, carriage return; DEL; C1) written as its visible ``\xNN`` escape, and
+    every lone surrogate as its ``\uXXXX`` escape (UTF-8 cannot encode one): the
     one rule of every writer whose output a person reads (the terminal, table files, pages,
     figure labels), so a name from a data file or a model (``ESC]0;pwn BEL``) never reaches a
     terminal or a file as an escape sequence (issue 39 item 12).
 
     >>> escape_controls("m\x1b]0;pwn\x07 ok\tü\r\n\x9b")
     'm\\x1b]0;pwn\\x07 ok\tü\r\n\\x9b'
-    >>> escape_controls("a\rb", keep_cr=False)
-    'a\\x0db'
+    >>> escape_controls("a\rb", keep_cr=False), escape_controls("x\ud800y")
+    ('a\\x0db', 'x\\ud800y')
     """
     text = text.translate(_CONTROL_ESCAPES)
     return text if keep_cr else text.replace("\r", "\\x0d")

@@ -8,6 +8,10 @@ One reader per syntax, shared by every caller in callscope:
 * :mod:`callscope.parse.json_calls`: call objects, native ``tool_calls``, JSON in text;
 * :mod:`callscope.parse.python_calls`: Python call syntax (dotted names, literal arguments);
 * :mod:`callscope.parse.glaive`: Glaive's ``<functioncall>`` payload;
+* :mod:`callscope.parse.bfcl_decode`: BFCL's 2024-08 answer decoders, per handler family,
+  without ``eval``;
+* :mod:`callscope.parse.no_call`: what text without a readable call is (prose, structured,
+  a JSON reply, garbage), decided from the text alone;
 * :mod:`callscope.parse.text`: :func:`parse_text` / :func:`parse_output`, which try the forms
   in order.
 """

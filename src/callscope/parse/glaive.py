@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any
 
-from callscope.core.jsonl import TooDeep, loads_bounded, raw_decode_bounded
+from callscope.core.jsonl import JsonLimitError, TooDeep, loads_bounded, raw_decode_bounded
 from callscope.parse.literals import Rejected
 
 #: possessive repetitions: each match attempt reads a blank run once (linear time)
@@ -74,8 +74,8 @@ def read_functioncall(text: str, *, max_candidates: int | None = None) -> dict[s
         obj, _ = raw_decode_bounded(text, start, decoder=_DECODER)
     except json.JSONDecodeError:
         return _read_quoted(text, start, max_candidates)
-    except ValueError:  # nested too deeply, an integer over the digit limit
-        raise Rejected("call is nested too deeply to decode") from None
+    except JsonLimitError as exc:  # nested too deeply, an integer over the digit limit
+        raise Rejected(f"call cannot be decoded: {exc}") from None
     arguments = obj.get("arguments")
     if isinstance(arguments, str):
         return {**obj, "arguments": _loads_arguments(arguments)}

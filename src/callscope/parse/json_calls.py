@@ -117,10 +117,6 @@ def parse_native(tool_calls: Iterable[Any]) -> ParseResult:
     )
 
 
-#: an opening that is JSON written as a call: ``{"`` or ``[{`` (blanks allowed between)
-_JSON_CALL_START = re.compile(r"(?:\[[ \t\r\n]*+)?\{[ \t\r\n]*+\"")
-
-
 def invalid_json_reason(text: str, start: int, exc: ValueError) -> str:
     """Why the JSON that starts at ``start`` of ``text`` does not decode: *cut off* when the
     decoder ran into the end of the text or an unterminated string (the output stopped
@@ -128,29 +124,22 @@ def invalid_json_reason(text: str, start: int, exc: ValueError) -> str:
     and position."""
     if isinstance(exc, TooDeep):
         return "the JSON is nested too deeply to read"
+    if _cut_off(text, exc):
+        return (
+            f"the JSON call starting at character {start} is cut off: the text ends "
+            "before the call is closed"
+        )
     if isinstance(exc, json.JSONDecodeError):
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
-            return (
-                f"the JSON call starting at character {start} is cut off: the text ends "
-                "before the call is closed"
-            )
         return f"invalid JSON at character {exc.pos}: {exc.msg}"
     return f"invalid JSON: {exc}"
 
 
-def first_invalid_json(text: str) -> str | None:
-    """Why the first JSON-looking opening of ``text`` (``{"`` or ``[{"``) does not decode
-    (:func:`invalid_json_reason`); ``None`` when there is none or it decodes. One decode."""
-    match = _JSON_CALL_START.search(text)
-    if match is None:
-        return None
-    try:
-        json_raw_decode(text, match.start())
-    except Rejected:
-        return None
-    except ValueError as exc:
-        return invalid_json_reason(text, match.start(), exc)
-    return None
+def _cut_off(text: str, exc: ValueError) -> bool:
+    """The decoder ran into the end of the text or an unterminated string: the output stopped
+    mid-value."""
+    return isinstance(exc, json.JSONDecodeError) and (
+        exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+    )
 
 
 #: a JSON call object's opening: ``{"name":``
@@ -188,6 +177,8 @@ def scan_json(
         except ValueError as exc:
             if broken is not None and _CALL_OBJECT_START.match(text, j):
                 broken.append((len(calls) + len(broken), invalid_json_reason(text, j, exc)))
+                if _cut_off(text, exc):
+                    break  # the rest of the text is inside the cut-off call: no call of its own
             i = j + 1
             continue
         try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from typing import Any
 
@@ -212,3 +213,10 @@ def balanced_end(text: str, start: int) -> int:
                 return i + 1
         i += 1
     return -1
+
+
+#: a Markdown code fence (the parser's fenced blocks, and a fence around a whole answer)
+FENCE_MARK = "```"
+#: a fence's opening line after the backticks: blanks, a language tag, blanks, a newline;
+#: possessive, so each character is read once
+FENCE_HEAD = re.compile(r"[ \t]*+([A-Za-z0-9_+-]*+)[ \t]*+\n?")

@@ -1,7 +1,7 @@
 """What text without a readable call is, decided from the text alone (issue 36).
 
 When :func:`~callscope.parse.text.parse_text` reads no call, :func:`read_no_call` says why,
-in one of three ways a reader of the answer would:
+in one of four ways a reader of the answer would:
 
 * **prose**: text a person reads as words and sentences (:func:`is_prose`), with nothing
   call-shaped at its start; the parse error is
@@ -25,7 +25,8 @@ in one of three ways a reader of the answer would:
 
 Every check is one bounded left-to-right pass over at most
 :data:`~callscope.parse.literals.MAX_INPUT_CHARS` characters, plus at most one JSON decode
-and one Python parse of the text.
+and one Python parse of the text; prose's call attempts (:func:`call_attempts`) parse at most
+:data:`~callscope.parse.literals.MAX_CANDIDATES` spans, each bounded by the text.
 
 >>> read_no_call("I cannot help with that.", None)
 'no tool call found in output'
@@ -43,7 +44,14 @@ import re
 from typing import Any
 
 from callscope.parse.json_calls import invalid_json_reason
-from callscope.parse.literals import MAX_CANDIDATES, Rejected, balanced_end, json_raw_decode
+from callscope.parse.literals import (
+    FENCE_HEAD,
+    FENCE_MARK,
+    MAX_CANDIDATES,
+    Rejected,
+    balanced_end,
+    json_raw_decode,
+)
 from callscope.parse.python_calls import CALL_ARGS, CALL_START, parse_python_calls
 
 NO_CALL_FOUND = "no tool call found in output"
@@ -65,7 +73,6 @@ _BARE_NAME = re.compile(r"[A-Za-z_]\w*+(?:\.\w*+)*+")
 #: the reason of a text that is one bare name: a call only if a registered name starts with
 #: it (decided where the registry is known: :func:`callscope.saag.answer.no_call_kind`)
 BARE_NAME = "a bare name without '(' and arguments"
-_FENCE = re.compile(r"```[A-Za-z0-9_+-]*+[ \t]*+\n?")
 
 
 def is_prose(text: str) -> bool:
@@ -88,7 +95,7 @@ def is_prose(text: str) -> bool:
 def _unfenced(text: str) -> str:
     """``text`` without a code fence around all of it (```` ```json ... ``` ````)."""
     if text.startswith("```"):
-        head = _FENCE.match(text)
+        head = FENCE_HEAD.match(text, len(FENCE_MARK))  # the one reading of a fence's opening
         assert head is not None  # every part of the pattern may be empty
         body = text[head.end() :]
         return body[:-3].strip() if body.rstrip().endswith("```") else body.strip()

@@ -86,12 +86,16 @@ def literal(node: ast.AST) -> Any:
 
 
 def dotted_name(node: ast.AST) -> str:
-    """``f`` or ``a.b.f`` for a ``Name`` / chain of ``Attribute`` nodes; ``Rejected`` else."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return f"{dotted_name(node.value)}.{node.attr}"
-    raise Rejected("called object is not a plain (dotted) name")
+    """``f`` or ``a.b.f`` for a ``Name`` / chain of ``Attribute`` nodes; ``Rejected`` else.
+    A loop, not a recursion: ``ast`` parses chains far deeper than the interpreter's stack."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        raise Rejected("called object is not a plain (dotted) name")
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _same(value: Any) -> Any:
@@ -163,6 +167,7 @@ def scan_python(
             if attempt:
                 name = m.group().lstrip("[").rstrip("(").strip()
                 broken.append((len(calls) + len(broken), f"the call {name}( is cut off"))
+                break  # the rest of the text is inside the cut-off call: no call of its own
             # an unclosed list may still hold whole calls: read on from its first name
             pos = start + 1 if text[start] == "[" else m.end()
             continue

@@ -31,7 +31,13 @@ from callscope.parse.json_calls import (
     parse_native,
     scan_json,
 )
-from callscope.parse.literals import MAX_CANDIDATES, MAX_INPUT_CHARS, Rejected
+from callscope.parse.literals import (
+    FENCE_HEAD,
+    FENCE_MARK,
+    MAX_CANDIDATES,
+    MAX_INPUT_CHARS,
+    Rejected,
+)
 from callscope.parse.no_call import (
     EMPTY_CALL_LIST,
     NO_CALL_FOUND,
@@ -54,10 +60,6 @@ UNINFORMATIVE_ERRORS = frozenset({EMPTY_OUTPUT, NO_CALL_FOUND})
 _TOOL_CALL_OPEN = "<tool_call>"
 _TOOL_CALL_CLOSE = "</tool_call>"
 _FUNCTIONCALL = re.compile(r"<functioncall>\s*+")
-_FENCE_MARK = "```"
-#: a fence's opening line after the backticks: blanks, a language tag, blanks, a newline;
-#: possessive, so each character is read once
-_FENCE_HEAD = re.compile(r"[ \t]*+([A-Za-z0-9_+-]*+)[ \t]*+\n?")
 
 
 def tool_call_blocks(text: str) -> list[str]:
@@ -88,16 +90,16 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
     blocks: list[tuple[str, str]] = []
     pos = 0
     while True:
-        start = text.find(_FENCE_MARK, pos)
+        start = text.find(FENCE_MARK, pos)
         if start < 0:
             return blocks
-        head = _FENCE_HEAD.match(text, start + len(_FENCE_MARK))
+        head = FENCE_HEAD.match(text, start + len(FENCE_MARK))
         assert head is not None  # every part of the pattern may be empty
-        close = text.find(_FENCE_MARK, head.end())
+        close = text.find(FENCE_MARK, head.end())
         if close < 0:
             return blocks
         blocks.append((head.group(1), text[head.end() : close]))
-        pos = close + len(_FENCE_MARK)
+        pos = close + len(FENCE_MARK)
 
 
 def _json_or_python(body: str) -> tuple[list[ToolCall], str | None]:
@@ -125,7 +127,7 @@ def parse_text(text: str) -> ParseResult:
         return ParseResult(error=EMPTY_OUTPUT)
     last_error: str | None = None
     if (
-        _FENCE_MARK not in stripped
+        FENCE_MARK not in stripped
         and _TOOL_CALL_OPEN not in stripped
         and "<functioncall>" not in stripped
     ):
@@ -161,8 +163,8 @@ def parse_text(text: str) -> ParseResult:
             kind, name = call_opening(body.strip())
             if kind == "json" or err == EMPTY_CALL_LIST:
                 last_error = err
-            elif kind == "python":  # broken only if it names a registered function
-                attempts.append((name, err))
+            elif kind == "python" and len(attempts) < MAX_CANDIDATES:  # bounded, as prose's
+                attempts.append((name, err))  # broken only if it names a registered function
     if fenced:
         return ParseResult(calls=tuple(fenced), form="fenced")
     result = _bare(stripped, last_error)

@@ -27,8 +27,9 @@ conversations and no SAAG outcomes gets no SAAG tables, figures or case browser.
 
 The page opens with its first screen, ``<section id="overview">``: the stage-3 grounding mode
 of the run (``id="grounding-line"``, from the run configuration ``config:<model>``), the
-detector audit's headline on the run's own gold cases (``id="audit-line"``,
-:func:`callscope.saag.audit.audit` in that mode, on at most :data:`AUDIT_CAP` cases), and the
+detector audit's headlines on the run's own gold cases (``id="audit-line"``,
+:func:`callscope.saag.audit_engine.run_audit` of each audit design that reads them, the
+single-call and the answer audit, in that mode, on at most :data:`AUDIT_CAP` cases), and the
 figure that answers "where and why do my calls fail?": the call flow through the cascade per
 model and mode (``id="fig-call_flow"``), or for a calibration run Acc against GAR per category
 (``id="fig-acc_vs_gar"``, one marker per model). The tables follow. A calibration run of
@@ -90,10 +91,10 @@ from callscope.report.tables import (
     per_scale_table,
     revision_table,
 )
-from callscope.saag.audit import audit
+from callscope.saag.audit_designs import audit_designs
+from callscope.saag.audit_engine import run_audit
 from callscope.saag.groundings import DEFAULT_GROUNDING
 from callscope.store.run_store import RunStore
-from callscope.types import Case
 
 REPORT_FILE = "report.html"
 #: the most gold cases the report audits (a seeded sample beyond; ``callscope audit`` runs all)
@@ -203,21 +204,25 @@ def run_info(store: RunStore, models: list[str], cap: int = AUDIT_CAP) -> RunInf
         cfg = store.get_meta(f"config:{model}") or {}
         if isinstance(cfg, dict) and cfg.get("grounding"):
             info.groundings[model] = str(cfg["grounding"])
-    gold = [c.id for c in store.iter_cases() if c.gold]  # ids only: one case decoded at a time
+    designs = list(audit_designs().values())
+    # ids only: one case decoded at a time; a case with a gold call or a gold answer
+    gold = [c.id for c in store.iter_cases() if any(d.reads(c) for d in designs)]
     if not gold:
         return info
-    cases: list[Case] = []
+    keep = set(gold)
     if len(gold) > cap:
         info.audit_note = (
             f"audited a seeded sample of {cap:,} of the run's {len(gold):,} gold cases; "
             "`callscope audit` runs them all"
         )
         keep = set(random.Random(0).sample(gold, cap))  # the sample of the cases themselves
-        cases = sorted((c for c in store.iter_cases() if c.id in keep), key=lambda c: c.id)
-    else:
-        cases = [c for c in store.iter_cases() if c.gold]
+    cases = [c for c in store.iter_cases() if c.id in keep]
+    if len(gold) > cap:  # the sample in id order, as `callscope audit --n` takes it
+        cases.sort(key=lambda c: c.id)
     for mode in sorted(set(info.groundings.values())) or [DEFAULT_GROUNDING]:
-        info.audit_lines.append(audit(cases, grounding=mode).headline())
+        for d in designs:
+            if any(d.reads(c) for c in cases):
+                info.audit_lines.append(run_audit(cases, d, grounding=mode).headline())
     return info
 
 

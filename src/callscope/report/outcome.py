@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from callscope.records import STAGES, FailureKind, ScoreRow, failure_kinds_of
+from callscope.saag.answer import NO_CALL_KINDS
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, specs
 from callscope.saag.metrics import metric as metric_spec
 from callscope.types import LOOP_MODES
@@ -53,7 +54,7 @@ NO_SCALE = "-"
 NO_CATEGORY = "-"
 #: what an answer is (:data:`callscope.saag.score` rows' ``answer``), then ``error``: the
 #: outcome ended in a model error (no answer)
-ANSWER_KINDS: tuple[str, ...] = ("calls", "abstained", "broken", "empty", "error")
+ANSWER_KINDS: tuple[str, ...] = ("calls", *NO_CALL_KINDS, "error")
 
 #: extrinsic metric -> its key in a score row, where the two differ (``name_acc`` ->
 #: ``name_match``)

@@ -34,7 +34,7 @@ from callscope.calibration.diagnostics import (
 from callscope.calibration.tau2 import DEFAULT_TAU2, Tau2Config, Tau2Diagnostics, diagnose_tau2
 from callscope.core.registry import Registry
 from callscope.core.table import Table
-from callscope.core.table_formats import DocumentPart, render_document, write_document
+from callscope.core.table_formats import DocumentPart, write_document
 from callscope.models.base import ChatModel
 from callscope.runs.confirm_judge import model_confirm_judge
 from callscope.types import TOOL_CALL
@@ -320,11 +320,6 @@ def bfcl_document(run: BfclRun, diag: Diagnostics) -> list[DocumentPart]:
         diagnostics_table(diag.rows),
         "\n\n".join(["", *after]) + "\n",
     ]
-
-
-def bfcl_markdown(run: BfclRun, diag: Diagnostics) -> str:
-    """:func:`bfcl_document` as Markdown."""
-    return render_document(bfcl_document(run, diag), "markdown")
 
 
 # --------------------------------------------------------------------------- τ²-bench

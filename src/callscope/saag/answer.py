@@ -64,7 +64,7 @@ while BFCL's own relevance checker credits it (:attr:`AnswerScores.bfcl_credit`)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,11 +110,15 @@ def _registered_attempt(parsed: ParseResult, names: Collection[str]) -> str | No
         return None
     for name, why in parsed.attempts:
         if why == BARE_NAME:  # the whole text one word: a call cut off before its "("
-            if any(isinstance(r, str) and r.startswith(name) for r in names):
+            if any(r.startswith(name) for r in names if isinstance(r, str)):
                 return f"{BARE_NAME}: {name}"
         elif name in names:
             return f"{name}(...): {why}"
     return None
+
+
+def _names(functions: Sequence[Any]) -> Iterator[str]:
+    return (f["name"] for f in functions if isinstance(f, dict) and isinstance(f.get("name"), str))
 
 
 def _unreadable(reason: str | None) -> CheckedCall:
@@ -139,7 +143,8 @@ def diagnose_answer(
     decides only what an abstention is: a stage-1 failure (``True``), a pass (``False``), or
     neither (``None``, unknown: the verdict's ``stage`` is ``None``). A broken answer fails at
     stage 1 whatever it is."""
-    names = [f.get("name") for f in functions if isinstance(f, dict)]
+    # the registered names decide only what an answer without a readable call is
+    names = () if parsed.calls else frozenset(_names(functions))
     kind = no_call_kind(parsed, names)
     if kind is None:
         readable = iter(parsed.calls)

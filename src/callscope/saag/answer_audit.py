@@ -63,7 +63,14 @@ from typing import Any
 from callscope.core.table import pct_ci
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
-from callscope.saag.audit import _UNSTATED_STRINGS, _same, _unstated_number, gold_call_forms
+from callscope.saag.audit import (
+    _UNSTATED_STRINGS,
+    _same,
+    _unstated_number,
+    acceptable_values,
+    gold_call_forms,
+    scalar,
+)
 from callscope.saag.audit_engine import AuditDesign, AuditResult, Probe, run_audit
 from callscope.saag.cascade import find_spec, schema_params
 from callscope.saag.extrinsic import bfcl_values_equal
@@ -110,23 +117,13 @@ def gold_answer(case: Case) -> tuple[list[ToolCall], list[dict[str, Any]]] | Non
     return calls, gold
 
 
-def _acceptable(gold: dict[str, Any], param: str) -> list[Any]:
-    acc = gold.get("acceptable") if isinstance(gold.get("acceptable"), dict) else {}
-    values = list(acc.get(param) or [])
-    if param in (gold.get("arguments") or {}):
-        values.append(gold["arguments"][param])
-    return values
-
-
 def _accepted(value: Any, gold: dict[str, Any], param: str) -> bool:
     """Whether ``value`` is one of the gold call's acceptable values for ``param``: equal in
     words or numbers (the single-call audit's comparison) or in BFCL's AST-checker comparison
     (:func:`~callscope.saag.extrinsic.bfcl_values_equal`)."""
-    return any(_same(value, x) or bfcl_values_equal(value, x) for x in _acceptable(gold, param))
-
-
-def _scalar(v: Any) -> bool:
-    return isinstance(v, str | int | float) and not isinstance(v, bool)
+    return any(
+        _same(value, x) or bfcl_values_equal(value, x) for x in acceptable_values(gold, param)
+    )
 
 
 def _filled(spec: dict[str, Any], query: str) -> dict[str, Any]:
@@ -143,9 +140,9 @@ def _filled(spec: dict[str, Any], query: str) -> dict[str, Any]:
         if isinstance(schema.get("enum"), list) and schema["enum"]:
             out[p] = schema["enum"][0]
         elif kind == "integer":
-            out[p] = next((int(x) for x in numbers if float(x).is_integer()), 1)
-        elif kind in ("number", "float"):
-            out[p] = float(numbers[0]) if numbers else 1.0
+            out[p] = next((int(x) for x in numbers if isinstance(x, int) or x.is_integer()), 1)
+        elif kind in ("number", "float"):  # the first number a float holds (not 400 digits)
+            out[p] = next((float(x) for x in numbers if abs(x) < 1e308), 1.0)
         elif kind == "boolean":
             out[p] = False
         elif kind in ("array", "tuple"):
@@ -223,7 +220,7 @@ def answer_positives(
             b = base[j]
             for p in [k for k in a.arguments if k in b.arguments]:  # a's order: seeded
                 va, vb = a.arguments[p], b.arguments[p]
-                if not (_scalar(va) and type(va) is type(vb)) or _same(va, vb):
+                if not (scalar(va) and type(va) is type(vb)) or _same(va, vb):
                     continue
                 if _accepted(vb, gold[i], p) or _accepted(va, gold[j], p):
                     continue

@@ -132,8 +132,14 @@ def _unstated_number(v: int | float, stated: Sequence[int | float]) -> int | flo
     return cand
 
 
-def _acceptable(case: Case, param: str) -> list[Any]:
-    gold = case.gold or {}
+def scalar(v: Any) -> bool:
+    """A string or a number (not a boolean): a value a perturbation may move or replace."""
+    return isinstance(v, str | int | float) and not isinstance(v, bool)
+
+
+def acceptable_values(gold: dict[str, Any], param: str) -> list[Any]:
+    """The values one gold call accepts for ``param``: its ``acceptable`` list, then its
+    argument."""
     acc = gold.get("acceptable") if isinstance(gold.get("acceptable"), dict) else {}
     values = list(acc.get(param) or [])
     if param in (gold.get("arguments") or {}):
@@ -156,7 +162,7 @@ def _values_by_param(cases: Iterable[Case]) -> dict[str, list[tuple[str, Any]]]:
         if calls is None:
             continue
         for p, v in calls[1].arguments.items():
-            if isinstance(v, str | int | float) and not isinstance(v, bool) and v != "":
+            if scalar(v) and v != "":
                 out[p].append((case.id, v))
     return out
 
@@ -216,9 +222,9 @@ def positives(
         add("unstated_number", {**args, p: new_num}, f"{p}: {args[p]!r} -> {new_num!r}")
     candidates = []
     for p, v in args.items():
-        if isinstance(v, bool) or not isinstance(v, str | int | float):
+        if not scalar(v):
             continue
-        acceptable = _acceptable(case, p)
+        acceptable = acceptable_values(case.gold or {}, p)
         for other_id, ov in pool.get(p, ()):
             if other_id == case.id or type(ov) is not type(v):
                 continue
@@ -232,10 +238,7 @@ def positives(
         (a, b)
         for i, a in enumerate(args)
         for b in list(args)[i + 1 :]
-        if type(args[a]) is type(args[b])
-        and isinstance(args[a], str | int | float)
-        and not isinstance(args[a], bool)
-        and not _same(args[a], args[b])
+        if type(args[a]) is type(args[b]) and scalar(args[a]) and not _same(args[a], args[b])
     ]
     if pairs:
         a, b = rng("swapped_values").choice(pairs)

@@ -6,7 +6,7 @@ An audit is a *design* (:class:`AuditDesign`) run by :func:`run_audit`. A design
 cases it reads and, for each, its *negatives* (answers known to be right) and its
 *positives* (answers made wrong on purpose, one per kind it builds), each a
 :class:`Probe`: a kind, an answer of 0..n calls and the change made. Two designs are
-registered (:func:`audit_designs`):
+registered (:func:`callscope.saag.audit_designs.audit_designs`):
 
 ``calls``
     the single-call audit (:mod:`callscope.saag.audit`): a case with one gold call; every
@@ -33,9 +33,9 @@ Per kind and detector the audit reports the *false-alarm rate* on negatives and 
 *detection rate* on positives (share flagged), each with its Wilson 95% interval
 (:func:`callscope.core.stats.rate_ci`); for a kind the design claims a cascade stage for,
 ``at_stage`` (positives flagged at that stage); for the design's ``per_call`` negatives the
-cascade's per-call false-alarm rate (calls flagged / calls). A detector's positives are built
-only from a case whose base negatives (``AuditDesign.base``) it did not flag, so a detection is
-never a false alarm of the base answer in disguise.
+cascade's per-call false-alarm rate (calls flagged / calls; :data:`CALL_DETECTORS`). A
+detector's positives are built only from a case whose base negatives (``AuditDesign.base``)
+it did not flag, so a detection is never a false alarm of the base answer in disguise.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ class AuditResult:
             }
             if rows[0].positive and stage is not None:
                 entry["at_stage"] = sum(r.stage == stage for r in rows)
-            if kind in design.per_call:
+            if kind in design.per_call and det in CALL_DETECTORS:
                 calls = sum(r.calls for r in rows)
                 flagged_calls = sum(r.calls_flagged for r in rows)
                 c_rate, c_lo, c_hi = rate_ci(flagged_calls, calls)
@@ -310,6 +310,10 @@ DETECTORS: dict[str, Callable[[Case, list[ToolCall], Grounding, Judge | None], J
     "gold": gold_detector,
 }
 
+#: the detectors that judge an answer call by call: only they have a per-call false-alarm rate
+#: (the gold solve judges the answer whole, so its ``calls_flagged`` is always 0)
+CALL_DETECTORS = frozenset({"cascade"})
+
 
 # --------------------------------------------------------------------------- engine
 
@@ -378,18 +382,6 @@ def run_audit(
         for probe in design.build_positives(case, prepared, seed):
             rows += _rows(case, probe, True, clean, mode, judge)
     return AuditResult(design, mode.name, seed, rows)
-
-
-def audit_designs() -> dict[str, AuditDesign]:
-    """Every audit design by name, in report order (module docstring): the single-call
-    ``calls`` and the ``answers`` designs (imported here: they build on this engine)."""
-    from callscope.saag.answer_audit import ANSWER_AUDIT
-    from callscope.saag.audit import CALL_AUDIT
-
-    return {d.name: d for d in (CALL_AUDIT, ANSWER_AUDIT)}
-
-
-# --------------------------------------------------------------------------- outputs
 
 
 def _design(results: Sequence[AuditResult]) -> AuditDesign:

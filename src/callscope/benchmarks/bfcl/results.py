@@ -62,7 +62,6 @@ from callscope.benchmarks.bfcl.package import answer_file, question_file, read_b
 from callscope.core.jsonl import loads_bounded
 from callscope.records import CaseRecord
 
-VERSION_PREFIX = "BFCL_v4"
 GROUP_DIR = "multi_turn"
 #: a BFCL multi-turn result or score file name: version, category, kind
 FILE_NAME = re.compile(r"BFCL_v(\d+)_multi_turn_([a-z_]+?)_(result|score)\.json")

@@ -2,7 +2,7 @@
 63 models x 1,240 answers read, diagnosed and reported in <= 90 s on 2 cores, memory that
 does not grow with the number of models), and BFCL's own checker over the same answers.
 
-One run of :func:`callscope.runs.leaderboard.diagnose_tree` with ``--jobs`` worker processes
+One run of :func:`callscope.runs.leaderboard_tree.diagnose_tree` with ``--jobs`` worker processes
 (default 2), case pages written, then the tables, figure and page
 (:func:`callscope.report.leaderboard_pages.write_leaderboard_report`): the wall time of the whole,
 the load average before and after (the machine is shared), the peak resident memory of the
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from callscope.report.leaderboard import CASES_DIR, leaderboard_tables
 from callscope.report.leaderboard_pages import write_case_page, write_leaderboard_report
-from callscope.runs.leaderboard import diagnose_tree
+from callscope.runs.leaderboard_tree import diagnose_tree
 
 DEFAULT_TREE = Path(__file__).resolve().parents[2] / "shared/external/bfcl-leaderboard-2024-08"
 

@@ -24,7 +24,7 @@ from hostile import FAMILIES, FUNCTIONS, QUERY, hostile_outputs  # noqa: E402
 
 from callscope.parse import parse_output  # noqa: E402
 from callscope.saag.score import score_row  # noqa: E402
-from callscope.store.run_store import encode  # noqa: E402
+from callscope.store.schema import encode  # noqa: E402
 
 
 def main() -> int:

@@ -108,7 +108,7 @@ def test_a_deeply_nested_answer_is_refused_not_a_crash():
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    from callscope.runs.leaderboard import diagnose_tree
+    from callscope.runs.leaderboard_tree import diagnose_tree
 
     return diagnose_tree(_tree_of(tmp_path_factory.mktemp("tree")), jobs=1)
 
@@ -265,7 +265,7 @@ def test_v3_names_plain_files_and_ids_not_installed(tmp_path):
     """A v3 tree written here (plain JSON): ``simple`` is today's ``simple_python``; an id
     past the installed range is left out and counted, never paired with another case."""
     from callscope.benchmarks.bfcl.single_results import find_single_files
-    from callscope.runs.leaderboard import diagnose_tree
+    from callscope.runs.leaderboard_tree import diagnose_tree
 
     model = tmp_path / "result" / "my-model"
     model.mkdir(parents=True)
@@ -332,7 +332,7 @@ def test_an_over_long_line_is_skipped_and_counted(tmp_path, monkeypatch):
 def test_model_text_and_names_reach_the_pages_escaped(tmp_path):
     from callscope.report.leaderboard import CASES_DIR, leaderboard_tables
     from callscope.report.leaderboard_pages import write_case_page, write_leaderboard_report
-    from callscope.runs.leaderboard import diagnose_tree
+    from callscope.runs.leaderboard_tree import diagnose_tree
 
     name = "<img src=x onerror=alert(1)>"
     model = tmp_path / "tree" / "result" / name
@@ -365,7 +365,7 @@ def test_the_case_page_opens_the_case_of_its_hash(tmp_path):
         pytest.skip("needs headless Chromium at /usr/bin/chromium")
     from callscope.report.leaderboard import CASES_DIR
     from callscope.report.leaderboard_pages import write_case_page
-    from callscope.runs.leaderboard import diagnose_tree
+    from callscope.runs.leaderboard_tree import diagnose_tree
 
     model = tmp_path / "tree" / "result" / "m"
     model.mkdir(parents=True)
@@ -388,7 +388,7 @@ def test_the_case_page_opens_the_case_of_its_hash(tmp_path):
 @needs_bfcl
 def test_answers_without_a_score_file_have_no_bfcl_verdict(tmp_path):
     from callscope.report.leaderboard import leaderboard_table
-    from callscope.runs.leaderboard import diagnose_tree
+    from callscope.runs.leaderboard_tree import diagnose_tree
 
     model = tmp_path / "result" / "m"
     model.mkdir(parents=True)
@@ -405,7 +405,8 @@ def test_answers_without_a_score_file_have_no_bfcl_verdict(tmp_path):
 def test_v4_live_categories(tmp_path):
     """Today's names: live_simple graded by the installed checker, live_relevance credited
     for any call, live_irrelevance for none."""
-    from callscope.runs.leaderboard import CATEGORIES, diagnose_tree
+    from callscope.runs.leaderboard import CATEGORIES
+    from callscope.runs.leaderboard_tree import diagnose_tree
 
     model = tmp_path / "result" / "m" / "live"
     model.mkdir(parents=True)

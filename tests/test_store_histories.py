@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from callscope.records import Attempt, Outcome
-from callscope.store.run_store import SCHEMA, SCHEMA_VERSION, STORE_FILE, RunStore, encode
+from callscope.store.run_store import RunStore
+from callscope.store.schema import SCHEMA, SCHEMA_VERSION, STORE_FILE, encode
 
 SYSTEM = {"role": "system", "content": "You call tools. caf\u00e9"}
 USER = {"role": "user", "content": "Weather in Paris?"}

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from callscope.records import Attempt, Outcome
-from callscope.store.run_store import STORE_FILE, TEXT_MIN, RunStore
+from callscope.store.run_store import RunStore
+from callscope.store.schema import STORE_FILE, TEXT_MIN
 
 FUNCTION = {
     "name": "get_weather",

@@ -22,7 +22,8 @@ from callscope.report.conversations import conversation_report
 from callscope.report.html import build_report
 from callscope.runs.calibrate import calibrate_model
 from callscope.saag import cascade
-from callscope.store.run_store import STORE_FILE, RunStore
+from callscope.store.run_store import RunStore
+from callscope.store.schema import STORE_FILE
 from callscope.types import ModelReply
 
 #: the stage-mix table of the run: calls scored, passed, stage 1, 2, 3 (shares in %)

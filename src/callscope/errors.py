@@ -27,7 +27,7 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
     mode, backend, probe...); the message lists the valid choices.
 ``StoreSchemaError`` (``DataFormatError``; here)
     A run directory's ``store.sqlite`` was written by a newer callscope (its schema version
-    is above :data:`callscope.store.run_store.SCHEMA_VERSION`).
+    is above :data:`callscope.store.schema.SCHEMA_VERSION`).
 ``GlaiveSourceError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
     A Glaive source cannot be read: hub use not allowed, download failed, or not JSON.
 ``GlaiveSchemaError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)

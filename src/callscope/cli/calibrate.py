@@ -6,7 +6,7 @@
 * ``from-bfcl``: BFCL's own result trees (:func:`callscope.runs.from_results.calibrate_from_bfcl`,
   or a panel when they hold several models);
 * ``leaderboard``: BFCL's single-turn result trees of many models (the 2024 leaderboard's
-  answers), diagnosed beside BFCL's verdicts (:func:`callscope.runs.leaderboard.diagnose_tree`);
+  answers), diagnosed beside BFCL's verdicts (:func:`callscope.runs.leaderboard_tree.diagnose_tree`);
   ``from-bfcl`` on a tree with only single-turn files runs it;
 * ``from-tau2``: τ²-bench result files (:func:`callscope.runs.from_results.calibrate_from_tau2`);
 * ``export``: a run directory's conversations as BFCL result and score files.

@@ -358,7 +358,8 @@ def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
     from callscope.benchmarks.protocol import benchmark_or_default  # lazy: with its pipeline
     from callscope.runs.calibration_store import BASELINE, BENCHMARK_META  # lazy: numpy
     from callscope.runs.export_bfcl import export_bfcl  # lazy: numpy
-    from callscope.store.run_store import STORE_FILE, RunStore  # lazy: with its pipeline
+    from callscope.store.run_store import RunStore  # lazy: with its pipeline
+    from callscope.store.schema import STORE_FILE  # lazy: with its pipeline
 
     if not (run_dir / STORE_FILE).exists():
         fail(f"{run_dir} holds no {STORE_FILE}: pass the run directory of a calibrate run (its -o)")
@@ -406,7 +407,7 @@ def leaderboard_job(
     quiet: bool,
 ) -> None:
     """``calibrate leaderboard``: every model of a BFCL single-turn tree diagnosed beside
-    BFCL's verdicts (:func:`callscope.runs.leaderboard.diagnose_tree`), its tables, figure,
+    BFCL's verdicts (:func:`callscope.runs.leaderboard_tree.diagnose_tree`), its tables, figure,
     page and case browser written to ``out``, progress on stderr and in ``out/run.log``."""
     import time  # lazy: with the job
 
@@ -416,7 +417,8 @@ def leaderboard_job(
         write_case_page,
         write_leaderboard_report,
     )
-    from callscope.runs.leaderboard import ModelResult, diagnose_tree  # lazy: numpy
+    from callscope.runs.leaderboard import ModelResult  # lazy: numpy
+    from callscope.runs.leaderboard_tree import diagnose_tree  # lazy: numpy
     from callscope.runs.progress import RunProgress  # lazy: rich progress
 
     names = single_models(tree)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from callscope.cli.common import fail, stdout_console, write_report
-from callscope.store.run_store import STORE_FILE
+from callscope.store.schema import STORE_FILE
 
 
 def report(run_dir: Annotated[Path, typer.Argument(help="a run or experiment directory")]) -> None:

@@ -44,9 +44,9 @@ from callscope.runs.leaderboard import (
     DECODE,
     NO_CALL,
     NO_CALL_CATEGORIES,
-    LeaderboardRun,
     ModelResult,
 )
+from callscope.runs.leaderboard_tree import LeaderboardRun
 
 #: the table formats every leaderboard table is written in
 FORMATS: tuple[str, ...] = ("md", "csv", "html")

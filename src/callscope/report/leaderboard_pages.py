@@ -14,7 +14,7 @@ from callscope.core.jsonl import dumps_safe
 from callscope.core.table import Table
 from callscope.report.html import _write_html, esc, write_page
 from callscope.report.leaderboard import _NO_CALL_CATS, CASES_DIR, FORMATS, _ranked
-from callscope.runs.leaderboard import LeaderboardRun
+from callscope.runs.leaderboard_tree import LeaderboardRun
 
 # --------------------------------------------------------------------------- the figure
 

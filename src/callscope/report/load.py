@@ -16,7 +16,8 @@ from typing import Any
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts, outcome_facts
 from callscope.report.outcome import OutcomeRow, category_of
 from callscope.report.revisions import trajectory_step
-from callscope.store.run_store import STORE_FILE, RunStore
+from callscope.store.run_store import RunStore
+from callscope.store.schema import STORE_FILE
 
 
 def _open(run_dir: str | Path) -> RunStore:

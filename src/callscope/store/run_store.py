@@ -4,14 +4,15 @@ An outcome and all of its attempts are written in one transaction, so a run kill
 moment (SIGINT or SIGKILL) leaves each (model, case, mode) either complete or absent; the
 re-run recomputes only the absent ones (and the response cache makes that cheap).
 
-The file's schema version is SQLite's ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`): a new
+The file's schema version is SQLite's ``PRAGMA user_version`` (:data:`callscope.store.schema.SCHEMA_VERSION`): a new
 store is stamped with it; a store from before versioning (``user_version`` 0, today's
 tables) is accepted and stamped in place; a store with a higher version, written by a newer
 callscope, is refused with :class:`~callscope.errors.StoreSchemaError` before anything is
-written to it. Every JSON column is written by :func:`encode` and read by :func:`decode`.
+written to it. Every JSON column is written by :func:`~callscope.store.schema.encode` and read by
+:func:`~callscope.store.schema.decode`.
 
 A conversation's SAAG stage verdicts (:class:`~callscope.saag.stage_mix.CallStages`, computed
-once when it is recorded) live in the ``call_stages`` table (:data:`SCHEMA_STAGES`), each row
+once when it is recorded) live in the ``call_stages`` table (:data:`callscope.store.schema.SCHEMA_STAGES`), each row
 naming the SHA-256 of the trajectory text it was computed from: a table added without raising
 the version, because a callscope that does not know it neither reads it nor is misled by it
 (a conversation it re-saves no longer matches its digest, and reads as having no verdicts).
@@ -22,169 +23,42 @@ Nothing a model or a dataset can produce makes a write fail or is dropped: JSON 
 written by :func:`callscope.core.jsonl.dumps_safe` (a lone surrogate as its JSON escape, an
 integer over Python's digit limit as its ``hex`` string, the record flagged with
 ``"escaped"``); a plain text column (an id, an error message) that is not valid UTF-8 is
-stored as the BLOB of its ``surrogatepass`` bytes (:func:`sql_text`) and read back as the very
-same string (:func:`from_sql`), so keys stay exact and resuming still finds them.
+stored as the BLOB of its ``surrogatepass`` bytes (:func:`~callscope.store.schema.sql_text`) and read back as the very
+same string (:func:`~callscope.store.schema.from_sql`), so keys stay exact and resuming still finds them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import ESCAPED_KEY, dumps_safe
+from callscope.core.jsonl import ESCAPED_KEY
 from callscope.errors import StoreSchemaError
 from callscope.models.usage import TokenUsage
 from callscope.records import Outcome
 from callscope.saag.stage_mix import CallStages
+from callscope.store.schema import (
+    MAX_CHAIN,
+    SCHEMA,
+    SCHEMA_STAGES,
+    SCHEMA_V2,
+    SCHEMA_V3,
+    SCHEMA_VERSION,
+    STORE_FILE,
+    TEXTS_KEY,
+    decode,
+    digest,
+    encode,
+    from_sql,
+    join_texts,
+    split_texts,
+    sql_text,
+)
 from callscope.types import Case
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS cases (
-  case_id TEXT PRIMARY KEY, scale INTEGER, data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS outcomes (
-  model TEXT NOT NULL, case_id TEXT NOT NULL, mode TEXT NOT NULL,
-  scale INTEGER, n_attempts INTEGER NOT NULL, solved_at INTEGER,
-  error TEXT, error_kind TEXT, final TEXT NOT NULL, first TEXT,
-  PRIMARY KEY (model, case_id, mode)
-);
-CREATE TABLE IF NOT EXISTS conversations (
-  model TEXT NOT NULL, probe TEXT NOT NULL, case_id TEXT NOT NULL, category TEXT NOT NULL,
-  passed INTEGER, error TEXT, trajectory TEXT NOT NULL, verdict TEXT NOT NULL,
-  PRIMARY KEY (model, probe, case_id)
-);
-CREATE TABLE IF NOT EXISTS attempts (
-  model TEXT NOT NULL, case_id TEXT NOT NULL, mode TEXT NOT NULL, attempt INTEGER NOT NULL,
-  data TEXT NOT NULL,
-  PRIMARY KEY (model, case_id, mode, attempt)
-);
-"""
-#: version 2: an attempt's message history lives in ``histories`` (each distinct history once,
-#: keyed by the SHA-256 of its JSON text; one that extends the previous attempt's history holds
-#: only the messages it adds, ``parent`` naming that history); the attempt's ``data`` keeps
-#: ``"messages": null`` in its place and ``messages_ref`` names the history
-SCHEMA_V2 = """
-CREATE TABLE IF NOT EXISTS histories (
-  id TEXT PRIMARY KEY, parent TEXT, data TEXT NOT NULL
-);
-"""
-
-#: the SAAG stage verdicts of each conversation (see the module doc); ``digest``: the SHA-256
-#: of the ``trajectory`` text the verdicts were computed from
-SCHEMA_STAGES = """
-CREATE TABLE IF NOT EXISTS call_stages (
-  model TEXT NOT NULL, probe TEXT NOT NULL, case_id TEXT NOT NULL, digest TEXT NOT NULL,
-  data TEXT NOT NULL,
-  PRIMARY KEY (model, probe, case_id)
-);
-"""
-
-#: version 3: every text of an attempt or a message history longer than :data:`TEXT_MIN`
-#: characters (a model's reply, its echo in the next request) is stored once in ``texts``,
-#: keyed by the SHA-256 of its UTF-8 (``surrogatepass``) bytes; the JSON that held it keeps
-#: ``null`` in its place and lists ``[path, id]`` pairs under :data:`TEXTS_KEY` (an attempt)
-#: or as ``{"m": tail, "$texts": [...]}`` (a history tail, else a plain list)
-SCHEMA_V3 = """
-CREATE TABLE IF NOT EXISTS texts (id TEXT PRIMARY KEY, data TEXT NOT NULL);
-"""
-#: texts at least this long are stored once (:data:`SCHEMA_V3`)
-TEXT_MIN = 4096
-#: the key of an attempt's JSON listing the texts stored apart (never a field of a record)
-TEXTS_KEY = "$texts"
-
-STORE_FILE = "store.sqlite"
-
-#: Version of :data:`SCHEMA`, kept in ``PRAGMA user_version``. Raise it (and teach
-#: :meth:`RunStore._open_schema` to upgrade from the old one) whenever the tables change.
-#: 0 is an unversioned store: one written before versioning, with version 1's tables.
-#: 2: message histories stored once (:data:`SCHEMA_V2`); a version 0 or 1 store is migrated
-#: in place when opened (:meth:`RunStore._migrate_histories`), and reads the same after.
-#: The ``call_stages`` table (:data:`SCHEMA_STAGES`) does not raise it: a callscope without it
-#: reads and writes such a store correctly (see the module doc).
-#: 3: long texts stored once (:data:`SCHEMA_V3`); a version 2 store is stamped 3 when opened
-#: (its rows hold no references and read the same); a callscope that knows only version 2
-#: refuses a version 3 store instead of reading its texts as ``null``.
-SCHEMA_VERSION = 3
-#: a history chain longer than this is corrupt (each link is one attempt of one outcome)
-_MAX_CHAIN = 10_000
-
-
-def encode(value: Any) -> str:
-    """The JSON text a store column holds for ``value`` (a record's dict, a meta value):
-    UTF-8 kept as is, anything JSON cannot represent written as its ``str``, a value UTF-8
-    JSON cannot hold escaped and flagged (:func:`~callscope.core.jsonl.dumps_safe`)."""
-    return dumps_safe(value, default=str)
-
-
-def sql_text(value: str | None) -> str | bytes | None:
-    """A plain text column's value: the string itself, or, when it is not valid UTF-8 (a lone
-    surrogate), the BLOB of its ``surrogatepass`` bytes, which :func:`from_sql` reverses."""
-    if value is None:
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass")
-    return value
-
-
-def from_sql(value: Any) -> Any:
-    """The string a :func:`sql_text` cell was made from (other values unchanged)."""
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
-
-
-def _digest(text: str) -> str:
-    """The SHA-256 (hex) of a column's text."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def decode(text: str | None) -> Any:
-    """The value of a JSON column written by :func:`encode`; ``None`` for an empty cell."""
-    return json.loads(text) if text else None
-
-
-def _split_texts(value: Any) -> tuple[Any, list[list[Any]], dict[str, str]]:
-    """``value`` with every string of at least :data:`TEXT_MIN` characters replaced by
-    ``None`` (containers copied where one was replaced, the rest shared), the ``[path, id]``
-    of each (``path``: the keys and indexes that lead to it), and ``{id: text}``."""
-    refs: list[list[Any]] = []
-    texts: dict[str, str] = {}
-
-    def walk(v: Any, path: list[Any]) -> Any:
-        if isinstance(v, str):
-            if len(v) < TEXT_MIN:
-                return v
-            ref = _digest(v)
-            texts[ref] = v
-            refs.append([list(path), ref])
-            return None
-        if isinstance(v, dict):
-            out = {k: walk(x, [*path, k]) for k, x in v.items()}
-            return out
-        if isinstance(v, list):
-            return [walk(x, [*path, i]) for i, x in enumerate(v)]
-        return v
-
-    return walk(value, []), refs, texts
-
-
-def _join_texts(value: Any, refs: list[list[Any]], text: Any) -> Any:
-    """``value`` with each ``[path, id]`` of ``refs`` put back (``text(id)`` its string)."""
-    for path, ref in refs:
-        if not path:
-            return text(ref)
-        cur = value
-        for key in path[:-1]:
-            cur = cur[key]
-        cur[path[-1]] = text(ref)
-    return value
 
 
 class RunStore:
@@ -370,7 +244,7 @@ class RunStore:
         its id and the ``escaped`` flags its JSON needed. ``prior`` is the previous attempt's
         ``(id, messages)``: when it is a prefix, only the new messages are written."""
         full = encode({"m": messages})
-        ref = hashlib.sha256(full.encode("utf-8")).hexdigest()
+        ref = digest(full)
         # an escaped history carries its flags as the last key (``..., "escaped": [...]}``):
         # decode to read them only when its tail says so, not for every history
         escaped = f'"{ESCAPED_KEY}": [' in full[-64:]
@@ -379,7 +253,7 @@ class RunStore:
         if prior is not None and messages[: len(prior[1])] == prior[1]:
             parent, tail = prior[0], messages[len(prior[1]) :]
         if self._db.execute("SELECT 1 FROM histories WHERE id=?", (ref,)).fetchone() is None:
-            short, refs, texts = _split_texts(tail)
+            short, refs, texts = split_texts(tail)
             self._put_texts(texts)
             self._db.execute(
                 "INSERT INTO histories(id, parent, data) VALUES (?, ?, ?)",
@@ -404,7 +278,7 @@ class RunStore:
 
     def _attempt_json(self, d: dict[str, Any]) -> str:
         """An attempt's JSON text, its long texts stored apart (:data:`SCHEMA_V3`)."""
-        short, refs, texts = _split_texts(d)
+        short, refs, texts = split_texts(d)
         if not refs:
             return encode(d)
         self._put_texts(texts)
@@ -415,7 +289,7 @@ class RunStore:
         """An attempt's JSON text decoded, its long texts put back."""
         d = decode(data)
         refs = d.pop(TEXTS_KEY, None) if isinstance(d, dict) else None
-        return _join_texts(d, refs, self._text) if refs else d
+        return join_texts(d, refs, self._text) if refs else d
 
     def _history(self, ref: str) -> list[Any]:
         """The message history ``ref`` names, decoded afresh (its chain of parents joined)."""
@@ -425,11 +299,11 @@ class RunStore:
             row = self._db.execute(
                 "SELECT parent, data FROM histories WHERE id=?", (current,)
             ).fetchone()
-            if row is None or len(tails) > _MAX_CHAIN:
+            if row is None or len(tails) > MAX_CHAIN:
                 raise StoreSchemaError(f"{self.path}: message history {current} is missing")
             tail = decode(row[1])
             if isinstance(tail, dict):  # {"m": tail, "$texts": [...]}: long texts apart
-                tail = _join_texts(tail["m"], tail[TEXTS_KEY], self._text)
+                tail = join_texts(tail["m"], tail[TEXTS_KEY], self._text)
             tails.append(tail)
             current = row[0]
         return [m for tail in reversed(tails) for m in tail]
@@ -607,7 +481,7 @@ class RunStore:
         self._db.execute(
             "INSERT OR REPLACE INTO call_stages(model, probe, case_id, digest, data)"
             " VALUES (?,?,?,?,?)",
-            (*key, _digest(text), encode(stages.to_dict())),
+            (*key, digest(text), encode(stages.to_dict())),
         )
 
     def conversations(
@@ -629,10 +503,10 @@ class RunStore:
                 args.append(sql_text(val))
         if where:
             sql += " WHERE " + " AND ".join(where)
-        for m, p, cid, cat, passed, traj, verdict, digest, stages in self._db.execute(
+        for m, p, cid, cat, passed, traj, verdict, made_from, stages in self._db.execute(
             sql + " ORDER BY c.rowid", args
         ):
-            current = stages is not None and digest == _digest(traj)
+            current = stages is not None and made_from == digest(traj)
             yield {
                 "model": from_sql(m),
                 "probe": from_sql(p),

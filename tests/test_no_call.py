@@ -256,3 +256,81 @@ def test_callscope_serve_judges_each_native_call_by_position(tmp_path: Path) -> 
     assert (first["name"], first["stage"]) == ("get_weather", 0)
     assert (second["name"], second["stage"]) == (None, 1)
     assert "could not be read" in second["reasons"][0]
+
+
+def _as_version_2(run: Path, old_row: dict[str, Any]) -> None:
+    """Make ``run``'s one outcome read as a cascade version 2 store recorded it: the model's
+    configuration says version 2 and attempt 1's row (and the outcome's first and final rows)
+    hold ``old_row``'s verdict, solved at attempt 1."""
+    import sqlite3  # lazy: only these tests edit a store by hand
+
+    db = sqlite3.connect(run / "store.sqlite")
+    try:
+        [(key, config)] = db.execute("SELECT key, value FROM meta WHERE key LIKE 'config:%'")
+        db.execute(
+            "UPDATE meta SET value=? WHERE key=?",
+            (json.dumps({**json.loads(config), "cascade": 2}), key),
+        )
+        [(data,)] = db.execute("SELECT data FROM attempts")
+        attempt = json.loads(data)
+        attempt["row"] = {**attempt["row"], **old_row}
+        db.execute("UPDATE attempts SET data=?", (json.dumps(attempt),))
+        [(final,)] = db.execute("SELECT final FROM outcomes")
+        db.execute(
+            "UPDATE outcomes SET final=?, first=?, solved_at=1",
+            (
+                json.dumps({**json.loads(final), **old_row, "solved_at": 1}),
+                json.dumps(attempt["row"]),
+            ),
+        )
+        db.commit()
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("reply", "old", "new"),
+    [
+        # version 2 read call-shaped garbage as an abstention: on a case whose gold is [] that
+        # passed; today it is a broken call attempt, stage 1, not solved
+        ("{" * 20, "abstained", ("broken", 1, False)),
+        # prose stays an abstention: nothing to re-derive
+        ("Why did the cat sit on the computer?", "abstained", None),
+    ],
+)
+def test_an_old_store_is_re_derived_and_the_report_says_which_rows(
+    tmp_path: Path, reply: str, old: str, new: tuple[str, int, bool] | None
+) -> None:
+    case = {"id": "joke", "query": "Tell me a joke about cats", "functions": FUNCTIONS, "gold": []}
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(case) + "\n", encoding="utf-8")
+    with FakeServer() as srv:
+        srv.push(Step(body=openai_reply(reply)))
+        res = cli(
+            "run", str(cases), "-o", str(tmp_path / "run"), "-m", "openai:m",
+            "--base-url", srv.url + "/v1", "--modes", "direct", "--max-attempts", "1",
+            "--style", "prompt", "--no-cache", cwd=tmp_path,
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    old_row = {
+        "answer": old, "stage": 0, "solved": True, "answer_solved": True,
+        "parse_error": "no tool call found in output", "calls": [],
+    }  # fmt: skip
+    _as_version_2(tmp_path / "run", old_row)
+    res = cli("report", str(tmp_path / "run"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    from callscope.report.load import load_outcomes  # lazy: after the store was edited
+
+    [outcome] = load_outcomes(tmp_path / "run")
+    final = outcome["final"]
+    if new is None:
+        assert 'id="rederived-line"' not in page
+        assert (final["answer"], final["stage"], outcome["solved_at"]) == ("abstained", 0, 1)
+        return
+    assert 'id="rederived-line"' in page
+    assert "1 outcome(s) re-derived: scored with cascade version 2" in page
+    assert "openai:m/joke/direct" in page
+    assert (final["answer"], final["stage"], final["solved"]) == new
+    assert outcome["solved_at"] is None and outcome["rederived"] is True
+    assert "invalid JSON at character 1" in final["parse_error"]

@@ -87,6 +87,7 @@ class OutcomeFacts:
         "category",
         "answer",
         "first_calls",
+        "rederived",
     )
     #: fields readable with ``facts[key]`` (the outcome dict's names for them)
     _ITEMS = frozenset(("model", "case_id", "mode", "solved_at", "n_attempts"))
@@ -131,6 +132,9 @@ class OutcomeFacts:
     #: the stage of each call of attempt 1's answer
     #: (:func:`~callscope.report.outcome.call_stages_of`; None: no reply, or scored before)
     first_calls: tuple[int, ...] | None
+    #: its answers without a readable call were re-derived from the stored replies
+    #: (:mod:`callscope.report.rederive`)
+    rederived: bool
 
     def __init__(self, **fields: Any) -> None:
         for name in self.__slots__:
@@ -200,6 +204,7 @@ def outcome_facts(o: OutcomeRow, pool: dict[Any, Any] | None = None) -> OutcomeF
         category=s(o.get("category", NO_CATEGORY), pool),
         answer=s(answer_of(o), pool),
         first_calls=s(call_stages_of(first), pool),
+        rederived=bool(o.get("rederived")),
     )
 
 

@@ -69,6 +69,7 @@ from callscope.report.figures import make_figures
 from callscope.report.flow import call_flow
 from callscope.report.load import load_facts, max_attempts_by_model
 from callscope.report.paired_modes import paired_modes
+from callscope.report.rederive import Rederiver, rederived_line
 from callscope.report.sections import (
     conversations_html,
     diagnostic_html,
@@ -132,6 +133,8 @@ class RunInfo:
     groundings: dict[str, str] = field(default_factory=dict)
     audit_lines: list[str] = field(default_factory=list)
     audit_note: str = ""
+    #: what :func:`~callscope.report.rederive.rederived_line` says ("": nothing re-derived)
+    rederived: str = ""
 
 
 def compute_report(
@@ -227,11 +230,14 @@ def run_info(store: RunStore, models: list[str], cap: int = AUDIT_CAP) -> RunInf
 
 
 def overview_html(info: RunInfo, figure: str) -> str:
-    """The first screen: grounding line, audit headline(s) and the one figure (HTML)."""
+    """The first screen: grounding line, re-derived outcomes, audit headline(s) and the one
+    figure (HTML)."""
     parts = [
         '<section id="overview">',
         f'<p id="grounding-line" class="run-line">{esc(grounding_line(info.groundings))}</p>',
     ]
+    if info.rederived:
+        parts.append(f'<p id="rederived-line" class="run-line">{esc(info.rederived)}</p>')
     if info.audit_lines:
         lines = "<br>".join(esc(line) for line in info.audit_lines)
         note = f" ({esc(info.audit_note)})" if info.audit_note else ""
@@ -336,6 +342,10 @@ def build_report(
             store, preset(store.get_meta("classifier_preset") or "default")
         )
         info = run_info(store, sorted({str(o["model"]) for o in outcomes}))
+        rederived = [(f.model, f.case_id, f.mode) for f in outcomes if f.rederived]
+        version = Rederiver(store).version
+        versions = {version(m) for m, _, _ in rederived}
+        info.rederived = rederived_line(rederived, versions)
         tokens = usage_table(store.token_usage())  # issue 31: sent / computed / generated
     finally:
         store.close()

@@ -4,7 +4,9 @@
 definitions (:mod:`callscope.report.outcome`, :mod:`callscope.report.revisions`) read of its
 attempts; :func:`load_facts` keeps them as compact :class:`~callscope.report.facts.OutcomeFacts`
 (a report's memory is bounded by what the page holds), :func:`load_outcomes` as dicts.
-The stored diagnoses are read back; the cascade is never re-run.
+The stored diagnoses are read back; the cascade is never re-run on a stored call. An answer
+without a readable call of a model scored before cascade version 3 is re-derived from its
+stored reply (:mod:`callscope.report.rederive`), and its outcome marked ``rederived``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts, outcome_facts
 from callscope.report.outcome import OutcomeRow, category_of
+from callscope.report.rederive import Rederiver
 from callscope.report.revisions import trajectory_step
 from callscope.store.run_store import RunStore
 from callscope.store.schema import STORE_FILE
@@ -33,8 +36,11 @@ def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
     (:func:`trajectory_step` per scored attempt), ``final_diagnosis`` (the last attempt's)
     and, from the outcome's case, ``has_gold``, ``calls_expected`` (its number of gold calls;
     None without gold) and ``category`` (:func:`~callscope.report.outcome.category_of`)
-    added. Message histories are not read."""
+    added; an outcome whose stored verdict of an answer without a readable call predates
+    cascade version 3 is re-derived first (:class:`~callscope.report.rederive.Rederiver`).
+    Message histories are not read."""
     gold: dict[str, tuple[bool, int | None, str]] = {}
+    rederive = Rederiver(store)
     for c in store.iter_cases():
         calls = c.gold_calls
         gold[c.id] = (
@@ -44,6 +50,7 @@ def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
         )
     for o in store.outcomes(stream=True):
         attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
+        rederive.outcome(o, attempts)
         o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
         o["trajectory"] = [
             trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")

@@ -11,6 +11,8 @@ import json
 import math
 import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -315,3 +317,34 @@ def test_a_cut_off_call_is_one_broken_entry_whatever_it_holds():
     # a nested object with a "name" key inside a cut-off call is not read as a call
     nested = parse_output('{"name":"create_user","arguments":{"user":{"name":"Bob"}, "note": ')
     assert not nested.calls and "cut off" in (nested.error or "")
+
+
+def test_more_calls_than_the_parser_reads_is_said_not_judged_in_part(tmp_path: Path) -> None:
+    """An answer of 10,000 valid calls (a JSON list past the 200,000-character input cap) was
+    judged on the calls the scan reached, silently; the calls read are judged and one broken
+    entry after them says that the rest was not read, so the answer fails stage 1 with that
+    reason through ``callscope score``."""
+    call = {"name": "get_weather", "arguments": {"city": "Paris"}}
+    fn = {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    rows = [
+        {"id": i, "query": "Weather in Paris", "functions": [fn], "output": json.dumps([call] * n)}
+        for i, n in (("many", 10_000), ("hundred", 100))
+    ]
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    res = subprocess.run(
+        [sys.executable, "-c", "from callscope.cli.main import main; main()", "score", str(src),
+         "-o", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    many, hundred = (json.loads(line) for line in out.read_text(encoding="utf-8").splitlines())
+    assert many["stage"] == 1 and len(many["calls"]) == 64
+    assert [c["stage"] for c in many["calls"][:63]] == [0] * 63
+    assert "more calls than the parser reads" in many["calls"][63]["parse_error"]
+    # a list that fits is read whole: 100 calls, every one judged, no broken entry
+    assert hundred["stage"] == 0 and len(hundred["calls"]) == 100

@@ -244,15 +244,20 @@ class Diagnosis:
 
 
 class ScoreRow(TypedDict, total=False):
-    """One ``score`` output row (:func:`callscope.saag.score.diagnosis_row`): ``id``, the
-    diagnosis flattened (``stage``, the intrinsic metrics, the failure lists, the templated
-    ``fix``), ``parse_error``, the grounding mode and the grounded values; with gold, the
-    extrinsic metrics and ``solved``; ``error`` alone for a row that could not be scored. A
-    ``TypedDict``: rows stay plain JSON objects in files and in the store, and type checkers
-    see their keys."""
+    """One ``score`` output row, as its writers make it (:func:`callscope.saag.score.diagnosis_row`
+    for one call, :func:`~callscope.saag.score.answer_row` for an answer,
+    :func:`~callscope.saag.score.score_parsed` with gold): ``id``, the deciding call's
+    diagnosis flattened (``stage``: the answer's, ``None`` when no call was made and nobody
+    said whether one was expected; the intrinsic metrics, the failure lists, the templated
+    ``fix``), ``parse_error``, the grounding mode and the grounded values; what the answer is
+    (``answer``), each call's verdict (``calls``) and the repeated positions; with gold, the
+    extrinsic metrics, ``solved`` and the answer-level keys
+    (:meth:`callscope.saag.answer.AnswerScores.to_row`); ``error`` alone for a row that could
+    not be scored. A ``TypedDict``: rows stay plain JSON objects in files and in the store,
+    and type checkers see their keys."""
 
     id: Any
-    stage: int
+    stage: int | None
     fnem: int
     ncs: float | None
     rpr: float | None
@@ -276,6 +281,22 @@ class ScoreRow(TypedDict, total=False):
     arg_f1: NotRequired[float | None]
     solved: NotRequired[bool]
     error: NotRequired[str]
+    answer: str
+    calls: list[dict[str, Any]]
+    repeated: NotRequired[list[int]]
+    calls_made: NotRequired[int]
+    calls_expected: NotRequired[int]
+    missing_calls: NotRequired[int]
+    extra_calls: NotRequired[int]
+    name_precision: NotRequired[float]
+    name_recall: NotRequired[float]
+    name_f1: NotRequired[float]
+    answer_arg_precision: NotRequired[float]
+    answer_arg_recall: NotRequired[float]
+    answer_arg_f1: NotRequired[float]
+    answer_solved: NotRequired[bool]
+    matched: NotRequired[list[list[int]]]
+    bfcl_credit: NotRequired[bool]
 
 
 __all__ = [

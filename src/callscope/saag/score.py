@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.parse import parse_output
-from callscope.records import Diagnosis
+from callscope.records import Diagnosis, ScoreRow
 from callscope.saag.answer import deciding_call, diagnose_answer, repeated_positions, score_answer
 from callscope.saag.correction import AnswerVerdict, CheckedCall, answer_correction, call_fix
 from callscope.saag.extrinsic import extrinsic
@@ -34,7 +34,7 @@ def score_parsed(
     judge: Judge | None = None,
     *,
     expect_call: bool | None = None,
-) -> tuple[AnswerVerdict, dict[str, Any]]:
+) -> tuple[AnswerVerdict, ScoreRow]:
     """Diagnose every call of the answer ``parsed`` for ``case`` in the ``grounding`` mode
     (:mod:`callscope.saag.groundings`; default the registry-aware one) and return the
     answer's verdict and its ``score`` row (:func:`answer_row`). ``expect_call`` (default:
@@ -83,12 +83,12 @@ def score_parsed(
 
 def diagnosis_row(
     case_id: str, d: Diagnosis, grounding: str, parse_error: str | None = None
-) -> dict[str, Any]:
+) -> ScoreRow:
     """The gold-free part of a ``score`` row for one call's diagnosis made in the ``grounding``
     mode: ``id``, ``stage``, the metrics, the failure lists, the fix, the parse error, the
     mode's name and the grounded values; ``evidence`` (only when some value was grounded
     through a library) each such argument's evidence line."""
-    row: dict[str, Any] = {"id": case_id, "stage": d.stage}
+    row: ScoreRow = {"id": case_id, "stage": d.stage}
     for m in METRICS:
         row[m] = getattr(d, m)
     row.update(
@@ -126,7 +126,7 @@ def call_verdict(position: int, checked: CheckedCall, fix: str | None) -> dict[s
     return out
 
 
-def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str, Any]:
+def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> ScoreRow:
     """The gold-free ``score`` row of an answer: ``stage`` is the answer's earliest failing
     stage (0: every call passed, or a clean abstention where no call was expected; ``None``:
     no call, and nobody said whether one was expected), ``answer`` what it is (``calls``,
@@ -141,7 +141,7 @@ def answer_row(case_id: str, verdict: AnswerVerdict, grounding: str) -> dict[str
     # each call's correction, made once (the row's fix and its call list both show it)
     fixes = {id(c): call_fix(c) for c in verdict.checked}
     if deciding is None:  # no call to diagnose: a clean abstention (0) or no verdict (None)
-        row: dict[str, Any] = {"id": case_id, "stage": verdict.stage}
+        row: ScoreRow = {"id": case_id, "stage": verdict.stage}
         row.update(dict.fromkeys(METRICS))
         row.update(
             nearest=None, missing=[], drifted=[], spurious=[], fix=None,
@@ -168,7 +168,7 @@ def score_row(
     judge: Judge | None = None,
     *,
     expect_call: bool | None = None,
-) -> dict[str, Any]:
+) -> ScoreRow:
     """Score one input row (in the ``grounding`` mode). ``expect_call`` is what a row that
     does not say (no gold, no ``meta.expects_call``) expects: ``True`` (the SAAG paper's
     setting: every case offers functions for a request that needs one, so no call fails at

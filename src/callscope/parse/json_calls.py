@@ -145,7 +145,9 @@ def _cut_off(text: str, exc: ValueError) -> bool:
 #: a JSON call object's opening: ``{"name":``
 _CALL_OBJECT_START = re.compile(r"\{[ \t\r\n]*+\"name\"[ \t\r\n]*+:")
 #: the broken entry of an answer with more JSON values than the scan tries (``MAX_CANDIDATES``)
-TOO_MANY_VALUES = f"more calls than the parser reads: at most {MAX_CANDIDATES} JSON values are tried"
+TOO_MANY_VALUES = (
+    f"more calls than the parser reads: at most {MAX_CANDIDATES} JSON values are tried"
+)
 
 
 def scan_json(
@@ -195,7 +197,12 @@ def scan_json(
             i = end
         else:
             i = j + 1 if isinstance(value, list) else end
-    if tries >= MAX_CANDIDATES and broken is not None and calls and _CALL_OBJECT_START.search(text, i):
+    if (
+        tries >= MAX_CANDIDATES
+        and broken is not None
+        and calls
+        and _CALL_OBJECT_START.search(text, i)
+    ):
         # the answer holds more calls than the scan tries: say so rather than judge a part
         broken.append((len(calls) + len(broken), f"{TOO_MANY_VALUES} (past character {i:,})"))
     return calls, error

@@ -248,3 +248,35 @@ def test_libraries_load_only_for_values_of_their_type() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_kept_airport_table_is_rebuilt_when_unreadable_and_read_when_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """airportsdata's table is kept as JSON under the cache root (~0.01 s to read instead of
+    ~0.12 s to parse its CSV); a kept file that is not the table is rebuilt, a kept table is
+    what is read, and a cache root that cannot be written still gives the table."""
+    import airportsdata  # lazy: the knowledge extra's own table
+
+    from callscope.saag.normalise.knowledge import airports as ap
+
+    monkeypatch.setenv("CALLSCOPE_CACHE", str(tmp_path))
+    kept = tmp_path / "airportsdata" / f"iata-{airportsdata.__version__}.json"
+    kept.parent.mkdir()
+    kept.write_text("[1, 2", encoding="utf-8")  # a torn write
+    ap.airports.cache_clear()
+    try:
+        table = ap.airports()
+        assert table["LAX"]["city"] == "Los Angeles" and table["LAX"]["subd"] == "California"
+        assert json.loads(kept.read_text(encoding="utf-8"))["LAX"] == table["LAX"]
+        # what is kept is what is read: a marked copy comes back as written
+        marked = {**table, "LAX": {**table["LAX"], "city": "Kept"}}
+        kept.write_text(json.dumps(marked), encoding="utf-8")
+        ap.airports.cache_clear()
+        assert ap.airports()["LAX"]["city"] == "Kept"
+        # a cache root that is a file: nothing kept, the table all the same
+        monkeypatch.setenv("CALLSCOPE_CACHE", str(kept))
+        ap.airports.cache_clear()
+        assert ap.airports()["JFK"]["city"] == "New York"
+    finally:
+        ap.airports.cache_clear()

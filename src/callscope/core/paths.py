@@ -9,7 +9,8 @@ from pathlib import Path
 def cache_root() -> Path:
     """``$CALLSCOPE_CACHE``, else ``~/.cache/callscope``. Subfolders: ``models/`` (joined GGUF
     files), ``datasets/`` (downloads the user asked for), ``pint/`` (pint's parsed unit
-    definitions); ``responses.sqlite`` (the response cache)."""
+    definitions), ``airportsdata/`` (its IATA table as JSON); ``responses.sqlite`` (the
+    response cache)."""
     env = os.environ.get("CALLSCOPE_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "callscope"
 
@@ -33,3 +34,9 @@ def pint_dir() -> Path:
     """pint's parsed unit definitions, kept so that its registry builds in ~0.1 s instead of
     ~1 s (:mod:`callscope.saag.normalise.knowledge.quantities`)."""
     return cache_root() / "pint"
+
+
+def airports_dir() -> Path:
+    """airportsdata's IATA table kept as JSON (the fields callscope reads), so that it loads
+    in ~0.01 s instead of ~0.12 s (:mod:`callscope.saag.normalise.knowledge.airports`)."""
+    return cache_root() / "airportsdata"

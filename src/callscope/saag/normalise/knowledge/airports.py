@@ -9,16 +9,19 @@
   also grounds "TX" (Paris, Texas); the request names the city, the value one of its places.
 
 Part of :mod:`callscope.saag.normalise.knowledge`; airportsdata (MIT, updated monthly) loads
-its table (about 8,000 airports with an IATA code, ~0.2 s) on the first value shaped like a
-code or a place; a request is scanned for city names once (title-case spans of at most
-:data:`~.base.MAX_SPAN_WORDS` words)."""
+its table (about 8,000 airports with an IATA code; ~0.01 s from the kept copy, see
+:func:`airports`) on the first value shaped like a code or a place; a request is scanned
+for city names once (title-case spans of at most :data:`~.base.MAX_SPAN_WORDS` words)."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from functools import lru_cache
 from typing import Any
 
+from callscope.core.paths import airports_dir
 from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
     Match,
@@ -31,12 +34,39 @@ from callscope.saag.normalise.knowledge.countries import place_named
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f.'-]*")
 
 
+#: the fields of an airportsdata record callscope reads (the kept table holds only these)
+FIELDS = ("iata", "name", "city", "subd", "country")
+
+
 @lru_cache(maxsize=1)
 def airports() -> dict[str, dict[str, Any]]:
-    """airportsdata's table by IATA code (loaded once)."""
+    """airportsdata's table by IATA code, :data:`FIELDS` of each record (loaded once). The
+    table is kept as JSON under :func:`callscope.core.paths.airports_dir`, named by the
+    installed airportsdata version (JSON, not pickle: a cache file is read as data, never
+    run): parsing airportsdata's CSV takes ~0.12 s, reading the kept table ~0.01 s. A kept
+    table that cannot be read is rebuilt; one that cannot be written is not kept."""
     import airportsdata  # lazy: only values shaped like a code or a place load the table
 
-    return airportsdata.load("IATA")  # type: ignore[no-any-return]
+    version = str(getattr(airportsdata, "__version__", "unknown"))
+    kept = airports_dir() / f"iata-{re.sub(r'[^0-9A-Za-z.]', '_', version)}.json"
+    try:
+        table = json.loads(kept.read_text(encoding="utf-8"))
+        if isinstance(table, dict) and all(isinstance(r, dict) for r in table.values()):
+            return table
+    except (OSError, ValueError):
+        pass
+    table = {
+        code: {f: record.get(f) for f in FIELDS}
+        for code, record in airportsdata.load("IATA").items()
+    }
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(kept)  # atomic: a concurrent reader sees the old file or the whole new one
+    except OSError:
+        pass
+    return table
 
 
 @lru_cache(maxsize=1)

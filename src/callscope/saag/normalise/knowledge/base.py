@@ -5,6 +5,7 @@ Part of :mod:`callscope.saag.normalise.knowledge`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -64,19 +65,12 @@ def name_stated(name: str, text: StatedText) -> bool:
     return needle.strip() != "" and needle in text.stemmed
 
 
+#: a maximal run of ASCII letters, at least two long (one linear regex scan)
+_ASCII_RUN = re.compile(r"[A-Za-z]{2,}")
+
+
 @lru_cache(maxsize=2048)
 def upper_tokens(query: str) -> frozenset[str]:
     """The request's all-capital tokens of 2-3 letters ("LAX", "CA", "JP"): codes a user
     writes as codes."""
-    out: set[str] = set()
-    tok: list[str] = []
-    for ch in query + " ":
-        if ch.isascii() and ch.isalpha():
-            tok.append(ch)
-            continue
-        if 2 <= len(tok) <= 3:
-            word = "".join(tok)
-            if word.isupper():
-                out.add(word)
-        tok = []
-    return frozenset(out)
+    return frozenset(w for w in _ASCII_RUN.findall(query) if len(w) <= 3 and w.isupper())

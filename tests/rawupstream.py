@@ -152,6 +152,13 @@ async def forged(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None
     await answer(w, completion("Berlin"), *extra)
 
 
+async def object_arguments(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A passing call whose ``arguments`` is an object, not the JSON string OpenAI writes."""
+    body = json.loads(completion())
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = {"city": "Paris"}
+    await answer(w, json.dumps(body).encode())
+
+
 async def cafe(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
     body = completion()
     w.write(
@@ -185,6 +192,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "trickle": trickle,
     "forged": forged,
     "cafe": cafe,
+    "object_arguments": object_arguments,
     "early_close": early_close,
     "partial": partial,
     "switching": switching,

@@ -15,7 +15,7 @@ import httpx
 from proxyserve import callscope_serve, raw_exchange, read_all
 from rawupstream import SSE_TEXT, chat, raw_upstream
 
-from callscope.guard.proxy import CALLS_HEADER, GUARD_HEADER
+from callscope.guard.proxy import CALLS_HEADER, GUARD_HEADER, NOTE_HEADER
 from callscope.store.run_store import RunStore
 
 
@@ -185,6 +185,23 @@ def test_an_upstream_cannot_forge_the_guards_verdict(tmp_path: Path) -> None:
     assert calls == [b"3"]  # the call failed at stage 3, not the forged "0"
     assert models.status_code == 200
     assert not [k for k, _ in models.headers.raw if k.lower().startswith(b"x-callscope")]
+
+
+def test_arguments_written_as_an_object_are_judged_and_said(tmp_path: Path) -> None:
+    """A call whose ``function.arguments`` is an object (not the JSON string the OpenAI
+    format requires) was judged "passed" without a word; it is still judged (Ollama writes
+    objects), and the reply says which calls wrote their arguments so."""
+    with raw_upstream() as up, callscope_serve(up.url, tmp_path / "run") as served:
+        odd = httpx.post(
+            served.url + "/chat/completions", content=chat("object_arguments"), timeout=30
+        )
+        plain = httpx.post(served.url + "/chat/completions", content=chat("plain"), timeout=30)
+    assert odd.headers[GUARD_HEADER] == "passed" and odd.headers[CALLS_HEADER] == "0"
+    assert odd.headers[NOTE_HEADER] == "arguments-not-a-string=0"
+    assert odd.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == {
+        "city": "Paris"
+    }  # relayed as upstream sent it: the proxy judges, it does not rewrite a passing answer
+    assert plain.headers[GUARD_HEADER] == "passed" and NOTE_HEADER not in plain.headers
 
 
 # --------------------------------------------------------------------------- item 7

@@ -109,7 +109,8 @@ class TurnVerdict:
     ``calls`` is empty when the turn made no call attempt (``action`` then says what it did:
     ``ASK``, ``REFUSE``, ``CONFIRM`` or ``OTHER``; ``no_call`` is ``abstained`` or ``empty``);
     ``parse_error`` says why a call attempt could not be read (the turn then holds one
-    stage-1 call verdict and ``no_call="broken"``). ``verdict`` is the answer's verdict as
+    stage-1 call verdict and ``no_call="broken"``); ``object_arguments`` which native calls
+    wrote their arguments as an object instead of a JSON string. ``verdict`` is the answer's verdict as
     :func:`~callscope.saag.answer.diagnose_answer` gave it (:attr:`answer`)."""
 
     action: str
@@ -121,6 +122,9 @@ class TurnVerdict:
     functions: list[dict[str, Any]] = field(default_factory=list, repr=False)
     no_call: NoCall | None = None
     verdict: AnswerVerdict | None = field(default=None, repr=False, compare=False)
+    #: the positions of native calls whose ``function.arguments`` is a JSON object, not the
+    #: string the OpenAI format requires (read and judged all the same: Ollama writes objects)
+    object_arguments: tuple[int, ...] = ()
 
     @property
     def checked(self) -> bool:
@@ -375,4 +379,20 @@ def check(
         functions=functions,
         no_call=answer.no_call,
         verdict=answer,
+        object_arguments=object_arguments(native_calls),
+    )
+
+
+def object_arguments(native_calls: Any) -> tuple[int, ...]:
+    """The positions of OpenAI-style native calls (``{"function": {"arguments": ...}}``)
+    whose ``arguments`` is not a string: an object where the format wants its JSON text."""
+    if not isinstance(native_calls, list):
+        return ()
+    return tuple(
+        i
+        for i, tc in enumerate(native_calls)
+        if isinstance(tc, dict)
+        and isinstance(fn := tc.get("function"), dict)
+        and "arguments" in fn
+        and not isinstance(fn["arguments"], str)
     )

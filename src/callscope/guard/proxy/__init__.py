@@ -22,7 +22,10 @@ What it checks, and what it does not:
   ``X-Callscope-Guard: passed | repaired | unrepaired`` (``unchecked`` for a completion
   without tool calls) and ``X-Callscope-Guard-Calls``: each call's stage in the answer
   returned, by position, comma-separated (``0,3``: the first call passed, the second failed
-  at stage 3; only stage digits, so no model text reaches a header).
+  at stage 3; only stage digits, so no model text reaches a header). A call whose
+  ``function.arguments`` is a JSON object rather than the string the OpenAI format requires
+  is read and judged all the same (Ollama writes objects), and said:
+  ``X-Callscope-Guard-Note: arguments-not-a-string=0`` (the positions).
 - Not checked, passed through unchanged: answers without tool calls, requests without
   tools, streaming requests (``"stream": true`` in the parsed body, however it is spelled;
   relayed chunk by chunk as upstream's server-sent events, decoded; an upstream that fails
@@ -82,6 +85,7 @@ from callscope.guard.proxy.decide import (
     EXTRA_FIELD,
     GUARD_HEADER,
     INLINE_CHECK_BYTES,
+    NOTE_HEADER,
     UPSTREAM_FAILURES,
     Guard,
     call_list,
@@ -108,6 +112,7 @@ from callscope.guard.upstream import LocalUpstream, UpstreamReply
 __all__ = [
     "BACKLOG",
     "CALLS_HEADER",
+    "NOTE_HEADER",
     "CHAT_PATHS",
     "EXTRA_FIELD",
     "GUARD_HEADER",

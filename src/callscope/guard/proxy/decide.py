@@ -38,6 +38,10 @@ EXTRA_FIELD = "callscope"
 GUARD_HEADER = "X-Callscope-Guard"
 #: the response header listing each call's stage (0 = passed) by position
 CALLS_HEADER = "X-Callscope-Guard-Calls"
+#: the response header naming what the guard noticed beside its verdict: the positions of
+#: calls whose arguments are an object, not the JSON string the OpenAI format requires
+#: (``arguments-not-a-string=0,2``; only fixed words and digits reach it)
+NOTE_HEADER = "X-Callscope-Guard-Note"
 #: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms);
 #: a larger one, and every repair, on a worker thread so that small requests keep moving
 INLINE_CHECK_BYTES = 64 * 1024
@@ -250,4 +254,7 @@ def with_header(
     headers = [*reply.headers, (GUARD_HEADER, decision)]
     if verdict is not None and verdict.calls:
         headers.append((CALLS_HEADER, calls_header(verdict)))
+    if verdict is not None and verdict.object_arguments:
+        positions = ",".join(str(i) for i in verdict.object_arguments)
+        headers.append((NOTE_HEADER, f"arguments-not-a-string={positions}"))
     return UpstreamReply(reply.status, headers, reply.content, reply.on_sent)

@@ -258,10 +258,11 @@ def test_callscope_serve_judges_each_native_call_by_position(tmp_path: Path) -> 
     assert "could not be read" in second["reasons"][0]
 
 
-def _as_version_2(run: Path, old_row: dict[str, Any]) -> None:
+def _as_version_2(run: Path, old_row: dict[str, Any], loop: bool = True) -> None:
     """Make ``run``'s one outcome read as a cascade version 2 store recorded it: the model's
     configuration says version 2 and attempt 1's row (and the outcome's first and final rows)
-    hold ``old_row``'s verdict, solved at attempt 1."""
+    hold ``old_row``'s verdict, solved at attempt 1. ``loop=False``: no configuration at all,
+    as the guard and chat logs record outcomes."""
     import sqlite3  # lazy: only these tests edit a store by hand
 
     db = sqlite3.connect(run / "store.sqlite")
@@ -271,6 +272,8 @@ def _as_version_2(run: Path, old_row: dict[str, Any]) -> None:
             "UPDATE meta SET value=? WHERE key=?",
             (json.dumps({**json.loads(config), "cascade": 2}), key),
         )
+        if not loop:
+            db.execute("DELETE FROM meta WHERE key=?", (key,))
         [(data,)] = db.execute("SELECT data FROM attempts")
         attempt = json.loads(data)
         attempt["row"] = {**attempt["row"], **old_row}
@@ -289,17 +292,19 @@ def _as_version_2(run: Path, old_row: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("reply", "old", "new"),
+    ("reply", "old", "new", "loop"),
     [
         # version 2 read call-shaped garbage as an abstention: on a case whose gold is [] that
         # passed; today it is a broken call attempt, stage 1, not solved
-        ("{" * 20, "abstained", ("broken", 1, False)),
+        ("{" * 20, "abstained", ("broken", 1, False), True),
         # prose stays an abstention: nothing to re-derive
-        ("Why did the cat sit on the computer?", "abstained", None),
+        ("Why did the cat sit on the computer?", "abstained", None, True),
+        # no loop configuration (the guard's and chat logs' records): their own rule, kept
+        ("{" * 20, "abstained", None, False),
     ],
 )
 def test_an_old_store_is_re_derived_and_the_report_says_which_rows(
-    tmp_path: Path, reply: str, old: str, new: tuple[str, int, bool] | None
+    tmp_path: Path, reply: str, old: str, new: tuple[str, int, bool] | None, loop: bool
 ) -> None:
     case = {"id": "joke", "query": "Tell me a joke about cats", "functions": FUNCTIONS, "gold": []}
     cases = tmp_path / "cases.jsonl"
@@ -316,7 +321,7 @@ def test_an_old_store_is_re_derived_and_the_report_says_which_rows(
         "answer": old, "stage": 0, "solved": True, "answer_solved": True,
         "parse_error": "no tool call found in output", "calls": [],
     }  # fmt: skip
-    _as_version_2(tmp_path / "run", old_row)
+    _as_version_2(tmp_path / "run", old_row, loop)
     res = cli("report", str(tmp_path / "run"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")

@@ -344,7 +344,7 @@ def build_report(
         info = run_info(store, sorted({str(o["model"]) for o in outcomes}))
         rederived = [(f.model, f.case_id, f.mode) for f in outcomes if f.rederived]
         version = Rederiver(store).version
-        versions = {version(m) for m, _, _ in rederived}
+        versions = {v for m, _, _ in rederived if (v := version(m)) is not None}
         info.rederived = rederived_line(rederived, versions)
         tokens = usage_table(store.token_usage())  # issue 31: sent / computed / generated
     finally:

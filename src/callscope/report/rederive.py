@@ -5,8 +5,9 @@ Cascade version 3 (:data:`~callscope.saag.cascade.CASCADE_VERSION`) changed what
 without a readable call *is*: it is judged from its text (:mod:`callscope.parse.no_call`),
 so call-shaped garbage that version 2 stored as ``abstained`` (stage 0 on a case whose gold
 is ``[]``: "passed") is ``broken`` (stage 1), and prose is an abstention only where it is
-one. A run directory records the cascade version of each model's outcomes
-(``config:<model>``; none recorded: version 1). For a model scored before
+one. A run directory records the cascade version of each model's loop outcomes
+(``config:<model>``; a configuration without one: version 1; the guard's and chat logs'
+records have none and are never re-derived). For a model scored before
 :data:`NO_CALL_FROM_TEXT`, every stored attempt whose row holds no readable call is scored
 again from its stored reply, as the loop scores it today
 (:func:`callscope.saag.score.score_parsed`, the case's own expectation); its row and
@@ -49,19 +50,24 @@ class Rederiver:
 
     def __init__(self, store: RunStore) -> None:
         self._store = store
-        self._versions: dict[str, int] = {}
+        self._versions: dict[str, int | None] = {}
         self._groundings: dict[str, str | None] = {}
         self._cases: dict[str, Case] | None = None
 
-    def version(self, model: str) -> int:
-        """The cascade version ``model``'s outcomes were scored with (1: none recorded)."""
+    def version(self, model: str) -> int | None:
+        """The cascade version ``model``'s loop outcomes were scored with (1: a configuration
+        recorded before versions were); ``None`` when the store holds no loop configuration
+        for it (the guard's and chat logs' records, scored by their own rule: never
+        re-derived)."""
         if model not in self._versions:
             config = self._store.get_meta(f"config:{model}")
-            config = config if isinstance(config, dict) else {}
-            cascade = config.get("cascade", 1)
-            self._versions[model] = cascade if isinstance(cascade, int) else 1
-            grounding = config.get("grounding")
-            self._groundings[model] = grounding if isinstance(grounding, str) else None
+            version = None
+            if isinstance(config, dict):
+                cascade = config.get("cascade", 1)
+                version = cascade if isinstance(cascade, int) else 1
+                grounding = config.get("grounding")
+                self._groundings[model] = grounding if isinstance(grounding, str) else None
+            self._versions[model] = version
         return self._versions[model]
 
     def _case(self, case_id: str) -> Case | None:
@@ -73,7 +79,8 @@ class Rederiver:
         """Re-derive ``attempts`` (the store's attempt dicts of one outcome, changed in
         place) when ``model`` was scored before :data:`NO_CALL_FROM_TEXT`; the numbers of the
         attempts whose verdict changed."""
-        if self.version(model) >= NO_CALL_FROM_TEXT:
+        version = self.version(model)
+        if version is None or version >= NO_CALL_FROM_TEXT:
             return []
         case = self._case(case_id)
         if case is None:

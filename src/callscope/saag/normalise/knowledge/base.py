@@ -61,8 +61,12 @@ def name_stated(name: str, text: StatedText) -> bool:
         return False
     if norm_words(name) in text.words:
         return True
-    needle = stem_words(name)
+    needle = _stemmed_name(name)
     return needle.strip() != "" and needle in text.stemmed
+
+
+#: :func:`stem_words` of a library's names (short: :func:`name_stated` bounds them), kept
+_stemmed_name = lru_cache(maxsize=4096)(stem_words)
 
 
 #: a maximal run of ASCII letters, at least two long (one linear regex scan)

@@ -144,12 +144,24 @@ def _maybe_unit(token: str) -> bool:
     names, prefixes = _pint_names()
     if not names:  # the files were not found: let pint decide
         return True
-    for prefix in prefixes:
-        if token.startswith(prefix):
-            rest = token[len(prefix) :]
+    known = _prefix_set()
+    for size in _prefix_sizes():  # one look-up per prefix length, not a test per prefix
+        if token[:size] in known:
+            rest = token[size:]
             if rest in names or (rest.endswith("s") and rest[:-1] in names):
                 return True
     return False
+
+
+@lru_cache(maxsize=1)
+def _prefix_set() -> frozenset[str]:
+    return frozenset(_pint_names()[1])
+
+
+@lru_cache(maxsize=1)
+def _prefix_sizes() -> tuple[int, ...]:
+    """The lengths of pint's prefixes, longest first (``0``: no prefix)."""
+    return tuple(sorted({len(p) for p in _pint_names()[1]}, reverse=True))
 
 
 @lru_cache(maxsize=4096)

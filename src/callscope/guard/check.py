@@ -110,8 +110,8 @@ class TurnVerdict:
     ``ASK``, ``REFUSE``, ``CONFIRM`` or ``OTHER``; ``no_call`` is ``abstained`` or ``empty``);
     ``parse_error`` says why a call attempt could not be read (the turn then holds one
     stage-1 call verdict and ``no_call="broken"``); ``object_arguments`` which native calls
-    wrote their arguments as an object instead of a JSON string. ``verdict`` is the answer's verdict as
-    :func:`~callscope.saag.answer.diagnose_answer` gave it (:attr:`answer`)."""
+    wrote their arguments as an object instead of a JSON string. ``verdict`` is the answer's
+    verdict as :func:`~callscope.saag.answer.diagnose_answer` gave it (:attr:`answer`)."""
 
     action: str
     calls: tuple[CallVerdict, ...] = ()

@@ -33,3 +33,17 @@ BASE = {"id": "r", "query": "Weather in Paris", "functions": [FN]}
 def test_every_key_of_a_score_row_is_declared(row: dict[str, Any]) -> None:
     out = score_row(row)
     assert set(out) - set(ScoreRow.__annotations__) == set()
+
+
+def test_the_outcome_keys_of_an_exported_row_are_the_declared_ones() -> None:
+    """``Outcome.export_row`` adds only :data:`callscope.records.runs.EXPORT_KEYS` to the final
+    row (the report's re-derivation keeps exactly those when it replaces the row)."""
+    from callscope.records import Attempt, Outcome
+    from callscope.records.runs import EXPORT_KEYS
+
+    row = score_row({**BASE, "output": json.dumps(CALL)})
+    attempt = Attempt(1, [], None, [], row, None)
+    outcome = Outcome("r", "gated", [attempt], error="boom", error_kind="backend", answer_at=1)
+    outcome.stop = "budget"
+    exported = outcome.export_row("m", 5)
+    assert set(exported) - set(row) == set(EXPORT_KEYS)

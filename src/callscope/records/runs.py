@@ -38,6 +38,12 @@ class Attempt:
         return dict(self.__dict__)
 
 
+#: the keys :meth:`Outcome.export_row` adds to the final score row (the outcome's, not the row's)
+EXPORT_KEYS = (
+    "attempts", "mode", "solved_at", "model", "scale", "answer_at", "stop", "error", "error_kind",
+)  # fmt: skip
+
+
 @dataclass
 class Outcome:
     """The loop's result for one (case, mode)."""
@@ -72,7 +78,8 @@ class Outcome:
         return None
 
     def export_row(self, model: str, scale: int | None) -> dict[str, Any]:
-        """The final row in the ``score`` format plus ``attempts``, ``mode``, ``solved_at``."""
+        """The final row in the ``score`` format plus the outcome's own keys
+        (:data:`EXPORT_KEYS`)."""
         row = dict(self.final_row or {"id": self.case_id})
         row.update(
             attempts=len(self.attempts),

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from callscope.parse import parse_output
+from callscope.records.runs import EXPORT_KEYS
 from callscope.saag.answer import verdict_to_dict
 from callscope.saag.score import score_parsed
 from callscope.store.run_store import RunStore
@@ -118,12 +119,9 @@ class Rederiver:
         if 1 in changed:
             o["first"] = rows[1]
         if at in changed:
-            keep = {k: final[k] for k in ("attempts", "mode", "model", "scale", "answer_at",
-                                          "stop", "error", "error_kind") if k in final}  # fmt: skip
-            o["final"] = {**rows[at], **keep}
+            o["final"] = {**rows[at], **{k: final[k] for k in EXPORT_KEYS if k in final}}
         solved_at = next((n for n in sorted(rows) if rows[n].get("solved")), None)
-        o["solved_at"] = solved_at
-        o["final"]["solved_at"] = solved_at
+        o["solved_at"] = o["final"]["solved_at"] = solved_at
         o["rederived"] = True
         return True
 

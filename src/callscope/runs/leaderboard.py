@@ -115,10 +115,7 @@ ROW = np.dtype(
         ("cat", "i1"),
         ("scored", "?"),
         ("bfcl_ok", "?"),  # BFCL's committed verdict: accepted (False when not scored)
-        (
-            "err",
-            "i2",
-        ),  # BFCL's error type, index into leaderboard_tree.LeaderboardRun.error_types (-1: none)
+        ("err", "i2"),  # BFCL's error type, index into the run's error_types (-1: none)
         ("decode", "i1"),  # index into DECODE
         ("n_calls", "i2"),
         ("no_call", "i1"),  # index into NO_CALL

@@ -348,3 +348,28 @@ def test_more_calls_than_the_parser_reads_is_said_not_judged_in_part(tmp_path: P
     assert "more calls than the parser reads" in many["calls"][63]["parse_error"]
     # a list that fits is read whole: 100 calls, every one judged, no broken entry
     assert hundred["stage"] == 0 and len(hundred["calls"]) == 100
+
+
+def test_a_case_id_with_a_lone_surrogate_is_audited_and_reported(tmp_path: Path) -> None:
+    """The audit seeds each case's perturbations with its id; an id holding a lone surrogate
+    (a data file may) made ``random.Random`` raise UnicodeEncodeError, so ``callscope audit``
+    and ``callscope report`` (which audits the run's gold cases) failed on it."""
+    fn = {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+    gold = {"name": "get_weather", "arguments": {"city": "Paris"}}
+    rows = [
+        {"id": f"c{i}\ud800", "query": "Weather in Paris", "functions": [fn], "gold": gold}
+        for i in range(3)
+    ]
+    src = tmp_path / "cases.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    res = subprocess.run(
+        [sys.executable, "-c", "from callscope.cli.main import main; main()", "audit", str(src),
+         "-o", str(tmp_path / "audit")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    written = json.loads((tmp_path / "audit" / "audit.json").read_text(encoding="utf-8"))
+    assert written["audits"][0]["summary"][0]["n"] == 3  # every case audited

@@ -60,6 +60,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from callscope.core.stats import seeded_rng
 from callscope.core.table import pct_ci
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
@@ -162,7 +163,7 @@ def answer_positives(
     out: list[tuple[str, list[ToolCall], str]] = []
 
     def rng(kind: str) -> random.Random:
-        return random.Random(f"{seed}:{case.id}:{kind}")
+        return seeded_rng(seed, case.id, kind)
 
     registry = [str(f.get("name")) for f in case.functions]
     if not base:  # a no-call case

@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from callscope.core.stats import rate_ci
+from callscope.core.stats import rate_ci, seeded_rng
 from callscope.core.table import pct_ci
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
@@ -179,7 +179,7 @@ def positives(
     args = base.arguments
 
     def rng(kind: str) -> random.Random:
-        return random.Random(f"{seed}:{case.id}:{kind}")
+        return seeded_rng(seed, case.id, kind)
 
     def add(kind: str, arguments: dict[str, Any], change: str, name: str | None = None) -> None:
         out.append((kind, ToolCall(name or base.name, arguments), change))

@@ -14,6 +14,7 @@ from typing import Any
 
 from callscope.benchmarks.bfcl.single import NO_VALUE, bfcl_ast_verdict, is_acceptable
 from callscope.core.jsonl import copy_json
+from callscope.core.stats import seeded_rng
 from callscope.saag.cascade import find_spec
 from callscope.types import Case
 
@@ -58,7 +59,7 @@ def agreement_report(
     for case in cases:
         calls = {"gold": gold_call(case)}
         if perturb:
-            calls.update(perturbed_calls(case, random.Random(f"{seed}:{case.id}")))
+            calls.update(perturbed_calls(case, seeded_rng(seed, case.id)))
         for kind in kinds:
             call = calls.get(kind)
             if call is None:

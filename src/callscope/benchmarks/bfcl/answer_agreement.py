@@ -38,6 +38,7 @@ from callscope.benchmarks.bfcl.single import (
     resolve_entry,
 )
 from callscope.core.jsonl import copy_json
+from callscope.core.stats import seeded_rng
 from callscope.parse import parse_output
 from callscope.saag.answer import no_call_kind, score_answer
 from callscope.saag.cascade import find_spec
@@ -290,7 +291,7 @@ def answer_agreement_report(
         cat["cases"] += 1
         answers: dict[str, Answer | None] = {"gold": gold}
         if perturb:
-            answers.update(perturbed_answers(case, random.Random(f"{seed}:{case.id}")))
+            answers.update(perturbed_answers(case, seeded_rng(seed, case.id)))
         for kind in kinds:
             answer = answers.get(kind)
             if answer is None:

@@ -373,3 +373,18 @@ def test_a_case_id_with_a_lone_surrogate_is_audited_and_reported(tmp_path: Path)
     assert res.returncode == 0, res.stderr
     written = json.loads((tmp_path / "audit" / "audit.json").read_text(encoding="utf-8"))
     assert written["audits"][0]["summary"][0]["n"] == 3  # every case audited
+
+
+def test_a_closed_call_too_long_to_read_is_not_called_cut_off():
+    """A call that closes, but past the scan's 20,000-character bound or with a bracket of
+    the wrong kind, was reported "cut off" (the text did not end there); only text that
+    ends inside the call is."""
+    long_closed = parse_output('get_weather(city="Paris", days=0b' + "1" * 20_000 + ")")
+    assert long_closed.error == "integer literal too long (more than 4300 digits)"
+    cut = parse_output('get_weather(city="Paris", days=0b' + "1" * 100)
+    assert cut.error is not None and cut.error.startswith("the call is cut off")
+    mismatched = parse_output('see get_weather(city="P"] ok')
+    assert mismatched.attempts == (
+        ("get_weather", "the call get_weather( does not parse: a closing bracket does not "
+         "match its opening one"),
+    )  # fmt: skip

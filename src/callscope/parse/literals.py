@@ -19,7 +19,8 @@
   fine but no request, store or report could carry it) is rejected here, where parsed values
   enter, as JSON text and decimal literals already are by their readers: one rule, so a
   parsed call is always a value every later step can write.
-* :func:`balanced_end`: the end of a bracket group, quotes respected.
+* :func:`balanced_end` / :func:`bracket_group`: the end of a bracket group, quotes respected
+  (and, when it does not close, why).
 
 Every rejection is a :class:`Rejected` (a ``ValueError`` subclass). ``parse_text`` and
 ``parse_output`` turn it into a :class:`~callscope.types.ParseResult` error; the lower-level
@@ -189,7 +190,19 @@ def json_like(value: Any, depth: int = 0) -> Any:
 
 def balanced_end(text: str, start: int) -> int:
     """Index after the bracket group that starts at ``text[start]`` (quotes respected), or
-    -1 when it does not close within ``MAX_CALL_CHARS``."""
+    -1 when it does not close within ``MAX_CALL_CHARS`` (:func:`bracket_group` says why)."""
+    return bracket_group(text, start)[0]
+
+
+def bracket_group(text: str, start: int) -> tuple[int, str]:
+    """The bracket group that starts at ``text[start]`` (quotes respected): ``(end, "closed")``
+    with the index after it, else ``(-1, why)``: ``"unclosed"`` (the text ends first: cut
+    off), ``"mismatched"`` (a closing bracket of another kind) or ``"too long"`` (not closed
+    within ``MAX_CALL_CHARS``). One pass over at most ``MAX_CALL_CHARS`` characters.
+
+    >>> bracket_group("f(a=[1, ')'])", 1), bracket_group("f(a=1", 1), bracket_group("f(a]", 1)
+    ((13, 'closed'), (-1, 'unclosed'), (-1, 'mismatched'))
+    """
     pairs = {"(": ")", "[": "]", "{": "}"}
     stack: list[str] = []
     quote: str | None = None
@@ -208,11 +221,11 @@ def balanced_end(text: str, start: int) -> int:
             stack.append(pairs[c])
         elif c in ")]}":
             if not stack or stack.pop() != c:
-                return -1
+                return -1, "mismatched"
             if not stack:
-                return i + 1
+                return i + 1, "closed"
         i += 1
-    return -1
+    return -1, "unclosed" if stop == len(text) else "too long"
 
 
 #: a Markdown code fence (the parser's fenced blocks, and a fence around a whole answer)

@@ -47,9 +47,11 @@ from callscope.parse.json_calls import invalid_json_reason
 from callscope.parse.literals import (
     FENCE_HEAD,
     FENCE_MARK,
+    MAX_CALL_CHARS,
     MAX_CANDIDATES,
     Rejected,
     balanced_end,
+    bracket_group,
     json_raw_decode,
 )
 from callscope.parse.python_calls import CALL_ARGS, CALL_START, parse_python_calls
@@ -243,9 +245,17 @@ def _structured_reason(text: str) -> str:
         reason = str(exc)
     else:  # pragma: no cover - parse_text reads such text as calls before it gets here
         return "Python call syntax that holds no call"
-    if open_at >= 0 and balanced_end(text, open_at) < 0:
+    if open_at >= 0 and bracket_group(text, open_at)[1] == "unclosed":
         return f"the call is cut off: {reason}"
     return reason
+
+
+#: why a call's parenthesis group does not close (:func:`~callscope.parse.literals.bracket_group`)
+_NOT_CLOSED = {
+    "unclosed": "is cut off: its parenthesis is never closed",
+    "mismatched": "does not parse: a closing bracket does not match its opening one",
+    "too long": f"is not closed within {MAX_CALL_CHARS:,} characters",
+}
 
 
 #: what a call (not a mention such as ``f()`` or a signature ``f(location, date)``) has right
@@ -270,9 +280,9 @@ def call_attempts(text: str) -> tuple[tuple[str, str], ...]:
         start = m.start()
         name = m.group().lstrip("[").rstrip("(").strip()
         open_at = text.find("(", start) if text[start] != "[" else start
-        end = balanced_end(text, open_at)
+        end, how = bracket_group(text, open_at)
         if end < 0:
-            out.append((name, f"the call {name}( is cut off: its parenthesis is never closed"))
+            out.append((name, f"the call {name}( {_NOT_CLOSED[how]}"))
             pos = m.end()
             continue
         if _ARGUMENT_VALUES.match(text, m.end()) is not None:  # a call, not a mention

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from callscope.calibration.classify import classify_emission
+from callscope.calibration.classify.emission import holds_native_call
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis, FailureKind
@@ -335,12 +336,17 @@ def check(
     query, context = evidence_of(messages)
     text = content_text(message.get("content"))
     native_calls = message.get("tool_calls")
-    try:
-        action = classify_emission(
-            {"content": text, "tool_calls": native_calls} if native_calls else {"content": text}
-        )
-    except TypeError:
-        action = TOOL_CALL if native_calls else "OTHER"
+    if holds_native_call(native_calls):
+        # a native call is a TOOL_CALL whatever the prose beside it says (the classifier's
+        # priority): its cue scan over the prose is skipped (~70 ms for 50 KB of text)
+        action = TOOL_CALL
+    else:
+        try:
+            action = classify_emission(
+                {"content": text, "tool_calls": native_calls} if native_calls else {"content": text}
+            )
+        except TypeError:
+            action = TOOL_CALL if native_calls else "OTHER"
     parsed: ParseResult
     ids: list[str | None] = []
     if native_calls:

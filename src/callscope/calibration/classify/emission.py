@@ -306,6 +306,14 @@ def _view_text(text: str, config: ClassifierConfig) -> EmissionView:
     return EmissionView(has_call=bool(spans), prose=[text], blank=blank and not spans)
 
 
+def holds_native_call(calls: Any) -> bool:
+    """A message's ``tool_calls`` holds a call (an OpenAI / Ollama item or a BFCL one): the
+    emission is then a ``TOOL_CALL`` whatever its prose says under the default priority."""
+    return isinstance(calls, list) and any(
+        _native_item_is_call(c) or _is_bfcl_call(c) for c in calls
+    )
+
+
 def view_emission(emission: Any, config: ClassifierConfig) -> EmissionView:
     """Read any supported emission shape into an :class:`EmissionView`.
 
@@ -331,10 +339,7 @@ def view_emission(emission: Any, config: ClassifierConfig) -> EmissionView:
         if _native_item_is_call(emission) or _is_bfcl_call(emission):
             return EmissionView(has_call=True, blank=False)
         view = EmissionView()
-        calls = emission.get("tool_calls")
-        if isinstance(calls, list) and any(
-            _native_item_is_call(c) or _is_bfcl_call(c) for c in calls
-        ):
+        if holds_native_call(emission.get("tool_calls")):
             view.has_call = True
             view.blank = False
         content = emission.get("content", emission.get("text"))

@@ -343,7 +343,7 @@ class RegistryGrounding:
                     return "format"  # the description's template, its placeholders stated
         if "described" not in self.disabled:
             for phrase in n.described_phrases(value, schema):
-                if all(f" {w}" in ev.words for w in phrase[:2]):
+                if all(f" {w}" in ev.words or n.stem(w) in ev.stems for w in phrase[:2]):
                     return "described"
         others_stated = [
             m

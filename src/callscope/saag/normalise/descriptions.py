@@ -46,10 +46,15 @@ _DESCRIBED = re.compile(
 @lru_cache(maxsize=4096)
 def _described_table(desc: str) -> dict[str, tuple[tuple[str, ...], ...]]:
     table: dict[str, list[tuple[str, ...]]] = {}
-    for m in _DESCRIBED.finditer(desc):
+    pos = 0
+    while (m := _DESCRIBED.search(desc, pos)) is not None:
         words = [w for w in m.group(2).lower().replace("-", " ").split() if w not in _STOP]
         if words:
             table.setdefault(m.group(1).lower(), []).append(tuple(words[:3]))
+        # the next scan starts at the phrase: in "Example: 1 for Bangkok" the phrase of
+        # "Example" holds the pair "1 for Bangkok" (a phrase is at most four words long, so
+        # every character is read at most a bounded number of times)
+        pos = m.start(2) if m.start(2) > m.start() else m.end()
     return {k: tuple(v) for k, v in table.items()}
 
 

@@ -337,6 +337,9 @@ class RegistryGrounding:
                     and all(t or n.stem(w) in fmt for t, w in zip(told, words, strict=True))
                 ):
                     return "format"  # stated words in the description's template
+            fills = n.key_value_fills(value, n.description_keys(schema))
+            if fills and all(self._stated(f, ev) for f in fills):
+                return "format"  # the description's search syntax, every field stated
             for parts in n.description_templates(schema):
                 fills = n.template_fills(value, parts)
                 if fills and all(self._stated(f, ev) for f in fills):

@@ -45,8 +45,10 @@ from callscope.saag.normalise.descriptions import (
     MAX_TEMPLATE_VALUE,
     comma_format,
     described_phrases,
+    description_keys,
     description_templates,
     description_words,
+    key_value_fills,
     template_fills,
 )
 from callscope.saag.normalise.knowledge import (
@@ -70,8 +72,10 @@ __all__ = [
     "date_evidence",
     "date_time_stated",
     "described_phrases",
+    "description_keys",
     "description_templates",
     "description_words",
+    "key_value_fills",
     "knowledge_match",
     "month_year_evidence",
     "month_year_stated",

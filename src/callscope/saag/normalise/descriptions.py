@@ -68,6 +68,47 @@ def described_phrases(value: Any, schema: dict[str, Any] | None) -> tuple[tuple[
     return _described_table(desc[:4000]).get(str(value).strip().lower(), ())
 
 
+#: a ``key:`` of a search syntax the description shows ("'track:SongName artist:ArtistName'",
+#: "'brand:Nike' or 'country:USA'"): a word directly before a colon and a non-space
+_SYNTAX_KEY = re.compile(r"(?<![\w:/])([A-Za-z_][\w-]{0,30}):(?=[^\s/:])")
+
+
+def description_keys(schema: dict[str, Any] | None) -> frozenset[str]:
+    """The ``key:`` words of a search syntax the parameter's description shows, lower case
+    ("track", "artist" for "in the format 'track:SongName artist:ArtistName'")."""
+    desc = schema.get("description") if isinstance(schema, dict) else None
+    if not isinstance(desc, str) or ":" not in desc:
+        return frozenset()
+    return _keys(desc[:4000])
+
+
+@lru_cache(maxsize=4096)
+def _keys(desc: str) -> frozenset[str]:
+    return frozenset(k.lower() for k in _SYNTAX_KEY.findall(desc))
+
+
+def key_value_fills(value: str, keys: frozenset[str]) -> list[str] | None:
+    """What ``value`` gives each key of a ``key:value`` search syntax whose keys are all in
+    ``keys`` ("track:Dil Nu artist:Maninder Buttar" -> ``["Dil Nu", "Maninder Buttar"]``), or
+    ``None`` when it is not such a value (no key, a key outside ``keys``, text before the
+    first key, an empty fill). One regex scan."""
+    if not keys or len(value) > MAX_TEMPLATE_VALUE:
+        return None
+    found = list(_SYNTAX_KEY.finditer(value))
+    if not found or found[0].start() != 0:
+        return None
+    fills = []
+    for i, m in enumerate(found):
+        if m.group(1).lower() not in keys:
+            return None
+        end = found[i + 1].start() if i + 1 < len(found) else len(value)
+        fill = value[m.end() : end].strip().strip("'\"").strip()
+        if not fill:
+            return None
+        fills.append(fill)
+    return fills
+
+
 _PLACEHOLDER = re.compile(r"\{[A-Za-z_][\w-]{0,40}\}|<[A-Za-z_][\w-]{0,40}>")
 #: template matching reads at most this many characters of a value (bounded cost)
 MAX_TEMPLATE_VALUE = 2048

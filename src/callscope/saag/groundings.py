@@ -192,6 +192,20 @@ def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
     return any(g.numbers_equal(value, x) for x in numbers)
 
 
+def _named_in_word(value: Any, words: str) -> bool:
+    """The request's words (:func:`~callscope.saag.normalise.norm_words`) hold the one-word
+    string ``value`` (4 or more characters) as the start of a longer word it is at least half
+    of: "postgres" in "postgresql", not "all" in "allocate". For enum members only: the enum
+    rules out every other reading."""
+    if not isinstance(value, str):
+        return False
+    v = n.norm_words(value).strip()
+    if len(v) < 4 or " " in v:
+        return False
+    m = re.search(r"(?<!\S)" + re.escape(v) + r"(\S*)", words)
+    return m is not None and 0 < len(m.group(1)) <= len(v)
+
+
 def _equal_values(a: Any, b: Any) -> bool:
     if g.is_number(a) and g.is_number(b):
         return g.numbers_equal(a, b)
@@ -348,6 +362,8 @@ class RegistryGrounding:
             for phrase in n.described_phrases(value, schema):
                 if all(f" {w}" in ev.words or n.stem(w) in ev.stems for w in phrase[:2]):
                     return "described"
+        if member and "enum" not in self.disabled and _named_in_word(value, ev.words):
+            return "enum"  # "postgres" of "PostgreSQL": the request names this member
         others_stated = [
             m
             for m in self._stated_members(enum, ev)

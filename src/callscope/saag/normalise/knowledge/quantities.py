@@ -269,7 +269,7 @@ def stated_quantities(
     )
 
 
-def _same_number(value: float, reading: float) -> bool:
+def same_number(value: float, reading: float) -> bool:
     if value == reading or abs(value - reading) <= 1e-9 * max(abs(value), abs(reading)):
         return True
     text = repr(value)
@@ -299,7 +299,7 @@ class Quantities:
                 return None
             for words, _, readings in stated_quantities(text.query):
                 for r, unit in readings:
-                    if _same_number(number, r):
+                    if same_number(number, r):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")
             return None
         if not value[:1].isdigit() and value[:1] != "-":
@@ -310,7 +310,7 @@ class Quantities:
         q = mine[0][1]
         for words, stated, _ in stated_quantities(text.query):
             try:
-                same = _same_number(float(q.to(stated.units).magnitude), float(stated.magnitude))
+                same = same_number(float(q.to(stated.units).magnitude), float(stated.magnitude))
             except Exception:  # other kinds
                 continue
             if same:

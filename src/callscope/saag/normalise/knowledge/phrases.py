@@ -1,0 +1,78 @@
+"""Numbers a request states as a phrase, not as a number: "started from rest" states an
+initial velocity of 0, "duplicates every hour" a frequency of 1 per hour, "from 0 to 2 pi" an
+end of 6.2832.
+
+No library holds these; they are callscope's own small table (:data:`PHRASES`), each row a
+phrase pattern, the number it states and why, and each match is evidence like a library's
+("'from rest' -> 0 by callscope's phrase table (a body at rest has velocity 0)"). The table is
+kept to phrases whose number is their meaning in any domain, not an inference about one
+problem: "a deck of 52 cards" stating 13 hearts is left to the judge.
+
+Only number values are looked up, and only when the request holds one of the table's words
+(one regex scan over the request per phrase, each linear). Multiples of pi match at the
+decimals the value itself has (at most 4, as pint's conversions do): 6.2832 for "2 pi".
+
+Part of :mod:`callscope.saag.normalise.knowledge`."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from callscope.saag.normalise.knowledge.base import Match, StatedText
+from callscope.saag.normalise.knowledge.quantities import same_number
+
+SOURCE = "callscope's phrase table"
+
+#: (pattern, number, why): phrases that state a number in any domain
+PHRASES: tuple[tuple[re.Pattern[str], float, str], ...] = (
+    (
+        re.compile(
+            r"\b(?:(?:starts?|started|starting|from|at) rest|(?:from )?(?:a )?standstill"
+            r"|(?:is|was|are|were|be|being|gets?|got) dropped|dropped from)\b",
+            re.I,
+        ),
+        0,
+        "a body at rest, or dropped, has velocity 0",
+    ),
+    (
+        re.compile(
+            r"\b(?:every|each|once an?|once per|per) (?:second|minute|hour|day|week|month|year)\b",
+            re.I,
+        ),
+        1,
+        "once per unit of time",
+    ),
+)
+#: a multiple of pi ("2 pi", "2π", "pi/2" is not read)
+_PI = re.compile(r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s?\*?\s?)?(?:pi|π)(?![\w/])", re.I)
+
+
+class Phrases:
+    """A number the request states as a phrase of :data:`PHRASES`, or as a multiple of pi."""
+
+    name = "phrases"
+
+    def match(self, value: str | int | float, text: StatedText) -> Match | None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        try:
+            number = float(value)
+        except OverflowError:  # an integer no float holds is no phrase's number
+            return None
+        if not math.isfinite(number):
+            return None
+        for pattern, stated, why in PHRASES:
+            if number == stated:
+                m = pattern.search(text.query)
+                if m is not None:
+                    return Match(m.group(0), str(value), f"{SOURCE} ({why})")
+        if number > 0:
+            for m in _PI.finditer(text.query):
+                times = float(m.group(1)) if m.group(1) else 1.0
+                if same_number(number, times * math.pi):
+                    return Match(m.group(0), str(value), f"{SOURCE} (π = {math.pi:.6f})")
+        return None
+
+
+PHRASES_NORMALISER = Phrases()

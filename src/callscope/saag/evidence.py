@@ -81,6 +81,13 @@ class Evidence:
         return g.NumberIndex(self.numbers)
 
     @cached_property
+    def span_index(self) -> g.NumberIndex:
+        """The lengths of the periods the request states between two of its dates or times
+        (:func:`~callscope.saag.normalise.spans`): read only for a number nothing else
+        states."""
+        return g.NumberIndex(n.spans(*self.dates, self.times))
+
+    @cached_property
     def units(self) -> frozenset[str]:
         return n.unit_groups_stated(self.query)
 

@@ -247,7 +247,9 @@ class RegistryGrounding:
             return "stated"
         on = "normalised" not in self.disabled
         if g.is_number(value):
-            if on and _number_stated(value, ev.number_index):
+            if on and (
+                _number_stated(value, ev.number_index) or _number_stated(value, ev.span_index)
+            ):
                 return "normalised"
         elif not isinstance(value, str):
             return None

@@ -38,7 +38,9 @@ from callscope.saag.normalise.dates import (
     date_time_stated,
     month_year_evidence,
     month_year_stated,
+    durations,
     relative_dates,
+    spans,
     time_evidence,
 )
 from callscope.saag.normalise.descriptions import (
@@ -72,6 +74,7 @@ __all__ = [
     "date_evidence",
     "date_time_stated",
     "described_phrases",
+    "durations",
     "description_keys",
     "description_templates",
     "description_words",
@@ -83,6 +86,7 @@ __all__ = [
     "number_evidence",
     "parse_number_string",
     "relative_dates",
+    "spans",
     "schema_defaults",
     "schema_enum",
     "stem",

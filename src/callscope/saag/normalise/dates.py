@@ -50,7 +50,7 @@ _NUMERIC_MONTH_YEAR = re.compile(
 _VALUE_MONTH_YEAR = re.compile(
     r"(\d{1,2})[-/.](\d{4})|(\d{4})[-/.](\d{1,2})|(\d{4})-(\d{1,2})-0?1(?:T00:00(?::00)?Z?)?"
 )
-_TIME_12 = re.compile(r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+_TIME_12 = re.compile(r"(?<!\d)(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
 _TIME_WORDS = re.compile(
     r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s(?:o'clock\s)?in\sthe\s(morning|afternoon|evening|night)\b",
     re.I,
@@ -62,6 +62,22 @@ _VALUE_TIME = re.compile(
 )
 
 Date = tuple[int | None, int, int]
+#: a stated duration: "3 nights", "2 hours", "for 90 mins", "duration 3 hrs"
+_DURATION = re.compile(
+    r"(?<![\w.:])(\d{1,3})\s?(nights?|days?|weeks?|hours?|hrs?|minutes?|mins?)\b", re.I
+)
+_DURATION_MINUTES = {"n": 24 * 60, "d": 24 * 60, "w": 7 * 24 * 60, "h": 60, "m": 1}
+
+
+def durations(text: str) -> tuple[int, ...]:
+    """The durations ``text`` states, in minutes ("3 nights" -> 4320, "2 hours" -> 120; one
+    regex scan): a date or time it also states, moved by one of them, is stated too
+    (:func:`relative_dates`, :func:`time_evidence`)."""
+    if _ANY_DIGIT.search(text) is None:
+        return ()
+    return tuple(
+        int(m.group(1)) * _DURATION_MINUTES[m.group(2)[0].lower()] for m in _DURATION.finditer(text)
+    )
 _ANY_DIGIT = re.compile(r"\d")
 
 
@@ -156,7 +172,8 @@ def month_year_stated(
 
 def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     """The clock times ``text`` states as ``(hour 0-23, minute)``: "7 PM", "10:00 a.m.",
-    "19:00"."""
+    "11.00 a.m.", "19:00", and each of them moved by a duration the text states ("9:00 ...
+    duration 3 hours" states 12:00) within the same day."""
     out: set[tuple[int, int]] = set()
     if _ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
         return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
@@ -175,7 +192,45 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
         h, mi = int(m.group(1)), int(m.group(2))
         if h < 24 and mi < 60:
             out.add((h, mi))
-    return frozenset(out)
+    later = {
+        divmod(h * 60 + mi + d, 60)
+        for d in durations(text)
+        if d < 24 * 60
+        for h, mi in out
+        if h * 60 + mi + d < 24 * 60
+    }  # "time 9:00, duration 3 hours" states the end, 12:00, on the same day
+    return frozenset(out | later)
+
+
+def spans(
+    dates: frozenset[Date], years: frozenset[int], times: frozenset[tuple[int, int]]
+) -> tuple[int, ...]:
+    """The lengths between the dates a text states, in days ("August 15th to August 17th,
+    2023" states 2: a date without a year is in the one year the text states), and between
+    its times of day, in hours, minutes and seconds ("from 15:30 to 15:32" states 2 minutes,
+    120 seconds), when it states two to four of them (more are a list, not a period)."""
+    out: set[int] = set()
+    (only,) = years if len(years) == 1 else (None,)
+    full = sorted({(y or only, m, d) for y, m, d in dates if (y or only) is not None})
+    if 2 <= len(full) <= 4:
+        import datetime as dt  # lazy: see relative_dates
+
+        days = []
+        for y, m, d in full:
+            try:
+                days.append(dt.date(y, m, d).toordinal())  # type: ignore[arg-type]
+            except ValueError:
+                continue
+        out |= {b - a for a in days for b in days if b > a}
+    clock = sorted(h * 60 + mi for h, mi in times)
+    if 2 <= len(clock) <= 4:
+        for a in clock:
+            for b in clock:
+                if b > a:
+                    out |= {b - a, (b - a) * 60}
+                    if (b - a) % 60 == 0:
+                        out.add((b - a) // 60)
+    return tuple(sorted(out))
 
 
 def date_time_stated(
@@ -237,7 +292,8 @@ def relative_dates(
     """Dates a request states relative to a full date it also states ("today is 2023-10-01 ...
     tomorrow", "next Wednesday", "a week later", "March 3rd next year", "until the 12th"),
     counted with python-dateutil's ``relativedelta``: from each stated ``(year, month, day)``,
-    the day before and after, the day after tomorrow, the next two occurrences of every
+    the day before and after, the day after tomorrow, a stated number of days, nights or weeks
+    later ("for 3 nights starting from 1st June 2022" states 2022-06-04), the next two occurrences of every
     weekday the text names (counted from the weekday the text gives today, "today is
     Monday", when it gives one), a week later; a stated month and day without a year in the
     next year ("next year"); a lone day of the month ("on the 9th") in the month of a stated
@@ -260,6 +316,7 @@ def relative_dates(
         offsets.add(2)
     if "week" in words:
         offsets.add(7)
+    offsets |= {d // (24 * 60) for d in durations(low) if d % (24 * 60) == 0}  # "3 nights"
     weekdays = [i for i, w in enumerate(_WEEKDAYS) if w in words]
     told = _TODAY_IS.search(low)
     told_weekday = _WEEKDAYS.index(told.group(1).lower()) if told else None

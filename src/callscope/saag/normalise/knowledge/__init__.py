@@ -3,7 +3,7 @@ recognised through well-kept libraries, each match kept as evidence.
 
 Beyond the SAAG paper (its grounding is lexical). A *knowledge normaliser* knows one kind of
 value (countries, currencies, languages, airports, cities, ticker symbols, time zones,
-physical quantities, numbers stated as phrases) through one library or public table, and answers one question: which words of the request name this value? Its
+physical quantities, numbers stated as phrases, words with a typing slip) through one library or public table, and answers one question: which words of the request name this value? Its
 answer is a :class:`Match`: the request's words, the value, the library and the record that
 joins them ("'Canadian Dollar' -> CAD by pycountry (ISO 4217)").
 
@@ -46,6 +46,7 @@ from callscope.saag.normalise.knowledge.currencies import CURRENCIES
 from callscope.saag.normalise.knowledge.languages import LANGUAGES
 from callscope.saag.normalise.knowledge.phrases import PHRASES_NORMALISER
 from callscope.saag.normalise.knowledge.quantities import QUANTITIES
+from callscope.saag.normalise.knowledge.spellings import SPELLINGS
 from callscope.saag.normalise.knowledge.tickers import TICKERS
 from callscope.saag.normalise.knowledge.timezones import TIMEZONES
 
@@ -65,6 +66,7 @@ NORMALISERS: Registry[Normaliser] = Registry(
             TIMEZONES,
             QUANTITIES,
             PHRASES_NORMALISER,
+            SPELLINGS,
         )
     },
     read_only=True,

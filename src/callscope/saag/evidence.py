@@ -82,15 +82,14 @@ class Evidence:
 
     @cached_property
     def free_numbers(self) -> tuple[int | float, ...]:
-        """The numbers the request states (:attr:`numbers`) that are not a part of a date or a
-        time of day it states (the 6 and 2024 of "March 6, 2024", the 3 of "3pm"): the
-        numbers that may contradict a parameter's numeric default."""
+        """The numbers the request states outside its full dates and times of day
+        (:func:`~callscope.saag.normalise.without_dates`: not the 6 and 2024 of "March 6,
+        2024", nor the 3 of "3pm"; "four people on April 23" states 4): the numbers that may
+        contradict a parameter's numeric default."""
         if not self.numbers:
             return ()
-        dates, years = self.dates
-        parts = {*years, *(x for date in dates for x in date if x is not None)}
-        parts |= {x for t in self.times for x in (t[0], t[0] % 12 or 12, t[1])}
-        return tuple(x for x in self.numbers if x not in parts)
+        rest = n.without_dates(self.query)
+        return self.numbers if rest == self.query else n.number_evidence(rest)
 
     @cached_property
     def span_index(self) -> g.NumberIndex:

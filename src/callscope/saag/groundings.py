@@ -194,7 +194,9 @@ def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
 
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 #: words of parameter names that name no thing ("number_of_adults" counts adults)
-_NAME_STOP = frozenset({"num", "number", "the", "and", "for", "per", "count", "total", "max", "min"})
+_NAME_STOP = frozenset(
+    {"num", "number", "the", "and", "for", "per", "count", "total", "max", "min"}
+)
 
 
 def _counted(param: str, words: str) -> tuple[int | float, ...]:

@@ -36,12 +36,13 @@ from callscope.saag.normalise.dates import (
     Date,
     date_evidence,
     date_time_stated,
+    durations,
     month_year_evidence,
     month_year_stated,
-    durations,
     relative_dates,
     spans,
     time_evidence,
+    without_dates,
 )
 from callscope.saag.normalise.descriptions import (
     MAX_TEMPLATE_VALUE,
@@ -96,5 +97,6 @@ __all__ = [
     "time_evidence",
     "unit_group",
     "unit_groups_stated",
+    "without_dates",
     "words_state",
 ]

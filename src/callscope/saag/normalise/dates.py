@@ -78,6 +78,8 @@ def durations(text: str) -> tuple[int, ...]:
     return tuple(
         int(m.group(1)) * _DURATION_MINUTES[m.group(2)[0].lower()] for m in _DURATION.finditer(text)
     )
+
+
 _ANY_DIGIT = re.compile(r"\d")
 
 
@@ -126,6 +128,31 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
             out.add(x)
     years = frozenset(int(y) for y in _YEAR.findall(text))
     return frozenset(out), years
+
+
+#: what :func:`without_dates` blanks: full dates and times of day in every form read here
+_DATE_AND_TIME_FORMS = (
+    _Y_FIRST,
+    _Y_LAST,
+    _COMPACT_DATE,
+    _MONTH_DAY,
+    _DAY_MONTH,
+    _YEAR_MONTH_DAY,
+    _TIME_12,
+    _TIME_WORDS,
+    _TIME_24,
+)
+
+
+def without_dates(text: str) -> str:
+    """``text`` with its full dates and times of day blanked ("4 people on April 23, 2023 at
+    10:00" -> "4 people on   at  "): the numbers left are stated as numbers, not as parts
+    of a date or a time. A year or a month on its own stays. One regex pass per form."""
+    if _ANY_DIGIT.search(text) is None:
+        return text
+    for form in _DATE_AND_TIME_FORMS:
+        text = form.sub(" ", text)
+    return text
 
 
 def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:

@@ -11,16 +11,23 @@ from functools import lru_cache
 from callscope.core.text import normalize_quotes
 
 _SEPARATORS = re.compile(r"[\s_\-/\\.,;:!?'\"`()\[\]{}<>|~]+")
+#: a line break or tab written as an escape ("sentences\\nhello": text copied out of a JSON
+#: string or a log line), and any other backslash (a path: "C:\\new" is no line break)
+_ESCAPE = re.compile(r"\\[nrt]")
+_OTHER_BACKSLASH = re.compile(r"\\(?![nrt])")
 _WS = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=8192)
 def norm_words(text: str) -> str:
     """``text`` lower-cased (NFKC) with quotes, punctuation, ``_``, ``-``, ``/`` and
-    whitespace runs each made one space, padded with one space on both sides (so a word-
+    whitespace runs each made one space (and ``\\n``, ``\\t``, ``\\r`` too when every
+    backslash of the text is such an escape), padded with one space on both sides (so a word-
     boundary search is a plain substring search for ``" " + needle + " "``)."""
-    t = unicodedata.normalize("NFKC", normalize_quotes(text)).lower()
-    return " " + _SEPARATORS.sub(" ", t).strip() + " "
+    t = unicodedata.normalize("NFKC", normalize_quotes(text))
+    if "\\" in t and _OTHER_BACKSLASH.search(t) is None:
+        t = _ESCAPE.sub(" ", t)  # every backslash is an escaped line break or tab
+    return " " + _SEPARATORS.sub(" ", t.lower()).strip() + " "
 
 
 @lru_cache(maxsize=8192)

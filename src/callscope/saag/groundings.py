@@ -287,6 +287,9 @@ class RegistryGrounding:
             c = n.compact(value)
             if len(c) >= 2 and not c.isalnum() and c in ev.compact:
                 return "normalised"
+            notes = n.spelled_notes(value) if "#" in value or "b" in value else None
+            if notes is not None and n.words_state(notes, ev.words):
+                return "normalised"  # "C#" for "C sharp major"
             if digits and (
                 n.date_time_stated(value, *ev.dates, ev.times)
                 or n.month_year_stated(value, ev.month_years, ev.dates[0])

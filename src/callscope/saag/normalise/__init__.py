@@ -63,7 +63,14 @@ from callscope.saag.normalise.knowledge import (
 from callscope.saag.normalise.numbers import number_evidence, parse_number_string
 from callscope.saag.normalise.schema import schema_defaults, schema_enum
 from callscope.saag.normalise.units import unit_group, unit_groups_stated
-from callscope.saag.normalise.words import compact, norm_words, stem, stems, words_state
+from callscope.saag.normalise.words import (
+    compact,
+    norm_words,
+    spelled_notes,
+    stem,
+    stems,
+    words_state,
+)
 
 __all__ = [
     "MAX_TEMPLATE_VALUE",
@@ -88,6 +95,7 @@ __all__ = [
     "parse_number_string",
     "relative_dates",
     "spans",
+    "spelled_notes",
     "schema_defaults",
     "schema_enum",
     "stem",

@@ -69,3 +69,17 @@ def stem(word: str) -> str:
 def stems(text_words: str) -> frozenset[str]:
     """The stems of the words of a :func:`norm_words` result."""
     return frozenset(stem(w) for w in text_words.split())
+
+
+#: a musical note with a sharp or flat sign ("C#", "Bb"; not "Cb" inside a word)
+_NOTE = re.compile(r"(?<![A-Za-z])([A-G])(#|♯|b|♭)(?![A-Za-z#])")
+_ACCIDENTALS = {"#": "sharp", "♯": "sharp", "b": "flat", "♭": "flat"}
+
+
+def spelled_notes(value: str) -> str | None:
+    """``value`` with its musical notes spelled out ("C#" -> "C sharp", "Bb major" -> "B flat
+    major"), or ``None`` when it holds none."""
+    if len(value) > 64:
+        return None
+    spelled = _NOTE.sub(lambda m: f"{m.group(1)} {_ACCIDENTALS[m.group(2)]}", value)
+    return spelled if spelled != value else None

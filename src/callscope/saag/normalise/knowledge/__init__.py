@@ -3,7 +3,7 @@ recognised through well-kept libraries, each match kept as evidence.
 
 Beyond the SAAG paper (its grounding is lexical). A *knowledge normaliser* knows one kind of
 value (countries, currencies, languages, airports, cities, ticker symbols, time zones,
-physical quantities, numbers stated as phrases, words with a typing slip) through one library or public table, and answers one question: which words of the request name this value? Its
+physical quantities, numbers stated as phrases, words with a typing slip, acronyms) through one library or public table, and answers one question: which words of the request name this value? Its
 answer is a :class:`Match`: the request's words, the value, the library and the record that
 joins them ("'Canadian Dollar' -> CAD by pycountry (ISO 4217)").
 
@@ -29,6 +29,7 @@ mode in :data:`callscope.saag.groundings.GROUNDINGS`).
 from __future__ import annotations
 
 from callscope.core.registry import Registry
+from callscope.saag.normalise.knowledge.acronyms import ACRONYMS
 from callscope.saag.normalise.knowledge.airports import AIRPORTS
 from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
@@ -67,6 +68,7 @@ NORMALISERS: Registry[Normaliser] = Registry(
             QUANTITIES,
             PHRASES_NORMALISER,
             SPELLINGS,
+            ACRONYMS,
         )
     },
     read_only=True,

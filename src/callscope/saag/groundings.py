@@ -510,13 +510,18 @@ def _leaves(
     value: Any, schema: dict[str, Any] | None
 ) -> Iterable[tuple[Any, dict[str, Any] | None]]:
     """Scalar leaves of ``value`` with the schema that describes each (``items`` of arrays,
-    ``properties`` of objects), iteratively (no recursion limit)."""
+    with the array's description when the items have none; ``properties`` of objects),
+    iteratively (no recursion limit)."""
     stack: list[tuple[Any, dict[str, Any] | None]] = [(value, schema)]
     while stack:
         v, s = stack.pop()
         if isinstance(v, list | tuple):
             items = s.get("items") if isinstance(s, dict) else None
             sub = items if isinstance(items, dict) else None
+            if sub is not None and "description" not in sub and isinstance(s, dict):
+                desc = s.get("description")  # the array's description tells its items
+                if isinstance(desc, str):
+                    sub = {**sub, "description": desc}
             stack.extend((x, sub) for x in reversed(v))
         elif isinstance(v, dict):
             props = s.get("properties") if isinstance(s, dict) else None

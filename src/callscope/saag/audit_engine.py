@@ -54,6 +54,7 @@ from callscope.core.table_formats import write_table
 from callscope.parse.text import NO_CALL_FOUND
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
+from callscope.saag import normalise as n
 from callscope.saag.answer import (
     deciding_call,
     diagnose_answer,
@@ -61,6 +62,7 @@ from callscope.saag.answer import (
     repeated_positions,
     score_answer,
 )
+from callscope.saag.cascade import find_spec
 from callscope.saag.groundings import Grounding, Judge, get_grounding
 from callscope.types import Case, ParseResult, ToolCall
 
@@ -245,12 +247,28 @@ class AuditResult:
 _DATE_LIKE = re.compile(r"\d{1,4}[-/.:]\d{1,2}")
 
 
-def false_alarm_reason(d: Diagnosis, call: ToolCall) -> str:
+def _member(value: Any, member: Any) -> bool:
+    if isinstance(value, str) and isinstance(member, str):
+        return n.norm_words(value) == n.norm_words(member)
+    return bool(value == member)
+
+
+def false_alarm_reason(
+    d: Diagnosis, call: ToolCall, functions: Sequence[dict[str, Any]] = ()
+) -> str:
     """Why a call was flagged: the stage, and at stage 3 the kind of value of the first
-    flagged argument (``date/time``, ``compound``, ``string``, ``number``, ``container``)."""
+    flagged argument (``date/time``, ``compound``, ``string``, ``number``, ``container``), or
+    ``value outside its enum`` when the parameter's schema (in ``functions``) rules the value
+    out: on gold, the gold contradicts its own schema."""
     if d.stage in (1, 2):
         return f"stage {d.stage}: " + ", ".join(d.failure_kinds())
-    v = call.arguments.get(d.flagged(3)[0])
+    param = d.flagged(3)[0]
+    v = call.arguments.get(param)
+    spec = find_spec(functions, call.name) if functions else None
+    props = (spec.get("parameters") or {}).get("properties") if spec else None
+    enum = n.schema_enum(props.get(param) if isinstance(props, dict) else None)
+    if enum and isinstance(v, str | int | float) and not any(_member(v, m) for m in enum):
+        return "stage 3: value outside its enum"
     if isinstance(v, list | dict):
         kind = "container"
     elif g.is_number(v):
@@ -290,7 +308,7 @@ def cascade_detector(
     if deciding is None or deciding.call is None:
         return Judged(True, stage, len(failing | repeats), f"stage {stage}: no call")
     d = deciding.diagnosis
-    reason = false_alarm_reason(d, deciding.call)
+    reason = false_alarm_reason(d, deciding.call, case.functions)
     return Judged(True, stage, len(failing | repeats), reason, (*d.flagged(3), *d.flagged(2)))
 
 

@@ -88,15 +88,16 @@ class Evidence:
         contradict a parameter's numeric default."""
         if not self.numbers:
             return ()
-        rest = n.without_dates(self.query)
-        return self.numbers if rest == self.query else n.number_evidence(rest)
+        if n.without_dates(self.query) == self.query:
+            return self.numbers
+        return n.number_evidence(self.query, blank=n.without_dates)
 
     @cached_property
     def span_index(self) -> g.NumberIndex:
         """The lengths of the periods the request states between two of its dates or times
         (:func:`~callscope.saag.normalise.spans`): read only for a number nothing else
         states."""
-        return g.NumberIndex(n.spans(*self.dates, self.times))
+        return g.NumberIndex(n.spans(*n.date_evidence(self.query), self.times))
 
     @cached_property
     def units(self) -> frozenset[str]:

@@ -11,6 +11,7 @@ written forms of a digit string."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 #: number words no number grammar reads: a word that means one number on its own
@@ -97,6 +98,7 @@ def _word_numbers(text: str) -> list[int | float]:
     return out
 
 
+@lru_cache(maxsize=512)
 def _in_digits(lowered: str) -> str:
     """``lowered`` with its numbers in words written in digits by text2num ("twenty five" ->
     "25", "one hundred and twenty" -> "120", "the third" -> "the 3rd", "one point five" ->
@@ -132,12 +134,18 @@ def _digit_numbers(lowered: str, out: list[int | float]) -> None:
             out.append(n * _SUFFIX_SCALE[suffix])
 
 
-def number_evidence(text: str) -> tuple[int | float, ...]:
+def number_evidence(
+    text: str, blank: Callable[[str], str] | None = None
+) -> tuple[int | float, ...]:
     """Every number ``text`` states, in the forms a call may carry it (see the module doc).
-    Duplicates removed, order of first appearance kept."""
+    Duplicates removed, order of first appearance kept. ``blank`` (a function of a text)
+    first blanks what is not to be read (:func:`~callscope.saag.normalise.without_dates`),
+    after number words are read as digits (one text2num pass per text, remembered)."""
     lowered = text.lower()
     out: list[int | float] = []
     converted = _in_digits(lowered)
+    if blank is not None:
+        text, lowered, converted = blank(text), blank(lowered), blank(converted)
     for source in (lowered, converted) if converted != lowered else (lowered,):
         _digit_numbers(source, out)
     for m in _HEMISPHERE.finditer(text):

@@ -13,11 +13,14 @@ apart ("mc donalds" for "McDonald's"), letters and digits only.
 
 Only string values whose words the request does not hold as written are looked up; the scan
 is bounded by :data:`MAX_REQUEST_WORDS` request words and :data:`MAX_VALUE_WORDS` value
-words, one RapidFuzz call per pair at most.
+words, and starts only at request words with the value's first letter (indexed once per
+request); one RapidFuzz call per pair at most.
 
 Part of :mod:`callscope.saag.normalise.knowledge`."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 from callscope.saag.normalise.words import norm_words, stem
@@ -52,6 +55,17 @@ def _slip(value_word: str, request_word: str) -> int | None:
     return d if d <= allowed else None
 
 
+@lru_cache(maxsize=512)
+def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
+    """The request's words (at most :data:`MAX_REQUEST_WORDS`) and, by first letter, where
+    they are."""
+    rw = tuple(words.split()[:MAX_REQUEST_WORDS])
+    starts: dict[str, list[int]] = {}
+    for i, w in enumerate(rw):
+        starts.setdefault(w[0], []).append(i)
+    return rw, {k: tuple(v) for k, v in starts.items()}
+
+
 class Spellings:
     """A string value the request writes with a slip of the keyboard or other spacing."""
 
@@ -63,9 +77,9 @@ class Spellings:
         vw = norm_words(value).split()
         if not vw or len(vw) > MAX_VALUE_WORDS or not any(c.isalpha() for c in value):
             return None
-        rw = text.words.split()[:MAX_REQUEST_WORDS]
+        rw, starts = _request_words(text.words)
         joined = "".join(vw)
-        for i in range(len(rw)):
+        for i in starts.get(vw[0][0], ()):  # a slip keeps the first letter
             edits = 0
             for j, word in enumerate(vw):
                 d = _slip(word, rw[i + j]) if i + j < len(rw) else None

@@ -294,7 +294,13 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: text states (:func:`callscope.saag.grounding.soft_drift`, issue 40): a value naming another
 #: entity of the same kind ("Berlin" for Paris) is hard; an answer without a readable call is
 #: judged from its text (issue 36: broken always fails stage 1, gold-free abstention no verdict).
-CASCADE_VERSION = 3
+#: 4: stage 3 (registry mode, issue 37) also grounds numbers stated as phrases ("from rest"),
+#: words with a typing slip ("Chcicago"), acronyms of stated words ("ssn"), dates and times
+#: moved by a stated duration and the spans between two of them, key:value search syntaxes
+#: and described values the description shows, an enum member named inside a word, a
+#: musical note's sign; a numeric default is contradicted only by numbers outside the
+#: request's dates and times.
+CASCADE_VERSION = 4
 
 
 def grounding_modes() -> tuple[str, ...]:

@@ -120,6 +120,45 @@ def test_other_case_value_and_swap() -> None:
     assert by_kind(audit(two_city, grounding="lexical"), "q0")["swapped_values"] == (False, 0)
 
 
+ROUND = {
+    "name": "round_number",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "x": {"type": "number"},
+            "decimals": {"type": "integer", "description": "Decimal places. Default is 2."},
+            "mode": {"type": "string", "enum": ["half_up", "half_even"]},
+        },
+        "required": ["x"],
+    },
+}
+
+
+def test_a_stated_number_replaced_by_its_default_is_detected() -> None:
+    """defaulted_number: "to 3 decimals" with decimals = 2 (the schema's default) is the
+    default the request contradicts; the audit builds it and the registry mode flags it."""
+    case = Case(
+        "r",
+        "Round 3.14159 to 3 decimals",
+        [ROUND],
+        gold={"name": "round_number", "arguments": {"x": 3.14159, "decimals": 3}},
+    )
+    rows = [r for r in audit([case], grounding="registry").rows if r.kind == "defaulted_number"]
+    assert [(r.detail, r.flagged, r.stage) for r in rows] == [("decimals: 3 -> default 2", True, 3)]
+
+
+def test_a_gold_value_outside_its_enum_is_named_as_such() -> None:
+    case = Case(
+        "e",
+        "Round 2.5 the banker's way",
+        [ROUND],
+        gold={"name": "round_number", "arguments": {"x": 2.5, "mode": "bankers"}},
+    )
+    result = audit([case], grounding="registry")
+    (row,) = [r for r in result.rows if r.kind == "gold_minimal"]
+    assert row.flagged and row.detail == "stage 3: value outside its enum"
+
+
 def test_deterministic_for_a_seed_and_written_three_ways(tmp_path: Path) -> None:
     a = audit(cases(), grounding="registry", seed=3)
     b = audit(cases(), grounding="registry", seed=3)

@@ -102,6 +102,29 @@ CASES: list[tuple[str, str, str, Any, str, str, str]] = [
      "pint (70 inch)", "A person of height 5ft 11in"),
     ("duration_string", "Set a countdown for 5 mins", "duration", "5 minutes",
      "'5 mins' → 5 minutes", "pint", "Set a countdown for 6 mins"),
+    # numbers stated as phrases: callscope's phrase table
+    ("from_rest", "It started from rest and accelerated at 9.8 m/s^2 for 5 seconds",
+     "initial_velocity", 0, "'from rest' → 0", "callscope's phrase table (a body at rest",
+     "It started at 3 m/s and accelerated at 9.8 m/s^2 for 5 seconds"),
+    ("every_hour", "each bacterium duplicates every hour for 6 hours", "frequency", 1,
+     "'every hour' → 1", "callscope's phrase table (once per unit of time)",
+     "each bacterium duplicates twice an hour for 6 hours"),
+    ("pi_multiple", "Plot a sine wave from 0 to 2 pi", "end", 6.2832, "'2 pi' → 6.2832",
+     "callscope's phrase table (π", "Plot a sine wave from 0 to 2 radians"),
+    # typing slips and spacing: RapidFuzz
+    ("slip", "I need a weather update for Chcicago", "city", "Chicago",
+     "'chcicago' → Chicago", "RapidFuzz (optimal string alignment), 1 edit",
+     "I need a weather update for Cicero"),
+    ("spacing", "Order 5 fries from uber eats mc donalds", "restaurant", "McDonald's",
+     "'mc donalds' → McDonald's", "the same letters, spaced",
+     "Order 5 fries from uber eats burger king"),
+    # acronyms of stated words
+    ("acronym", "remove their email addresses and social security numbers", "column", "ssn",
+     "'social security numbers' → ssn", "initials of the request's words",
+     "remove their email addresses and phone numbers"),
+    # a city abbreviation typed in lower case (no vowel)
+    ("city_abbreviation_lower_case", "get the weather of nyc", "city", "New York, NY",
+     "'NYC' → New York, NY", "GeoNames", "get the weather of bos"),
 ]  # fmt: skip
 
 #: rule-shaped values (no evidence line: reason ``normalised``) and their twins
@@ -127,15 +150,70 @@ RULES: list[tuple[str, str, str, Any, str]] = [
     ("unit_symbol", "it is 25°C outside", "unit", "celsius", "it is 77°F outside"),
     ("number_words_decimal", "a dose of one point five grams", "dose", 1.5,
      "a dose of two point five grams"),
+    # a date or time moved by a stated duration; the span between two stated dates or times
+    ("date_plus_nights", "a hotel room for 3 nights starting from 1st June 2022", "end",
+     "2022-06-04", "a hotel room starting from 1st June 2022"),
+    ("time_plus_duration", "a housekeeper on 20/3/2024 at 9:00 for a duration of 3 hours",
+     "end", "2024-03-20 12:00:00", "a housekeeper on 20/3/2024 at 9:00 for a duration of 2 hours"),
+    ("days_between", "a room for the dates of August 15th to August 17th, 2023", "stay", 2,
+     "a room from August 15th, 2023"),
+    ("seconds_between", "the readings from 15:30 to 15:32 today", "timespan", 120,
+     "the readings from 15:30 today"),
+    # a line break written as an escape; a musical note's sign; a compact date with a dash
+    ("escaped_line_break", "classify these sentences\\nlink my account\\nhello", "greeting",
+     "hello", "classify these sentences\\nlink my account\\nhi there"),
+    ("music_note", "the musical scale of C sharp major", "key", "C#",
+     "the musical scale of C major"),
+    ("compact_date_with_a_dash", "the weather on Saturday, which is 2023-0101", "date",
+     "2023-01-01", "the weather on Saturday"),
+]  # fmt: skip
+
+_PROVINCE = {
+    "type": "integer",
+    "description": "ID of the province. Example: 1 for Bangkok, 2 for Chiang Mai.",
+}
+_SONG = {
+    "type": "string",
+    "description": "The search query, in the format 'track:SongName artist:ArtistName'.",
+}
+_SERVER = {"type": "string", "enum": ["all", "postgres", "graphql"], "default": "all"}
+_TARGETS = {
+    "type": "array",
+    "description": "Target entities, such as 'brand:Nike' or 'country:USA'.",
+    "items": {"type": "string"},
+}
+_TICKETS = {"type": "integer", "description": "The number of tickets.", "default": 1}
+
+#: values a parameter's schema grounds with the request's words: (id, query, param, value,
+#: schema, reason, the negative twin's query)
+SCHEMA_RULES: list[tuple[str, str, str, Any, dict[str, Any], str, str]] = [
+    # (a twin states a number: a number for a request without one has no grounding context)
+    ("described_pair", "a cleaner in Bangkok, 5 stars", "province_id", 1, _PROVINCE,
+     "described", "a cleaner in Phuket, 5 stars"),
+    ("search_syntax", "Play the song 'Friends' by Marshmello", "query",
+     "track:Friends artist:Marshmello", _SONG, "format", "Play the song 'Friends'"),
+    ("enum_member_in_a_word", "List all PostgreSQL servers", "type", "postgres", _SERVER,
+     "enum", "List all GraphQL servers"),
+    ("array_items_read_with_the_array_description", "How have views of Apple changed?",
+     "targets", ["brand:Apple"], _TARGETS, "format", "How have views of Samsung changed?"),
+    # the default is not contradicted by the numbers of dates ("April 15th" is no 4 or 15),
+    # but is by a number of people
+    ("default_beside_dates", "Flights departing April 15th, returning April 22nd 2023",
+     "number_of_tickets", 1, _TICKETS, "default", "Flights for 3 people departing April 15th"),
 ]  # fmt: skip
 
 
-def _row(case_id: str, query: str, param: str, value: Any) -> dict[str, Any]:
+def _row(
+    case_id: str, query: str, param: str, value: Any, schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
     kind = "number" if isinstance(value, int | float) else "string"
+    functions = _function(param, kind)
+    if schema is not None:
+        functions[0]["parameters"]["properties"][param] = schema
     return {
         "id": case_id,
         "query": query,
-        "functions": _function(param, kind),
+        "functions": functions,
         "output": json.dumps({"name": "f", "arguments": {param: value}}),
     }
 
@@ -154,6 +232,11 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
         rows += [_row(case_id, query, param, value), _row(f"{case_id}~", twin, param, value)]
     for case_id, query, param, value, twin in RULES:
         rows += [_row(case_id, query, param, value), _row(f"{case_id}~", twin, param, value)]
+    for case_id, query, param, value, schema, _, twin in SCHEMA_RULES:
+        rows += [
+            _row(case_id, query, param, value, schema),
+            _row(f"{case_id}~", twin, param, value, schema),
+        ]
     folder = tmp_path_factory.mktemp("knowledge")
     src, out = folder / "cases.jsonl", folder / "scored.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
@@ -192,6 +275,16 @@ def test_rule_shaped_values_and_their_twins(
     case_id, _, param, _, _ = case
     assert scored[case_id]["stage"] == 0, scored[case_id]
     assert scored[case_id]["grounded"][param] in ("normalised", "unit")
+    assert scored[case_id + "~"]["stage"] == 3, scored[case_id + "~"]
+
+
+@pytest.mark.parametrize("case", SCHEMA_RULES, ids=[c[0] for c in SCHEMA_RULES])
+def test_values_the_schema_grounds_with_the_requests_words_and_their_twins(
+    case: tuple[str, str, str, Any, dict[str, Any], str, str], scored: dict[str, dict[str, Any]]
+) -> None:
+    case_id, _, param, _, _, reason, _ = case
+    assert scored[case_id]["stage"] == 0, scored[case_id]
+    assert scored[case_id]["grounded"] == {param: reason}
     assert scored[case_id + "~"]["stage"] == 3, scored[case_id + "~"]
 
 

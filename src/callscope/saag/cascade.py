@@ -299,7 +299,8 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: moved by a stated duration and the spans between two of them, key:value search syntaxes
 #: and described values the description shows, an enum member named inside a word, a
 #: musical note's sign; a numeric default is contradicted only by numbers outside the
-#: request's dates and times.
+#: request's dates and times, and a description's default ending its sentence ("Default is
+#: 2.") is read.
 CASCADE_VERSION = 4
 
 

@@ -11,7 +11,7 @@ from callscope.saag.normalise.numbers import as_number
 
 _DEFAULT_IN_DESCRIPTION = re.compile(
     r"default(?:s|ed)?(?:\s+value)?(\s+(?:is|to|of|will\s+be|being)|\s*[:=])?\s*"
-    r"(?:'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`|(-?\d+(?:\.\d+)?)(?![\w.])"
+    r"(?:'([^'\n]{1,80})'|\"([^\"\n]{1,80})\"|`([^`\n]{1,80})`|(-?\d+(?:\.\d+)?)(?!\w|\.\d)"
     r"|([A-Za-z][\w.-]{0,40}))",
     re.I,
 )

@@ -69,6 +69,12 @@ _DURATION = re.compile(
 _DURATION_MINUTES = {"n": 24 * 60, "d": 24 * 60, "w": 7 * 24 * 60, "h": 60, "m": 1}
 
 
+#: a duration moves the dates (or times) of a text that states at most this many of them: a
+#: text of many dates and one duration ("6 days") would otherwise state a date six days after
+#: each of them, most of them by chance
+MAX_MOVED = 2
+
+
 def durations(text: str) -> tuple[int, ...]:
     """The durations ``text`` states, in minutes ("3 nights" -> 4320, "2 hours" -> 120; one
     regex scan): a date or time it also states, moved by one of them, is stated too
@@ -199,8 +205,9 @@ def month_year_stated(
 
 def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     """The clock times ``text`` states as ``(hour 0-23, minute)``: "7 PM", "10:00 a.m.",
-    "11.00 a.m.", "19:00", and each of them moved by a duration the text states ("9:00 ...
-    duration 3 hours" states 12:00) within the same day."""
+    "11.00 a.m.", "19:00", and, in a text of at most :data:`MAX_MOVED` times, each of them
+    moved by a duration the text states ("9:00 ... duration 3 hours" states 12:00) within the
+    same day."""
     out: set[tuple[int, int]] = set()
     if _ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
         return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
@@ -219,6 +226,8 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
         h, mi = int(m.group(1)), int(m.group(2))
         if h < 24 and mi < 60:
             out.add((h, mi))
+    if not out or len(out) > MAX_MOVED:
+        return frozenset(out)
     later = {
         divmod(h * 60 + mi + d, 60)
         for d in durations(text)
@@ -320,7 +329,8 @@ def relative_dates(
     tomorrow", "next Wednesday", "a week later", "March 3rd next year", "until the 12th"),
     counted with python-dateutil's ``relativedelta``: from each stated ``(year, month, day)``,
     the day before and after, the day after tomorrow, a stated number of days, nights or weeks
-    later ("for 3 nights starting from 1st June 2022" states 2022-06-04), the next two occurrences of every
+    later in a text of at most :data:`MAX_MOVED` full dates ("for 3 nights starting from 1st
+    June 2022" states 2022-06-04), the next two occurrences of every
     weekday the text names (counted from the weekday the text gives today, "today is
     Monday", when it gives one), a week later; a stated month and day without a year in the
     next year ("next year"); a lone day of the month ("on the 9th") in the month of a stated
@@ -343,7 +353,8 @@ def relative_dates(
         offsets.add(2)
     if "week" in words:
         offsets.add(7)
-    offsets |= {d // (24 * 60) for d in durations(low) if d % (24 * 60) == 0}  # "3 nights"
+    if len(full) <= MAX_MOVED:  # "3 nights starting from 1st June 2022"
+        offsets |= {d // (24 * 60) for d in durations(low) if d % (24 * 60) == 0}
     weekdays = [i for i, w in enumerate(_WEEKDAYS) if w in words]
     told = _TODAY_IS.search(low)
     told_weekday = _WEEKDAYS.index(told.group(1).lower()) if told else None

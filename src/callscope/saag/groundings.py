@@ -25,24 +25,31 @@ One read-only registry, :data:`GROUNDINGS` (name -> factory of a :class:`Groundi
      (:mod:`callscope.saag.normalise.knowledge`: "CAD" for "Canadian dollars" and "JP" for
      "Japan" by pycountry, "LAX" for "Los Angeles airport" and "California" for "San
      Francisco" by airportsdata, "America/New_York" for "New York" by the tz database,
-     "0.05" for "50mH" by pint); the match is the value's evidence (:attr:`ArgVerdict.note`).
+     "0.05" for "50mH" by pint, 0 for "started from rest" by callscope's phrase table,
+     "Chicago" for "Chcicago" by RapidFuzz, "ssn" for "social security numbers"); the match
+     is the value's evidence (:attr:`ArgVerdict.note`).
      The words come from the request, never from the value alone: "LAX" for a request
      about Boston stays flagged;
   5. ``context``: the conversation before the request states it (earlier user turns, tool
      results), by rules 1-4;
   6. ``format``: the request states the leading part and the parameter's description shows
      the format that completes it ("Berkeley" -> "Berkeley, CA" for ``'City, State'``;
-     "track:Friends artist:Marshmello" when the words not stated are the template's), or the
-     value follows a template the description shows with every placeholder filled by a
-     stated value ("https://192.0.2.7/api/nodes" for ``'https://{ip}/api/nodes'``);
+     "track:Friends artist:Marshmello" for a description showing the ``key:value`` syntax
+     ``'track:SongName artist:ArtistName'``, every field stated), or the value follows a
+     template the description shows with every placeholder filled by a stated value
+     ("https://192.0.2.7/api/nodes" for ``'https://{ip}/api/nodes'``); an array's items
+     without a description are read with the array's;
   7. ``described``: the description maps the value to words the request states ("1 for
-     Bangkok");
-  8. ``enum``: the value is a member of the parameter's ``enum`` and the request states no
-     other member;
+     Bangkok", also inside "Example: 1 for Bangkok, 2 for Chiang Mai"; up to inflection);
+  8. ``enum``: the value is a member of the parameter's ``enum`` that the request names as
+     the start of a longer word ("postgres" for "PostgreSQL"), or a member and the request
+     states no other member;
   9. ``default``: the value is the parameter's default (schema ``default`` or the
      description's "defaults to ...") and the request does not state a different one: no
-     other enum member, and for numbers no number of the request that no other argument of
-     the call uses.
+     other enum member, and for numbers no number of the request outside its dates and
+     times (:attr:`Evidence.free_numbers`), nor one in words just before a word of the
+     parameter's name ("three rooms" for ``number_of_rooms``), that no other argument of
+     the call uses (a percentage is used by its fraction).
 
   A blank string (``""``) for a parameter the schema does not require is how a caller
   leaves it out (BFCL's answers write ``""`` for "may be omitted"): assumed, like ``None``,
@@ -192,6 +199,10 @@ def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
     return any(g.numbers_equal(value, x) for x in numbers)
 
 
+#: :func:`_counted` reads at most this many request words, and this many occurrences of the
+#: parameter's name words (a bounded number of number-word reads per value)
+MAX_COUNTED_WORDS = 4000
+MAX_COUNTED_HITS = 16
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 #: words of parameter names that name no thing ("number_of_adults" counts adults)
 _NAME_STOP = frozenset(
@@ -208,11 +219,15 @@ def _counted(param: str, words: str) -> tuple[int | float, ...]:
     names -= _NAME_STOP
     if not names:
         return ()
-    tokens = words.split()
+    tokens = words.split()[:MAX_COUNTED_WORDS]
     out: list[int | float] = []
-    for i, w in enumerate(tokens[:4000]):
-        if n.stem(w) in names and i:
+    hits = 0
+    for i, w in enumerate(tokens):
+        if i and n.stem(w) in names:
             out += n.number_evidence(" ".join(tokens[max(0, i - 3) : i]))
+            hits += 1
+            if hits == MAX_COUNTED_HITS:
+                break
     return tuple(out)
 
 

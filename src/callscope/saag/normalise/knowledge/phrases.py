@@ -8,8 +8,8 @@ phrase pattern, the number it states and why, and each match is evidence like a 
 kept to phrases whose number is their meaning in any domain, not an inference about one
 problem: "a deck of 52 cards" stating 13 hearts is left to the judge.
 
-Only number values are looked up, and only when the request holds one of the table's words
-(one regex scan over the request per phrase, each linear). Multiples of pi match at the
+Only number values are looked up; the request is scanned once per phrase (linear, its first
+:data:`MAX_SCAN` characters) and what it holds is kept per request. Multiples of pi match at the
 decimals the value itself has (at most 4, as pint's conversions do): 6.2832 for "2 pi".
 
 Part of :mod:`callscope.saag.normalise.knowledge`."""
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 from callscope.saag.normalise.knowledge.quantities import same_number
@@ -44,6 +45,8 @@ PHRASES: tuple[tuple[re.Pattern[str], float, str], ...] = (
         "once per unit of time",
     ),
 )
+#: the request is read up to here (the parser's scan bound)
+MAX_SCAN = 20_000
 #: a multiple of pi ("2 pi", "2π", "pi/2" is not read)
 _PI = re.compile(r"(?<![\w.])(?:(\d+(?:\.\d+)?)\s?\*?\s?)?(?:pi|π)(?![\w/])", re.I)
 
@@ -62,17 +65,29 @@ class Phrases:
             return None
         if not math.isfinite(number):
             return None
-        for pattern, stated, why in PHRASES:
-            if number == stated:
-                m = pattern.search(text.query)
-                if m is not None:
-                    return Match(m.group(0), str(value), f"{SOURCE} ({why})")
-        if number > 0:
-            for m in _PI.finditer(text.query):
-                times = float(m.group(1)) if m.group(1) else 1.0
-                if same_number(number, times * math.pi):
-                    return Match(m.group(0), str(value), f"{SOURCE} (π = {math.pi:.6f})")
+        for words, stated, why in _stated(text.query):
+            if number == stated if why else same_number(number, stated):
+                return Match(words, str(value), f"{SOURCE} ({why or f'π = {math.pi:.6f}'})")
         return None
+
+
+@lru_cache(maxsize=512)
+def _stated(query: str) -> tuple[tuple[str, float, str], ...]:
+    """``(words, number, why)`` for every phrase of :data:`PHRASES` the request holds (its
+    first occurrence) and every multiple of pi (``why`` empty), in the first
+    :data:`MAX_SCAN` characters: one scan per pattern per request, whatever the number of
+    values looked up."""
+    head = query[:MAX_SCAN]
+    out = []
+    for pattern, stated, why in PHRASES:
+        m = pattern.search(head)
+        if m is not None:
+            out.append((m.group(0), float(stated), why))
+    for m in _PI.finditer(head):
+        times = float(m.group(1)) if m.group(1) else 1.0
+        if times > 0:
+            out.append((m.group(0), times * math.pi, ""))
+    return tuple(out)
 
 
 PHRASES_NORMALISER = Phrases()

@@ -97,15 +97,21 @@ class Evidence:
         """The lengths of the periods the request states between two of its dates or times
         (:func:`~callscope.saag.normalise.spans`): read only for a number nothing else
         states."""
-        return g.NumberIndex(n.spans(*n.date_evidence(self.query), self.times))
+        return g.NumberIndex(n.spans(*self.written_dates, self.times))
 
     @cached_property
     def units(self) -> frozenset[str]:
         return n.unit_groups_stated(self.query)
 
     @cached_property
+    def written_dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
+        """The dates and years the request writes (:func:`~callscope.saag.normalise.date_evidence`)."""
+        return n.date_evidence(self.query)
+
+    @cached_property
     def dates(self) -> tuple[frozenset[n.Date], frozenset[int]]:
-        dates, years = n.date_evidence(self.query)
+        """:attr:`written_dates` and the dates the request states relative to them."""
+        dates, years = self.written_dates
         return dates | n.relative_dates(self.query, dates, self.month_years), years
 
     @cached_property

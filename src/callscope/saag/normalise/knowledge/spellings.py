@@ -1,15 +1,19 @@
 """Words the request writes with a typing slip or other spacing: "Chicago" for "Chcicago",
-"Berkeley" for "Berkley", "artificial intelligence" for "airtificial intelligence",
-"McDonald's" for "mc donalds".
+"Berkeley" for "Berkley", "McDonald's" for "mc donalds".
 
 A string value's words must run in the request in the same order, each either the same word
 (up to inflection) or the request's word misspelled: at most one edit for a word of 5-8
 letters and two for longer ones, by optimal string alignment (RapidFuzz, MIT: an insertion,
 deletion, substitution or swap of two neighbours is one edit), with the same first letter.
-Words under five letters must be the same. A value that is the start of the request's word
-("Chicag" for "Chicago") is a cut, not a slip, and stays flagged: that is what the audit's
-``truncated_string`` probes. A value may also be the request's words run together or split
-apart ("mc donalds" for "McDonald's"), letters and digits only.
+Words under five letters must be the same. Which side slipped: the value must be a place's
+own name in a table (the GeoNames city table, pycountry, us): "Chicago" is, so "Chcicago"
+is the request's slip; "Londn" for "London" is not, so it is the model's slip and stays
+flagged (a soft drift, issue 40), and so does "artificial intelligence" for "airtificial
+intelligence" (no table knows the phrase; the judge may). A value that is the start of the
+request's word ("Chicag" for "Chicago") is a cut, not a slip, and stays flagged: that is
+what the audit's ``truncated_string`` probes. A value may also be the request's words run
+together or split apart ("mc donalds" for "McDonald's"), letters and digits only: the same
+letters, whichever side spaced them.
 
 Only string values whose words the request does not hold as written are looked up; the scan
 is bounded by :data:`MAX_REQUEST_WORDS` request words and :data:`MAX_VALUE_WORDS` value
@@ -66,6 +70,23 @@ def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
     return rw, {k: tuple(v) for k, v in starts.items()}
 
 
+def _known_name(value: str) -> str | None:
+    """Which table knows ``value`` as a place's own name ("Chicago": GeoNames; "Germany":
+    pycountry), else ``None``: only a name spelled right in a table is read as the request's
+    slip; a value that is a slip of the request's word ("Londn" for "London") is the
+    model's, a soft drift (:func:`callscope.saag.grounding.soft_drift`)."""
+    from callscope.saag.normalise.knowledge.cities import table
+    from callscope.saag.normalise.knowledge.countries import place_named
+
+    if any(c.name.lower() == value.lower() for c in table().by_name.get(value.lower(), ())):
+        return "a GeoNames city"
+    if len(value) > 3:
+        state, country = place_named(value)
+        if state is not None or country is not None:
+            return "a US state (us)" if state is not None else "a country (pycountry)"
+    return None
+
+
 class Spellings:
     """A string value the request writes with a slip of the keyboard or other spacing."""
 
@@ -87,9 +108,11 @@ class Spellings:
                     break
                 edits += d
             else:
-                if edits:
+                known = _known_name(value) if edits else None
+                if known is not None:
                     words = " ".join(rw[i : i + len(vw)])
-                    return Match(words, value, f"{SOURCE}, {edits} edit{'s' * (edits > 1)}")
+                    note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
+                    return Match(words, value, note)
             if len(joined) >= 6 and rw[i][:1] == joined[:1]:
                 # the same letters with other spacing: two or three request words
                 run = rw[i]

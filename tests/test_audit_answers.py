@@ -284,18 +284,18 @@ PINNED_BFCL: dict[str, dict[tuple[str, str], tuple[int, int]]] = {
         ("cascade", "swapped_values"): (20, 164),
         ("cascade", "call_on_no_call"): (144, 1124),
     },
-    # cascade version 3 (issue 37: the knowledge rule): was 44 gold answers, then 37; 33 with
+    # cascade version 3 (issue 37: the knowledge rule): was 44 gold answers, then 37; 34 with
     # version 4 (phrases, spellings, acronyms, spans, described values; the positives' n grows
     # with the base)
     "registry": {
-        ("cascade", "gold_answer"): (33, 440),
+        ("cascade", "gold_answer"): (34, 440),
         ("cascade", "clean_abstention"): (0, 1124),
-        ("cascade", "dropped_call"): (0, 407),
-        ("cascade", "duplicated_call"): (407, 407),
-        ("cascade", "extra_call"): (406, 406),
-        ("cascade", "extra_call_filled"): (5, 406),
-        ("cascade", "unstated_value"): (402, 402),
-        ("cascade", "swapped_values"): (21, 203),
+        ("cascade", "dropped_call"): (0, 406),
+        ("cascade", "duplicated_call"): (406, 406),
+        ("cascade", "extra_call"): (405, 405),
+        ("cascade", "extra_call_filled"): (5, 405),
+        ("cascade", "unstated_value"): (401, 401),
+        ("cascade", "swapped_values"): (21, 202),
         ("cascade", "call_on_no_call"): (44, 1124),
     },
 }
@@ -311,7 +311,7 @@ PINNED_GOLD = {
     ("gold", "call_on_no_call"): (1124, 1124),
 }
 #: calls of gold answers the cascade flags / calls (the per-call false alarms)
-PINNED_CALLS = {"lexical": (204, 1241), "registry": (48, 1241)}
+PINNED_CALLS = {"lexical": (204, 1241), "registry": (52, 1241)}
 
 
 @pytest.fixture(scope="module")

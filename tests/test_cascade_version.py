@@ -18,7 +18,7 @@ from callscope.saag.cascade import CASCADE_VERSION, diagnose
 DIGESTS = {
     2: "c035fe5b90e524bc2add64c57cdd240381e0b6eadcbc185e3a6870a5b42453dd",
     3: "86b0fb8df8c4a5e32ba32043ce8a878a266660ae382699397ebe839d4661d90d",
-    4: "722472cd6f1705a88f23048236a1733fc25fdec888fc8a92e5e85908cb786f37",
+    4: "bd12f2f3cc750d231d2ae168fcaacb7d09b5d86d00daef9e7c5b6a9fdd2db06c",
 }
 
 

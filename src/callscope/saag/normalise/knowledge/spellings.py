@@ -70,6 +70,7 @@ def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
     return rw, {k: tuple(v) for k, v in starts.items()}
 
 
+@lru_cache(maxsize=1024)
 def _known_name(value: str) -> str | None:
     """Which table knows ``value`` as a place's own name ("Chicago": GeoNames; "Germany":
     pycountry), else ``None``: only a name spelled right in a table is read as the request's
@@ -113,8 +114,7 @@ class Spellings:
                     words = " ".join(rw[i : i + len(vw)])
                     note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
                     return Match(words, value, note)
-            if len(joined) >= 6 and rw[i][:1] == joined[:1]:
-                # the same letters with other spacing: two or three request words
+            if len(joined) >= 6:  # the same letters with other spacing: 2-3 request words
                 run = rw[i]
                 for k in range(i + 1, min(i + 3, len(rw))):
                     run += rw[k]

@@ -27,6 +27,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from callscope.saag.normalise.knowledge.base import Match, StatedText
+from callscope.saag.normalise.knowledge.cities import table
+from callscope.saag.normalise.knowledge.countries import place_named
 from callscope.saag.normalise.words import norm_words, stem
 
 SOURCE = "RapidFuzz (optimal string alignment)"
@@ -76,9 +78,6 @@ def _known_name(value: str) -> str | None:
     pycountry), else ``None``: only a name spelled right in a table is read as the request's
     slip; a value that is a slip of the request's word ("Londn" for "London") is the
     model's, a soft drift (:func:`callscope.saag.grounding.soft_drift`)."""
-    from callscope.saag.normalise.knowledge.cities import table
-    from callscope.saag.normalise.knowledge.countries import place_named
-
     if any(c.name.lower() == value.lower() for c in table().by_name.get(value.lower(), ())):
         return "a GeoNames city"
     if len(value) > 3:

@@ -20,8 +20,11 @@ Part of :mod:`callscope.saag.normalise.knowledge`."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from functools import lru_cache
+from typing import NamedTuple
 
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 
@@ -74,11 +77,9 @@ class Acronyms:
             return None
         letters = v.replace(".", "")
         k, target = len(letters), letters.lower()
-        words = _words(text.query)
-        for i in range(len(words) - k + 1):
-            run = words[i : i + k]
-            if "".join(w[0] for w in run).lower() != target:
-                continue
+        initials = _initials(text.query)
+        for i in _runs_at(initials, target):
+            run = initials.words[i : i + k]
             if any(w.lower() in _STOP for w in run):
                 continue
             if k == 2 and not all(w[0].isupper() for w in run):
@@ -87,9 +88,24 @@ class Acronyms:
         return None
 
 
+class _Initials(NamedTuple):
+    words: tuple[str, ...]  # at most MAX_REQUEST_WORDS
+    letters: str  # their first letters, lower case, one per word
+
+
 @lru_cache(maxsize=512)
-def _words(query: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(query)[:MAX_REQUEST_WORDS])
+def _initials(query: str) -> _Initials:
+    words = tuple(itertools.islice((m.group(0) for m in _WORD.finditer(query)), MAX_REQUEST_WORDS))
+    return _Initials(words, "".join(w[0].lower() for w in words))
+
+
+def _runs_at(initials: _Initials, target: str) -> Iterator[int]:
+    """Where a run of the request's words has ``target`` as its initials (``str.find`` over
+    the string of initials: linear)."""
+    i = initials.letters.find(target)
+    while i >= 0:
+        yield i
+        i = initials.letters.find(target, i + 1)
 
 
 ACRONYMS = Acronyms()

@@ -300,6 +300,22 @@ def test_a_dotted_name_deeper_than_the_stack_is_read_or_refused_never_raised():
     assert not prose.calls and prose.error  # refused with a reason, not raised
 
 
+def test_a_dotted_name_is_read_the_same_whatever_the_recursion_limit():
+    """A host package may raise the recursion limit (after the integration tests it stood at
+    3,000 in the same process, and the test above then failed): the same text must still
+    read the same."""
+    text = "Sure: a" + ".b" * 3000 + "(x=1) done"
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)
+    try:
+        prose = parse_output(text)
+        read = parse_output("a" + ".b" * 1000 + "(x=1)")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert not prose.calls and prose.error
+    assert [c.name for c in read.calls] == ["a" + ".b" * 1000]
+
+
 def test_a_cut_off_call_is_one_broken_entry_whatever_it_holds():
     """The rest of the text after a cut-off call is inside it: a call or a ``"name"`` key
     nested in its arguments is no call of its own and no second broken one."""

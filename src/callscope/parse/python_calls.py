@@ -85,12 +85,22 @@ def literal(node: ast.AST) -> Any:
         raise Rejected(f"argument is not a literal: {type(exc).__name__}") from None
 
 
+#: a dotted name of more parts is refused: ``ast`` reads deeper chains or not depending on
+#: the host's recursion limit (up to 2,974 parts at Python's default 1,000; deeper where a
+#: package raised it), so without a bound of its own the same text would be a call in one
+#: process and prose in another
+MAX_NAME_PARTS = 2048
+
+
 def dotted_name(node: ast.AST) -> str:
-    """``f`` or ``a.b.f`` for a ``Name`` / chain of ``Attribute`` nodes; ``Rejected`` else.
-    A loop, not a recursion: ``ast`` parses chains far deeper than the interpreter's stack."""
+    """``f`` or ``a.b.f`` for a ``Name`` / chain of ``Attribute`` nodes; ``Rejected`` else
+    (also for more than :data:`MAX_NAME_PARTS` parts). A loop, not a recursion: ``ast``
+    parses chains far deeper than the interpreter's stack."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
+        if len(parts) >= MAX_NAME_PARTS:
+            raise Rejected(f"a dotted name of more than {MAX_NAME_PARTS} parts")
         node = node.value
     if not isinstance(node, ast.Name):
         raise Rejected("called object is not a plain (dotted) name")

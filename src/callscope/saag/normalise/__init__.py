@@ -28,7 +28,8 @@ quantifiers; token scans).
 
 The rules are split by what they read, one module each: :mod:`.words`, :mod:`.numbers`,
 :mod:`.units`, :mod:`.schema` (defaults, enums), :mod:`.dates` (absolute, month-year,
-times, relative dates), :mod:`.descriptions` (formats, described values, URL templates).
+times, relative dates, durations and the spans between stated dates), :mod:`.descriptions`
+(formats, described values, URL templates, ``key:value`` search syntaxes).
 This package is their one public face: the grounding reads them as ``normalise.<rule>``.
 """
 
@@ -36,7 +37,6 @@ from callscope.saag.normalise.dates import (
     Date,
     date_evidence,
     date_time_stated,
-    durations,
     month_year_evidence,
     month_year_stated,
     relative_dates,
@@ -82,7 +82,6 @@ __all__ = [
     "date_evidence",
     "date_time_stated",
     "described_phrases",
-    "durations",
     "description_keys",
     "description_templates",
     "description_words",

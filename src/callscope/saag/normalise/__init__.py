@@ -23,8 +23,9 @@ quantifiers; token scans).
 
 * :mod:`.knowledge`: values the request names in other words, through well-kept libraries
   (countries, US states, currencies, languages: pycountry; airports and the places they
-  serve: airportsdata; time zones: the IANA tz database; quantities in other units: pint),
-  each match kept as evidence (:class:`Match`).
+  serve: airportsdata; time zones: the IANA tz database; quantities in other units: pint;
+  numbers stated as phrases: callscope's table; a place's name misspelled: RapidFuzz;
+  acronyms of stated words), each match kept as evidence (:class:`Match`).
 
 The rules are split by what they read, one module each: :mod:`.words`, :mod:`.numbers`,
 :mod:`.units`, :mod:`.schema` (defaults, enums), :mod:`.dates` (absolute, month-year,

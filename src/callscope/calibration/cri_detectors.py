@@ -18,7 +18,7 @@ from typing import Any
 
 from callscope.core.registry import Registry
 from callscope.saag import grounding as g
-from callscope.saag.cascade import diagnose, find_spec, schema_params
+from callscope.saag.cascade import diagnose, find_spec, schema_params, spec_properties
 from callscope.types import ToolCall
 
 #: values shorter than this pass the label-free UR check
@@ -71,12 +71,6 @@ def has_antecedent(value: Any, haystack: str, spec: dict[str, Any] | None = None
     return any(g.numbers_equal(value, tok) for tok in g.number_tokens(haystack))
 
 
-def _properties(spec: dict[str, Any]) -> dict[str, Any]:
-    params = spec.get("parameters") or {}
-    props = params.get("properties") if isinstance(params, dict) else None
-    return props if isinstance(props, dict) else {}
-
-
 def detect_label_free(
     calls: Sequence[ToolCall], functions: Sequence[dict[str, Any]], user_text: str, observed: str
 ) -> Detection | None:
@@ -90,7 +84,7 @@ def detect_label_free(
             )
         spec = find_spec(functions, call.name) or {}
         required, _ = schema_params(spec)
-        props = _properties(spec)
+        props = spec_properties(spec)
         args = call.arguments if isinstance(call.arguments, dict) else {}
         for param in required:
             if param in args and not has_antecedent(args[param], haystack, props.get(param)):

@@ -42,7 +42,7 @@ from callscope.core.table import pct_ci
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 from callscope.saag.audit_engine import AuditDesign, AuditResult, Probe, run_audit
-from callscope.saag.cascade import find_spec, schema_params
+from callscope.saag.cascade import find_spec, schema_params, spec_properties
 from callscope.saag.groundings import Grounding, Judge
 from callscope.types import Case, ToolCall
 
@@ -224,13 +224,13 @@ def positives(
         new_num = _unstated_number(args[p], n.number_evidence(case.query))
         add("unstated_number", {**args, p: new_num}, f"{p}: {args[p]!r} -> {new_num!r}")
     if numbers:
-        props = (spec.get("parameters") or {}).get("properties") or {}
+        props = spec_properties(spec)
         stated = n.number_evidence(case.query)
         defaulted = [
             (p, d)
             for p in numbers
             if any(g.numbers_equal(args[p], x) for x in stated)
-            for d in n.schema_defaults(props.get(p) if isinstance(props, dict) else None)[:1]
+            for d in n.schema_defaults(props.get(p))[:1]
             if g.is_number(d) and not g.numbers_equal(d, args[p])
         ]
         if defaulted:

@@ -62,8 +62,8 @@ from callscope.saag.answer import (
     repeated_positions,
     score_answer,
 )
-from callscope.saag.cascade import find_spec
-from callscope.saag.groundings import Grounding, Judge, get_grounding
+from callscope.saag.cascade import find_spec, spec_properties
+from callscope.saag.groundings import Grounding, Judge, enum_member, get_grounding
 from callscope.types import Case, ParseResult, ToolCall
 
 
@@ -247,12 +247,6 @@ class AuditResult:
 _DATE_LIKE = re.compile(r"\d{1,4}[-/.:]\d{1,2}")
 
 
-def _member(value: Any, member: Any) -> bool:
-    if isinstance(value, str) and isinstance(member, str):
-        return n.norm_words(value) == n.norm_words(member)
-    return bool(value == member)
-
-
 def false_alarm_reason(
     d: Diagnosis, call: ToolCall, functions: Sequence[dict[str, Any]] = ()
 ) -> str:
@@ -265,9 +259,8 @@ def false_alarm_reason(
     param = d.flagged(3)[0]
     v = call.arguments.get(param)
     spec = find_spec(functions, call.name) if functions else None
-    props = (spec.get("parameters") or {}).get("properties") if spec else None
-    enum = n.schema_enum(props.get(param) if isinstance(props, dict) else None)
-    if enum and isinstance(v, str | int | float) and not any(_member(v, m) for m in enum):
+    enum = n.schema_enum(spec_properties(spec).get(param) if spec else None)
+    if enum and isinstance(v, str | int | float) and not enum_member(v, enum):
         return "stage 3: value outside its enum"
     if isinstance(v, list | dict):
         kind = "container"

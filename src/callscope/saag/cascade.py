@@ -97,12 +97,12 @@ class _RegistryIndex:
 
     def shape(self, spec: dict[str, Any]) -> _Shape:
         """``(A_req, A_all, set(A_all), properties)`` of one spec of this registry, read
-        once per spec (:func:`schema_params`, :func:`_properties`)."""
+        once per spec (:func:`schema_params`, :func:`spec_properties`)."""
         hit = self._shapes.get(id(spec))
         if hit is not None and hit[0] is spec:
             return hit[1]
         a_req, a_all = schema_params(spec)
-        shape = (a_req, a_all, frozenset(a_all), _properties(spec))
+        shape = (a_req, a_all, frozenset(a_all), spec_properties(spec))
         self._shapes[id(spec)] = (spec, shape)
         return shape
 
@@ -268,7 +268,9 @@ def required_params(functions: Sequence[dict[str, Any]] | None, name: Any) -> li
     return schema_params(find_spec(functions, name) or {})[0]
 
 
-def _properties(spec: dict[str, Any]) -> dict[str, Any]:
+def spec_properties(spec: dict[str, Any]) -> dict[str, Any]:
+    """The ``properties`` of a function spec's parameter schema (``{}`` when it has none or
+    they are not an object)."""
     params = spec.get("parameters")
     props = params.get("properties") if isinstance(params, dict) else None
     return props if isinstance(props, dict) else {}

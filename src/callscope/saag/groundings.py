@@ -231,6 +231,12 @@ def _counted(param: str, words: str) -> tuple[int | float, ...]:
     return tuple(out)
 
 
+def enum_member(value: Any, enum: Iterable[Any]) -> bool:
+    """``value`` is a member of ``enum`` up to form (case and punctuation of a string, a
+    number written as a string): what the registry mode reads as "in the enum"."""
+    return any(_equal_values(value, m) for m in enum)
+
+
 def _named_in_word(value: Any, words: str) -> bool:
     """The request's words (:func:`~callscope.saag.normalise.norm_words`) hold the one-word
     string ``value`` (4 or more characters) as the start of a longer word it is at least half
@@ -302,7 +308,7 @@ class RegistryGrounding:
             c = n.compact(value)
             if len(c) >= 2 and not c.isalnum() and c in ev.compact:
                 return "normalised"
-            notes = n.spelled_notes(value) if "#" in value or "b" in value else None
+            notes = n.spelled_notes(value)
             if notes is not None and n.words_state(notes, ev.words):
                 return "normalised"  # "C#" for "C sharp major"
             if digits and (
@@ -366,7 +372,7 @@ class RegistryGrounding:
         siblings: frozenset[Any] = frozenset(),
     ) -> str | None:
         enum = n.schema_enum(schema)
-        member = bool(enum) and any(_equal_values(value, m) for m in enum)
+        member = enum_member(value, enum)
         if enum and not member and "enum" not in self.disabled:
             return None  # outside the parameter's enum: the registry itself rules it out
         reason = self._stated(value, ev)

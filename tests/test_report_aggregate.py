@@ -318,6 +318,38 @@ def test_compare_outcomes() -> None:
     assert len(comparison_table(df).rows) == len(df) == 5
 
 
+def test_compare_of_runs_with_no_case_in_common_tests_no_difference() -> None:
+    """Issue 45: two runs over different cases measure different things; ``compare`` used to
+    say "difference CI excludes 0" for them."""
+    from callscope.report.compare import NO_SHARED_CASE, compare_outcomes
+
+    a = [_simple("m-a", "binary", False, 0.0, i) for i in range(20)]
+    b = [_simple("m-b", "binary", True, 1.0, i) for i in range(20, 40)]  # c20..c39
+    df = compare_outcomes(a, b, n_boot=200)
+    assert (df["note"] == NO_SHARED_CASE).all()
+    assert df["diff_lo"].isna().all() and df["diff_hi"].isna().all()
+    solve = df[df["metric"] == "solve rate"].iloc[0]
+    assert (solve["a"], solve["b"]) == (0.0, 1.0)  # each run's own figure is still there
+    assert "excludes 0" not in " ".join(df["note"])
+
+
+def test_compare_gives_each_figure_the_interval_of_the_report() -> None:
+    """Issue 45: a name accuracy of 2/3 had one interval in the report (bootstrap) and another
+    in ``compare`` (Wilson). Both now read :func:`aggregate.metric_interval`."""
+    from callscope.report.compare import compare_outcomes
+
+    a = [_simple("m", "binary", i != 2, 1.0, i) for i in range(3)]
+    a[2]["final"] = a[2]["first"] = {**a[2]["final"], "name_match": False}
+    report = agg.group_metrics(a, n_boot=200)
+    row = compare_outcomes(a, a, n_boot=200)
+    name = row[row["metric"] == "name acc"].iloc[0]
+    assert name["a"] == pytest.approx(2 / 3) == report["name_acc"]
+    assert (name["a_lo"], name["a_hi"]) == (report["name_acc_lo"], report["name_acc_hi"])
+    solve = row[row["metric"] == "solve rate"].iloc[0]
+    assert (solve["a_lo"], solve["a_hi"]) == pytest.approx(wilson(2, 3))
+    assert (report["solve_lo"], report["solve_hi"]) == pytest.approx(wilson(2, 3))
+
+
 def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory, replayed_run) -> None:
     from callscope.report.compare import compare_runs
 

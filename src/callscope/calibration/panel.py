@@ -11,10 +11,12 @@ Per (model, category) cell:
   the gold action class, with its Wilson 95% interval (the diagnostics row's).
 * **Acc**: share of cases the grader passed, Wilson 95% interval (or the score-file header's
   count when no case has a verdict; marked ``(header)``).
-* **Δ = Acc − GAR** in percentage points. GAR bounds Acc (a case cannot be solved without
-  its gold class), so Δ > 0 is a **bound violation** (grader masking) and Δ below
-  −``slack_threshold`` is **large slack** (the right class, then an execution failure).
-  When every case has a verdict, GAR and Acc are paired proportions on the same cases and Δ
+* **GAR − Acc** in percentage points, the sign of the single-model table's gap
+  (:func:`callscope.calibration.diagnostics` ``gap``: the bound's slack). GAR bounds Acc (a
+  case cannot be solved without its gold class), so a gap below 0 is a **bound violation**
+  (grader masking) and a gap above ``slack_threshold`` is **large slack** (the right class,
+  then an execution failure). When every case has a verdict, GAR and Acc are paired
+  proportions on the same cases and the gap
   carries Newcombe's (1998) paired interval (:func:`callscope.core.stats.newcombe_paired`,
   the same method as :mod:`callscope.calibration.paired`); with header Acc it has none.
 * Flags: bound violation, large slack, and the **capability check** (a gold class emitted
@@ -40,12 +42,12 @@ from callscope.calibration.diagnostics import Diagnostics
 from callscope.core.stats import newcombe_paired
 from callscope.core.table import Table, pct, pct_ci
 
-#: interval method of Δ, as stated under the table
+#: interval method of the gap GAR − Acc, as stated under the table
 DELTA_CI_METHOD = "Newcombe paired (method 10) on the cases with a verdict"
 
 
 def delta_interval(cases: Sequence[Any], category: str) -> tuple[float, float, float] | None:
-    """``(Δ, low, high)`` for Δ = Acc − GAR over the cases of ``category`` (each with
+    """``(gap, low, high)`` for the gap GAR − Acc over the cases of ``category`` (each with
     ``passed`` and ``gar_case``), Newcombe's paired interval; ``None`` when a case of the
     category has no verdict (Acc then is not paired with GAR) or there is none."""
     mine = [c for c in cases if c.category == category]
@@ -55,12 +57,12 @@ def delta_interval(cases: Sequence[Any], category: str) -> tuple[float, float, f
     only_acc = sum(bool(c.passed) and not c.gar_case for c in mine)
     only_gar = sum(not c.passed and c.gar_case for c in mine)
     neither = len(mine) - both - only_acc - only_gar
-    return newcombe_paired(both, only_acc, only_gar, neither)
+    return newcombe_paired(both, only_gar, only_acc, neither)  # p1 = GAR, p2 = Acc
 
 
 @dataclass
 class PanelCell:
-    """One (model, category): the diagnostics row and Δ = Acc − GAR with its interval."""
+    """One (model, category): the diagnostics row and the gap GAR − Acc with its interval."""
 
     model: str
     category: str
@@ -138,8 +140,7 @@ def build_panel(
         diag = diagnostics[model]
         panel.capability[model] = diag.capability
         for row in diag.rows:
-            gar, acc = row.get("gar_case"), row.get("acc")
-            delta = acc - gar if gar is not None and acc is not None else None
+            delta = row.get("gap")  # GAR − Acc: the diagnostics row owns the sign
             paired = delta_interval(diag.cases, row["category"]) if row["acc_source"] else None
             cat = short_category(bench, row["category"])
             cell = PanelCell(model, cat, dict(row), delta)
@@ -171,11 +172,11 @@ def _row_flags(panel: Panel, model: str) -> str:
 
 def panel_table(panel: Panel, name: str = "panel") -> Table:
     """Case-level panel: ``Model``, then per category ``<cat> n``, ``GAR %``, ``Acc %``
-    (Wilson 95% intervals) and ``Δ pp`` (Acc − GAR; paired interval when every case has a
-    verdict), then ``Flags`` (per category). Rows with a bound violation are styled red."""
+    (Wilson 95% intervals) and ``GAR−Acc pp`` (the single-model table's column: paired
+    interval when every case has a verdict), then ``Flags`` (per category). Rows with a bound violation are styled red."""
     cols = ["Model"]
     for cat in panel.categories:
-        cols += [f"{cat} n", f"{cat} GAR %", f"{cat} Acc %", f"{cat} Δ pp"]
+        cols += [f"{cat} n", f"{cat} GAR %", f"{cat} Acc %", f"{cat} GAR−Acc pp"]
     cols.append("Flags")
     rows, styles = [], []
     for model in panel.models:
@@ -200,11 +201,11 @@ def panel_table(panel: Panel, name: str = "panel") -> Table:
     return Table(
         cols,
         rows,
-        title="GAR, Acc and Δ = Acc − GAR per model and category",
+        title="GAR, Acc and GAR − Acc per model and category",
         caption=(
             "Case-level GAR (gold action class anywhere in the case) and Acc (grader's verdict), "
-            "Wilson 95% intervals; Δ = Acc − GAR in points, its interval "
-            f"{DELTA_CI_METHOD}. Δ > 0 is a bound violation (grader masking)."
+            "Wilson 95% intervals; GAR − Acc in points (as in the single-model table), its "
+            f"interval {DELTA_CI_METHOD}. Below 0 is a bound violation (grader masking)."
         ),
         name=name,
         align="l" + "rlll" * len(panel.categories) + "l",

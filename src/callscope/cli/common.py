@@ -90,9 +90,24 @@ def route_warnings_safely() -> None:
     warnings.showwarning = _show_warning_safely
 
 
+#: the width a console writes at when its stream is not a terminal (a pipe, a file, a CI
+#: log): wide enough that every table keeps its full layout, one line per row
+PLAIN_WIDTH = 100_000
+
+
 class SafeConsole(Console):
     """A rich console that renders every string through :func:`terminal_safe` (``print``,
-    ``log``, table cells and titles: everything rich turns from text into output)."""
+    ``log``, table cells and titles: everything rich turns from text into output).
+
+    On a terminal it lays tables out for the terminal's width (``COLUMNS`` when set). Written
+    to a pipe, a file or a log, where nobody reads a wrapped row, it writes every line at
+    full width (:data:`PLAIN_WIDTH`, no colour): a table is its full layout, a row a line,
+    whatever ``COLUMNS`` says, so model names and headers are never folded into pieces."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if kwargs.get("width") is None and not self.is_terminal:
+            self.width = PLAIN_WIDTH
 
     def render_str(self, text: str, **kwargs: Any) -> Any:
         return super().render_str(terminal_safe(text), **kwargs)

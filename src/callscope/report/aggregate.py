@@ -86,9 +86,24 @@ def order_free(values: Iterable[float]) -> list[float]:
     return sorted(values, key=lambda v: (math.isnan(v), 0.0 if math.isnan(v) else v))
 
 
+def metric_interval(key: str, values: list[float], n_boot: int, seed: int) -> tuple[float, float]:
+    """The 95% interval a report gives metric ``key`` over its per-outcome ``values``: Wilson
+    for the solve rate (``values`` are 0/1: one per gold outcome), a percentile bootstrap
+    over :func:`order_free` values for every other metric (intrinsic and extrinsic, whose
+    per-outcome values may be fractions). The one owner of that choice: the report's tables
+    and ``callscope compare`` both call it, so a figure has one interval wherever it is shown.
+
+    >>> metric_interval("solve_rate", [1.0, 1.0, 0.0], 200, 0) == wilson(2, 3)
+    True
+    """
+    if key == "solve_rate":
+        return wilson(int(sum(values)), len(values))
+    return bootstrap_ci(order_free(values), n_boot=n_boot, seed=seed)
+
+
 def _summary(values: list[float], prefix: str, n_boot: int, seed: int) -> dict[str, float]:
     mean, std = mean_std(values)
-    lo, hi = bootstrap_ci(order_free(values), n_boot=n_boot, seed=seed)
+    lo, hi = metric_interval(prefix, values, n_boot, seed)
     return {
         prefix: mean,
         f"{prefix}_std": std,
@@ -117,7 +132,7 @@ def group_metrics(rows: Sequence[Outcomeish], n_boot: int = 2000, seed: int = 0)
         out.update(_summary(vals, m, n_boot, seed))
     gold_rows = [f for f in rows if f.has_gold]
     solved = sum(f.solved for f in gold_rows)
-    lo, hi = wilson(solved, len(gold_rows))
+    lo, hi = metric_interval("solve_rate", [float(f.solved) for f in gold_rows], n_boot, seed)
     out.update(
         solved=solved,
         solve_n=len(gold_rows),

@@ -2,10 +2,14 @@
 
 Rows are matched on (model, mode). When each run holds exactly one model and the two
 differ (comparing two models), rows are matched on mode alone and ``model`` reads
-``"<a> vs <b>"``. Rates (solve rate, name accuracy) carry Wilson 95% intervals; means
-(argument F1, VHR, AVEM) carry bootstrap 95% intervals; every difference ``B - A`` carries
-an unpaired bootstrap 95% interval. ``note`` says whether A's and B's intervals overlap and
-whether the difference's interval excludes 0.
+``"<a> vs <b>"``. Each run's value carries the interval the run's own report gives it
+(:func:`callscope.report.aggregate.metric_interval`: Wilson for the solve rate, a bootstrap
+over the per-outcome values for the other metrics), so a figure reads the same here and in
+``callscope report``. Every difference ``B - A`` carries an unpaired bootstrap 95% interval,
+and only when the two runs hold cases in common: two runs over different cases (no case id
+in common) measure different things, so their difference gets no interval and the note says
+so instead of testing it. ``note`` says whether A's and B's intervals overlap and whether the
+difference's interval excludes 0.
 
 ``compare_many(outcome_groups(runs), baseline)``: any number of runs or models in one store
 (one group per model; labelled ``<run folder>:<model>`` when a model is in several runs):
@@ -26,6 +30,7 @@ from rich.console import Console
 
 from callscope.core.stats import bootstrap_ci, bootstrap_diff_ci, newcombe_paired, wilson
 from callscope.core.table import Table, pct_ci
+from callscope.report.aggregate import metric_interval
 from callscope.report.load import load_outcomes
 from callscope.report.outcome import (
     EXTRINSIC,
@@ -42,11 +47,11 @@ from callscope.saag.metrics import metric
 #: the metrics compared, keys of :data:`callscope.saag.metrics.METRIC_SPECS`
 HEADLINE_KEYS: tuple[str, ...] = ("solve_rate", "name_acc", "arg_f1", "vhr", "avem")
 
-#: (metric, label, kind), derived from the specs: the label is the spec's ``short`` one; kind
-#: "rate" (0/1 values) gets a Wilson interval, "mean" a bootstrap one
-HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = tuple(
-    (k, metric(k).short, "rate" if metric(k).rate else "mean") for k in HEADLINE_KEYS
-)
+#: (metric, label), derived from the specs: the label is the spec's ``short`` one
+HEADLINE_METRICS: tuple[tuple[str, str], ...] = tuple((k, metric(k).short) for k in HEADLINE_KEYS)
+
+#: the note of a pair of runs that share no case: no difference is tested
+NO_SHARED_CASE = "no case in common: different cases, difference not tested"
 
 
 def metric_values(outcomes: Sequence[dict[str, Any]], key: str) -> list[float]:
@@ -57,12 +62,6 @@ def metric_values(outcomes: Sequence[dict[str, Any]], key: str) -> list[float]:
     if key in EXTRINSIC:
         return [v for o in outcomes if (v := extrinsic_value(o, key)) is not None]
     return [v for o in outcomes if (v := intrinsic_value(o, key)) is not None]
-
-
-def _interval(values: list[float], kind: str, n_boot: int, seed: int) -> tuple[float, float]:
-    if kind == "rate":
-        return wilson(int(round(sum(values))), len(values))
-    return bootstrap_ci(values, n_boot=n_boot, seed=seed)
 
 
 def _mean(values: list[float]) -> float:
@@ -110,14 +109,22 @@ def compare_outcomes(
     diff_lo, diff_hi, overlap (bool or None), note."""
     rows = []
     for model, mode, oa, ob in _pairs(a, b):
-        for key, label, kind in HEADLINE_METRICS:
+        shared = bool({o["case_id"] for o in oa} & {o["case_id"] for o in ob})
+        for key, label in HEADLINE_METRICS:
             va, vb = metric_values(oa, key), metric_values(ob, key)
-            ia, ib = _interval(va, kind, n_boot, seed), _interval(vb, kind, n_boot, seed)
+            ia = metric_interval(key, va, n_boot, seed)
+            ib = metric_interval(key, vb, n_boot, seed)
             ma, mb = _mean(va), _mean(vb)
-            dlo, dhi = bootstrap_diff_ci(va, vb, n_boot=n_boot, seed=seed)
+            dlo, dhi = (
+                bootstrap_diff_ci(va, vb, n_boot=n_boot, seed=seed)
+                if shared
+                else (math.nan, math.nan)
+            )
             overlap = _overlap(ia, ib)
             if overlap is None:
                 note = "missing in one run"
+            elif not shared:
+                note = NO_SHARED_CASE
             else:
                 note = "intervals overlap" if overlap else "intervals do not overlap"
                 if dlo > 0 or dhi < 0:
@@ -238,14 +245,14 @@ def compare_many(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """N models side by side (pure). Returns three tables:
 
-    * ``metrics``: per (model, mode, metric) the value and its 95% interval (Wilson for rates,
-      bootstrap for means, as :func:`compare_outcomes`), ``n``;
+    * ``metrics``: per (model, mode, metric) the value and its 95% interval (the report's,
+      :func:`~callscope.report.aggregate.metric_interval`, as :func:`compare_outcomes`), ``n``;
     * ``stages``: per (model, mode) the share of outcomes whose first attempt passed the SAAG
       cascade or first failed at stage 1 / 2 / 3 or had no reply (``error``), each with its
       Wilson interval (:func:`callscope.core.stats.wilson`), ``n``;
     * ``paired``: per other model, mode and metric, the difference model − ``baseline``
-      (default: the first model) on the cases both hold: rates with Newcombe's paired
-      interval (:func:`callscope.core.stats.newcombe_paired`), means with a bootstrap
+      (default: the first model) on the cases both hold: 0/1 values with Newcombe's paired
+      interval (:func:`callscope.core.stats.newcombe_paired`), other values with a bootstrap
       interval of the per-case differences; ``n`` = shared cases."""
     labels = list(groups)
     base = baseline if baseline is not None else (labels[0] if labels else None)
@@ -256,9 +263,9 @@ def compare_many(
         outs = groups[label]
         for mode in sorted({o["mode"] for o in outs}, key=mode_sort_key):
             of_mode = [o for o in outs if o["mode"] == mode]
-            for key, name, kind in HEADLINE_METRICS:
+            for key, name in HEADLINE_METRICS:
                 vals = metric_values(of_mode, key)
-                lo, hi = _interval(vals, kind, n_boot, seed)
+                lo, hi = metric_interval(key, vals, n_boot, seed)
                 metric_rows.append(
                     {
                         "model": label,
@@ -280,9 +287,9 @@ def compare_many(
             if base is None or label == base:
                 continue
             base_mode = [o for o in groups[base] if o["mode"] == mode]
-            for key, name, kind in HEADLINE_METRICS:
+            for key, name in HEADLINE_METRICS:
                 pairs = paired_values(base_mode, of_mode, key)
-                diff, lo, hi = _paired_diff(pairs, kind, n_boot, seed)
+                diff, lo, hi = _paired_diff(pairs, n_boot, seed)
                 paired_rows.append(
                     {
                         "model": label,
@@ -299,12 +306,13 @@ def compare_many(
 
 
 def _paired_diff(
-    pairs: Sequence[tuple[float, float]], kind: str, n_boot: int, seed: int
+    pairs: Sequence[tuple[float, float]], n_boot: int, seed: int
 ) -> tuple[float, float, float]:
-    """``(mean(b − a), lo, hi)`` of paired values; Newcombe for 0/1 rates."""
+    """``(mean(b − a), lo, hi)`` of paired values; Newcombe when every value is 0 or 1 (a
+    fractional per-case value, such as a multi-call name accuracy, is bootstrapped)."""
     if not pairs:
         return math.nan, math.nan, math.nan
-    if kind == "rate":
+    if all(v in (0.0, 1.0) for pair in pairs for v in pair):
         both = sum(1 for a, b in pairs if a and b)
         only_b = sum(1 for a, b in pairs if b and not a)
         only_a = sum(1 for a, b in pairs if a and not b)
@@ -323,7 +331,7 @@ def many_tables(metrics: pd.DataFrame, stages: pd.DataFrame, paired: pd.DataFram
     """:func:`compare_many`'s three results as :class:`~callscope.core.table.Table`\\ s:
     headline metrics (models as rows, one column per metric), stage-failure mix, and the
     paired differences against the baseline."""
-    names = [name for _, name, _ in HEADLINE_METRICS]
+    names = [name for _, name in HEADLINE_METRICS]
     rows = []
     for (model, mode), g in metrics.groupby(["model", "mode"], sort=False):
         by = {r["metric"]: r for r in g.to_dict("records")}

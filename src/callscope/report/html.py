@@ -35,7 +35,7 @@ model and mode (``id="fig-call_flow"``), or for a calibration run Acc against GA
 (``id="fig-acc_vs_gar"``, one marker per model). The tables follow. A calibration run of
 several models on one probe (``calibrate -m A -m B``) shows its panel next, before the
 per-model tables: ``<section id="panel">`` (:func:`~callscope.report.sections.panel_html`) with the case-level table
-(GAR, Acc, Δ = Acc − GAR with intervals and flags, ``id="table-panel-<i>"``) and the
+(GAR, Acc, GAR − Acc with intervals and flags, ``id="table-panel-<i>"``) and the
 turn-level one (``id="table-panel-turn-<i>"``); a single-model run has no such section.
 
 This module computes the run's report (:func:`compute_report`, :func:`run_info`), writes its

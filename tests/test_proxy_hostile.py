@@ -128,8 +128,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b'data: {"choices": [{"delta": {"content": "Hel"}}]}\n\n')
             self.wfile.flush()
-            if model == "stream_hang":
-                time.sleep(3)
+            if model == "stream_hang":  # hangs until the test is over: past any deadline
+                self.server.release.wait(60)
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
         elif model == "usage":  # a server with a prompt cache says what it did not compute

@@ -217,9 +217,7 @@ def test_every_shell_block_is_tested_or_says_why_not() -> None:
         if "not-tested" not in b.marks and b.lang != "console"
     ]
     assert not bad, f"shell blocks neither `console` nor marked <!-- not-tested: reason -->: {bad}"
-    empty = [
-        b.where for p in ALL_PAGES for b in shell_blocks(p) if b.marks.get("not-tested") == ""
-    ]
+    empty = [b.where for p in ALL_PAGES for b in shell_blocks(p) if b.marks.get("not-tested") == ""]
     assert not empty, f"not-tested without a reason: {empty}"
     untested = [
         b.where
@@ -246,11 +244,19 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     assert ci_last in shown, f".ci/run's test command is not in the README: {ci_last}"
 
 
-@pytest.mark.parametrize("page", ALL_PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def runnable(page: Path) -> list[Block]:
+    """The blocks of ``page`` this test runs."""
+    return [b for b in shell_blocks(page) if b.lang == "console" and "not-tested" not in b.marks]
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in ALL_PAGES if runnable(p)],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
 def test_page_commands_print_what_the_page_shows(page: Path, tmp_path: Path) -> None:
-    blocks = [b for b in shell_blocks(page) if b.lang == "console" and "not-tested" not in b.marks]
-    if not blocks:
-        pytest.skip("no command to run on this page")
+    """Each page's commands, in order, in one scratch directory: exit status and output."""
+    blocks = runnable(page)
     work = _scratch(tmp_path)
     env = _env(tmp_path)
     for block in blocks:

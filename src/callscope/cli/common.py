@@ -2,7 +2,7 @@
 the few steps (reading rows, opening a model, writing the report) more than one runs, and
 the one exit-code scheme of every command.
 
-Exit codes (every command; ``docs/architecture.md`` and the README list them):
+Exit codes (every command; ``docs/architecture.md`` and ``docs/reference/cli.md`` list them):
 
 * ``0`` (:data:`EXIT_OK`): success.
 * ``1`` (:data:`EXIT_FAILED`): the command ran, but some rows or cases failed or were

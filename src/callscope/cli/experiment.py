@@ -59,7 +59,7 @@ def experiment(
         _run_experiment_and_report(exp, quiet)
         return
     if not config.is_file():
-        fail(f"{config}: no such experiment file; pass a TOML file (see the README's Experiments)")
+        fail(f"{config}: no such experiment file; pass a TOML file (see docs/experiments.md)")
     try:
         exp = Experiment.load(config)
     except (OSError, ValueError) as exc:

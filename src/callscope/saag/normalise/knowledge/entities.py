@@ -293,8 +293,11 @@ def other_entities_named(value: str, text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=16)
-def _lowered(table: str) -> tuple[str, ...]:
-    return tuple(x.lower() for x in _index(table).names)
+def _own(table: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The table's own names as it looks them up, in table order, and as a set."""
+    t = ENTITY_TABLES[table]
+    forms = tuple(t.form(x) or "" for x in _index(table).names)
+    return forms, frozenset(forms)
 
 
 class Swap(NamedTuple):
@@ -306,9 +309,11 @@ class Swap(NamedTuple):
 
 def entity_swaps(value: str, limit: int = 8) -> Swap | None:
     """The names of the first table (in :data:`ENTITY_TABLES` order) that holds ``value`` as
-    written (a name starting with a capital, a code in capitals) which name other entities
-    of its kind, nearest first (``rapidfuzz.fuzz.ratio`` of the lower-cased names, at most
-    ``limit``); ``None`` for a value no table holds. What the audit swaps a value for."""
+    written (a name starting with a capital, a code in capitals) as one of its own names (a
+    city's GeoNames name, not an alternate one: "Gold" is no city), which name other entities
+    of its kind, nearest first (``rapidfuzz.fuzz.ratio`` of the names as the table looks
+    them up, at most ``limit``); ``None`` for a value no table holds. What the audit swaps a
+    value for."""
     from rapidfuzz import fuzz, process  # lazy: a compiled library
 
     value = value.strip()
@@ -318,8 +323,11 @@ def entity_swaps(value: str, limit: int = 8) -> Swap | None:
         keys = t.keys(value)
         if not keys:
             continue
+        forms, own = _own(t.name)
+        if t.form(value) not in own:
+            continue  # in this table only as another name of an entity
         names = _index(t.name).names
-        found = process.extract(value.lower(), _lowered(t.name), scorer=fuzz.ratio, limit=limit * 4)
+        found = process.extract(t.form(value), forms, scorer=fuzz.ratio, limit=limit * 4)
         out = [
             names[i]
             for _, _, i in found

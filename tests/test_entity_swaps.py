@@ -147,3 +147,57 @@ def test_a_swap_beside_the_requests_own_slip(tmp_path: Path) -> None:
     assert registry["evidence"]["destination"].startswith("'chcicago' → Chicago by ")
     assert "origin" in registry["fix"] and "destination" not in registry["fix"]
     assert (lexical["stage"], sorted(_kinds(lexical))) == (3, ["hard", "soft"]), lexical
+
+
+def _tool(name: str, param: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": f"{name} of a {param}",
+        "parameters": {
+            "type": "object",
+            "properties": {param: {"type": "string", "description": f"the {param}"}},
+            "required": [param],
+        },
+    }
+
+
+#: (id, request, function, parameter, gold value); the audit swaps the gold value for the
+#: nearest other entity of its table: Austria, Bolton, GOOG
+AUDITED = [
+    ("population", "What is the population of Australia?", "get_population", "country",
+     "Australia"),
+    ("weather", "What's the weather in Boston right now?", "get_weather", "city", "Boston"),
+    ("quote", "What is the stock price of GOOGL today?", "get_quote", "symbol", "GOOGL"),
+]  # fmt: skip
+
+
+def test_the_audit_swaps_an_entity_for_the_nearest_of_its_kind_and_detects_it(
+    tmp_path: Path,
+) -> None:
+    """``callscope audit``'s ``same_kind_entity`` probe: each gold value is swapped and the
+    registry mode flags all three hard; the lexical mode flags "Austria" and "Bolton" hard,
+    and "GOOG" inside "GOOGL" not at all (the paper's h is 0); no gold is flagged."""
+    rows = []
+    for case_id, query, name, param, value in AUDITED:
+        other = _tool("get_time", "zone")
+        gold = {"name": name, "arguments": {param: value}}
+        rows.append(
+            {"id": case_id, "query": query, "functions": [_tool(name, param), other], "gold": gold}
+        )
+    src = tmp_path / "cases.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    proc = _cli("audit", str(src), "-o", str(tmp_path / "audit"))
+    assert proc.returncode == 0, proc.stderr
+    audits = json.loads((tmp_path / "audit" / "audit.json").read_text("utf-8"))["audits"]
+    found = {
+        (a["grounding"], e["kind"]): (e["flagged"], e["n"])
+        for a in audits
+        for e in a["summary"]
+        if e["kind"] in ("gold_minimal", "same_kind_entity")
+    }
+    assert found == {
+        ("registry", "gold_minimal"): (0, 3),
+        ("registry", "same_kind_entity"): (3, 3),
+        ("lexical", "gold_minimal"): (0, 3),
+        ("lexical", "same_kind_entity"): (2, 3),
+    }

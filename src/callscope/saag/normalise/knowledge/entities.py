@@ -34,7 +34,7 @@ Part of :mod:`callscope.saag.normalise.knowledge`."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -65,10 +65,10 @@ class Entity(NamedTuple):
 
 class Index(NamedTuple):
     """A table read: look-up form -> the keys of the entities it names, and the table's own
-    names (what a swap is drawn from), in table order."""
+    names (what a swap is drawn from), in table order, read when first asked for."""
 
-    keys: dict[str, frozenset[str]]
-    names: tuple[str, ...]
+    keys: Mapping[str, frozenset[str]]
+    names: Callable[[], tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -98,21 +98,39 @@ def _indexed(pairs: list[tuple[str, str]], names: list[str]) -> Index:
     keys: dict[str, set[str]] = {}
     for form, key in pairs:
         keys.setdefault(form, set()).add(key)
-    return Index({k: frozenset(v) for k, v in keys.items()}, tuple(dict.fromkeys(names)))
+    own = tuple(dict.fromkeys(names))
+    return Index({k: frozenset(v) for k, v in keys.items()}, lambda: own)
 
 
 def _lower(name: str) -> str:
     return " ".join(name.lower().split())
 
 
+class _CityKeys(Mapping[str, frozenset[str]]):
+    """The city table's index read as keys (a city's own name in lower case), one look-up at
+    a time: the table is indexed by name already (:func:`.cities.table`)."""
+
+    def __init__(self, by_name: Mapping[str, tuple[cities.City, ...]]) -> None:
+        self._by_name = by_name
+
+    def __getitem__(self, form: str) -> frozenset[str]:
+        return frozenset({c.name.lower() for c in self._by_name[form]})
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
 def _city_names() -> Index:
-    t = cities.table()
-    pairs: list[tuple[str, str]] = []
-    names: list[str] = []
-    for form, found in t.by_name.items():
-        pairs += [(form, c.name.lower()) for c in found]
-        names += [c.name for c in found if c.name.lower() == form]
-    return _indexed(pairs, names)
+    by_name = cities.table().by_name  # lower-case name or alternate name -> its cities
+
+    def names() -> tuple[str, ...]:
+        own = (c.name for form, found in by_name.items() for c in found if c.name.lower() == form)
+        return tuple(dict.fromkeys(own))
+
+    return Index(_CityKeys(by_name), names)
 
 
 def _countries() -> list[object]:
@@ -293,11 +311,12 @@ def other_entities_named(value: str, text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=16)
-def _own(table: str) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The table's own names as it looks them up, in table order, and as a set."""
+def _own(table: str) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """The table's own names, the same as it looks them up (in table order), and as a set."""
     t = ENTITY_TABLES[table]
-    forms = tuple(t.form(x) or "" for x in _index(table).names)
-    return forms, frozenset(forms)
+    names = _index(table).names()
+    forms = tuple(t.form(x) or "" for x in names)
+    return names, forms, frozenset(forms)
 
 
 class Swap(NamedTuple):
@@ -323,10 +342,9 @@ def entity_swaps(value: str, limit: int = 8) -> Swap | None:
         keys = t.keys(value)
         if not keys:
             continue
-        forms, own = _own(t.name)
+        names, forms, own = _own(t.name)
         if t.form(value) not in own:
             continue  # in this table only as another name of an entity
-        names = _index(t.name).names
         found = process.extract(t.form(value), forms, scorer=fuzz.ratio, limit=limit * 4)
         out = [
             names[i]

@@ -25,9 +25,10 @@ name, from the library its normaliser reads.
 
 Bounded: names longer than :data:`MAX_NAME_CHARS` are not looked up; a text is read up to
 :data:`MAX_TEXT_WORDS` words, each the start of at most
-:data:`~callscope.saag.normalise.knowledge.base.MAX_SPAN_WORDS` words of a name (one dict
-look-up each), its code-shaped tokens once; the nearest names are one RapidFuzz pass over a
-table.
+:data:`~callscope.saag.normalise.knowledge.base.MAX_SPAN_WORDS` words of a name of at most
+:data:`MAX_NAME_CHARS` characters (one dict look-up each), and up to as many code-shaped
+tokens; at most :data:`MAX_OTHER_ENTITIES` other entities are returned for one value; the
+nearest names are one RapidFuzz pass over a table.
 
 Part of :mod:`callscope.saag.normalise.knowledge`."""
 
@@ -49,6 +50,8 @@ from callscope.saag.normalise.knowledge.countries import ISO_3166_1, US_STATES, 
 MAX_NAME_CHARS = 60
 #: words of a text read for the entities it names
 MAX_TEXT_WORDS = 4000
+#: other entities of a value's kind returned for one text (the first ones, in text order)
+MAX_OTHER_ENTITIES = 32
 #: a code as written: 2-5 capitals and an optional class suffix ("LAX", "GOOGL", "BRK.B")
 _CODE = re.compile(r"[A-Z]{2,5}(?:\.[A-Z])?")
 _CODE_TOKEN = re.compile(r"(?<![A-Za-z0-9.])[A-Z]{2,5}(?:\.[A-Z])?(?![A-Za-z0-9])")
@@ -279,10 +282,12 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     words = _words(text)
     found: dict[str, frozenset[str]] = {}
     for i in range(len(words)):
-        for k in range(1, MAX_SPAN_WORDS + 1):
-            if i + k > len(words):
-                break
-            span = _POSSESSIVE.sub("", " ".join(words[i : i + k]).rstrip(".,'-"))
+        run = ""
+        for word in words[i : i + MAX_SPAN_WORDS]:
+            run = f"{run} {word}" if run else word
+            if len(run) > MAX_NAME_CHARS + 2:
+                break  # no name is this long (and the runs only grow)
+            span = _POSSESSIVE.sub("", run.rstrip(".,'-"))
             keys = found.get(span)
             if keys is None:
                 keys = found[span] = t.keys(span)
@@ -294,20 +299,22 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
 def other_entities_named(value: str, text: str) -> tuple[str, ...]:
     """The words of ``text`` that name an entity of a kind ``value`` names, other than
     ``value``'s own ("Australia" for the country "Austria"; "Deutschland" is no other entity
-    for "Germany" when a table holds both), in text order per table; ``()`` when ``value``
-    is no entity."""
+    for "Germany" when a table holds both), in text order per table, at most
+    :data:`MAX_OTHER_ENTITIES`; ``()`` when ``value`` is no entity."""
     mine = entities_named(value)
     if not mine:
         return ()
     kinds = {e.kind for e in mine}
-    out: list[str] = []
+    out: dict[str, None] = {}
     for t in _TABLES:
         if t.kind not in kinds:
             continue
         for span, keys in _named_in(t.name, text):
             if not any(Entity(t.kind, k) in mine for k in keys):
-                out.append(span)
-    return tuple(dict.fromkeys(out))
+                out[span] = None
+                if len(out) == MAX_OTHER_ENTITIES:
+                    return tuple(out)
+    return tuple(out)
 
 
 @lru_cache(maxsize=16)

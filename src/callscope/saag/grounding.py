@@ -321,7 +321,8 @@ def soft_drift(value: str, text: str) -> bool:
 def swapped_entity(value: str, text: str) -> str | None:
     """The words of ``text`` naming another entity of the kind ``value`` is, which ``value``
     reads as a spelling of (every word of it spelled by them, as :func:`soft_drift` reads a
-    word, or every word of them by it: "East New York" for "New York"), or ``None``.
+    word), or ``None``. Only that way round: "San Francisco" for "San Fran" holds the city
+    "San" (Mali), which it is no spelling of.
     "Austria" for "Australia", "Niger" for "Nigeria", "GOOG" for "GOOGL", "Santa Clara" for
     "Santa Clarita": a value that is itself a known entity is invented, not a slip (issue
     46; the tables:
@@ -335,9 +336,7 @@ def swapped_entity(value: str, text: str) -> str | None:
     """
     words = _WORD_TOKEN.findall(value.lower())[:MAX_SPELLING_WORDS]
     for span in other_entities_named(value, text):
-        if all(_word_spelled(w, span) for w in words) or all(
-            _word_spelled(w, value) for w in _WORD_TOKEN.findall(span.lower())
-        ):
+        if all(_word_spelled(w, span) for w in words):
             return span
     return None
 

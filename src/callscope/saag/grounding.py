@@ -320,14 +320,13 @@ def soft_drift(value: str, text: str) -> bool:
 
 def swapped_entity(value: str, text: str) -> str | None:
     """The words of ``text`` naming another entity of the kind ``value`` is, which ``value``
-    reads as a spelling of (every word of it spelled by them, as :func:`soft_drift` reads a
-    word), or ``None``. Only that way round: "San Francisco" for "San Fran" holds the city
-    "San" (Mali), which it is no spelling of.
-    "Austria" for "Australia", "Niger" for "Nigeria", "GOOG" for "GOOGL", "Santa Clara" for
-    "Santa Clarita": a value that is itself a known entity is invented, not a slip (issue
-    46; the tables:
-    :mod:`callscope.saag.normalise.knowledge.entities`). "Australa" (no entity) and
-    "Chicago" for "Chcicago" (the text's word is none) are slips.
+    reads as a spelling of (every word of ``value`` spelled by them, as :func:`soft_drift`
+    reads a word), or ``None``: "Australia" for "Austria", "Nigeria" for "Niger", "GOOGL"
+    for "GOOG", "Santa Clarita" for "Santa Clara". A value that is itself a known entity is
+    invented, not a slip (issue 46; the tables:
+    :mod:`callscope.saag.normalise.knowledge.entities`); "Australa" (no entity) and
+    "Chicago" for "Chcicago" (the text's word is none) are slips. Only that way round:
+    "San Francisco" for "San Fran" is no spelling of the city "San" (Mali) the text holds.
 
     >>> swapped_entity("Austria", "the population of Australia")
     'Australia'

@@ -113,10 +113,11 @@ class Spellings:
                 edits += d
             else:
                 known = _known_name(value) if edits else None
-                words = " ".join(rw[i : i + len(vw)])
-                if known is not None and not another_entity(words, value):
-                    note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
-                    return Match(words, value, note)
+                if known is not None:
+                    words = " ".join(rw[i : i + len(vw)])
+                    if not another_entity(words, value):  # "Austria" is no slip
+                        note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
+                        return Match(words, value, note)
             if len(joined) >= 6:  # the same letters with other spacing: 2-3 request words
                 run = rw[i]
                 for k in range(i + 1, min(i + 3, len(rw))):

@@ -17,6 +17,11 @@ diagnosis). Every stage of the cascade is a detector; on any cases with a gold c
   ignores the user's "round to 3 decimals"), ``other_case_value``, ``swapped_values``,
   ``truncated_string``, ``blanked_required`` (a required string argument set to ``""``: the
   registry mode reads ``""`` as "left out" only for optional parameters),
+  ``same_kind_entity`` (issue 46: a string that is a known entity, a country, city, US
+  state, ticker, airport or currency, replaced by the nearest other entity of the same
+  table, :func:`~callscope.saag.normalise.knowledge.entities.entity_swaps`: "Austria" for
+  "Australia"; detected only when flagged as more than a soft drift, which the gated guard
+  lets through, :data:`CONFIDENT_ONLY`),
 
 scores them all and reports, per kind (and per benchmark category), the *false-alarm rate*
 on negatives (share flagged at any stage) and the *detection rate* on positives (share
@@ -44,6 +49,7 @@ from callscope.saag import normalise as n
 from callscope.saag.audit_engine import AuditDesign, AuditResult, Probe, run_audit
 from callscope.saag.cascade import find_spec, schema_params, spec_properties
 from callscope.saag.groundings import Grounding, Judge
+from callscope.saag.normalise.knowledge.entities import entity_swaps
 from callscope.types import Case, ToolCall
 
 NEGATIVES: tuple[str, ...] = ("gold_full", "gold_minimal")
@@ -62,7 +68,10 @@ KINDS: dict[str, int] = {
     "swapped_values": 3,
     "truncated_string": 3,
     "blanked_required": 3,
+    "same_kind_entity": 3,
 }
+#: kinds detected only by a flag the gated guard acts on (a soft drift alone is a miss)
+CONFIDENT_ONLY = frozenset({"same_kind_entity"})
 _INVENTED_NAMES = (
     "quantum_ledger_sync",
     "fetch_orbital_manifest",
@@ -268,7 +277,28 @@ def positives(
     if blankable:
         p = rng("blanked_required").choice(blankable)
         add("blanked_required", {**args, p: ""}, f"{p}: {args[p]!r} -> ''")
+    swaps = [swap for p in strings if (swap := _entity_swap(case, p, args[p])) is not None]
+    if swaps:
+        p, new, table = rng("same_kind_entity").choice(swaps)
+        add("same_kind_entity", {**args, p: new}, f"{p}: {args[p]!r} -> {new!r} (another {table})")
     return out
+
+
+def _entity_swap(case: Case, param: str, value: str) -> tuple[str, str, str] | None:
+    """``(param, new value, table)``: ``value`` (its part before a first comma: "Berkeley" of
+    "Berkeley, CA") replaced by the nearest other entity of its table that the case neither
+    accepts nor states; ``None`` when ``value`` is no entity."""
+    head, sep, tail = value.strip().partition(",")
+    swap = entity_swaps(head.strip())
+    if swap is None:
+        return None
+    acceptable = acceptable_values(case.gold or {}, param)
+    for name in swap.names:
+        new = name + sep + tail
+        if g.exact_match(name, case.query) or any(_same(new, a) for a in acceptable):
+            continue
+        return param, new, swap.table
+    return None
 
 
 # --------------------------------------------------------------------------- audit
@@ -340,6 +370,7 @@ CALL_AUDIT = AuditDesign(
     caption="False alarms on gold calls and detection of calls made wrong on purpose "
     "(share flagged at any stage, Wilson 95%).",
     base_label="minimal gold",
+    confident_only=CONFIDENT_ONLY,
 )
 
 

@@ -32,7 +32,9 @@ The detectors (:data:`DETECTORS`), each flagging an answer on a case:
 Per kind and detector the audit reports the *false-alarm rate* on negatives and the
 *detection rate* on positives (share flagged), each with its Wilson 95% interval
 (:func:`callscope.core.stats.rate_ci`); for a kind the design claims a cascade stage for,
-``at_stage`` (positives flagged at that stage); for the design's ``per_call`` negatives the
+``at_stage`` (positives flagged at that stage); for a kind the design names
+``confident_only``, a detection needs a flag a gated guard acts on (:attr:`Judged.confident`:
+a soft drift alone is let through, so it is a miss); for the design's ``per_call`` negatives the
 cascade's per-call false-alarm rate (calls flagged / calls; :data:`CALL_DETECTORS`). A
 detector's positives are built only from a case whose base negatives (``AuditDesign.base``)
 it did not flag, so a detection is never a false alarm of the base answer in disguise.
@@ -63,6 +65,7 @@ from callscope.saag.answer import (
     score_answer,
 )
 from callscope.saag.cascade import find_spec, spec_properties
+from callscope.saag.gated import confident_kinds
 from callscope.saag.groundings import Grounding, Judge, enum_member, get_grounding
 from callscope.types import Case, ParseResult, ToolCall
 
@@ -90,6 +93,10 @@ class Judged:
     reason: str
     #: the names of the flagged arguments of the deciding call (the cascade; stage 3, then 2)
     arguments: tuple[str, ...] = ()
+    #: the flag is one a gated guard acts on: not a soft drift alone (the cascade:
+    #: :func:`~callscope.saag.gated.confident_kinds` of a call, or a repeated call; the gold
+    #: detector: every flag)
+    confident: bool = True
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,9 @@ class AuditDesign:
     caption: str
     #: what the base negatives are called in the report ("minimal gold")
     base_label: str
+    #: positive kinds a detector detects only with a confident flag (:attr:`Judged.confident`):
+    #: a soft drift alone, which the gated guard lets through, is a miss
+    confident_only: frozenset[str] = frozenset()
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -191,7 +201,7 @@ class AuditResult:
                 "hi": hi,
             }
             if rows[0].positive and stage is not None:
-                entry["at_stage"] = sum(r.stage == stage for r in rows)
+                entry["at_stage"] = sum(r.flagged and r.stage == stage for r in rows)
             if kind in design.per_call and det in CALL_DETECTORS:
                 calls = sum(r.calls for r in rows)
                 flagged_calls = sum(r.calls_flagged for r in rows)
@@ -302,7 +312,17 @@ def cascade_detector(
         return Judged(True, stage, len(failing | repeats), f"stage {stage}: no call")
     d = deciding.diagnosis
     reason = false_alarm_reason(d, deciding.call, case.functions)
-    return Judged(True, stage, len(failing | repeats), reason, (*d.flagged(3), *d.flagged(2)))
+    confident = bool(repeats) or any(
+        confident_kinds(c.diagnosis) for c in v.checked if c.call and c.diagnosis.stage
+    )
+    return Judged(
+        True,
+        stage,
+        len(failing | repeats),
+        reason,
+        (*d.flagged(3), *d.flagged(2)),
+        confident,
+    )
 
 
 def gold_detector(
@@ -340,10 +360,13 @@ def _rows(
     detectors: Sequence[str],
     mode: Grounding,
     judge: Judge | None,
+    confident_only: frozenset[str] = frozenset(),
 ) -> list[AuditRow]:
     rows = []
     for det in detectors:
         j = DETECTORS[det](case, probe.calls, mode, judge)
+        # a positive of a confident-only kind is missed by a soft drift alone
+        flagged = j.flagged and (j.confident or probe.kind not in confident_only)
         example: dict[str, Any] = {}
         if j.flagged and not positive:
             example = {
@@ -356,7 +379,7 @@ def _rows(
         detail = probe.change if positive else j.reason
         rows.append(
             AuditRow(
-                case.id, _category(case), probe.kind, det, positive, j.flagged,
+                case.id, _category(case), probe.kind, det, positive, flagged,
                 j.stage, len(probe.calls), j.calls_flagged, detail, example,
             )
         )  # fmt: skip
@@ -391,7 +414,7 @@ def run_audit(
         if not clean:
             continue
         for probe in design.build_positives(case, prepared, seed):
-            rows += _rows(case, probe, True, clean, mode, judge)
+            rows += _rows(case, probe, True, clean, mode, judge, design.confident_only)
     return AuditResult(design, mode.name, seed, rows)
 
 

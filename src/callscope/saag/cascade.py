@@ -302,8 +302,14 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: and described values the description shows, an enum member named inside a word, a
 #: musical note's sign; a numeric default is contradicted only by numbers outside the
 #: request's dates and times, and a description's default ending its sentence ("Default is
-#: 2.") is read.
-CASCADE_VERSION = 4
+#: 2.") is read. 5: an entity swapped for another of its kind is an invented value (issue
+#: 46): a known entity (a country, city, US state, ticker, airport, currency) that reads as
+#: a spelling of another entity of its kind the text names is a hard drift, not a soft one
+#: ("Austria" for Australia, "Niger" for Nigeria, "GOOG" for GOOGL; both modes,
+#: :func:`callscope.saag.grounding.swapped_entity`), and a request's word that is itself an
+#: entity is no slip (registry mode: "Australia" for "Austria" is no longer grounded); the
+#: audit has the ``same_kind_entity`` probe.
+CASCADE_VERSION = 5
 
 
 def grounding_modes() -> tuple[str, ...]:

@@ -17,6 +17,8 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
+from callscope.saag.normalise.knowledge.entities import other_entities_named
+
 #: a number token of the query: ``84.50``, ``1,000``, ``-3``, ``.5``; the minus sign counts
 #: only when no word character precedes it (so ``5-3`` holds 5 and 3, not -3).
 NUMBER_TOKEN = re.compile(r"(?:(?<!\w)-)?(?:\d+(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)")
@@ -279,16 +281,21 @@ def soft_drift(value: str, text: str) -> bool:
     Only the part before a first comma is compared ("Orlando, FL": the qualifier is not the
     entity). A value of :data:`LOOSE_FROM_WORDS` words or more (a phrase, not a name) may
     leave one word in four out. So a value that names a different entity of the same kind
-    (another city, person, date, ticker, id) is never soft::
+    (another city, person, date, ticker, id) is never soft; nor is a known entity that
+    reads as a spelling of another one of its kind the text names ("Austria" for
+    "Australia", :func:`swapped_entity`, issue 46)::
 
         soft(v, Q) = PartialRatio(v, Q) >= 60  and  |{w in words(v): not spelled(w, Q)}|
                                                     <= floor(|words(v)| / 4)  (0 below 6 words)
                                                     and no run of digits among them
+                                                    and not swapped_entity(v, Q)
 
     >>> soft_drift("Pariss", "Weather in Paris?"), soft_drift("Berlin", "Weather in Paris?")
     (True, False)
     >>> soft_drift("2024-03-06", "on 2024-03-05"), soft_drift("Jane Doe", "email John Doe")
     (False, False)
+    >>> soft_drift("Australa", "in Australia?"), soft_drift("Austria", "in Australia?")
+    (True, False)
     """
     if partial_ratio(value, text) < HARD_DRIFT_BELOW:
         return False
@@ -306,7 +313,31 @@ def soft_drift(value: str, text: str) -> bool:
         missing += 1
         if missing > allowed:
             return False
-    return missing + max(0, len(words) - MAX_SPELLING_WORDS) <= allowed
+    if missing + max(0, len(words) - MAX_SPELLING_WORDS) > allowed:
+        return False
+    return swapped_entity(head, text) is None
+
+
+def swapped_entity(value: str, text: str) -> str | None:
+    """The words of ``text`` naming another entity of the kind ``value`` is, which ``value``
+    reads as a spelling of (every word of ``value`` spelled by them, as :func:`soft_drift`
+    reads a word), or ``None``: "Australia" for "Austria", "Nigeria" for "Niger", "GOOGL"
+    for "GOOG", "Santa Clarita" for "Santa Clara". A value that is itself a known entity is
+    invented, not a slip (issue 46; the tables:
+    :mod:`callscope.saag.normalise.knowledge.entities`); "Australa" (no entity) and
+    "Chicago" for "Chcicago" (the text's word is none) are slips. Only that way round:
+    "San Francisco" for "San Fran" is no spelling of the city "San" (Mali) the text holds.
+
+    >>> swapped_entity("Austria", "the population of Australia")
+    'Australia'
+    >>> swapped_entity("Australa", "the population of Australia") is None
+    True
+    """
+    words = _WORD_TOKEN.findall(value.lower())[:MAX_SPELLING_WORDS]
+    for span in other_entities_named(value, text):
+        if all(_word_spelled(w, span) for w in words):
+            return span
+    return None
 
 
 #: h(v) returns this for arguments with no grounding context (bool, null, empty containers,

@@ -9,7 +9,10 @@ Words under five letters must be the same. Which side slipped: the value must be
 own name in a table (the GeoNames city table, pycountry, us): "Chicago" is, so "Chcicago"
 is the request's slip; "Londn" for "London" is not, so it is the model's slip and stays
 flagged (a soft drift, issue 40), and so does "artificial intelligence" for "airtificial
-intelligence" (no table knows the phrase; the judge may). A value that is the start of the
+intelligence" (no table knows the phrase; the judge may). And the request's words must be
+no entity themselves (issue 46, :func:`.entities.another_entity`): "Austria" is a country,
+so "Australia" for it is another country, not a slip (flagged, and hard:
+:func:`callscope.saag.grounding.soft_drift`). A value that is the start of the
 request's word ("Chicag" for "Chicago") is a cut, not a slip, and stays flagged: that is
 what the audit's ``truncated_string`` probes. A value may also be the request's words run
 together or split apart ("mc donalds" for "McDonald's"), letters and digits only: the same
@@ -29,6 +32,7 @@ from functools import lru_cache
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 from callscope.saag.normalise.knowledge.cities import table
 from callscope.saag.normalise.knowledge.countries import place_named
+from callscope.saag.normalise.knowledge.entities import another_entity
 from callscope.saag.normalise.words import norm_words, stem
 
 SOURCE = "RapidFuzz (optimal string alignment)"
@@ -111,8 +115,9 @@ class Spellings:
                 known = _known_name(value) if edits else None
                 if known is not None:
                     words = " ".join(rw[i : i + len(vw)])
-                    note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
-                    return Match(words, value, note)
+                    if not another_entity(words, value):  # "Austria" is no slip
+                        note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
+                        return Match(words, value, note)
             if len(joined) >= 6:  # the same letters with other spacing: 2-3 request words
                 run = rw[i]
                 for k in range(i + 1, min(i + 3, len(rw))):

@@ -262,3 +262,31 @@ def test_function_text() -> None:
         "get current weather Now location unit system"
     )
     assert function_text({"name": "bare"}) == "bare"
+
+
+GLAIVE = Path(__file__).resolve().parents[1].parent / "shared" / "external" / "glaive"
+
+
+@pytest.mark.skipif(not GLAIVE.is_dir(), reason="shared/external/glaive absent")
+def test_a_build_too_big_for_the_file_says_what_to_ask_for(tmp_path: Path) -> None:
+    """Issue 45: ``bench build`` on the shipped 5-row Glaive file failed without saying that
+    ``--n 3`` (and scales of at most 3) would work; each error now names it, and doing what it
+    says builds the cases."""
+    import subprocess
+
+    source = f"glaive:{GLAIVE / 'chat_data.jsonl'}"
+    out = str(tmp_path / "g.jsonl")
+
+    def build(*extra: str) -> subprocess.CompletedProcess[str]:
+        cmd = ["callscope", "bench", "build", "--source", source, "-o", out, *extra]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+    too_many = build()
+    assert too_many.returncode == 2
+    assert "yields only 3" in too_many.stderr and "ask for at most 3 (--n 3)" in too_many.stderr
+    too_big = build("--n", "3")
+    assert too_big.returncode == 2
+    assert "pick scales of at most 3 (--scales)" in too_big.stderr
+    done = build("--n", "3", "--scales", "3")
+    assert done.returncode == 0, done.stderr
+    assert "wrote 3 cases (3 queries × scales 3)" in done.stdout + done.stderr

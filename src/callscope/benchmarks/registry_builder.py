@@ -220,7 +220,8 @@ def build_registry_benchmark(
             raise ValueError(
                 f"scale {too_big} needs {too_big - len(kept) - len(own_rest)} distractors for "
                 f"case {case.id}, but the pool of {len(functions_pool)} functions holds only "
-                f"{available} not named {_names(kept)}"
+                f"{available} not named {_names(kept)}: pick scales of at most "
+                f"{available + len(kept) + len(own_rest)} (--scales)"
             )
         if pool_texts is None:
             # Same draw as rng.sample(candidates, k) over the pool minus the excluded specs.

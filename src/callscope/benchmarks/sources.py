@@ -190,7 +190,10 @@ def build_benchmark(
             if dropped
             else "; it holds no rows"
         )
-        raise ValueError(f"asked for n={n} queries but {source} yields only {len(cases)}{why}")
+        raise ValueError(
+            f"asked for n={n} queries but {source} yields only {len(cases)}{why}"
+            + (f": ask for at most {len(cases)} (--n {len(cases)})" if cases else "")
+        )
     built = build_registry_benchmark(
         cases,
         scales=scales,

@@ -130,7 +130,14 @@ def case_data(
         "models": sorted({i["model"] for i in items}),
         "modes": sorted({i["mode"] for i in items}, key=mode_sort_key),
         "scales": scales,
-        "kinds": [k.value for k in FailureKind],
+        # the kind table and the stage vocabulary the page renders from (report.js re-types
+        # no kind's or stage's name)
+        "kinds": kind_table(),
+        "cascade": [
+            {"number": s.number, "key": s.key, "segment": s.segment}
+            for s in STAGES
+            if s.number is not None
+        ],
         # the stage filter's choices, from the one vocabulary (records.STAGES), not re-typed
         "stages": [
             [str(s.number), "passed" if s.number == 0 else f"stage {s.number} ({s.key})"]
@@ -146,6 +153,20 @@ def case_data(
             "the tables and figures count every outcome."
         )
     return data
+
+
+def kind_table() -> list[dict[str, Any]]:
+    """Every failure kind's entry as the pages embed it (:class:`callscope.records.KindInfo`:
+    ``name``, ``stage``, ``label``, ``group``, ``corrects``), in cascade order.
+
+    >>> kind_table()[0]
+    {'name': 'wrong_name', 'stage': 1, 'label': 'name not in registry', 'group': None, 'corrects': True}
+    """
+    return [
+        {"name": k.value, "stage": k.stage, "label": k.label, "group": k.group,
+         "corrects": k.corrects}
+        for k in FailureKind
+    ]  # fmt: skip
 
 
 def _plain(x: Any) -> bool:

@@ -68,6 +68,7 @@ from callscope.parse.bfcl_decode import (
 )
 from callscope.parse.literals import Rejected
 from callscope.parse.text import EMPTY_OUTPUT, NO_CALL_FOUND, parse_output
+from callscope.records import KIND_GROUPS, FailureKind
 from callscope.saag.answer import NO_CALL_KINDS, diagnose_answer, no_call_kind, score_answer
 from callscope.types import Case, ParseResult, ToolCall
 
@@ -326,20 +327,20 @@ def diagnose_model(
         r["no_call"] = NO_CALL.index(kind) if kind else 0
         r["stage"] = verdict.stage or 0  # no verdict (stage None) only without a gold class
         r["passed"] = verdict.passed
-        unstated = soft = False
+        groups = dict.fromkeys(KIND_GROUPS, False)
         for checked in verdict.checked:
             d = checked.diagnosis
             r["calls_stage"][d.stage] += 1
             if d.vhr is not None:
                 r["vhr_sum"] += d.vhr
                 r["vhr_n"] += 1
-            unstated = unstated or bool(d.hard or d.numeric)
-            soft = soft or bool(d.soft)
+            for group in KIND_GROUPS:  # the kinds' summary groups (KindInfo.group)
+                groups[group] = groups[group] or bool(d.in_group(group))
         if kind:  # the stage-1 "no name" stand-in of a broken answer is not a call
             r["calls_stage"][:] = 0
-        r["unstated"] = unstated
-        r["beyond_gold"] = unstated and not gold_flags[i]
-        r["soft"] = soft
+        for group, flagged in groups.items():
+            r[group] = flagged
+        r["beyond_gold"] = r["unstated"] and not gold_flags[i]
         if a.category in ANY_CALL_CATEGORIES:
             r["solved"] = any_call_solved(len(parsed.calls))
         else:
@@ -393,7 +394,9 @@ def _examples(
         for checked in verdict.checked:
             d = checked.diagnosis
             args = checked.call.arguments if checked.call else {}
-            values += [f"{p}={args.get(p)!r}" for p in (*d.hard, *d.numeric)]
+            # the unstated group's kinds, the last kind's values first (as this note was)
+            kinds = reversed(FailureKind.of_group("unstated"))
+            values += [f"{p}={args.get(p)!r}" for k in kinds for p in getattr(d, k.value)]
         gold = call_text(
             ToolCall(name=g["name"], arguments=g["arguments"]) for g in case.gold_calls or ()
         )
@@ -504,7 +507,8 @@ def unstated_reference(
     table: CaseTable, grounding: str | None = None
 ) -> tuple[Reference, np.ndarray]:
     """:class:`Reference` over the call cases of ``table`` (no-call cases have no gold call):
-    an answer is flagged when a call has a ``hard`` or ``numeric`` value; and per case
+    an answer is flagged when a call has a value of the ``unstated`` kinds (``hard``,
+    ``numeric``: :attr:`callscope.records.KindInfo.group`); and per case
     whether its gold answer is flagged."""
 
     def flagged(calls: list[dict[str, Any]], case: Case) -> bool:
@@ -514,7 +518,7 @@ def unstated_reference(
         verdict = diagnose_answer(
             parsed, case.functions, case.query, grounding=grounding, expect_call=True
         )
-        return any(c.diagnosis.hard or c.diagnosis.numeric for c in verdict.checked)
+        return any(c.diagnosis.in_group("unstated") for c in verdict.checked)
 
     flags = np.zeros(len(table.cases), dtype=bool)
     gold = gold_flagged = perturbed = perturbed_flagged = 0

@@ -39,6 +39,7 @@ from typing import Any
 
 from callscope.core.stats import rate_ci, seeded_rng
 from callscope.core.table import pct_ci
+from callscope.records import FailureKind
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 from callscope.saag.audit_engine import AuditDesign, AuditResult, Probe, run_audit
@@ -62,6 +63,8 @@ KINDS: dict[str, int] = {
     "swapped_values": 3,
     "truncated_string": 3,
     "blanked_required": 3,
+    # the kinds whose entry carries an audit probe (records.KindInfo.probe), by kind name
+    **{k.value: k.stage for k in FailureKind if k.info.probe is not None},
 }
 _INVENTED_NAMES = (
     "quantum_ledger_sync",
@@ -268,6 +271,12 @@ def positives(
     if blankable:
         p = rng("blanked_required").choice(blankable)
         add("blanked_required", {**args, p: ""}, f"{p}: {args[p]!r} -> ''")
+    props = spec_properties(spec)
+    for kind in FailureKind:  # the probes the kinds' own entries carry
+        probe = kind.info.probe
+        made = probe(args, props, rng(kind.value)) if probe is not None else None
+        if made is not None:
+            add(kind.value, *made)
     return out
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import loads_bounded, read_lines
 from callscope.errors import ModelError
 from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
 from callscope.models.cache import request_key
@@ -119,15 +119,14 @@ class ReplayModel(ChatModel):
     def _load(self) -> None:
         if not self.path.is_file():
             raise ValueError(f"replay file not found: {self.path}")
-        with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = loads_bounded(line)
-                except ValueError as exc:
-                    raise ValueError(f"{self.path}:{lineno}: not JSON ({exc})") from None
-                self._add_row(row, f"{self.path}:{lineno}")
+        for lineno, line in read_lines(self.path):  # the one bounded line reader
+            try:
+                if isinstance(line, ValueError):
+                    raise line
+                row = loads_bounded(line)
+            except ValueError as exc:
+                raise ValueError(f"{self.path}:{lineno}: not JSON ({exc})") from None
+            self._add_row(row, f"{self.path}:{lineno}")
 
     def _add_row(self, row: Any, where: str) -> None:
         if not isinstance(row, dict):

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from callscope.parse import parse_output
+from callscope.records.answers import verdict_to_dict
 from callscope.records.runs import EXPORT_KEYS
-from callscope.saag.answer import verdict_to_dict
 from callscope.saag.score import score_parsed
 from callscope.store.run_store import RunStore
 from callscope.types import Case

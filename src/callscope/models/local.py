@@ -56,8 +56,8 @@ from callscope.errors import ConfigError, ModelError
 from callscope.models.base import (
     BackendOptions,
     ChatModel,
+    ChatRequest,
     Decoding,
-    RequestContext,
     is_context_overflow,
 )
 from callscope.models.prefix_cache import (
@@ -444,13 +444,8 @@ class LocalModel(ChatModel):
             engine = _engines.get(key)
         return engine.states.stats if engine is not None else None
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-        context: RequestContext | None = None,
-    ) -> ModelReply:
+    def answer(self, request: ChatRequest) -> ModelReply:
+        messages, tools, decoding, context = request
         decoding = decoding or Decoding()
         engine = self.engine()
         kwargs: dict[str, Any] = {

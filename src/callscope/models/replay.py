@@ -32,7 +32,7 @@ from typing import Any
 
 from callscope.core.jsonl import loads_bounded, read_lines
 from callscope.errors import ModelError
-from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
+from callscope.models.base import BackendOptions, ChatModel, ChatRequest
 from callscope.models.cache import request_key
 from callscope.types import ModelReply
 
@@ -165,13 +165,8 @@ class ReplayModel(ChatModel):
                 return True, outputs[attempt - 1]
         return False, None
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-        context: RequestContext | None = None,
-    ) -> ModelReply:
+    def answer(self, request: ChatRequest) -> ModelReply:
+        messages, tools, decoding, context = request
         case_id = context.case_id if context is not None else None
         attempt = int(context.attempt or 1) if context is not None else 1
         mode = context.mode if context is not None else None

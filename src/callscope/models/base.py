@@ -102,12 +102,17 @@ class ModelOptions:
     use_cache: bool = True
 
 
+#: a request's messages (OpenAI-style dicts) and tools (``None``: prompt mode)
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
+
+
 class ChatRequest(NamedTuple):
     """One request to a chat model, as :meth:`ChatModel.chat` takes it: ``messages``, ``tools``
     (``None``: prompt mode), ``decoding`` (``None``: the defaults) and ``context``."""
 
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]] | None = None
+    messages: Messages
+    tools: Tools = None
     decoding: Decoding | None = None
     context: RequestContext | None = None
 

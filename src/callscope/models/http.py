@@ -37,6 +37,8 @@ from callscope.models.base import (
     ChatModel,
     ChatRequest,
     Decoding,
+    Messages,
+    Tools,
     is_context_overflow,
 )
 from callscope.types import ModelReply
@@ -388,12 +390,7 @@ class HTTPChatModel(ChatModel):
         """The URL requests are POSTed to, from the server's base address."""
 
     @abstractmethod
-    def _payload(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        decoding: Decoding,
-    ) -> dict[str, Any]:
+    def _payload(self, messages: Messages, tools: Tools, decoding: Decoding) -> dict[str, Any]:
         """The JSON body of one request."""
 
     def _headers(self) -> dict[str, str]:

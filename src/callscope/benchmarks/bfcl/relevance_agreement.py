@@ -20,19 +20,6 @@ from callscope.parse import parse_output
 from callscope.saag.answer import no_call_kind, score_answer
 from callscope.types import Case
 
-#: how a gold answer of several calls is perturbed (:func:`perturbed_answers`)
-ANSWER_PERTURBATION_KINDS: tuple[str, ...] = (
-    "call_dropped",
-    "call_duplicated",
-    "extra_call",
-    "value_changed",
-    "calls_reordered",
-    "values_swapped",
-)
-
-Answer = list[dict[str, Any]]
-
-
 #: the written answers of the relevance harness (:func:`relevance_answers`)
 RELEVANCE_ANSWER_KINDS: tuple[str, ...] = (
     "abstained",

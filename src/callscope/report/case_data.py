@@ -14,7 +14,6 @@ from typing import Any
 from callscope.records import STAGES, FailureKind
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts
 from callscope.report.outcome import mode_sort_key, scale_label, scale_sort_key
-from callscope.report.rederive import Rederiver
 from callscope.saag.metrics import METRIC_SPECS
 from callscope.store.run_store import RunStore
 
@@ -82,13 +81,11 @@ def case_data(
         if total[f.model, f.mode] <= cap:
             shown.append(f)
     store = RunStore(run_dir)
-    rederive = Rederiver(store)
     try:
         items = []
         for f in shown:
-            attempts = store.attempts(f.model, f.case_id, f.mode, with_messages=False)
-            if f.rederived:  # the attempts as the tables read them (report.rederive)
-                rederive.attempts(f.model, f.case_id, attempts)
+            # the attempts as the tables read them (the store's versioned reader)
+            attempts = store.read_attempts(f.model, f.case_id, f.mode)
             stage = f.first_stage
             items.append(
                 {

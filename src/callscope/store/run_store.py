@@ -69,6 +69,7 @@ class RunStore(ConversationStore):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / STORE_FILE
         self._lock = threading.RLock()
+        self._upgrader: Any = None
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._open_schema()
@@ -369,6 +370,38 @@ class RunStore(ConversationStore):
             d["final"] = decode(d["final"])
             d["first"] = decode(d["first"])
             yield d
+
+    # ---------------------------------------------------------------- the versioned reader
+
+    def _upgrade(self) -> Any:
+        if self._upgrader is None:
+            from callscope.store.upgrade import Rederiver  # lazy: the scorer, for old stores
+
+            self._upgrader = Rederiver(self)
+        return self._upgrader
+
+    def read_outcomes(self) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Each outcome (:meth:`outcomes`, streamed) with its attempts (no message histories),
+        as this code reads them: a verdict stored by an older cascade whose meaning changed is
+        upgraded on the way (:mod:`callscope.store.upgrade`; the outcome is then marked
+        ``rederived``). Read-only, like ``stream=True``."""
+        upgrade = self._upgrade()
+        for o in self.outcomes(stream=True):
+            attempts = self.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
+            upgrade.outcome(o, attempts)
+            yield o, attempts
+
+    def read_attempts(self, model: str, case_id: str, mode: str) -> list[dict[str, Any]]:
+        """The attempts of one outcome (no message histories) as this code reads them
+        (:meth:`read_outcomes`)."""
+        attempts = self.attempts(model, case_id, mode, with_messages=False)
+        self._upgrade().attempts(model, case_id, attempts)
+        return attempts
+
+    def scored_with(self, model: str) -> int | None:
+        """The cascade version ``model``'s loop outcomes were scored with (``None``: no loop
+        configuration, the guard's and chat logs' records)."""
+        return self._upgrade().version(model)
 
     def attempts(
         self, model: str, case_id: str, mode: str, *, with_messages: bool = True

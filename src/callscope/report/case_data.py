@@ -39,8 +39,8 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
     reply = a.get("reply") or {}
     row = a.get("row")
     diag = a.get("diagnosis") or {}
-    if row is not None:  # the score row lacks the stage-3 kinds' lists: the diagnosis has them
-        row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind.of_stage(3)}}
+    if row is not None:  # every kind's list the score row leaves out, from the stored verdict
+        row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind if k.value not in row}}
         if diag.get("evidence"):  # issue 37: which library grounded which value
             row["evidence"] = diag["evidence"]
     return {

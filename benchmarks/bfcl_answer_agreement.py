@@ -26,8 +26,10 @@ import json
 
 from callscope.benchmarks.bfcl.answer_agreement import (
     ANSWER_PERTURBATION_KINDS,
-    RELEVANCE_ANSWER_KINDS,
     answer_agreement_report,
+)
+from callscope.benchmarks.bfcl.relevance_agreement import (
+    RELEVANCE_ANSWER_KINDS,
     relevance_agreement_report,
 )
 from callscope.benchmarks.bfcl.single import (

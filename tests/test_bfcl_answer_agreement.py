@@ -192,7 +192,7 @@ def test_bfcl_greedy_order_fails_an_answer_a_matching_exists_for(by_id) -> None:
 
 
 def test_clean_abstention_on_an_irrelevance_case(by_id) -> None:
-    from callscope.benchmarks.bfcl.answer_agreement import (
+    from callscope.benchmarks.bfcl.relevance_agreement import (
         ABSTENTION_TEXT,
         bfcl_relevance_verdict,
         callscope_relevance_verdict,
@@ -211,7 +211,7 @@ def test_clean_abstention_on_an_irrelevance_case(by_id) -> None:
 def test_broken_call_on_an_irrelevance_case(by_id) -> None:
     """A call cut inside its arguments: BFCL's decoder fails, so its relevance checker
     credits the answer as no call; callscope counts a broken call, not solved."""
-    from callscope.benchmarks.bfcl.answer_agreement import (
+    from callscope.benchmarks.bfcl.relevance_agreement import (
         bfcl_relevance_verdict,
         callscope_relevance_verdict,
         relevance_answers,
@@ -276,7 +276,7 @@ def test_parallel_agreement_counts(all_cases) -> None:
 
 
 def test_relevance_agreement_counts(all_cases) -> None:
-    from callscope.benchmarks.bfcl.answer_agreement import relevance_agreement_report
+    from callscope.benchmarks.bfcl.relevance_agreement import relevance_agreement_report
 
     cases = [
         c

@@ -314,8 +314,9 @@ def test_v3_names_plain_files_and_ids_not_installed(tmp_path):
 
 def test_an_over_long_line_is_skipped_and_counted(tmp_path, monkeypatch):
     from callscope.benchmarks.bfcl import single_results
+    from callscope.core import jsonl
 
-    monkeypatch.setattr(single_results, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(jsonl, "MAX_LINE_CHARS", 64)  # the one line limit (core.jsonl)
     path = tmp_path / "BFCL_v3_simple_result.json"
     long = json.dumps({"id": "simple_1", "result": "x" * 500})
     path.write_text(
@@ -325,7 +326,7 @@ def test_an_over_long_line_is_skipped_and_counted(tmp_path, monkeypatch):
     problems: list[str] = []
     rows = list(single_results.iter_lines(path, problems))
     assert [(n, r["id"]) for n, r in rows] == [(1, "simple_0"), (3, "simple_2")]
-    assert len(problems) == 1 and "over 64 bytes" in problems[0]
+    assert len(problems) == 1 and "over 64 characters" in problems[0]
 
 
 @needs_bfcl

@@ -23,7 +23,6 @@ DOCTEST_MODULES = (
     "callscope.core.stats",
     "callscope.models.prefix_cache",
     "callscope.models.usage",
-    "callscope.models.local",
     "callscope.models.http",
     "callscope.core.jsonl",
     "callscope.core.text",

@@ -143,7 +143,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, replayed_run) -> Path:
 
 def test_case_browser_kinds_are_the_enum(run_dir: Path) -> None:
     data = case_data(run_dir, load_facts(run_dir))
-    assert data["kinds"] == KINDS
+    # the page is given each kind's entry (name, stage, label, group, whether the gate
+    # corrects it), and renders kinds from that
+    assert [k["name"] for k in data["kinds"]] == KINDS
+    assert [(k["stage"], k["label"]) for k in data["kinds"]] == [
+        (FailureKind(k).stage, FailureKind(k).label) for k in KINDS
+    ]
+    assert [k["corrects"] for k in data["kinds"]] == [k != "soft" for k in KINDS]
     shown = [i["kinds"] for i in data["items"]]
     assert all(kinds == [k for k in KINDS if k in kinds] for kinds in shown)
     assert {k for kinds in shown for k in kinds} == {"wrong_name", "no_name", "drifted", "numeric"}

@@ -18,7 +18,7 @@ from callscope.benchmarks.protocol import (
     benchmark_or_default,
     category_gold_class,
 )
-from callscope.core.jsonl import dumps_safe, loads_bounded
+from callscope.core.jsonl import dumps_safe, loads_bounded, read_lines
 from callscope.records import CaseRecord
 
 
@@ -32,16 +32,16 @@ def read_case_records(
     gold_class_of = partial(category_gold_class, benchmark_or_default(benchmark))
     records: list[CaseRecord] = []
     problems: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(CaseRecord.from_dict(loads_bounded(line), gold_class_of))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
-            except ValueError as exc:
-                problems.append(f"{path}:{lineno}: {exc}")
+    for lineno, line in read_lines(path):  # the one bounded line reader
+        if isinstance(line, ValueError):
+            problems.append(f"{path}:{lineno}: {line}")
+            continue
+        try:
+            records.append(CaseRecord.from_dict(loads_bounded(line), gold_class_of))
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path}:{lineno}: not valid JSON ({exc.msg})")
+        except ValueError as exc:
+            problems.append(f"{path}:{lineno}: {exc}")
     return records, problems
 
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import loads_bounded, open_regular, read_lines
 
 
 @dataclass(frozen=True)
@@ -30,25 +30,26 @@ class EmissionRow:
 def read_emission_rows(path: str | Path) -> Iterator[EmissionRow]:
     """The rows of the JSONL file ``path``. The file is opened before this returns, so a
     missing file raises here (``FileNotFoundError``), not at the first row."""
-    return _rows(open(path, encoding="utf-8"))  # noqa: SIM115 (closed by _rows)
+    open_regular(path).close()  # a missing or irregular file raises now
+    return _rows(path)
 
 
-def _rows(fh: IO[str]) -> Iterator[EmissionRow]:
-    with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row: Any = loads_bounded(line)
-            except json.JSONDecodeError as exc:
-                yield EmissionRow(lineno, None, error=f"not valid JSON ({exc.msg})")
-                continue
-            except ValueError as exc:  # nested too deeply, an integer over the digit limit
-                yield EmissionRow(lineno, None, error=f"not readable ({exc})")
-                continue
-            if not isinstance(row, dict):
-                yield EmissionRow(lineno, None, error="row is not a JSON object")
-            elif "emission" not in row:
-                yield EmissionRow(lineno, row.get("id"), error="row has no 'emission'")
-            else:
-                yield EmissionRow(lineno, row.get("id"), row["emission"])
+def _rows(path: str | Path) -> Iterator[EmissionRow]:
+    for lineno, line in read_lines(path):  # the one bounded line reader
+        if isinstance(line, ValueError):
+            yield EmissionRow(lineno, None, error=f"not readable ({line})")
+            continue
+        try:
+            row: Any = loads_bounded(line)
+        except json.JSONDecodeError as exc:
+            yield EmissionRow(lineno, None, error=f"not valid JSON ({exc.msg})")
+            continue
+        except ValueError as exc:  # nested too deeply, an integer over the digit limit
+            yield EmissionRow(lineno, None, error=f"not readable ({exc})")
+            continue
+        if not isinstance(row, dict):
+            yield EmissionRow(lineno, None, error="row is not a JSON object")
+        elif "emission" not in row:
+            yield EmissionRow(lineno, row.get("id"), error="row has no 'emission'")
+        else:
+            yield EmissionRow(lineno, row.get("id"), row["emission"])

@@ -50,7 +50,13 @@ from typing import Any
 import httpx
 from filelock import FileLock
 
-from callscope.core.jsonl import TooDeep, loads_bounded, raw_decode_bounded, read_jsonl
+from callscope.core.jsonl import (
+    TooDeep,
+    loads_bounded,
+    raw_decode_bounded,
+    read_jsonl,
+    read_text_bounded,
+)
 from callscope.core.paths import datasets_dir
 from callscope.errors import DataFormatError
 from callscope.parse import read_functioncall
@@ -329,7 +335,7 @@ def iter_glaive_rows(path: str | Path) -> Iterator[Any]:
         head = fh.read(4096).lstrip()
     if head.startswith("["):
         try:  # bytes that are not UTF-8 become lone surrogates: their row is dropped
-            data = loads_bounded(path.read_text(encoding="utf-8-sig", errors="surrogateescape"))
+            data = loads_bounded(read_text_bounded(path, "utf-8-sig", "surrogateescape"))
         except json.JSONDecodeError as exc:
             raise GlaiveSourceError(f"{path}: not a valid JSON list: {exc}") from exc
         except TooDeep:

@@ -20,8 +20,11 @@ the new spelling. This module declares the subcommands and their options; the jo
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
@@ -138,104 +141,113 @@ def _record_grounding(out: Path, grounding: str) -> None:
         store.close()
 
 
+#: the options ``calibrate run`` and ``calibrate panel`` share, declared once (issue 48), in
+#: the order their help lists them after ``-m``: name -> (annotation, default)
+_RUN_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("out", OutOpt, Path("runs/calibrate")),
+    ("categories", CategoriesOpt, None),
+    ("benchmark", BenchmarkOpt, "bfcl"),
+    ("n", NOpt, None),
+    ("probe", ProbeOpt, None),
+    ("style", StyleOpt, "auto"),
+    ("max_steps", MaxStepsOpt, 20),
+    ("max_tokens", MaxTokensOpt, 512),
+    ("preset_name", ClassifierOpt, "default"),
+    ("base_url", BaseUrlOpt, None),
+    ("api_key", ApiKeyOpt, None),
+    ("timeout", TimeoutOpt, 120.0),
+    ("cache", CacheOpt, None),
+    ("no_cache", NoCacheOpt, False),
+    ("concurrency", ConcurrencyOpt, 1),
+    ("quiet", QuietOpt, False),
+    ("grounding", GroundingOpt, DEFAULT_GROUNDING),
+)
+
+
+def _run_options(
+    out: Path, categories: str | None, benchmark: str, n: int | None, probe: str | None,
+    style: str, max_steps: int, max_tokens: int, preset_name: str, base_url: str | None,
+    api_key: str | None, timeout: float, cache: Path | None, no_cache: bool, concurrency: int,
+    quiet: bool, grounding: str,
+) -> RunOptions:  # fmt: skip
+    """The :class:`RunOptions` of the shared options (the preset checked, the grounding mode
+    recorded in the run's store)."""
+    _config(preset_name)
+    _record_grounding(out, grounding)
+    return RunOptions(
+        out=out,
+        categories=comma_list(categories) if categories else None,
+        n=n,
+        benchmark=benchmark,
+        probe=probe,
+        style=style_arg(style),
+        max_steps=max_steps,
+        decoding=Decoding(max_tokens=max_tokens),
+        preset_name=preset_name,
+        quiet=quiet,
+        concurrency=concurrency,
+        connection=model_options(
+            base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
+        ),
+    )
+
+
+def with_run_options(fn: Callable[..., None]) -> Callable[..., None]:
+    """A command taking ``fn``'s own options (its parameters but ``options``) followed by the
+    shared ones (:data:`_RUN_OPTIONS`), calling ``fn`` with its own and ``options``, the
+    :class:`RunOptions` they make: typer reads the signature this sets."""
+    hints = get_type_hints(fn, include_extras=True)
+    own = [
+        p.replace(annotation=hints[p.name])
+        for p in inspect.signature(fn).parameters.values()
+        if p.name != "options"
+    ]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+        for name, ann, default in _RUN_OPTIONS
+    ]
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> None:
+        options = _run_options(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS})
+        fn(**kwargs, options=options)
+
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*own, *shared)]
+    command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    return command
+
+
 # --------------------------------------------------------------------------- subcommands
 
 
 @calibrate.command("run")
 @handle_errors
+@with_run_options
 def run_command(
     model: Annotated[str, typer.Option("-m", "--model", help=backend_help())] = DEFAULT_MODEL,
-    out: OutOpt = Path("runs/calibrate"),
-    categories: CategoriesOpt = None,
-    benchmark: BenchmarkOpt = "bfcl",
-    n: NOpt = None,
-    probe: ProbeOpt = None,
-    style: StyleOpt = "auto",
-    max_steps: MaxStepsOpt = 20,
-    max_tokens: MaxTokensOpt = 512,
-    preset_name: ClassifierOpt = "default",
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    timeout: TimeoutOpt = 120.0,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    concurrency: ConcurrencyOpt = 1,
-    quiet: QuietOpt = False,
-    grounding: GroundingOpt = DEFAULT_GROUNDING,
+    *,
+    options: RunOptions,
 ) -> None:
     """Run one model on a multi-turn benchmark's cases (optionally under a probe), grade them
     and write GAR beside Acc per category, resumably, into the run directory."""
-    _config(preset_name)
-    _record_grounding(out, grounding)
-    model_run(
-        model,
-        RunOptions(
-            out=out,
-            categories=comma_list(categories) if categories else None,
-            n=n,
-            benchmark=benchmark,
-            probe=probe,
-            style=style_arg(style),
-            max_steps=max_steps,
-            decoding=Decoding(max_tokens=max_tokens),
-            preset_name=preset_name,
-            quiet=quiet,
-            concurrency=concurrency,
-            connection=model_options(
-                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
-            ),
-        ),
-    )
+    model_run(model, options)
 
 
 @calibrate.command("panel")
 @handle_errors
+@with_run_options
 def panel_command(
     model: Annotated[
         list[str],
         typer.Option("-m", "--model", help=backend_help() + " Repeat -m for each model."),
     ],
-    out: OutOpt = Path("runs/calibrate"),
-    categories: CategoriesOpt = None,
-    benchmark: BenchmarkOpt = "bfcl",
-    n: NOpt = None,
-    probe: ProbeOpt = None,
-    style: StyleOpt = "auto",
-    max_steps: MaxStepsOpt = 20,
-    max_tokens: MaxTokensOpt = 512,
-    preset_name: ClassifierOpt = "default",
-    base_url: BaseUrlOpt = None,
-    api_key: ApiKeyOpt = None,
-    timeout: TimeoutOpt = 120.0,
-    cache: CacheOpt = None,
-    no_cache: NoCacheOpt = False,
-    concurrency: ConcurrencyOpt = 1,
-    quiet: QuietOpt = False,
-    grounding: GroundingOpt = DEFAULT_GROUNDING,
+    *,
+    options: RunOptions,
 ) -> None:
     """Run several models on the same cases into one run directory, then write their panel:
     per category each model's GAR, Acc and their difference."""
-    _config(preset_name)
-    _record_grounding(out, grounding)
-    panel_run(
-        model,
-        RunOptions(
-            out=out,
-            categories=comma_list(categories) if categories else None,
-            n=n,
-            benchmark=benchmark,
-            probe=probe,
-            style=style_arg(style),
-            max_steps=max_steps,
-            decoding=Decoding(max_tokens=max_tokens),
-            preset_name=preset_name,
-            quiet=quiet,
-            concurrency=concurrency,
-            connection=model_options(
-                base_url=base_url, api_key=api_key, timeout=timeout, cache=cache, no_cache=no_cache
-            ),
-        ),
-    )
+    panel_run(model, options)
 
 
 @calibrate.command("experiment")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,32 +29,38 @@ from callscope.saag.groundings import get_grounding
 MAX_LISTED = 40
 
 
+def print_stage_table(
+    title: str, columns: tuple[str, str], counts: Mapping[int, int], total: int
+) -> None:
+    """One stage-mix table: per stage 0-3 its label, count and share of ``total``."""
+    t = Table(title=title)
+    t.add_column(columns[0])
+    t.add_column(columns[1], justify="right")
+    t.add_column("share", justify="right")
+    for stage in (0, 1, 2, 3):
+        n = counts.get(stage, 0)
+        t.add_row(stage_info(stage).short, str(n), f"{n / total:.1%}" if total else "-")
+    console.print(t)
+
+
 def print_chatlog_summary(s: ChatLogSummary) -> None:
     """The stage mix over all calls, the answers' stage mix (each turn with calls at its
     earliest failing stage), the action mix, and each conversation's stage counts."""
-    t = Table(
-        title=f"chat log: {s.conversations} conversations, {s.turns} assistant turns, "
-        f"{s.calls} tool calls, {s.malformed} malformed lines"
+    print_stage_table(
+        f"chat log: {s.conversations} conversations, {s.turns} assistant turns, "
+        f"{s.calls} tool calls, {s.malformed} malformed lines",
+        ("first failing stage", "calls"),
+        s.stages,
+        s.calls,
     )
-    t.add_column("first failing stage")
-    t.add_column("calls", justify="right")
-    t.add_column("share", justify="right")
-    for stage in (0, 1, 2, 3):
-        n = s.stages.get(stage, 0)
-        t.add_row(stage_info(stage).short, str(n), f"{n / s.calls:.1%}" if s.calls else "-")
-    console.print(t)
     answers = sum(s.answer_stages.values())
-    w = Table(
-        title=f"answers: {answers} assistant turns with tool calls ({s.multi_call} with several), "
-        f"{sum(s.no_call.values())} without a call"
+    print_stage_table(
+        f"answers: {answers} assistant turns with tool calls ({s.multi_call} with several), "
+        f"{sum(s.no_call.values())} without a call",
+        ("earliest failing stage of the turn's calls", "turns"),
+        s.answer_stages,
+        answers,
     )
-    w.add_column("earliest failing stage of the turn's calls")
-    w.add_column("turns", justify="right")
-    w.add_column("share", justify="right")
-    for stage in (0, 1, 2, 3):
-        n = s.answer_stages.get(stage, 0)
-        w.add_row(stage_info(stage).short, str(n), f"{n / answers:.1%}" if answers else "-")
-    console.print(w)
     a = Table(title="action class of each assistant turn")
     a.add_column("action")
     a.add_column("turns", justify="right")

@@ -31,6 +31,7 @@ second reader limit).
 from __future__ import annotations
 
 import errno
+import gzip
 import io
 import json
 import os
@@ -47,10 +48,17 @@ from typing import Any, BinaryIO
 #: levels by the parser), and every later step (copying, writing) stays far from Python's
 #: recursion limit
 MAX_JSON_DEPTH = 100
-#: a line of a JSON Lines file at most this long (characters); a longer one is that line's
-#: error, read past in pieces (an endless line, ``/dev/zero`` renamed, never fills memory)
+#: THE INPUT LIMITS, in one place (issue 48): every file callscope reads from outside goes
+#: through :func:`read_lines` (line by line: JSON Lines, BFCL's result and score files, gzip
+#: or plain, replay files, case records, emission rows) or :func:`read_bounded` /
+#: :func:`read_text_bounded` (whole: a traces file, a τ² results file, a Glaive JSON list).
+#: A line at most this long (characters); a longer one is that line's error
+#: (:class:`LineTooLong`), read past in pieces (an endless line, ``/dev/zero`` renamed,
+#: never fills memory)
 MAX_LINE_CHARS = 64 * 1024 * 1024
-#: a whole file read at once (:func:`read_bounded`: a traces file) at most this many bytes
+#: a file at most this many bytes (characters, for one read line by line: the text a gzip
+#: file holds counts, not its compressed size); past it a whole read is refused and a read
+#: line by line ends with :class:`FileTooLarge`
 MAX_FILE_BYTES = 512 * 1024 * 1024
 #: the key a written dict gets when some value in it had to be escaped (:func:`dumps_safe`)
 ESCAPED_KEY = "escaped"
@@ -84,14 +92,78 @@ def open_regular(path: str | Path) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bounded(path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path`` (:func:`open_regular`); a ``ValueError`` when
-    it holds more than ``limit`` bytes (read no further than that)."""
+    it holds more than ``limit`` bytes (default :data:`MAX_FILE_BYTES`; read no further)."""
+    limit = MAX_FILE_BYTES if limit is None else limit
     with open_regular(path) as fh:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"{path} is over {limit} bytes; split it")
     return data
+
+
+def read_text_bounded(path: str | Path, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """The text of the regular file ``path``, read whole at most :data:`MAX_FILE_BYTES`
+    (:func:`read_bounded`); a ``UnicodeDecodeError`` when it is not ``encoding`` (unless
+    ``errors`` says otherwise)."""
+    return read_bounded(path).decode(encoding, errors)
+
+
+class LineTooLong(ValueError):
+    """A line over :data:`MAX_LINE_CHARS` (its number in ``line``)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"line {line} is over {MAX_LINE_CHARS} characters")
+        self.line = line
+
+
+class NotUtf8(ValueError):
+    """A line whose bytes are not UTF-8 (its number in ``line``, the byte and column)."""
+
+    def __init__(self, line: int, byte: int, column: int) -> None:
+        super().__init__(f"line {line} is not valid UTF-8 (byte 0x{byte:02x} at column {column})")
+        self.line = line
+
+
+class FileTooLarge(ValueError):
+    """A file read line by line past :data:`MAX_FILE_BYTES`: the rest is not read."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(f"{path}: over {MAX_FILE_BYTES} bytes; the rest is not read")
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, str | ValueError]]:
+    """The one line reader of outside input: ``(line number, text)`` for each non-blank line
+    of the regular file ``path`` (:func:`open_regular`; gzip when its name ends ``.gz``),
+    UTF-8 with a byte-order mark ignored, the text stripped; in place of a line that cannot
+    be used, its error: :class:`LineTooLong` (over :data:`MAX_LINE_CHARS`, read past in
+    pieces), :class:`NotUtf8`. Past :data:`MAX_FILE_BYTES` it yields ``(number,``
+    :class:`FileTooLarge` ``)`` and stops. Line numbers start at 1 and count blank lines, as
+    an editor does. Memory: one line. Each reader decodes the text itself
+    (:func:`loads_bounded`) and words its own errors with the line number."""
+    with open_regular(path) as raw:
+        binary: BinaryIO = raw
+        if str(path).endswith(".gz"):
+            binary = gzip.GzipFile(fileobj=raw)  # type: ignore[assignment]
+        fh = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape")
+        read = 0
+        for number, line in enumerate(_bounded_lines(fh), start=1):
+            read += MAX_LINE_CHARS if line is None else len(line)
+            if read > MAX_FILE_BYTES:
+                yield number, FileTooLarge(path)
+                return
+            if line is None:
+                yield number, LineTooLong(number)
+                continue
+            text = line.strip()
+            if not text:
+                continue
+            bad = _BAD_BYTE.search(text)
+            if bad is not None:
+                yield number, NotUtf8(number, ord(bad.group()) - 0xDC00, bad.start() + 1)
+                continue
+            yield number, text
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
@@ -104,49 +176,33 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Excepti
     line. A UTF-8 byte-order mark is ignored. Only a regular file is read
     (:func:`open_regular`: ``/dev/zero`` or a FIFO is a :class:`NotARegularFile`).
     """
-    with open_regular(path) as raw:
-        fh = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape")
-        for number, line in enumerate(_bounded_lines(fh), start=1):
-            if line is None:
-                yield number, ValueError(f"line {number} is over {MAX_LINE_CHARS} characters")
-                continue
-            text = line.strip()
-            if not text:
-                continue
-            bad = _BAD_BYTE.search(text)
-            if bad is not None:
-                byte = ord(bad.group()) - 0xDC00
-                yield (
-                    number,
-                    ValueError(
-                        f"line {number} is not valid UTF-8 "
-                        f"(byte 0x{byte:02x} at column {bad.start() + 1})"
-                    ),
-                )
-                continue
-            try:
-                value = loads_bounded(text)
-            except json.JSONDecodeError as exc:
-                yield number, exc
-                continue
-            except TooDeep:
-                yield (
-                    number,
-                    ValueError(
-                        f"line {number} is nested too deeply to read (over {MAX_JSON_DEPTH} levels)"
-                    ),
-                )
-                continue
-            except ValueError as exc:  # an integer longer than the int/str digit limit
-                yield number, ValueError(f"line {number}: {exc}")
-                continue
-            if isinstance(value, dict):
-                yield number, value
-            else:
-                yield (
-                    number,
-                    ValueError(f"line {number} holds a JSON {type(value).__name__}, not an object"),
-                )
+    for number, text in read_lines(path):
+        if isinstance(text, ValueError):  # too long, not UTF-8, the file too large
+            yield number, text
+            continue
+        try:
+            value = loads_bounded(text)
+        except json.JSONDecodeError as exc:
+            yield number, exc
+            continue
+        except TooDeep:
+            yield (
+                number,
+                ValueError(
+                    f"line {number} is nested too deeply to read (over {MAX_JSON_DEPTH} levels)"
+                ),
+            )
+            continue
+        except ValueError as exc:  # an integer longer than the int/str digit limit
+            yield number, ValueError(f"line {number}: {exc}")
+            continue
+        if isinstance(value, dict):
+            yield number, value
+        else:
+            yield (
+                number,
+                ValueError(f"line {number} holds a JSON {type(value).__name__}, not an object"),
+            )
 
 
 def _bounded_lines(fh: io.TextIOWrapper) -> Iterator[str | None]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 #: curly quotes to their ASCII forms
 CURLY_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
@@ -109,3 +110,24 @@ def escape_controls(text: str, *, keep_cr: bool = True) -> str:
     """
     text = text.translate(_CONTROL_ESCAPES)
     return text if keep_cr else text.replace("\r", "\\x0d")
+
+
+#: a UTF-16 surrogate code point: a Python string holds one only alone (a JSON ``"\udfff"``),
+#: no UTF-8 text can carry it, and llama.cpp reads UTF-8
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(value: Any) -> Any:
+    """``value`` (chat messages, tools: JSON data) with every surrogate in its strings replaced
+    by U+FFFD, so the model reads the rest of the text instead of the request failing.
+
+    >>> utf8_safe([{"role": "user", "content": "Paris " + chr(0xDFFF) + "?"}])
+    [{'role': 'user', 'content': 'Paris �?'}]
+    """
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [utf8_safe(v) for v in value]
+    return value

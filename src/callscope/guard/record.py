@@ -26,7 +26,7 @@ from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.repair import RepairResult
 from callscope.models.http import evaluated_tokens, int_or_none
 from callscope.records import Attempt, Outcome
-from callscope.saag.answer import verdict_to_dict
+from callscope.records.answers import verdict_to_dict
 from callscope.saag.groundings import get_grounding
 from callscope.saag.score import answer_row
 from callscope.store.run_store import RunStore

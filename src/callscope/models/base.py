@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from callscope.models.usage import TokenUsage
 from callscope.types import ModelReply
@@ -103,7 +102,22 @@ class ModelOptions:
     use_cache: bool = True
 
 
-class ChatModel(ABC):
+#: a request's messages (OpenAI-style dicts) and tools (``None``: prompt mode)
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
+
+
+class ChatRequest(NamedTuple):
+    """One request to a chat model, as :meth:`ChatModel.chat` takes it: ``messages``, ``tools``
+    (``None``: prompt mode), ``decoding`` (``None``: the defaults) and ``context``."""
+
+    messages: Messages
+    tools: Tools = None
+    decoding: Decoding | None = None
+    context: RequestContext | None = None
+
+
+class ChatModel:
     """A chat model. ``messages`` are OpenAI-style dicts (role/content, plus ``tool_calls``
     on assistant turns and ``tool_call_id``/``name`` on tool turns). ``tools`` are OpenAI-style
     ``[{"type": "function", "function": {name, description, parameters}}]`` or ``None``
@@ -118,7 +132,6 @@ class ChatModel(ABC):
     #: how many requests may run at once (the embedded model: 1)
     max_concurrency: int = 1
 
-    @abstractmethod
     def chat(
         self,
         messages: list[dict[str, Any]],
@@ -126,7 +139,14 @@ class ChatModel(ABC):
         decoding: Decoding | None = None,
         context: RequestContext | None = None,
     ) -> ModelReply:
-        """Answer once. Raise ``callscope.errors.ModelError`` when no answer can be had."""
+        """Answer once. Raise ``callscope.errors.ModelError`` when no answer can be had. The
+        one signature of every backend: a backend implements :meth:`answer` (a test double
+        may override this)."""
+        return self.answer(ChatRequest(messages, tools, decoding, context))
+
+    def answer(self, request: ChatRequest) -> ModelReply:
+        """The backend's answer to one :class:`ChatRequest` (what :meth:`chat` was given)."""
+        raise NotImplementedError(f"{type(self).__name__} answers no request")
 
     @property
     def usage(self) -> TokenUsage:

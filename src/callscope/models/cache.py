@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.core.jsonl import dumps_safe
-from callscope.models.base import ChatModel, Decoding, RequestContext
+from callscope.models.base import ChatModel, ChatRequest, Decoding
 from callscope.types import ModelReply
 
 
@@ -101,15 +101,10 @@ class CachedModel(ChatModel):
             )
             self._conn.commit()
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-        context: RequestContext | None = None,
-    ) -> ModelReply:
+    def answer(self, request: ChatRequest) -> ModelReply:
         """The cached answer of this request, else the inner model's (given ``context``,
         which is not part of the key), stored."""
+        messages, tools, decoding, context = request
         key = request_key(self.spec, messages, tools, decoding)
         hit = self.lookup(key)
         if hit is not None:

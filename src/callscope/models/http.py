@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from callscope.core.jsonl import dumps_safe, loads_bounded
 from callscope.errors import ModelError
-from callscope.models.base import ChatModel, Decoding, RequestContext, is_context_overflow
+from callscope.models.base import (
+    ChatModel,
+    ChatRequest,
+    Decoding,
+    Messages,
+    Tools,
+    is_context_overflow,
+)
 from callscope.types import ModelReply
 
 if TYPE_CHECKING:
@@ -383,12 +390,7 @@ class HTTPChatModel(ChatModel):
         """The URL requests are POSTed to, from the server's base address."""
 
     @abstractmethod
-    def _payload(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        decoding: Decoding,
-    ) -> dict[str, Any]:
+    def _payload(self, messages: Messages, tools: Tools, decoding: Decoding) -> dict[str, Any]:
         """The JSON body of one request."""
 
     def _headers(self) -> dict[str, str]:
@@ -426,13 +428,8 @@ class HTTPChatModel(ChatModel):
             latency_s=latency,
         )
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-        context: RequestContext | None = None,
-    ) -> ModelReply:
+    def answer(self, request: ChatRequest) -> ModelReply:
+        messages, tools, decoding, context = request
         body = self.build_request(messages, tools, decoding or Decoding())
         start = time.perf_counter()
         with self._borrow() as client:

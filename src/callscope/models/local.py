@@ -43,7 +43,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -52,12 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from callscope.core.text import utf8_safe
 from callscope.errors import ConfigError, ModelError
 from callscope.models.base import (
     BackendOptions,
     ChatModel,
+    ChatRequest,
     Decoding,
-    RequestContext,
     is_context_overflow,
 )
 from callscope.models.prefix_cache import (
@@ -369,27 +369,6 @@ def get_engine(
         return engine
 
 
-#: a UTF-16 surrogate code point: a Python string holds one only alone (a JSON ``"\udfff"``),
-#: no UTF-8 text can carry it, and llama.cpp reads UTF-8
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def utf8_safe(value: Any) -> Any:
-    """``value`` (chat messages, tools: JSON data) with every surrogate in its strings replaced
-    by U+FFFD, so the model reads the rest of the text instead of the request failing.
-
-    >>> utf8_safe([{"role": "user", "content": "Paris " + chr(0xDFFF) + "?"}])
-    [{'role': 'user', 'content': 'Paris �?'}]
-    """
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {utf8_safe(k): utf8_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [utf8_safe(v) for v in value]
-    return value
-
-
 _OPTIONS = ("n_ctx", "n_threads", "seed", "prefix_cache_mb", "kv_reuse")
 
 
@@ -465,13 +444,8 @@ class LocalModel(ChatModel):
             engine = _engines.get(key)
         return engine.states.stats if engine is not None else None
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-        context: RequestContext | None = None,
-    ) -> ModelReply:
+    def answer(self, request: ChatRequest) -> ModelReply:
+        messages, tools, decoding, context = request
         decoding = decoding or Decoding()
         engine = self.engine()
         kwargs: dict[str, Any] = {

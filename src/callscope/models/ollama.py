@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from callscope.models.base import BackendOptions, Decoding
+from callscope.models.base import BackendOptions, Decoding, Messages, Tools
 from callscope.models.http import (
     HTTPChatModel,
     RetryPolicy,
@@ -118,12 +118,7 @@ class OllamaModel(HTTPChatModel):
     def _endpoint(self, base: str) -> str:
         return f"{base}/api/chat"
 
-    def _payload(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        decoding: Decoding,
-    ) -> dict[str, Any]:
+    def _payload(self, messages: Messages, tools: Tools, decoding: Decoding) -> dict[str, Any]:
         """The JSON body sent to ``/api/chat``."""
         options: dict[str, Any] = {
             "temperature": decoding.temperature,

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from callscope.core.jsonl import dumps_safe
-from callscope.models.base import BackendOptions, Decoding
+from callscope.models.base import BackendOptions, Decoding, Messages, Tools
 from callscope.models.http import (
     HTTPChatModel,
     RetryPolicy,
@@ -104,12 +104,7 @@ class OpenAICompatModel(HTTPChatModel):
     def _endpoint(self, base: str) -> str:
         return f"{base}/chat/completions"
 
-    def _payload(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        decoding: Decoding,
-    ) -> dict[str, Any]:
+    def _payload(self, messages: Messages, tools: Tools, decoding: Decoding) -> dict[str, Any]:
         """The JSON body sent to ``/chat/completions``."""
         body: dict[str, Any] = {
             "model": self.model,

@@ -30,9 +30,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import loads_bounded, read_lines
 from callscope.errors import ModelError
-from callscope.models.base import BackendOptions, ChatModel, Decoding, RequestContext
+from callscope.models.base import BackendOptions, ChatModel, ChatRequest
 from callscope.models.cache import request_key
 from callscope.types import ModelReply
 
@@ -119,15 +119,14 @@ class ReplayModel(ChatModel):
     def _load(self) -> None:
         if not self.path.is_file():
             raise ValueError(f"replay file not found: {self.path}")
-        with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = loads_bounded(line)
-                except ValueError as exc:
-                    raise ValueError(f"{self.path}:{lineno}: not JSON ({exc})") from None
-                self._add_row(row, f"{self.path}:{lineno}")
+        for lineno, line in read_lines(self.path):  # the one bounded line reader
+            try:
+                if isinstance(line, ValueError):
+                    raise line
+                row = loads_bounded(line)
+            except ValueError as exc:
+                raise ValueError(f"{self.path}:{lineno}: not JSON ({exc})") from None
+            self._add_row(row, f"{self.path}:{lineno}")
 
     def _add_row(self, row: Any, where: str) -> None:
         if not isinstance(row, dict):
@@ -166,13 +165,8 @@ class ReplayModel(ChatModel):
                 return True, outputs[attempt - 1]
         return False, None
 
-    def chat(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        decoding: Decoding | None = None,
-        context: RequestContext | None = None,
-    ) -> ModelReply:
+    def answer(self, request: ChatRequest) -> ModelReply:
+        messages, tools, decoding, context = request
         case_id = context.case_id if context is not None else None
         attempt = int(context.attempt or 1) if context is not None else 1
         mode = context.mode if context is not None else None

@@ -14,10 +14,13 @@ from files in ``callscope.benchmarks``.
 
 Split by what the records are about, all importable from here (``from callscope.records import
 Diagnosis``): :mod:`~callscope.records.verdicts` (stages, failure kinds, one call's verdict, a
-``score`` row), :mod:`~callscope.records.runs` (the loop's attempts and outcomes, multi-turn
+``score`` row), :mod:`~callscope.records.answers` (an answer's verdict: its calls and their
+diagnoses, its stored form), :mod:`~callscope.records.runs` (the loop's attempts and outcomes, multi-turn
 conversations), :mod:`~callscope.records.tau2` (τ²-bench).
 """
 
+from callscope.records.answers import *  # noqa: F403
+from callscope.records.answers import __all__ as _answers
 from callscope.records.runs import *  # noqa: F403
 from callscope.records.runs import __all__ as _runs
 from callscope.records.tau2 import *  # noqa: F403
@@ -25,4 +28,4 @@ from callscope.records.tau2 import __all__ as _tau2
 from callscope.records.verdicts import *  # noqa: F403
 from callscope.records.verdicts import __all__ as _verdicts
 
-__all__ = [*_verdicts, *_runs, *_tau2]
+__all__ = [*_verdicts, *_answers, *_runs, *_tau2]

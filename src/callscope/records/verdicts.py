@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 # --------------------------------------------------------------------------- stages
 
@@ -18,7 +19,8 @@ class StageInfo:
     store it (``0`` passed, ``1``-``3`` the first failing stage, ``None`` no verdict),
     ``key`` a stable name, ``title`` the stage's name in the SAAG paper (section 2), ``short``
     a table label, ``what`` what the stage checks, ``colour`` the family the figures shade
-    its failure kinds in."""
+    its failure kinds in, ``muted`` the leaderboard figure's shade of it; :attr:`segment` is
+    the key every table, figure and count uses for it (``passed``, ``stage1``..``stage3``)."""
 
     number: int | None
     key: str
@@ -26,21 +28,47 @@ class StageInfo:
     short: str
     what: str
     colour: str
+    muted: str = "#7f7f7f"
+
+    @property
+    def segment(self) -> str:
+        """The one table key of this outcome: ``passed`` for stage 0, ``stage<n>`` for a
+        failing stage, ``no_verdict`` for ``None`` (tables, the call flow, the figures, the
+        calls-by-stage counts all use it).
+
+        >>> [s.segment for s in STAGES]
+        ['passed', 'stage1', 'stage2', 'stage3', 'no_verdict']
+        """
+        if self.number is None:
+            return self.key
+        return "passed" if self.number == 0 else f"stage{self.number}"
 
 
 #: the outcomes of an answer in report order: passed, the three stages, no verdict (issue 36)
 STAGES: tuple[StageInfo, ...] = (
     StageInfo(0, "passed", "passed all three stages", "passed all", "", "#2ca02c"),
-    StageInfo(1, "registry", "registry conformance", "1 registry", "function name", "#d62728"),
     StageInfo(
-        2, "structure", "structural completeness", "2 structure", "argument schema", "#ff7f0e"
+        1, "registry", "registry conformance", "1 registry", "function name", "#d62728", "#c44e52"
     ),  # fmt: skip
-    StageInfo(3, "grounding", "argument grounding", "3 grounding", "value grounding", "#9467bd"),
+    StageInfo(
+        2,
+        "structure",
+        "structural completeness",
+        "2 structure",
+        "argument schema",
+        "#ff7f0e",
+        "#dd8452",
+    ),  # fmt: skip
+    StageInfo(
+        3, "grounding", "argument grounding", "3 grounding", "value grounding", "#9467bd", "#ccb974"
+    ),  # fmt: skip
     StageInfo(
         None, "no_verdict", "no call, none known to be expected", "no verdict", "", "#7f7f7f"
     ),  # fmt: skip
 )
 _STAGE_BY_NUMBER = {s.number: s for s in STAGES}
+#: the cascade's three failing stages
+FAILING_STAGES: tuple[StageInfo, ...] = tuple(s for s in STAGES if s.number)
 
 
 def stage_info(number: int | None) -> StageInfo:
@@ -52,14 +80,55 @@ def stage_info(number: int | None) -> StageInfo:
     return _STAGE_BY_NUMBER[number]
 
 
+def stage_segment(number: int) -> str:
+    """The table key of a stored stage 0-3 (:attr:`StageInfo.segment`).
+
+    >>> stage_segment(0), stage_segment(3)
+    ('passed', 'stage3')
+    """
+    return _STAGE_BY_NUMBER[number].segment
+
+
 # --------------------------------------------------------------------------- failure kinds
+
+
+#: an audit probe of a failure kind: from a correct call's ``arguments``, its schema's
+#: ``properties`` (parameter -> schema) and a seeded ``random.Random``, the arguments made
+#: wrong in this kind's way and a note of the change (``None`` when the call offers nothing
+#: to change); :mod:`callscope.saag.audit` runs every kind's probe as a positive
+AuditProbe = Callable[
+    [Mapping[str, Any], Mapping[str, Any], random.Random], "tuple[dict[str, Any], str] | None"
+]
+
+
+class KindInfo(NamedTuple):
+    """Everything a :class:`FailureKind` does, in one entry of :data:`_KIND_INFO`: the
+    ``stage`` that detects it (1-3), its ``label`` in legends and tables, the guard's
+    ``reason`` for one flagged item (formatted with ``param`` (the name, ``repr``), ``name``,
+    ``value`` (shortened) and ``target`` (the schema name a drifted one looks like)), its
+    correction ``template`` (SAAG Table 4; ``{params}`` names the flagged parameters; stage-1
+    kinds build theirs from the call), whether the gated correction ``corrects`` it (a kind it
+    does not correct closes the gate when it is all that is left), its summary ``group`` (the
+    leaderboard's answer columns: ``unstated``, ``soft``; ``None`` none), its figure
+    ``colour`` (``None``: a shade of its stage's family) and its audit ``probe``
+    (:data:`AuditProbe`; ``None``: the audit's own positives cover it)."""
+
+    stage: int
+    label: str
+    reason: str
+    template: str | None = None
+    corrects: bool = True
+    group: str | None = None
+    colour: str | None = None
+    probe: AuditProbe | None = None
 
 
 class FailureKind(StrEnum):
     """What made a call fail, one per correction the cascade can send (SAAG paper, sections
     2.1-2.3 and the correction templates of appendix D). A kind *is* its string value (it is a
-    ``StrEnum``), so stored rows and JSON keep the plain names; :attr:`stage` and
-    :attr:`label` are the one place the report's segments and legends read.
+    ``StrEnum``), so stored rows and JSON keep the plain names; its entry in
+    :data:`_KIND_INFO` (:attr:`info`) is the one place the report's segments and legends, the
+    gate, the correction, the leaderboard's columns and the audit read.
 
     >>> FailureKind.HARD.stage, FailureKind.HARD.label
     (3, 'value not grounded')
@@ -77,14 +146,35 @@ class FailureKind(StrEnum):
     SOFT = "soft"
 
     @property
+    def info(self) -> KindInfo:
+        """This kind's entry (:class:`KindInfo`)."""
+        return _INFO[self]
+
+    @property
     def stage(self) -> int:
         """The cascade stage (1, 2 or 3) that detects this kind."""
-        return _KIND_INFO[self][0]
+        return _INFO[self].stage
 
     @property
     def label(self) -> str:
         """A short phrase for legends and tables (``name not in registry``...)."""
-        return _KIND_INFO[self][1]
+        return _INFO[self].label
+
+    @property
+    def template(self) -> str | None:
+        """The correction template (SAAG Table 4) of a stage-2 or -3 kind."""
+        return _INFO[self].template
+
+    @property
+    def corrects(self) -> bool:
+        """Whether the gated correction corrects this kind
+        (:func:`callscope.saag.gated.confident_kinds`)."""
+        return _INFO[self].corrects
+
+    @property
+    def group(self) -> str | None:
+        """The summary group (the leaderboard's answer column) this kind counts in."""
+        return _INFO[self].group
 
     def reason(self, name: str, value: str = "", target: str = "") -> str:
         """The one-line reason the guard gives for one item of this kind (``name`` the
@@ -94,7 +184,7 @@ class FailureKind(StrEnum):
         >>> FailureKind.MISSING.reason("city")
         "missing: required argument 'city' is absent"
         """
-        text = _KIND_INFO[self][2].format(
+        text = _INFO[self].reason.format(
             param=repr(name), name=name, value=value, target=repr(target)
         )
         return f"{self.value}: {text}"
@@ -104,23 +194,73 @@ class FailureKind(StrEnum):
         """The kinds of one stage, in cascade order."""
         return tuple(k for k in cls if k.stage == stage)
 
+    @classmethod
+    def of_group(cls, group: str) -> tuple[FailureKind, ...]:
+        """The kinds of one summary group, in cascade order.
 
-#: kind -> (stage, label, reason): ``reason`` is the guard's one-line reason for one flagged
-#: item, formatted with ``param`` (its name, ``repr``), ``value`` (the value, shortened) and
-#: ``target`` (the schema name a drifted one looks like); stage 1's come with the call
-_KIND_INFO: dict[str, tuple[int, str, str]] = {
-    "wrong_name": (1, "name not in registry", "{param} is not in the tools"),
-    "no_name": (1, "no call parsed", "no function name found"),
-    "missing": (2, "required arg missing", "required argument {param} is absent"),
-    "spurious": (2, "unknown arg", "argument {param} is not in the schema"),
-    "drifted": (2, "misspelled arg", "argument {param} looks like {target}"),
-    "numeric": (3, "number not in query", "{name}={value} does not match a number the user stated"),
-    "hard": (3, "value not grounded", "{name}={value} has no grounding in the user's text"),
-    "soft": (
+        >>> [k.value for k in FailureKind.of_group("unstated")]
+        ['numeric', 'hard']
+        """
+        return tuple(k for k in cls if k.group == group)
+
+
+#: the summary groups of :attr:`KindInfo.group`, in column order
+KIND_GROUPS: tuple[str, ...] = ("unstated", "soft")
+
+#: kind -> its entry (:class:`KindInfo`); a 3-tuple ``(stage, label, reason)`` is read with
+#: the other fields' defaults
+_KIND_INFO: dict[str, KindInfo | tuple[Any, ...]] = {
+    "wrong_name": KindInfo(1, "name not in registry", "{param} is not in the tools"),
+    "no_name": KindInfo(1, "no call parsed", "no function name found"),
+    "missing": KindInfo(
+        2,
+        "required arg missing",
+        "required argument {param} is absent",
+        "Key parameters of the agent from the registry are missing. Please ensure the "
+        "invocation includes all parameters specified for that agent in the system prompt.",
+    ),
+    "spurious": KindInfo(
+        2,
+        "unknown arg",
+        "argument {param} is not in the schema",
+        "Spurious parameters not present in the registry are included. Please include only "
+        "the parameters specified for that agent.",
+    ),
+    "drifted": KindInfo(
+        2,
+        "misspelled arg",
+        "argument {param} looks like {target}",
+        "Some parameters appear misspelled and deviate slightly from the registry. Please "
+        "ensure all parameter names exactly match the schema in the system prompt.",
+    ),
+    "numeric": KindInfo(
+        3,
+        "number not in query",
+        "{name}={value} does not match a number the user stated",
+        "The numeric values for {params} do not match what the user stated. Use the exact "
+        "numbers from the user's request.",
+        group="unstated",
+    ),
+    "hard": KindInfo(
+        3,
+        "value not grounded",
+        "{name}={value} has no grounding in the user's text",
+        "The values for {params} have no grounding in the user's request. Do not invent "
+        "values. Use only what the user explicitly stated, or omit the argument.",
+        group="unstated",
+    ),
+    "soft": KindInfo(
         3,
         "value weakly grounded",
         "{name}={value} is only loosely related to the user's text",
+        "The values for {params} are loosely related but not exact. Use the precise wording "
+        "or value from the user's request.",
+        corrects=False,
+        group="soft",
     ),
+}
+_INFO: dict[FailureKind, KindInfo] = {
+    FailureKind(k): v if isinstance(v, KindInfo) else KindInfo(*v) for k, v in _KIND_INFO.items()
 }
 
 
@@ -228,6 +368,15 @@ class Diagnosis:
             return [*a, *b, *c] if a or b or c else []
         return [p for name in lists for p in getattr(self, name)]
 
+    def in_group(self, group: str) -> list[str]:
+        """The parameters flagged by the kinds of one summary ``group``
+        (:attr:`KindInfo.group`), in the kinds' cascade order.
+
+        >>> Diagnosis(stage=3, fnem=1, hard=["city"], numeric=["n"]).in_group("unstated")
+        ['n', 'city']
+        """
+        return [p for k in FailureKind.of_group(group) for p in getattr(self, k.value)]
+
     def to_dict(self) -> dict[str, Any]:
         """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these
         flat fields, at a fraction of its cost: it deep-copies each value)."""
@@ -302,7 +451,12 @@ class ScoreRow(TypedDict, total=False):
 __all__ = [
     "StageInfo",
     "STAGES",
+    "FAILING_STAGES",
     "stage_info",
+    "stage_segment",
+    "AuditProbe",
+    "KindInfo",
+    "KIND_GROUPS",
     "FailureKind",
     "failure_kinds_of",
     "Diagnosis",

@@ -35,6 +35,7 @@ import pandas as pd
 
 from callscope.core.stats import wilson
 from callscope.core.table import Table
+from callscope.records import stage_segment
 from callscope.report.aggregate import _group, _one_per_case, _sorted_keys
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts
 from callscope.report.outcome import ALL, ANSWER_KINDS, ANSWER_METRICS, STAGE_LABELS
@@ -180,7 +181,7 @@ def stage_mix_units(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
     rows = []
     for (model,), scale, g in _with_pooled(cases, ("model",)):
         answers = Counter(f.first_stage for f in g)
-        calls = Counter("passed" if s == 0 else f"stage{s}" for f in g for s in f.first_calls or ())
+        calls = Counter(stage_segment(s) for f in g for s in f.first_calls or ())
         for unit, counts, labels in (
             ("answers", answers, STAGE_LABELS),
             ("calls", calls, CALL_STAGES),

@@ -14,7 +14,6 @@ from typing import Any
 from callscope.records import STAGES, FailureKind
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts
 from callscope.report.outcome import mode_sort_key, scale_label, scale_sort_key
-from callscope.report.rederive import Rederiver
 from callscope.saag.metrics import METRIC_SPECS
 from callscope.store.run_store import RunStore
 
@@ -40,8 +39,8 @@ def _attempt_record(a: dict[str, Any]) -> dict[str, Any]:
     reply = a.get("reply") or {}
     row = a.get("row")
     diag = a.get("diagnosis") or {}
-    if row is not None:  # the score row lacks the stage-3 kinds' lists: the diagnosis has them
-        row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind.of_stage(3)}}
+    if row is not None:  # every kind's list the score row leaves out, from the stored verdict
+        row = {**row, **{k.value: diag.get(k.value, []) for k in FailureKind if k.value not in row}}
         if diag.get("evidence"):  # issue 37: which library grounded which value
             row["evidence"] = diag["evidence"]
     return {
@@ -82,13 +81,11 @@ def case_data(
         if total[f.model, f.mode] <= cap:
             shown.append(f)
     store = RunStore(run_dir)
-    rederive = Rederiver(store)
     try:
         items = []
         for f in shown:
-            attempts = store.attempts(f.model, f.case_id, f.mode, with_messages=False)
-            if f.rederived:  # the attempts as the tables read them (report.rederive)
-                rederive.attempts(f.model, f.case_id, attempts)
+            # the attempts as the tables read them (the store's versioned reader)
+            attempts = store.read_attempts(f.model, f.case_id, f.mode)
             stage = f.first_stage
             items.append(
                 {
@@ -130,7 +127,14 @@ def case_data(
         "models": sorted({i["model"] for i in items}),
         "modes": sorted({i["mode"] for i in items}, key=mode_sort_key),
         "scales": scales,
-        "kinds": [k.value for k in FailureKind],
+        # the kind table and the stage vocabulary the page renders from (report.js re-types
+        # no kind's or stage's name)
+        "kinds": kind_table(),
+        "cascade": [
+            {"number": s.number, "key": s.key, "segment": s.segment}
+            for s in STAGES
+            if s.number is not None
+        ],
         # the stage filter's choices, from the one vocabulary (records.STAGES), not re-typed
         "stages": [
             [str(s.number), "passed" if s.number == 0 else f"stage {s.number} ({s.key})"]
@@ -146,6 +150,20 @@ def case_data(
             "the tables and figures count every outcome."
         )
     return data
+
+
+def kind_table() -> list[dict[str, Any]]:
+    """Every failure kind's entry as the pages embed it (:class:`callscope.records.KindInfo`:
+    ``name``, ``stage``, ``label``, ``group``, ``corrects``), in cascade order.
+
+    >>> kind_table()[0]
+    {'name': 'wrong_name', 'stage': 1, 'label': 'name not in registry', 'group': None, 'corrects': True}
+    """
+    return [
+        {"name": k.value, "stage": k.stage, "label": k.label, "group": k.group,
+         "corrects": k.corrects}
+        for k in FailureKind
+    ]  # fmt: skip
 
 
 def _plain(x: Any) -> bool:

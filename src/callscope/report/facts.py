@@ -133,7 +133,7 @@ class OutcomeFacts:
     #: (:func:`~callscope.report.outcome.call_stages_of`; None: no reply, or scored before)
     first_calls: tuple[int, ...] | None
     #: its answers without a readable call were re-derived from the stored replies
-    #: (:mod:`callscope.report.rederive`)
+    #: (:mod:`callscope.store.upgrade`)
     rederived: bool
 
     def __init__(self, **fields: Any) -> None:

@@ -43,11 +43,7 @@ MODE_STYLE = {
 }
 #: a colour per outcome, from the one stage vocabulary (:data:`callscope.records.STAGES`)
 STAGE_COLORS = {
-    **{
-        ("passed" if s.number == 0 else f"stage{s.number}"): s.colour
-        for s in STAGES
-        if s.number is not None
-    },
+    **{s.segment: s.colour for s in STAGES if s.number is not None},
     "error": stage_info(None).colour,
 }
 
@@ -229,7 +225,7 @@ def _segment_color(segment: str) -> str:
     if segment.startswith("stage"):
         return STAGE_SHADES[SEGMENT_STAGE[segment]][0]
     kind = FailureKind(segment)
-    return kind_shade(kind.stage, FailureKind.of_stage(kind.stage).index(kind))
+    return kind.info.colour or kind_shade(kind.stage, FailureKind.of_stage(kind.stage).index(kind))
 
 
 #: segment -> colour, in :data:`callscope.report.flow.SEGMENTS` order (the bars' stacking)

@@ -8,7 +8,8 @@ facts. Every call is counted once, in the segment of the stage where the cascade
 first in cascade order, the failure-breakdown table counts every kind), ``stage<k>`` for a
 failure without a recorded kind, and ``error`` (no reply). So the segments of one bar
 partition its calls and their shares sum to 1. The segments follow ``FailureKind``: a new
-kind gets its segment, stage and legend text from ``callscope/records.py`` alone.
+kind gets its segment, stage and legend text from its entry in ``callscope/records/verdicts.py``
+alone; the stage segments are :attr:`callscope.records.StageInfo.segment`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from callscope.records import FailureKind
+from callscope.records import FAILING_STAGES, FailureKind, stage_segment
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts, first_segment
 from callscope.report.outcome import mode_sort_key
 
@@ -29,10 +30,10 @@ NO_REPLY_STAGE = 4
 
 
 def _segment_stages() -> dict[str, int]:
-    out = {"passed": 0}
-    for stage in _STAGE_CHECKS:
-        out.update({k.value: stage for k in FailureKind.of_stage(stage)})
-        out[f"stage{stage}"] = stage
+    out = {stage_segment(0): 0}
+    for s in FAILING_STAGES:
+        out.update({k.value: s.number for k in FailureKind.of_stage(s.number)})
+        out[s.segment] = s.number
     out["error"] = NO_REPLY_STAGE
     return out
 
@@ -50,7 +51,7 @@ def _label(segment: str) -> str:
     if segment == "error":
         return "no reply (backend error)"
     stage = SEGMENT_STAGE[segment]
-    if segment == f"stage{stage}":
+    if segment == stage_segment(stage):
         return f"{stage}: {_STAGE_CHECKS[stage]} (other)"
     return f"{stage}: {FailureKind(segment).label}"
 

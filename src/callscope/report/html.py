@@ -47,6 +47,7 @@ page (:func:`render_html`, :func:`write_page`); the HTML of each section is buil
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -69,7 +70,6 @@ from callscope.report.figures import make_figures
 from callscope.report.flow import call_flow
 from callscope.report.load import load_facts, max_attempts_by_model
 from callscope.report.paired_modes import paired_modes
-from callscope.report.rederive import Rederiver, rederived_line
 from callscope.report.sections import (
     conversations_html,
     diagnostic_html,
@@ -317,6 +317,25 @@ def render_html(
     return "\n".join(parts) + "\n"
 
 
+#: how many re-derived outcomes the report names
+NAMED = 5
+
+
+def rederived_line(outcomes: Sequence[tuple[str, str, str]], versions: set[int]) -> str:
+    """What the report says about the re-derived outcomes ``(model, case_id, mode)``."""
+    if not outcomes:
+        return ""
+    named = ", ".join("/".join(o) for o in outcomes[:NAMED])
+    more = f" and {len(outcomes) - NAMED:,} more" if len(outcomes) > NAMED else ""
+    old = ", ".join(str(v) for v in sorted(versions))
+    return (
+        f"{len(outcomes):,} outcome(s) re-derived: scored with cascade version {old}, before an "
+        "answer without a readable call was judged from its text (garbage and call-shaped "
+        "text are broken, stage 1); their answers without a readable call were scored again "
+        f"from the stored replies: {named}{more}."
+    )
+
+
 def build_report(
     run_dir: str | Path,
     out_dir: str | Path | None = None,
@@ -343,8 +362,7 @@ def build_report(
         )
         info = run_info(store, sorted({str(o["model"]) for o in outcomes}))
         rederived = [(f.model, f.case_id, f.mode) for f in outcomes if f.rederived]
-        version = Rederiver(store).version
-        versions = {v for m, _, _ in rederived if (v := version(m)) is not None}
+        versions = {v for m, _, _ in rederived if (v := store.scored_with(m)) is not None}
         info.rederived = rederived_line(rederived, versions)
         tokens = usage_table(store.token_usage())  # issue 31: sent / computed / generated
     finally:

@@ -37,8 +37,19 @@ from typing import Any
 
 import numpy as np
 
-from callscope.core.stats import bootstrap_ci, rate_ci
-from callscope.core.table import Table, pct, pct_ci
+from callscope.core.table import Table, pct
+from callscope.report.leaderboard_agreement import (
+    agreement_table,
+    disagreement_classes,
+    disagreements_table,
+)
+from callscope.report.leaderboard_rows import (  # noqa: F401 (importable from here)
+    _ranked,
+    _rate,
+    _vhr,
+    kept_rows,
+    left_out_cases,
+)
 from callscope.runs.leaderboard import (
     CATEGORIES,
     DECODE,
@@ -52,48 +63,6 @@ from callscope.runs.leaderboard_tree import LeaderboardRun
 FORMATS: tuple[str, ...] = ("md", "csv", "html")
 CASES_DIR = "cases"
 _NO_CALL_CATS = [CATEGORIES.index(c) for c in NO_CALL_CATEGORIES]
-
-
-def _rate(k: int, n: int) -> str:
-    return pct_ci(*rate_ci(int(k), int(n)))
-
-
-def kept_rows(result: ModelResult, left_out: set[int]) -> np.ndarray:
-    """A model's answers on the cases kept."""
-    rows = result.rows
-    if not left_out or not len(rows):
-        return rows
-    return rows[~np.isin(rows["case"], sorted(left_out))]
-
-
-def left_out_cases(run: LeaderboardRun) -> set[int]:
-    """Every case left out, whatever the evidence."""
-    return set().union(*run.drift.values()) if run.drift else set()
-
-
-def _ranked(run: LeaderboardRun) -> list[tuple[ModelResult, np.ndarray]]:
-    out = left_out_cases(run)
-    pairs = [(r, kept_rows(r, out)) for r in run.results]
-    return sorted(pairs, key=lambda p: (-(p[1]["bfcl_ok"].mean() if len(p[1]) else 0), p[0].model))
-
-
-def _vhr(rows: np.ndarray) -> str:
-    """VHR over a model's calls (the mean of the calls' VHR, SAAG eq. 8-9) with a percentile
-    bootstrap interval that resamples answers (a ratio of sums: an answer's calls stay
-    together)."""
-    scored = rows[rows["vhr_n"] > 0]
-    n = int(scored["vhr_n"].sum())
-    if not n:
-        return "n/a"
-    sums = scored["vhr_sum"].astype(float)
-    counts = scored["vhr_n"].astype(float)
-
-    def ratio(index: np.ndarray) -> float:
-        picked = index.astype(int)
-        return float(sums[picked].sum() / counts[picked].sum())
-
-    lo, hi = bootstrap_ci(np.arange(len(scored), dtype=float), ratio, n_boot=1000)
-    return f"{sums.sum() / n:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
 def leaderboard_table(run: LeaderboardRun) -> Table:
@@ -357,78 +326,6 @@ def rejected_passing_types_table(run: LeaderboardRun) -> Table:
         note="Wilson 95% intervals.",
         name="rejected_passing_types",
         align="lrrrl",
-    )
-
-
-def agreement_table(run: LeaderboardRun) -> Table:
-    """BFCL's installed checker on callscope's decoding vs the committed verdicts."""
-    evaluated = DECODE.index("evaluated")
-    rows = []
-    for r, k in _ranked(run):
-        ran = k[k["scored"] & (k["checker"] >= 0)]
-        dec = ran[ran["decode"] != evaluated]
-        agree = int((dec["checker"].astype(bool) == dec["bfcl_ok"]).sum())
-        all_agree = int((ran["checker"].astype(bool) == ran["bfcl_ok"]).sum())
-        rows.append(
-            [
-                r.model,
-                len(dec),
-                _rate(agree, len(dec)),
-                len(dec) - agree,
-                _rate(all_agree, len(ran)),
-            ]
-        )
-    return Table(
-        ["model", "decodable", "agreement % [95% CI]", "disagreements", "all answers %"],
-        rows,
-        title="Agreement with BFCL's committed verdicts",
-        caption=(
-            "BFCL's installed checker (bfcl-eval "
-            f"{run.bfcl_version}) on callscope's decoding, against the verdicts BFCL committed "
-            "in 2024. 'decodable': answers callscope's decoder reads as BFCL's did (all but "
-            "those BFCL read by evaluating arithmetic); 'all answers' includes those."
-        ),
-        note="Wilson 95% intervals; the cases left out for drift are not counted.",
-        name="agreement",
-        align="lrrrr",
-    )
-
-
-def disagreement_classes(run: LeaderboardRun) -> list[tuple[str, int, str]]:
-    """``(class, count, example)`` of every disagreement between the installed checker on
-    callscope's decoding and the committed verdict, most frequent first."""
-    out = left_out_cases(run)
-    counts: Counter[str] = Counter()
-    example: dict[str, str] = {}
-    for r in run.results:
-        k = kept_rows(r, out)
-        k = k[k["scored"] & (k["checker"] >= 0)]
-        for x in k[k["checker"].astype(bool) != k["bfcl_ok"]]:
-            then = run.error_types[x["err"]] if x["err"] >= 0 else "accepted"
-            now = run.error_types[x["checker_err"]] if x["checker_err"] >= 0 else "accepted"
-            if DECODE[x["decode"]] == "evaluated":
-                name = f"BFCL evaluated arithmetic (2024: {then}; callscope: not decoded)"
-            else:
-                name = f"checker 2024 -> {run.bfcl_version}: {then} -> {now}"
-            counts[name] += 1
-            example.setdefault(name, f"{r.model} / {run.case_ids[x['case']]}")
-    return [(name, n, example[name]) for name, n in counts.most_common()]
-
-
-def disagreements_table(run: LeaderboardRun) -> Table:
-    rows = [[name, n, ex] for name, n, ex in disagreement_classes(run)]
-    return Table(
-        ["class", "answers", "example (model / case)"],
-        rows,
-        title="Every disagreement class",
-        caption=(
-            "Where the installed checker on callscope's decoding and BFCL's 2024 verdict "
-            "differ, by class: checker version drift (same decoded answer, another verdict) "
-            "and answers BFCL read by evaluating arithmetic."
-        ),
-        name="disagreements",
-        align="lrl",
-        empty="No disagreement.",
     )
 
 

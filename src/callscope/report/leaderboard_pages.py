@@ -12,6 +12,7 @@ import numpy as np
 
 from callscope.core.jsonl import dumps_safe
 from callscope.core.table import Table
+from callscope.records import FAILING_STAGES
 from callscope.report.html import _write_html, esc, write_page
 from callscope.report.leaderboard import _NO_CALL_CATS, CASES_DIR, FORMATS, _ranked
 from callscope.runs.leaderboard_tree import LeaderboardRun
@@ -42,9 +43,7 @@ def leaderboard_figure(run: LeaderboardRun, path: Path) -> Path:
     ax1.set_title("BFCL accuracy, cascade pass", fontsize=9)
     left = np.zeros(len(ranked))
     colours = {
-        "stage 1": "#c44e52",
-        "stage 2": "#dd8452",
-        "stage 3": "#ccb974",
+        **{f"stage {s.number}": s.muted for s in FAILING_STAGES},
         "no call, call expected": "#6c6c6c",
         "no call, no-call case": "#c8c8c8",
     }

@@ -6,7 +6,8 @@ attempts; :func:`load_facts` keeps them as compact :class:`~callscope.report.fac
 (a report's memory is bounded by what the page holds), :func:`load_outcomes` as dicts.
 The stored diagnoses are read back; the cascade is never re-run on a stored call. An answer
 without a readable call of a model scored before cascade version 3 is re-derived from its
-stored reply (:mod:`callscope.report.rederive`), and its outcome marked ``rederived``.
+stored reply when the store is read (:mod:`callscope.store.upgrade`, the store's versioned
+reader), and its outcome marked ``rederived``: the report itself scores nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 
 from callscope.report.facts import OutcomeFacts, Outcomeish, as_facts, outcome_facts
 from callscope.report.outcome import OutcomeRow, category_of
-from callscope.report.rederive import Rederiver
 from callscope.report.revisions import trajectory_step
 from callscope.store.run_store import RunStore
 from callscope.store.schema import STORE_FILE
@@ -37,10 +37,10 @@ def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
     and, from the outcome's case, ``has_gold``, ``calls_expected`` (its number of gold calls;
     None without gold) and ``category`` (:func:`~callscope.report.outcome.category_of`)
     added; an outcome whose stored verdict of an answer without a readable call predates
-    cascade version 3 is re-derived first (:class:`~callscope.report.rederive.Rederiver`).
+    cascade version 3 comes re-derived from the store's versioned reader
+    (:meth:`~callscope.store.run_store.RunStore.read_outcomes`).
     Message histories are not read."""
     gold: dict[str, tuple[bool, int | None, str]] = {}
-    rederive = Rederiver(store)
     for c in store.iter_cases():
         calls = c.gold_calls
         gold[c.id] = (
@@ -48,9 +48,7 @@ def iter_outcomes(store: RunStore) -> Iterator[OutcomeRow]:
             None if calls is None else len(calls),
             category_of(c.meta),
         )
-    for o in store.outcomes(stream=True):
-        attempts = store.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
-        rederive.outcome(o, attempts)
+    for o, attempts in store.read_outcomes():  # the store's versioned reader
         o["first_diagnosis"] = attempts[0].get("diagnosis") if attempts else None
         o["trajectory"] = [
             trajectory_step(a["attempt"], a["row"]) for a in attempts if a.get("row")

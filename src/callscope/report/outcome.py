@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from callscope.records import STAGES, FailureKind, ScoreRow, failure_kinds_of
+from callscope.records import STAGES, FailureKind, ScoreRow, failure_kinds_of, stage_segment
 from callscope.saag.answer import NO_CALL_KINDS
 from callscope.saag.metrics import EXTRINSIC_KEYS, INTRINSIC_KEYS, specs
 from callscope.saag.metrics import metric as metric_spec
@@ -42,7 +42,7 @@ INTRINSIC: tuple[str, ...] = INTRINSIC_KEYS
 EXTRINSIC: tuple[str, ...] = EXTRINSIC_KEYS
 #: how attempt 1 ended: passed all stages, failed first at stage 1, 2 or 3, or no reply
 STAGE_LABELS: tuple[str, ...] = (
-    *("passed" if s.number == 0 else f"stage{s.number}" for s in STAGES if s.number is not None),
+    *(s.segment for s in STAGES if s.number is not None),
     "error",
 )
 MODE_ORDER: tuple[str, ...] = LOOP_MODES
@@ -132,8 +132,7 @@ def first_stage(o: OutcomeRow) -> str:
     first = o.get("first")
     if not first or first.get("stage") is None:
         return "error"
-    stage = int(first["stage"])
-    return "passed" if stage == 0 else f"stage{stage}"
+    return stage_segment(int(first["stage"]))
 
 
 def first_kinds(o: OutcomeRow) -> list[FailureKind]:
@@ -163,7 +162,7 @@ def segment_of(row: ScoreRow | None, diagnosis: Mapping[str, Any] | None) -> str
     if stage == 0:
         return "passed"
     kinds = attempt_kinds(row, diagnosis)
-    return kinds[0].value if kinds else f"stage{stage}"
+    return kinds[0].value if kinds else stage_segment(stage)
 
 
 # --------------------------------------------------------------------------- answers

@@ -91,7 +91,12 @@ var CALLSCOPE = (function () {
   if (!DATA) return;
   var ITEMS = DATA.items;
   var FILTERS = ["model", "mode", "scale", "stage", "kind", "result"];
-  var STAGE_ALIAS = { passed: "0", pass: "0", stage1: "1", stage2: "2", stage3: "3" };
+  // the kind table and the stage vocabulary the page was given (records.FailureKind,
+  // records.STAGES): nothing here re-types a kind's or a stage's name
+  var KINDS = DATA.kinds || [];
+  var CASCADE = DATA.cascade || [];
+  var STAGE_ALIAS = { pass: "0" };
+  CASCADE.forEach(function (s) { STAGE_ALIAS[s.segment] = String(s.number); });
   var el = CALLSCOPE.el, json = CALLSCOPE.json;
   function select(name) { return document.getElementById("filter-" + name); }
   function fmt(x) {
@@ -105,7 +110,7 @@ var CALLSCOPE = (function () {
     mode: DATA.modes.map(function (m) { return [m, m]; }),
     scale: DATA.scales.map(function (s) { return [s, s]; }),
     stage: (DATA.stages || []).concat([["error", "model error"]]),
-    kind: DATA.kinds.map(function (k) { return [k, k]; }),
+    kind: KINDS.map(function (k) { return [k.name, k.name]; }),
     result: [["solved", "solved"], ["unsolved", "unsolved"], ["error", "model error"]]
   };
 
@@ -133,22 +138,24 @@ var CALLSCOPE = (function () {
 
   function verdict(row) {
     var ul = el("ul", "verdict");
-    var names = ["registry", "structure", "grounding"];
+    var names = CASCADE.filter(function (s) { return s.number > 0; })
+      .map(function (s) { return s.key; });
+    // each kind's flagged parameters, from the kind table (a kind of stage k lists them)
+    function flagged(k) {
+      return KINDS.filter(function (kind) { return kind.stage === k; }).map(function (kind) {
+        var list = row[kind.name];
+        return list && list.length ? "  " + kind.name + "=" + list.join(",") : "";
+      }).join("");
+    }
     var details = [
       stageValues(row, 1) + (row.nearest ? "  nearest=" + row.nearest : ""),
-      stageValues(row, 2) +
-        (row.missing && row.missing.length ? "  missing=" + row.missing.join(",") : "") +
-        (row.drifted && row.drifted.length ? "  drifted=" + row.drifted.join(",") : "") +
-        (row.spurious && row.spurious.length ? "  spurious=" + row.spurious.join(",") : ""),
-      stageValues(row, 3) +
-        (row.numeric && row.numeric.length ? "  numeric=" + row.numeric.join(",") : "") +
-        (row.hard && row.hard.length ? "  hard=" + row.hard.join(",") : "") +
-        (row.soft && row.soft.length ? "  soft=" + row.soft.join(",") : "") +
+      stageValues(row, 2) + flagged(2),
+      stageValues(row, 3) + flagged(3) +
         (row.evidence ? Object.keys(row.evidence).map(function (p) {
           return "  " + p + ": " + row.evidence[p];
         }).join("") : "")
     ];
-    for (var k = 1; k <= 3; k++) {
+    for (var k = 1; k <= names.length; k++) {
       var state = row.stage === 0 || row.stage > k ? "pass" : row.stage === k ? "fail" : "skip";
       var text = "Stage " + k + " " + names[k - 1] + ": " +
         (state === "skip" ? "not reached" : state) + (state === "skip" ? "" : " — " + details[k - 1]);

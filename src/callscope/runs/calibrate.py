@@ -97,29 +97,11 @@ class CalibrationRun:
 
 
 def run_calibration(
-    model: ChatModel,
-    store: RunStore,
-    cases: Sequence[Any],
-    *,
-    benchmark: MultiTurnBenchmark[Any] | None = None,
-    style: str = "native",
-    max_steps: int = 20,
-    decoding: Decoding | None = None,
-    probe: str | None = None,
-    show_progress: bool = True,
+    model: ChatModel, store: RunStore, cases: Sequence[Any], **options: Any
 ) -> tuple[int, int]:
-    """:func:`run_calibration_cases`, returning only (ran, skipped)."""
-    done = run_calibration_cases(
-        model,
-        store,
-        cases,
-        benchmark=benchmark,
-        style=style,
-        max_steps=max_steps,
-        decoding=decoding,
-        probe=probe,
-        show_progress=show_progress,
-    )
+    """:func:`run_calibration_cases` (the same keyword ``options``), returning only
+    ``(ran, skipped)``."""
+    done = run_calibration_cases(model, store, cases, **options)
     return done.ran, done.skipped
 
 

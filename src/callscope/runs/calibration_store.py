@@ -42,7 +42,7 @@ from callscope.calibration.paired import (
 from callscope.calibration.probes import PROBES
 from callscope.core.table_formats import render_document, render_table, write_document, write_table
 from callscope.records import CaseRecord, Trajectory
-from callscope.saag.stage_mix import CallStages, call_stages, stage_counts
+from callscope.saag.stage_mix import CALL_MIX_KEYS, CallStages, call_stages, stage_counts
 from callscope.store.run_store import RunStore
 
 BASELINE = "baseline"
@@ -156,8 +156,7 @@ class CalibrationResult:
             mix = self.stage_mix.get(row["category"], Counter())
             total = sum(mix.values())
             extra = {
-                f"calls_{k}": (mix.get(k, 0) / total if total else None)
-                for k in ("stage0", "stage1", "stage2", "stage3")
+                f"calls_{k}": (mix.get(k, 0) / total if total else None) for k in CALL_MIX_KEYS
             }
             out.append({**row, "tool_calls_scored": total, **extra})
         return out

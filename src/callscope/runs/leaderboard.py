@@ -68,6 +68,13 @@ from callscope.parse.bfcl_decode import (
 )
 from callscope.parse.literals import Rejected
 from callscope.parse.text import EMPTY_OUTPUT, NO_CALL_FOUND, parse_output
+from callscope.records import KIND_GROUPS, FailureKind
+from callscope.runs.leaderboard_reference import (  # noqa: F401 (importable from here)
+    UNSTATED_NUMBER,
+    UNSTATED_TEXT,
+    Reference,
+    unstated_reference,
+)
 from callscope.saag.answer import NO_CALL_KINDS, diagnose_answer, no_call_kind, score_answer
 from callscope.types import Case, ParseResult, ToolCall
 
@@ -326,20 +333,20 @@ def diagnose_model(
         r["no_call"] = NO_CALL.index(kind) if kind else 0
         r["stage"] = verdict.stage or 0  # no verdict (stage None) only without a gold class
         r["passed"] = verdict.passed
-        unstated = soft = False
+        groups = dict.fromkeys(KIND_GROUPS, False)
         for checked in verdict.checked:
             d = checked.diagnosis
             r["calls_stage"][d.stage] += 1
             if d.vhr is not None:
                 r["vhr_sum"] += d.vhr
                 r["vhr_n"] += 1
-            unstated = unstated or bool(d.hard or d.numeric)
-            soft = soft or bool(d.soft)
+            for group in KIND_GROUPS:  # the kinds' summary groups (KindInfo.group)
+                groups[group] = groups[group] or bool(d.in_group(group))
         if kind:  # the stage-1 "no name" stand-in of a broken answer is not a call
             r["calls_stage"][:] = 0
-        r["unstated"] = unstated
-        r["beyond_gold"] = unstated and not gold_flags[i]
-        r["soft"] = soft
+        for group, flagged in groups.items():
+            r[group] = flagged
+        r["beyond_gold"] = r["unstated"] and not gold_flags[i]
         if a.category in ANY_CALL_CATEGORIES:
             r["solved"] = any_call_solved(len(parsed.calls))
         else:
@@ -393,7 +400,9 @@ def _examples(
         for checked in verdict.checked:
             d = checked.diagnosis
             args = checked.call.arguments if checked.call else {}
-            values += [f"{p}={args.get(p)!r}" for p in (*d.hard, *d.numeric)]
+            # the unstated group's kinds, the last kind's values first (as this note was)
+            kinds = reversed(FailureKind.of_group("unstated"))
+            values += [f"{p}={args.get(p)!r}" for k in kinds for p in getattr(d, k.value)]
         gold = call_text(
             ToolCall(name=g["name"], arguments=g["arguments"]) for g in case.gold_calls or ()
         )
@@ -465,68 +474,3 @@ def drifted_cases(results: Iterable[ModelResult], n_cases: int) -> dict[str, set
         ).tolist()
     )
     return {"function_drift": fn, "gold_drift": gold - fn}
-
-
-# --------------------------------------------------------------------------- reference rows
-
-#: the values a perturbed gold call gets: nowhere in any BFCL request
-UNSTATED_TEXT = "Zyxqv Plorth"
-UNSTATED_NUMBER = 987654.321
-
-
-def _perturbed(call: dict[str, Any]) -> dict[str, Any] | None:
-    """A gold call with its first string or number argument replaced by a value no request
-    states (:data:`UNSTATED_TEXT`, :data:`UNSTATED_NUMBER`); ``None`` when it has none."""
-    arguments = dict(call["arguments"])
-    for name, value in arguments.items():
-        if isinstance(value, str) and value:
-            arguments[name] = UNSTATED_TEXT
-            return {"name": call["name"], "arguments": arguments}
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            arguments[name] = UNSTATED_NUMBER
-            return {"name": call["name"], "arguments": arguments}
-    return None
-
-
-@dataclass(frozen=True)
-class Reference:
-    """The stage-3 unstated-value test on answers whose truth is known: the installed gold
-    answers (every value stated or implied: a flag is a false alarm) and the same answers
-    with one value replaced by one no request states (a flag is a detection)."""
-
-    gold: int
-    gold_flagged: int
-    perturbed: int
-    perturbed_flagged: int
-
-
-def unstated_reference(
-    table: CaseTable, grounding: str | None = None
-) -> tuple[Reference, np.ndarray]:
-    """:class:`Reference` over the call cases of ``table`` (no-call cases have no gold call):
-    an answer is flagged when a call has a ``hard`` or ``numeric`` value; and per case
-    whether its gold answer is flagged."""
-
-    def flagged(calls: list[dict[str, Any]], case: Case) -> bool:
-        parsed = ParseResult(
-            calls=tuple(ToolCall(name=c["name"], arguments=c["arguments"]) for c in calls)
-        )
-        verdict = diagnose_answer(
-            parsed, case.functions, case.query, grounding=grounding, expect_call=True
-        )
-        return any(c.diagnosis.hard or c.diagnosis.numeric for c in verdict.checked)
-
-    flags = np.zeros(len(table.cases), dtype=bool)
-    gold = gold_flagged = perturbed = perturbed_flagged = 0
-    for i, case in enumerate(table.cases):
-        calls = list(case.gold_calls or ())
-        if not calls:
-            continue
-        gold += 1
-        flags[i] = flagged(calls, case)
-        gold_flagged += flags[i]
-        changed = _perturbed(calls[0])
-        if changed is not None:
-            perturbed += 1
-            perturbed_flagged += flagged([changed, *calls[1:]], case)
-    return Reference(gold, int(gold_flagged), perturbed, perturbed_flagged), flags

@@ -42,7 +42,7 @@ from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.records import Attempt, Outcome
-from callscope.saag.answer import verdict_from_dict, verdict_to_dict
+from callscope.records.answers import verdict_from_dict, verdict_to_dict
 from callscope.saag.correction import (
     AnswerVerdict,
     Policy,

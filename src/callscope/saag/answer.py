@@ -71,8 +71,15 @@ from typing import Any
 from callscope.parse.no_call import ABSTAIN_ERRORS, BARE_NAME, NO_CALL_FOUND  # noqa: F401 (doctests)
 from callscope.parse.text import NOTHING_ERRORS
 from callscope.records import Diagnosis
+from callscope.records.answers import (  # noqa: F401 (the answer's verdict: records)
+    AnswerVerdict,
+    CheckedCall,
+    NoCall,
+    deciding_call,
+    verdict_from_dict,
+    verdict_to_dict,
+)
 from callscope.saag.cascade import diagnose
-from callscope.saag.correction import AnswerVerdict, CheckedCall, NoCall
 from callscope.saag.extrinsic import ArgCounts, arg_counts
 from callscope.saag.groundings import Grounding, Judge
 from callscope.types import ParseResult, ToolCall
@@ -171,18 +178,6 @@ def diagnose_answer(
             checked=(_unreadable(None),), parse_error=parsed.error, no_call=kind, expect_call=True
         )
     return AnswerVerdict(parse_error=parsed.error, no_call=kind, expect_call=expect_call)
-
-
-def deciding_call(verdict: AnswerVerdict) -> CheckedCall | None:
-    """The call whose diagnosis the answer's stage comes from: the first call failing at the
-    earliest failing stage, else the first call; ``None`` for an answer with no checked call.
-    For an answer of one call, that call: a ``score`` row's top-level metrics are its."""
-    if not verdict.checked:
-        return None
-    failing = [c for c in verdict.checked if c.diagnosis.stage]
-    if not failing:
-        return verdict.checked[0]
-    return min(failing, key=lambda c: c.diagnosis.stage)
 
 
 def _frozen(value: Any) -> Any:
@@ -420,48 +415,4 @@ def score_answer(
         extra=max(0, n_model - n_gold),
         solved=n_model == n_gold and all(correct),
         no_call=no_call,
-    )
-
-
-# --------------------------------------------------------------------------- stored form
-
-
-def verdict_to_dict(verdict: AnswerVerdict) -> dict[str, Any]:
-    """The answer's verdict as an attempt stores it (``Attempt.diagnosis``): the deciding
-    call's diagnosis (:func:`deciding_call`; what readers of one diagnosis per attempt see,
-    as before), plus ``answer_calls`` (every checked call's diagnosis, by position) and
-    ``no_call``. A clean abstention stores stage 0 with FNEM = -1 (no name: nothing failed,
-    nothing was called)."""
-    deciding = deciding_call(verdict)
-    base = (
-        deciding.diagnosis.to_dict()
-        if deciding is not None
-        else Diagnosis(stage=0, fnem=-1).to_dict()
-    )
-    base["stage"] = verdict.stage
-    base["answer_calls"] = [c.diagnosis.to_dict() for c in verdict.checked]
-    base["no_call"] = verdict.no_call
-    return base
-
-
-def verdict_from_dict(
-    stored: dict[str, Any], calls: Sequence[ToolCall], parse_error: str | None
-) -> AnswerVerdict:
-    """The verdict :func:`verdict_to_dict` stored, with the answer's parsed ``calls``. A
-    diagnosis stored before answers were the unit (no ``answer_calls``) is the verdict on
-    the answer's first call, as the loop scored it then."""
-    from_dict = Diagnosis.from_dict
-    per_call = stored.get("answer_calls")
-    if per_call is None:
-        checked: tuple[CheckedCall, ...] = (
-            CheckedCall(calls[0] if calls else None, from_dict(stored)),
-        )
-    else:
-        readable = iter(calls)  # an unreadable call (stage 1, FNEM = -1) has no parsed call
-        checked = tuple(
-            CheckedCall(None if d.get("fnem") == -1 else next(readable, None), from_dict(d))
-            for d in per_call
-        )
-    return AnswerVerdict(
-        checked=checked, calls=tuple(calls), parse_error=parse_error, no_call=stored.get("no_call")
     )

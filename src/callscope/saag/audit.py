@@ -44,6 +44,7 @@ from typing import Any
 
 from callscope.core.stats import rate_ci, seeded_rng
 from callscope.core.table import pct_ci
+from callscope.records import FailureKind
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 from callscope.saag.audit_engine import AuditDesign, AuditResult, Probe, run_audit
@@ -69,6 +70,8 @@ KINDS: dict[str, int] = {
     "truncated_string": 3,
     "blanked_required": 3,
     "same_kind_entity": 3,
+    # the kinds whose entry carries an audit probe (records.KindInfo.probe), by kind name
+    **{k.value: k.stage for k in FailureKind if k.info.probe is not None},
 }
 #: kinds detected only by a flag the gated guard acts on (a soft drift alone is a miss)
 CONFIDENT_ONLY = frozenset({"same_kind_entity"})
@@ -281,6 +284,12 @@ def positives(
     if swaps:
         p, new, table = rng("same_kind_entity").choice(swaps)
         add("same_kind_entity", {**args, p: new}, f"{p}: {args[p]!r} -> {new!r} (another {table})")
+    props = spec_properties(spec)
+    for kind in FailureKind:  # the probes the kinds' own entries carry
+        probe = kind.info.probe
+        made = probe(args, props, rng(kind.value)) if probe is not None else None
+        if made is not None:
+            add(kind.value, *made)
     return out
 
 

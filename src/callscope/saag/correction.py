@@ -50,7 +50,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from callscope.records import Diagnosis
+from callscope.records.answers import (  # noqa: F401 (the answer's verdict: records)
+    PASSED_DEPTH,
+    AnswerVerdict,
+    CheckedCall,
+    NoCall,
+    answer_rank,
+    call_depth,
+    call_rank,
+    flagged_values,
+)
 from callscope.saag.gated import GatedSettings
 from callscope.saag.messages import (
     BINARY_FEEDBACK,
@@ -61,10 +70,6 @@ from callscope.saag.messages import (
     keep_passed,
     unreadable_message,
 )
-from callscope.types import ToolCall
-
-#: the depth of a call that passed every stage (one past stage 3)
-PASSED_DEPTH = 4
 
 #: why a correction loop stopped (module docstring)
 StopReason = Literal["passed", "budget", "error", "gate", "regression", "repeat", "deadline"]
@@ -72,86 +77,6 @@ StopReason = Literal["passed", "budget", "error", "gate", "regression", "repeat"
 #: the feedback a loop sends: the SAAG paper's ``binary`` ("No") and ``structured`` (Table 4)
 #: corrections, or the ``gated`` one (:func:`callscope.saag.messages.gated_message`)
 FeedbackMode = Literal["binary", "structured", "gated"]
-
-
-@dataclass(frozen=True)
-class CheckedCall:
-    """One call of an answer and the cascade's diagnosis of it; ``call`` is ``None`` when no
-    call could be read (the diagnosis is then stage 1, no name)."""
-
-    call: ToolCall | None
-    diagnosis: Diagnosis
-    #: for ``call=None``: why the parser could not read this call (``None``: no call at all)
-    reason: str | None = None
-
-
-#: what an answer without a call is (:func:`callscope.saag.answer.no_call_kind`)
-NoCall = Literal["abstained", "broken", "empty"]
-
-
-@dataclass(frozen=True)
-class AnswerVerdict:
-    """The cascade's verdict on one attempt's answer of any number of calls.
-
-    ``checked`` holds the calls the cascade diagnosed, in the answer's order (every call of
-    the answer, :func:`callscope.saag.answer.diagnose_answer`; for an answer without a call
-    that fails, one stage-1 "no name" entry with ``call=None``); ``calls`` every call the
-    answer made, as parsed (compared by the repeat stop); ``parse_error`` why no call could
-    be read, when none could; ``no_call`` what an answer without a call is (``abstained``,
-    ``broken``, ``empty``; ``None`` when it made calls). ``expect_call`` is what the case
-    expects of an answer (``Case.expects_call``): an answer with no checked call and a clean
-    abstention (``abstained`` or ``empty``) passed when no call was expected (``False``), and
-    has no verdict (:attr:`undecided`, ``stage`` ``None``) when that is unknown (``None``)."""
-
-    checked: tuple[CheckedCall, ...] = ()
-    calls: tuple[ToolCall, ...] = ()
-    parse_error: str | None = None
-    no_call: NoCall | None = None
-    expect_call: bool | None = False
-
-    @property
-    def abstained(self) -> bool:
-        """A clean abstention that no call was expected of (it passes)."""
-        return (
-            not self.checked
-            and self.no_call in ("abstained", "empty")
-            and self.expect_call is False
-        )
-
-    @property
-    def undecided(self) -> bool:
-        """A clean abstention where nobody said whether a call was expected: neither passed
-        nor failed (issue 36: gold-free, no call is not a pass)."""
-        return (
-            not self.checked and self.no_call in ("abstained", "empty") and self.expect_call is None
-        )
-
-    @property
-    def passed(self) -> bool:
-        """Every call passed all three stages (at least one was checked), or a clean
-        abstention where no call was expected."""
-        return self.depth == PASSED_DEPTH
-
-    @property
-    def stage(self) -> int | None:
-        """The earliest failing stage over the answer's calls; 0 when it passed; ``None``
-        when it has no verdict (:attr:`undecided`)."""
-        failing = [c.diagnosis.stage for c in self.checked if c.diagnosis.stage]
-        if failing:
-            return min(failing)
-        if self.undecided:
-            return None
-        return 0 if self.passed else 1
-
-    @property
-    def depth(self) -> int:
-        """The deepest stage the answer's worst call reached; 0 when no call was checked."""
-        return answer_rank(self)[0]
-
-    @property
-    def flagged(self) -> int:
-        """Names and values flagged over all the checked calls."""
-        return -answer_rank(self)[1]
 
 
 @dataclass(frozen=True)
@@ -176,42 +101,6 @@ class Decision:
 
     stop: StopReason | None = None
     feedback: str | None = None
-
-
-def call_depth(d: Diagnosis | None) -> int:
-    """How far one call got: :data:`PASSED_DEPTH` for a pass, its failing stage (3, 2, 1)
-    otherwise, 0 for no diagnosis (no answer)."""
-    if d is None:
-        return 0
-    return PASSED_DEPTH if d.stage == 0 else d.stage
-
-
-def flagged_values(d: Diagnosis) -> int:
-    """How many names or values the diagnosis flags: 0 for a pass, 1 for a stage-1 failure
-    (the name), else every parameter a failure kind of stages 2-3 lists."""
-    if d.stage == 0:
-        return 0
-    if d.stage == 1:
-        return 1
-    return len(d.flagged())
-
-
-def call_rank(d: Diagnosis | None) -> tuple[int, int]:
-    """How good one call is by the cascade alone, larger is better: ``(depth, -flags)``
-    (:func:`call_depth`, :func:`flagged_values`); ``(0, 0)`` for no diagnosis."""
-    if d is None:
-        return (0, 0)
-    return (call_depth(d), -flagged_values(d))
-
-
-def answer_rank(v: AnswerVerdict | None) -> tuple[int, int]:
-    """How good an answer is, larger is better: the depth its worst call reached, then fewer
-    flagged names and values over all its calls (:func:`call_rank` of each); ``(0, 0)`` for
-    no answer or an answer with no checked call. An answer of one call ranks as that call."""
-    if v is None or not v.checked:
-        return (PASSED_DEPTH, 0) if v is not None and v.abstained else (0, 0)
-    ranks = [call_rank(c.diagnosis) for c in v.checked]
-    return (min(depth for depth, _ in ranks), sum(flags for _, flags in ranks))
 
 
 def best_at(history: Sequence[AnswerVerdict | None]) -> int | None:

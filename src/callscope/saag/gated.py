@@ -44,10 +44,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from callscope.core.registry import Registry
-from callscope.records import Diagnosis
+from callscope.records import Diagnosis, FailureKind
 
-#: stage-3 failure kinds a gated loop corrects; ``soft`` is left alone
-CONFIDENT_STAGE3: tuple[str, ...] = ("numeric", "hard")
+#: stage-3 failure kinds a gated loop corrects (:attr:`FailureKind.corrects`); ``soft`` is
+#: left alone
+CONFIDENT_STAGE3: tuple[str, ...] = tuple(k.value for k in FailureKind.of_stage(3) if k.corrects)
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,8 @@ def gated_settings(mode: str) -> GatedSettings | None:
 
 
 def confident_kinds(d: Diagnosis) -> list[str]:
-    """The failure kinds of ``d`` a gated loop corrects (in cascade order): all kinds at
-    stages 1 and 2, ``numeric`` and ``hard`` at stage 3; ``[]`` when the call passed or only
-    a soft drift is left (the gate is closed)."""
-    kinds = d.failure_kinds() if d.stage else []
-    if d.stage == 3:
-        return [k for k in kinds if k in CONFIDENT_STAGE3]
-    return kinds
+    """The failure kinds of ``d`` a gated loop corrects (in cascade order): those whose entry
+    says the gate corrects them (:attr:`FailureKind.corrects`: every kind at stages 1 and 2,
+    ``numeric`` and ``hard`` at stage 3); ``[]`` when the call passed or only a soft drift is
+    left (the gate is closed)."""
+    return [k for k in d.failure_kinds() if k.corrects] if d.stage else []

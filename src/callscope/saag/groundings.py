@@ -70,7 +70,7 @@ for values the rules still flag; an accepted value then has reason ``judge``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,6 +78,17 @@ from callscope.core.registry import Registry
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 from callscope.saag.evidence import MEMO_SIZE, Evidence, scalar_key
+from callscope.saag.value_rules import (  # noqa: F401 (enum_member: importable from here)
+    MAX_COUNTED_HITS,
+    MAX_COUNTED_WORDS,
+    counted_numbers,
+    enum_member,
+    equal_values,
+    named_in_word,
+    number_stated,
+    numbers_claimed,
+    schema_leaves,
+)
 
 #: the reasons an accepted value may carry, from the most to the least direct
 REASONS: tuple[str, ...] = (
@@ -185,83 +196,6 @@ class LexicalGrounding:
         return verdict
 
 
-def _numbers_claimed(arguments: Mapping[str, Any], skip: str) -> list[int | float]:
-    out: list[int | float] = []
-    for p, v in arguments.items():
-        if p != skip and g.is_number(v):
-            out.append(v)
-    return out
-
-
-def _number_stated(value: int | float, numbers: Iterable[int | float]) -> bool:
-    if isinstance(numbers, g.NumberIndex):
-        return numbers.contains(value)
-    return any(g.numbers_equal(value, x) for x in numbers)
-
-
-#: :func:`_counted` reads at most this many request words, and this many occurrences of the
-#: parameter's name words (a bounded number of number-word reads per value)
-MAX_COUNTED_WORDS = 4000
-MAX_COUNTED_HITS = 16
-_NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
-#: words of parameter names that name no thing ("number_of_adults" counts adults)
-_NAME_STOP = frozenset(
-    {"num", "number", "the", "and", "for", "per", "count", "total", "max", "min"}
-)
-
-
-def _counted(param: str, words: str) -> tuple[int | float, ...]:
-    """The numbers the request writes in words just before a word of ``param``'s name
-    ("four adults" for ``number_of_adults``, "three hotel rooms" for ``number_of_rooms``):
-    up to three words before each occurrence, read by
-    :func:`~callscope.saag.normalise.number_evidence`."""
-    names = {n.stem(w.lower()) for w in _NAME_PARTS.findall(param[:64]) if len(w) >= 3}
-    names -= _NAME_STOP
-    if not names:
-        return ()
-    tokens = words.split()[:MAX_COUNTED_WORDS]
-    out: list[int | float] = []
-    hits = 0
-    for i, w in enumerate(tokens):
-        if i and n.stem(w) in names:
-            out += n.number_evidence(" ".join(tokens[max(0, i - 3) : i]))
-            hits += 1
-            if hits == MAX_COUNTED_HITS:
-                break
-    return tuple(out)
-
-
-def enum_member(value: Any, enum: Iterable[Any]) -> bool:
-    """``value`` is a member of ``enum`` up to form (case and punctuation of a string, a
-    number written as a string): what the registry mode reads as "in the enum"."""
-    return any(_equal_values(value, m) for m in enum)
-
-
-def _named_in_word(value: Any, words: str) -> bool:
-    """The request's words (:func:`~callscope.saag.normalise.norm_words`) hold the one-word
-    string ``value`` (4 or more characters) as the start of a longer word it is at least half
-    of: "postgres" in "postgresql", not "all" in "allocate". For enum members only: the enum
-    rules out every other reading."""
-    if not isinstance(value, str):
-        return False
-    v = n.norm_words(value).strip()
-    if len(v) < 4 or " " in v:
-        return False
-    m = re.search(r"(?<!\S)" + re.escape(v) + r"(\S*)", words)
-    return m is not None and 0 < len(m.group(1)) <= len(v)
-
-
-def _equal_values(a: Any, b: Any) -> bool:
-    if g.is_number(a) and g.is_number(b):
-        return g.numbers_equal(a, b)
-    if isinstance(a, str) and isinstance(b, str):
-        return n.norm_words(a) == n.norm_words(b)
-    if g.is_number(a) and isinstance(b, str):
-        num = n.parse_number_string(b)
-        return num is not None and g.numbers_equal(a, num)
-    return a == b
-
-
 @dataclass
 class RegistryGrounding:
     """The registry-aware grounding (the default; see the module doc for its rules)."""
@@ -293,7 +227,7 @@ class RegistryGrounding:
         on = "normalised" not in self.disabled
         if g.is_number(value):
             if on and (
-                _number_stated(value, ev.number_index) or _number_stated(value, ev.span_index)
+                number_stated(value, ev.number_index) or number_stated(value, ev.span_index)
             ):
                 return "normalised"
         elif not isinstance(value, str):
@@ -303,7 +237,7 @@ class RegistryGrounding:
                 return "normalised"
             digits = _DIGIT.search(value) is not None
             num = n.parse_number_string(value) if digits else None
-            if num is not None and _number_stated(num, ev.number_index):
+            if num is not None and number_stated(num, ev.number_index):
                 return "normalised"
             c = n.compact(value)
             if len(c) >= 2 and not c.isalnum() and c in ev.compact:
@@ -412,24 +346,24 @@ class RegistryGrounding:
             for phrase in n.described_phrases(value, schema):
                 if all(f" {w}" in ev.words or n.stem(w) in ev.stems for w in phrase[:2]):
                     return "described"
-        if member and "enum" not in self.disabled and _named_in_word(value, ev.words):
+        if member and "enum" not in self.disabled and named_in_word(value, ev.words):
             return "enum"  # "postgres" of "PostgreSQL": the request names this member
         others_stated = [
             m
             for m in self._stated_members(enum, ev)
-            if not _equal_values(value, m)
+            if not equal_values(value, m)
             and not (isinstance(m, str | int | float) and m in siblings)
         ]
         if member and not others_stated and "enum" not in self.disabled:
             return "enum"
         if "default" not in self.disabled and not others_stated:
             defaults = n.schema_defaults(schema)
-            if any(_equal_values(value, d) for d in defaults):
+            if any(equal_values(value, d) for d in defaults):
                 if g.is_number(value):
-                    claimed = _numbers_claimed(arguments, param)
+                    claimed = numbers_claimed(arguments, param)
                     claimed += [x * 100 for x in claimed]  # "4%" is claimed by 0.04
-                    stated = (*ev.free_numbers, *_counted(param, ev.words))
-                    free = [x for x in stated if not _number_stated(x, claimed)]
+                    stated = (*ev.free_numbers, *counted_numbers(param, ev.words))
+                    free = [x for x in stated if not number_stated(x, claimed)]
                     if free and not enum:  # the request writes a number no argument uses
                         return None
                 return "default"
@@ -468,7 +402,7 @@ class RegistryGrounding:
                 value, schema, [(value, schema)], True, evidence, arguments, param
             )
         return self._score_leaves(
-            value, schema, list(_leaves(value, schema)), False, evidence, arguments, param
+            value, schema, list(schema_leaves(value, schema)), False, evidence, arguments, param
         )
 
     def _score_leaves(
@@ -525,31 +459,6 @@ class RegistryGrounding:
             lex = g.hallucination(value, evidence.query)
             return ArgVerdict(lex if lex is None else 0.0, None, value)
         return ArgVerdict(0.0, max(reasons, key=_RANK.__getitem__), value, "; ".join(notes) or None)
-
-
-def _leaves(
-    value: Any, schema: dict[str, Any] | None
-) -> Iterable[tuple[Any, dict[str, Any] | None]]:
-    """Scalar leaves of ``value`` with the schema that describes each (``items`` of arrays,
-    with the array's description when the items have none; ``properties`` of objects),
-    iteratively (no recursion limit)."""
-    stack: list[tuple[Any, dict[str, Any] | None]] = [(value, schema)]
-    while stack:
-        v, s = stack.pop()
-        if isinstance(v, list | tuple):
-            items = s.get("items") if isinstance(s, dict) else None
-            sub = items if isinstance(items, dict) else None
-            if sub is not None and "description" not in sub and isinstance(s, dict):
-                desc = s.get("description")  # the array's description tells its items
-                if isinstance(desc, str):
-                    sub = {**sub, "description": desc}
-            stack.extend((x, sub) for x in reversed(v))
-        elif isinstance(v, dict):
-            props = s.get("properties") if isinstance(s, dict) else None
-            props = props if isinstance(props, dict) else {}
-            stack.extend((x, props.get(k)) for k, x in reversed(list(v.items())))
-        else:
-            yield v, s
 
 
 #: the grounding modes by name (read-only; plugins: the ``callscope.groundings`` entry points,

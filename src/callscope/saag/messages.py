@@ -26,47 +26,22 @@ WRONG_NAME = (
     "format specified."
 )
 NEAREST_HINT = ' The closest registered name is "{nearest}".'
-MISSING = (
-    "Key parameters of the agent from the registry are missing. Please ensure the invocation "
-    "includes all parameters specified for that agent in the system prompt."
-)
-SPURIOUS = (
-    "Spurious parameters not present in the registry are included. Please include only the "
-    "parameters specified for that agent."
-)
-DRIFTED = (
-    "Some parameters appear misspelled and deviate slightly from the registry. Please ensure "
-    "all parameter names exactly match the schema in the system prompt."
-)
-NUMERIC = (
-    "The numeric values for {params} do not match what the user stated. Use the exact numbers "
-    "from the user's request."
-)
-HARD = (
-    "The values for {params} have no grounding in the user's request. Do not invent values. "
-    "Use only what the user explicitly stated, or omit the argument."
-)
-SOFT = (
-    "The values for {params} are loosely related but not exact. Use the precise wording or "
-    "value from the user's request."
-)
-
-
 #: the template of each failure kind of stages 2-3 (SAAG Table 4), in the order the kinds are
-#: listed; ``{params}`` names the flagged parameters
-TEMPLATES: dict[FailureKind, str] = {
-    FailureKind.MISSING: MISSING,
-    FailureKind.SPURIOUS: SPURIOUS,
-    FailureKind.DRIFTED: DRIFTED,
-    FailureKind.NUMERIC: NUMERIC,
-    FailureKind.HARD: HARD,
-    FailureKind.SOFT: SOFT,
-}
+#: listed; ``{params}`` names the flagged parameters. Each is its kind's entry
+#: (:attr:`callscope.records.FailureKind.template`)
+TEMPLATES: dict[FailureKind, str] = {k: k.template for k in FailureKind if k.template}
+MISSING = TEMPLATES[FailureKind.MISSING]
+SPURIOUS = TEMPLATES[FailureKind.SPURIOUS]
+DRIFTED = TEMPLATES[FailureKind.DRIFTED]
+NUMERIC = TEMPLATES[FailureKind.NUMERIC]
+HARD = TEMPLATES[FailureKind.HARD]
+SOFT = TEMPLATES[FailureKind.SOFT]
 
 
 def correction_message(d: Diagnosis, soft: bool = True) -> str | None:
     """The fix psi_k for the failing stage, or ``None`` when the call passed. ``soft=False``
-    leaves a stage-3 failure's soft drift out (the gated mode corrects confident kinds only)."""
+    leaves out the kinds the gate does not correct (:attr:`FailureKind.corrects`: a soft
+    drift; the gated mode corrects confident kinds only)."""
     if d.stage == 0:
         return None
     if d.stage == 1:
@@ -79,7 +54,7 @@ def correction_message(d: Diagnosis, soft: bool = True) -> str | None:
     parts = [
         TEMPLATES[kind].format(params=", ".join(names))
         for kind in FailureKind.of_stage(d.stage)
-        if (names := getattr(d, kind.value)) and (soft or kind is not FailureKind.SOFT)
+        if (names := getattr(d, kind.value)) and (soft or kind.corrects)
     ]
     return " ".join(parts)
 

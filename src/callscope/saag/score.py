@@ -58,15 +58,23 @@ def score_parsed(
         parsed, case.functions, case.query, grounding=mode, judge=judge,
         expect_call=case.expects_call if expect_call is None else expect_call,
     )  # fmt: skip
-    row = answer_row(case.id, verdict, mode.name)
+    return verdict, verdict_row(verdict, case, mode.name)
+
+
+def verdict_row(verdict: AnswerVerdict, case: Case, grounding: str) -> ScoreRow:
+    """The ``score`` row of an answer computed from its verdict (issue 48: the cascade is not
+    run here): :func:`answer_row` and, with gold, the extrinsic metrics of the verdict's calls
+    against the case's gold (:func:`score_parsed` says which)."""
+    row = answer_row(case.id, verdict, grounding)
     gold = case.gold_calls
     if gold is None:
-        return verdict, row
-    scores = score_answer(parsed.calls, gold, case.functions, verdict.no_call)
+        return row
+    calls = verdict.calls
+    scores = score_answer(calls, gold, case.functions, verdict.no_call)
     row.update(scores.to_row())
     if isinstance(case.gold, dict):
         model = scores.pairs[0][0] if scores.pairs else None
-        call = parsed.calls[model] if model is not None else None
+        call = calls[model] if model is not None else None
         ext = extrinsic(call, case.gold, case.functions)
         row.update(ext)
         row["solved"] = verdict.passed and bool(ext["name_match"])
@@ -78,7 +86,7 @@ def score_parsed(
             arg_f1=scores.arg_f1,
             solved=scores.solved,
         )
-    return verdict, row
+    return row
 
 
 def diagnosis_row(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callscope.core.serde import Record
-from callscope.records import Trajectory
+from callscope.records import STAGES, Trajectory
 from callscope.saag import cascade
 from callscope.saag.groundings import Grounding, get_grounding
 from callscope.types import ToolCall
@@ -100,6 +100,12 @@ def call_stages(
     return CallStages(mode.name, cascade.CASCADE_VERSION, out)
 
 
+#: the keys of :func:`stage_counts`, by stage 0-3 (a calibrate run's ``calls_<key>`` columns,
+#: :mod:`callscope.calibration.stage_table`): the stage number, not the tables'
+#: :attr:`~callscope.records.StageInfo.segment`, as those columns have always been named
+CALL_MIX_KEYS: tuple[str, ...] = tuple(f"stage{s.number}" for s in STAGES if s.number is not None)
+
+
 def stage_counts(stages: Iterable[CallStage]) -> Counter[str]:
     """Calls per first failing stage, keyed ``stage0`` (passed) .. ``stage3``: the counts
     whose shares are the stage-mix table's columns.
@@ -107,4 +113,4 @@ def stage_counts(stages: Iterable[CallStage]) -> Counter[str]:
     >>> stage_counts([CallStage(0, 0, 0, 0), CallStage(0, 1, 0, 3, ["hard"])])
     Counter({'stage0': 1, 'stage3': 1})
     """
-    return Counter(f"stage{s.stage}" for s in stages)
+    return Counter(CALL_MIX_KEYS[s.stage] for s in stages)

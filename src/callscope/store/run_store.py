@@ -40,7 +40,7 @@ from callscope.core.jsonl import ESCAPED_KEY
 from callscope.errors import StoreSchemaError
 from callscope.models.usage import TokenUsage
 from callscope.records import Outcome
-from callscope.saag.stage_mix import CallStages
+from callscope.store.conversations import ConversationStore
 from callscope.store.schema import (
     MAX_CHAIN,
     SCHEMA,
@@ -61,7 +61,7 @@ from callscope.store.schema import (
 from callscope.types import Case
 
 
-class RunStore:
+class RunStore(ConversationStore):
     """Thread-safe access to a run directory's SQLite store."""
 
     def __init__(self, run_dir: str | Path) -> None:
@@ -69,6 +69,7 @@ class RunStore:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.run_dir / STORE_FILE
         self._lock = threading.RLock()
+        self._upgrader: Any = None
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             self._open_schema()
@@ -370,6 +371,38 @@ class RunStore:
             d["first"] = decode(d["first"])
             yield d
 
+    # ---------------------------------------------------------------- the versioned reader
+
+    def _upgrade(self) -> Any:
+        if self._upgrader is None:
+            from callscope.store.upgrade import Rederiver  # lazy: the scorer, for old stores
+
+            self._upgrader = Rederiver(self)
+        return self._upgrader
+
+    def read_outcomes(self) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Each outcome (:meth:`outcomes`, streamed) with its attempts (no message histories),
+        as this code reads them: a verdict stored by an older cascade whose meaning changed is
+        upgraded on the way (:mod:`callscope.store.upgrade`; the outcome is then marked
+        ``rederived``). Read-only, like ``stream=True``."""
+        upgrade = self._upgrade()
+        for o in self.outcomes(stream=True):
+            attempts = self.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
+            upgrade.outcome(o, attempts)
+            yield o, attempts
+
+    def read_attempts(self, model: str, case_id: str, mode: str) -> list[dict[str, Any]]:
+        """The attempts of one outcome (no message histories) as this code reads them
+        (:meth:`read_outcomes`)."""
+        attempts = self.attempts(model, case_id, mode, with_messages=False)
+        self._upgrade().attempts(model, case_id, attempts)
+        return attempts
+
+    def scored_with(self, model: str) -> int | None:
+        """The cascade version ``model``'s loop outcomes were scored with (``None``: no loop
+        configuration, the guard's and chat logs' records)."""
+        return self._upgrade().version(model)
+
     def attempts(
         self, model: str, case_id: str, mode: str, *, with_messages: bool = True
     ) -> list[dict[str, Any]]:
@@ -415,108 +448,6 @@ class RunStore:
                     if not step.get("placeholder"):
                         usage.add(step, cached_apart=False)
         return out
-
-    # ---------------------------------------------------------------- multi-turn
-
-    def conversations_done(self, model: str, probe: str) -> set[str]:
-        rows = self._db.execute(
-            "SELECT case_id FROM conversations WHERE model=? AND probe=?",
-            (sql_text(model), sql_text(probe)),
-        )
-        return {from_sql(r[0]) for r in rows}
-
-    def conversation_probes(self, model: str) -> set[str]:
-        """The probes (``baseline`` included) ``model`` has conversations under."""
-        rows = self._db.execute(
-            "SELECT DISTINCT probe FROM conversations WHERE model=?", (sql_text(model),)
-        )
-        return {from_sql(r[0]) for r in rows}
-
-    def save_conversation(
-        self,
-        model: str,
-        probe: str,
-        category: str,
-        trajectory: dict[str, Any],
-        verdict: dict[str, Any],
-        stages: CallStages | None = None,
-    ) -> None:
-        """One multi-turn case: its whole trajectory, the grader's verdict and the SAAG stage
-        verdicts of its calls (``stages``; ``None``: not computed), in one transaction."""
-        text = encode(trajectory)
-        key = (sql_text(model), sql_text(probe), sql_text(trajectory["case_id"]))
-        with self.transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO conversations(model, probe, case_id, category,"
-                " passed, error, trajectory, verdict) VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    *key,
-                    sql_text(category),
-                    int(bool(verdict["passed"])),
-                    encode(trajectory.get("error")) if trajectory.get("error") else None,
-                    text,
-                    encode(verdict),
-                ),
-            )
-            self._put_stages(key, text, stages)
-
-    def save_call_stages(self, model: str, probe: str, case_id: str, stages: CallStages) -> None:
-        """Store the SAAG stage verdicts of a stored conversation (computed after it was
-        recorded: a store from before ``call_stages``, or another grounding mode)."""
-        key = (sql_text(model), sql_text(probe), sql_text(case_id))
-        with self._lock:
-            row = self._db.execute(
-                "SELECT trajectory FROM conversations WHERE model=? AND probe=? AND case_id=?",
-                key,
-            ).fetchone()
-            if row is not None:
-                self._put_stages(key, row[0], stages)
-
-    def _put_stages(self, key: tuple[Any, ...], text: str, stages: CallStages | None) -> None:
-        """Write (or, for ``None``, delete) the stage verdicts of the conversation ``key``
-        whose trajectory text is ``text``."""
-        if stages is None:
-            self._db.execute("DELETE FROM call_stages WHERE model=? AND probe=? AND case_id=?", key)
-            return
-        self._db.execute(
-            "INSERT OR REPLACE INTO call_stages(model, probe, case_id, digest, data)"
-            " VALUES (?,?,?,?,?)",
-            (*key, digest(text), encode(stages.to_dict())),
-        )
-
-    def conversations(
-        self, model: str | None = None, probe: str | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """Stored conversations in the order they were saved: ``model``, ``probe``,
-        ``case_id``, ``category``, ``passed``, the decoded ``trajectory`` and ``verdict``, and
-        ``stages``: their :class:`~callscope.saag.stage_mix.CallStages` when stored for this
-        very trajectory, else ``None``."""
-        sql = (
-            "SELECT c.model, c.probe, c.case_id, c.category, c.passed, c.trajectory, c.verdict,"
-            " s.digest, s.data FROM conversations c LEFT JOIN call_stages s"
-            " ON s.model = c.model AND s.probe = c.probe AND s.case_id = c.case_id"
-        )
-        where, args = [], []
-        for col, val in (("c.model", model), ("c.probe", probe)):
-            if val is not None:
-                where.append(f"{col}=?")
-                args.append(sql_text(val))
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        for m, p, cid, cat, passed, traj, verdict, made_from, stages in self._db.execute(
-            sql + " ORDER BY c.rowid", args
-        ):
-            current = stages is not None and made_from == digest(traj)
-            yield {
-                "model": from_sql(m),
-                "probe": from_sql(p),
-                "case_id": from_sql(cid),
-                "category": from_sql(cat),
-                "passed": bool(passed),
-                "trajectory": decode(traj),
-                "verdict": decode(verdict),
-                "stages": CallStages.from_dict(decode(stages)) if current else None,
-            }
 
     def export_jsonl(self, path: str | Path | None = None) -> Path:
         """Final rows (``score`` format + attempts, mode, solved_at) as JSON lines."""

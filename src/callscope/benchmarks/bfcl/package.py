@@ -46,7 +46,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from callscope.core.jsonl import copy_json
+from callscope.core.jsonl import copy_json, loads_bounded, read_lines
 from callscope.errors import CallscopeError
 
 BFCL_DIST = "bfcl-eval"
@@ -123,11 +123,11 @@ def read_bfcl_jsonl(name: str) -> list[dict[str, Any]]:
     if not path.is_file():
         raise FileNotFoundError(f"no BFCL data file {name!r} in bfcl_eval/data")
     rows: list[dict[str, Any]] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in read_lines(path):  # the one bounded line reader
+        if isinstance(line, ValueError):
+            raise ValueError(f"{name}:{lineno}: {line}")
         try:
-            row = json.loads(line)
+            row = loads_bounded(line)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{name}:{lineno}: not valid JSON ({exc.msg})") from exc
         if not isinstance(row, dict):

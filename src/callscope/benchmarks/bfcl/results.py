@@ -59,7 +59,7 @@ from callscope.benchmarks.bfcl.categories import (
     short_category,
 )
 from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import FileTooLarge, loads_bounded, read_lines
 from callscope.records import CaseRecord
 
 GROUP_DIR = "multi_turn"
@@ -266,14 +266,20 @@ def bfcl_package_ground_truth(
 
 
 def _read_jsonl(path: Path, problems: list[str]) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of one result or score file, through the one line reader
+    (:func:`callscope.core.jsonl.read_lines`); a bad line is a problem, not an error."""
     rows: list[tuple[int, dict[str, Any]]] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        lines = list(read_lines(path))
     except OSError as exc:
         problems.append(f"{path}: cannot read ({exc.strerror or exc})")
         return rows
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    for lineno, line in lines:
+        if isinstance(line, FileTooLarge):
+            problems.append(str(line))
+            continue
+        if isinstance(line, ValueError):
+            problems.append(f"{path}:{lineno}: malformed line skipped ({line})")
             continue
         try:
             row = loads_bounded(line)

@@ -38,7 +38,6 @@ Nothing raises on a malformed line: problems are collected as messages; JSON is 
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 from collections import Counter
@@ -47,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import loads_bounded
+from callscope.core.jsonl import FileTooLarge, loads_bounded, read_lines
 
 #: v2 (2024) category names -> today's bfcl-eval names
 V2_CATEGORIES: dict[str, str] = {
@@ -80,10 +79,6 @@ _V2_SCORE = re.compile(r"([a-z_]+?)_score\.jsonl?(?:\.gz)?")
 _V34_SCORE = re.compile(r"BFCL_v([34])_([a-z_]+?)_score\.jsonl?(?:\.gz)?")
 #: top folders of BFCL's own trees, never a model's name
 TREE_DIRS = frozenset({"result", "results", "score", "scores"})
-#: the most bytes one result or score file may hold (uncompressed); the rest is not read
-MAX_FILE_BYTES = 256 * 1024 * 1024
-#: the most bytes one line may hold; a longer line is skipped (read in bounded pieces)
-MAX_LINE_BYTES = 16 * 1024 * 1024
 
 #: BFCL's 2024-08 handler map (gorilla ``model_handler/handler_map.py``, commit de8307b):
 #: model family (folder name prefix, ``/`` written ``_``) -> (prompt decoder, FC decoder).
@@ -255,32 +250,21 @@ def single_models(root: str | Path) -> list[str]:
 
 def iter_lines(path: Path, problems: list[str]) -> Iterator[tuple[int, Any]]:
     """``(line number, JSON value)`` of every non-blank line of a JSON Lines file, gzip or
-    plain; a malformed line, a line over :data:`MAX_LINE_BYTES` and what is past
-    :data:`MAX_FILE_BYTES` are problems, not errors. Reads one bounded line at a time."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    read = 0
+    plain, through the one line reader (:func:`callscope.core.jsonl.read_lines`: its limits);
+    a malformed line, a line over the line limit and what is past the file limit are
+    problems, not errors."""
     try:
-        with opener(path, "rb") as fh:
-            lineno = 0
-            while raw := fh.readline(MAX_LINE_BYTES + 1):
-                lineno += 1
-                read += len(raw)
-                if read > MAX_FILE_BYTES:
-                    problems.append(f"{path}: over {MAX_FILE_BYTES} bytes; the rest is not read")
-                    return
-                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                    problems.append(f"{path}:{lineno}: a line over {MAX_LINE_BYTES} bytes, skipped")
-                    while (rest := fh.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
-                        read += len(rest)
-                    read += len(rest)
-                    continue
-                if not raw.strip():
-                    continue
+        for lineno, text in read_lines(path):
+            if isinstance(text, FileTooLarge):
+                problems.append(str(text))
+            elif isinstance(text, ValueError):
+                problems.append(f"{path}:{lineno}: {text}, skipped")
+            else:
                 try:
-                    yield lineno, loads_bounded(raw)
+                    yield lineno, loads_bounded(text)
                 except ValueError as exc:
                     problems.append(f"{path}:{lineno}: not JSON ({exc})")
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, ValueError) as exc:
         problems.append(f"{path}: cannot be read ({exc})")
 
 

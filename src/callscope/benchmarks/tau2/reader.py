@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.benchmarks.tau2.stock_tools import stock_domain_of_tools
-from callscope.core.jsonl import JsonLimitError, loads_bounded
+from callscope.core.jsonl import JsonLimitError, loads_bounded, read_text_bounded
 from callscope.errors import DataFormatError
 
 
@@ -82,7 +82,7 @@ def participant(info: Mapping[str, Any], key: str) -> str:
 
 def _load_json(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path)  # whole, at most the one file limit
     except OSError as exc:
         raise Tau2FormatError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:

@@ -1,5 +1,8 @@
-"""Stored verdicts whose meaning changed, re-derived when a run is read for the report
-(issue 36, item 7).
+"""The run store's versioned reader (issue 48): stored verdicts whose meaning changed are
+upgraded when the store is read (:meth:`callscope.store.run_store.RunStore.read_outcomes`,
+:meth:`~callscope.store.run_store.RunStore.read_attempts`), as Inspect AI upgrades an old
+``EvalLog`` when it reads it, so that no reader (the report included) scores anything again
+(issue 36, item 7, moved here from the report by issue 48).
 
 Cascade version 3 (:data:`~callscope.saag.cascade.CASCADE_VERSION`) changed what an answer
 without a readable call *is*: it is judged from its text (:mod:`callscope.parse.no_call`),
@@ -20,21 +23,21 @@ re-derived and names them (:func:`rederived_line`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from callscope.parse import parse_output
+from callscope.records.answers import verdict_to_dict
 from callscope.records.runs import EXPORT_KEYS
-from callscope.saag.answer import verdict_to_dict
 from callscope.saag.score import score_parsed
-from callscope.store.run_store import RunStore
 from callscope.types import Case
+
+if TYPE_CHECKING:
+    from callscope.store.run_store import RunStore
 
 #: the first cascade version that judges an answer without a readable call from its text
 NO_CALL_FROM_TEXT = 3
 #: the fields of a score row that say what an answer without a call is and whether it passed
 _VERDICT_KEYS = ("answer", "stage", "solved", "answer_solved", "parse_error")
-#: how many re-derived outcomes the report names
-NAMED = 5
 
 
 def _no_readable_call(row: dict[str, Any]) -> bool:
@@ -124,18 +127,3 @@ class Rederiver:
         o["solved_at"] = o["final"]["solved_at"] = solved_at
         o["rederived"] = True
         return True
-
-
-def rederived_line(outcomes: Sequence[tuple[str, str, str]], versions: set[int]) -> str:
-    """What the report says about the re-derived outcomes ``(model, case_id, mode)``."""
-    if not outcomes:
-        return ""
-    named = ", ".join("/".join(o) for o in outcomes[:NAMED])
-    more = f" and {len(outcomes) - NAMED:,} more" if len(outcomes) > NAMED else ""
-    old = ", ".join(str(v) for v in sorted(versions))
-    return (
-        f"{len(outcomes):,} outcome(s) re-derived: scored with cascade version {old}, before an "
-        "answer without a readable call was judged from its text (garbage and call-shaped "
-        "text are broken, stage 1); their answers without a readable call were scored again "
-        f"from the stored replies: {named}{more}."
-    )

@@ -49,3 +49,17 @@ def test_ruff_format_is_applied() -> None:
         text=True,
     )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+#: the longest a module of the package may be (issue 48: a module past it holds more than one
+#: concept; split it by concept, not by line count)
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sorted((ROOT / "src").rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"modules over {MAX_MODULE_LINES} lines: {long}"

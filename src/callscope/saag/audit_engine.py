@@ -315,14 +315,8 @@ def cascade_detector(
     confident = bool(repeats) or any(
         confident_kinds(c.diagnosis) for c in v.checked if c.call and c.diagnosis.stage
     )
-    return Judged(
-        True,
-        stage,
-        len(failing | repeats),
-        reason,
-        (*d.flagged(3), *d.flagged(2)),
-        confident,
-    )
+    flagged = (*d.flagged(3), *d.flagged(2))
+    return Judged(True, stage, len(failing | repeats), reason, flagged, confident)
 
 
 def gold_detector(

@@ -64,7 +64,12 @@ class FailureKind(StrEnum):
     >>> FailureKind.HARD.stage, FailureKind.HARD.label
     (3, 'value not grounded')
     >>> [k.value for k in FailureKind.of_stage(2)]
-    ['missing', 'spurious', 'drifted']
+    ['missing', 'spurious', 'drifted', 'ask']
+
+    ``ASK`` is the guard's (issue 46), never the cascade's: a required argument whose value
+    the user did not state, omitted or filled with one of the schema's own choices; the
+    right action is to ask the user (the calibration paper's ASK class), and its correction
+    says so (:func:`callscope.saag.ask.with_ask` decides it).
     """
 
     WRONG_NAME = "wrong_name"
@@ -75,6 +80,7 @@ class FailureKind(StrEnum):
     NUMERIC = "numeric"
     HARD = "hard"
     SOFT = "soft"
+    ASK = "ask"
 
     @property
     def stage(self) -> int:
@@ -120,6 +126,11 @@ _KIND_INFO: dict[str, tuple[int, str, str]] = {
         3,
         "value weakly grounded",
         "{name}={value} is only loosely related to the user's text",
+    ),
+    "ask": (
+        2,
+        "required value not stated",
+        "required argument {param} has no value the user stated: ask the user for it",
     ),
 }
 
@@ -191,6 +202,9 @@ class Diagnosis:
     numeric: list[str] = field(default_factory=list)
     hard: list[str] = field(default_factory=list)
     soft: list[str] = field(default_factory=list)
+    #: required parameters whose value the user did not state (the guard's ASK, issue 46:
+    #: :func:`callscope.saag.ask.with_ask`; the cascade leaves it empty)
+    ask: list[str] = field(default_factory=list)
     #: for each drifted parameter, the schema name it most resembles
     drift_targets: dict[str, str] = field(default_factory=dict)
     #: the predicted name, when one was parsed (used by the stage-1 message)

@@ -51,6 +51,13 @@ SOFT = (
     "value from the user's request."
 )
 
+#: the guard's ASK (issue 46, :func:`callscope.saag.ask.with_ask`): a required value the user
+#: did not state is asked for, never invented and never left out
+ASK = (
+    "The user did not state a value for {params}, which the tool requires. Do not guess it "
+    "and do not leave it out: ask the user for it, in plain text, before calling the tool."
+)
+
 
 #: the template of each failure kind of stages 2-3 (SAAG Table 4), in the order the kinds are
 #: listed; ``{params}`` names the flagged parameters
@@ -61,6 +68,7 @@ TEMPLATES: dict[FailureKind, str] = {
     FailureKind.NUMERIC: NUMERIC,
     FailureKind.HARD: HARD,
     FailureKind.SOFT: SOFT,
+    FailureKind.ASK: ASK,
 }
 
 

@@ -252,7 +252,6 @@ def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, 
     return (kept, tuple(final)) if final else (native_calls, ())
 
 
-
 def functions_of(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
     """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
     {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries

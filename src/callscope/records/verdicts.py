@@ -77,10 +77,10 @@ class FailureKind(StrEnum):
     MISSING = "missing"
     SPURIOUS = "spurious"
     DRIFTED = "drifted"
+    ASK = "ask"
     NUMERIC = "numeric"
     HARD = "hard"
     SOFT = "soft"
-    ASK = "ask"
 
     @property
     def stage(self) -> int:
@@ -120,17 +120,17 @@ _KIND_INFO: dict[str, tuple[int, str, str]] = {
     "missing": (2, "required arg missing", "required argument {param} is absent"),
     "spurious": (2, "unknown arg", "argument {param} is not in the schema"),
     "drifted": (2, "misspelled arg", "argument {param} looks like {target}"),
+    "ask": (
+        2,
+        "required value not stated",
+        "required argument {param} has no value the user stated: ask the user for it",
+    ),
     "numeric": (3, "number not in query", "{name}={value} does not match a number the user stated"),
     "hard": (3, "value not grounded", "{name}={value} has no grounding in the user's text"),
     "soft": (
         3,
         "value weakly grounded",
         "{name}={value} is only loosely related to the user's text",
-    ),
-    "ask": (
-        2,
-        "required value not stated",
-        "required argument {param} has no value the user stated: ask the user for it",
     ),
 }
 

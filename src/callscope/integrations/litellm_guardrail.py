@@ -48,6 +48,7 @@ send it as their API key)::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
@@ -371,7 +372,13 @@ def _stream_out(
         if best is not None:
             chunks = _as_stream(best, chunks[0] if chunks else None)
         if chunks:
-            _annotate(chunks[_last_choice(chunks)], note)
+            last = _annotate(chunks[_last_choice(chunks)], note)
+            # litellm 1.108's proxy writes a plain chunk by a fast path that keeps only the
+            # known fields; a chunk with provider fields takes the full serializer, which
+            # keeps ``callscope`` (measured: docs/hosts.md)
+            if getattr(last, "provider_specific_fields", "") is None:
+                with contextlib.suppress(AttributeError, TypeError, ValueError):
+                    last.provider_specific_fields = {}
         return chunks
     if route == "messages":
         if best is not None:

@@ -10,6 +10,7 @@ LiteLLM's proxy sends a ``/v1/messages`` request for an ``openai/`` model to ``/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import threading
@@ -169,9 +170,7 @@ class RouteModel(FakeServer):
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
         return Handler

@@ -129,6 +129,8 @@ def already_right(d: Diagnosis, call: ToolCall | None) -> str:
     sees why it is kept. Never reads the gold."""
     if call is None or d.stage in (0, 1) or d.predicted is None:
         return ""
+    if d.ask and not (d.missing or d.spurious or d.drifted):
+        return ""  # the agent is to ask the user, not to call again: nothing to keep
     parts = [KEEP_NAME.format(name=d.predicted)]
     if d.stage == 3:
         kept = [k for k in call.arguments if k in d.grounded]

@@ -1,5 +1,6 @@
 """callscope in Inspect AI: a scorer and an approver, registered through Inspect's
-``inspect_ai`` entry point (``pip install "callscope[inspect]"``).
+``inspect_ai`` entry point (extra ``inspect``; callscope is not on the package index: from a
+checkout, ``pip install "/path/to/callscope[inspect]"``, ``docs/hosts.md``).
 
 Inspect loads the entry point named ``callscope`` (pyproject's
 ``[project.entry-points.inspect_ai]``) the first time a task names one of its objects, so

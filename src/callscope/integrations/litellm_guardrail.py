@@ -1,25 +1,37 @@
 """A LiteLLM guardrail: the tool calls of every response checked after the call (extra
-``litellm``).
+``litellm``; callscope is not on the package index: install it from its checkout,
+``pip install "/path/to/callscope[litellm]"``, ``docs/hosts.md``).
 
 :class:`CallscopeGuardrail` is a ``litellm.integrations.custom_guardrail.CustomGuardrail``
 whose ``async_post_call_success_hook`` (a whole response) and
 ``async_post_call_streaming_iterator_hook`` (a ``stream: true`` response: its chunks are
-held, assembled with ``litellm.stream_chunk_builder`` and checked before the first one is
-sent) run :func:`callscope.guard_check` on the response against the request's ``tools`` and
-``messages``, and then, by ``callscope_mode``:
+held, assembled and checked before the first one is sent) run :func:`callscope.guard_check`
+on the response against the request's tools and messages, on every route the proxy serves
+(issue 46): ``/v1/chat/completions``, ``/v1/messages`` (Anthropic's format: ``tool_use``
+blocks, its event stream) and ``/v1/responses`` (``function_call`` items, its typed events),
+each read by :mod:`callscope.integrations.formats`. Then, by ``callscope_mode``:
 
 - ``annotate`` (default): the response goes through unchanged, with the verdict under its
-  ``callscope`` field (``TurnVerdict.to_dict()``; the proxy returns it in the JSON body, and
-  on the last chunk of a stream);
+  ``callscope`` field (``TurnVerdict.to_dict()``): the JSON body; on a stream, the chunk with
+  the finish reason (chat), the ``message_delta`` event (messages), the
+  ``response.completed`` event's response (responses);
 - ``repair``: a response the gate acts on is re-asked with the gated correction
-  (:func:`callscope.guard_repair`, as ``callscope serve`` does, through the proxy's router
-  when it runs in the proxy, else ``litellm.acompletion`` with the caller's own parameters:
-  ``api_base``, ``api_key`` and the rest) and the best answer is returned (a stream as a
-  stream), annotated with the repair's record; a re-ask that fails is logged and named in
-  the annotation (``error``), never passed off as a repair;
-- ``block``: a response the gate acts on is refused: :class:`CallscopeBlocked` (HTTP 400 in
-  the proxy, before any chunk of a stream is sent; the correction and the verdict as the
-  detail).
+  (:func:`callscope.guard_repair`, as ``callscope serve`` does, as a chat completion through
+  the proxy's router when it runs in the proxy, else ``litellm.acompletion`` with the
+  caller's own parameters: ``api_base``, ``api_key`` and the rest) and the best answer is
+  returned in the route's own format (a stream as a stream), annotated with the repair's
+  record; a re-ask that fails is logged and named in the annotation (``error``), never
+  passed off as a repair;
+- ``block``: a response the gate acts on is refused before any chunk of a stream is sent:
+  :class:`CallscopeBlocked` from the SDK; in the proxy an HTTP 400 whose body carries the
+  correction and the verdict (``error.provider_specific_fields.callscope``) for a whole
+  response, and the correction in its message for a stream (a streamed ``/v1/responses``
+  ends in a ``response.failed`` event: the proxy's own stream error).
+
+From the SDK, the hook also takes what ``litellm.acompletion(stream=True)`` returns: the
+stream is read whole, checked, and given back as a :class:`GuardedStream` to iterate (its
+``callscope`` the annotation), or refused (``block``) before the caller sees a chunk.
+A request's final-answer tool (``final_answer: [submit]``) is not checked (none by default).
 
 The gate is every integration's (:func:`callscope.integrations.verdicts.acts_on`): with
 ``gated: true`` (default) a call whose only failure is a soft drift (a slip in a stated
@@ -43,6 +55,9 @@ send it as their API key)::
           mode: post_call
           default_on: true
           callscope_mode: repair      # annotate | repair | block
+
+What each route, mode and stream gives the client, measured on litellm 1.108.7 and 1.110.2:
+``docs/hosts.md``.
 """
 
 from __future__ import annotations

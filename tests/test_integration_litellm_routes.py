@@ -17,12 +17,14 @@ were not checked (block returned Berlin with 200). Run under litellm 1.108.x and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,9 +91,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def proxy(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("routes")
+@contextlib.contextmanager
+def running_proxy(tmp: Path) -> Iterator[tuple[RouteModel, str]]:
+    """The scripted upstream and ``litellm --config`` in front of it on 127.0.0.1: ``(the
+    upstream, the proxy's base URL)`` (also what ``benchmarks/hosts_matrix.py`` measures)."""
     with RouteModel() as upstream:
         port = _free_port()
         cfg = tmp / "config.yaml"
@@ -120,6 +123,12 @@ def proxy(tmp_path_factory):
         finally:
             proc.terminate()
             proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    with running_proxy(tmp_path_factory.mktemp("routes")) as running:
+        yield running
 
 
 @dataclass

@@ -244,11 +244,15 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these
-        flat fields, at a fraction of its cost: it deep-copies each value)."""
-        return {
+        flat fields, at a fraction of its cost: it deep-copies each value); ``ask`` only when
+        the guard set it (the cascade never does, so its stored verdicts keep their form)."""
+        out = {
             k: (list(v) if type(v) is list else dict(v) if type(v) is dict else v)
             for k, v in self.__dict__.items()
         }
+        if not self.ask:
+            del out["ask"]
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:

@@ -382,27 +382,35 @@ def _stream_out(
     route: str, chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
 ) -> list[Any]:
     """The chunks to send: ``chunks`` annotated with ``note``, or the repaired answer
-    ``best`` as a stream of ``route``'s format."""
-    if route == "chat":
-        if best is not None:
-            chunks = _as_stream(best, chunks[0] if chunks else None)
-        if chunks:
-            last = _annotate(chunks[_last_choice(chunks)], note)
-            # litellm 1.108's proxy writes a plain chunk by a fast path that keeps only the
-            # known fields; a chunk with provider fields takes the full serializer, which
-            # keeps ``callscope`` (measured: docs/hosts.md)
-            if getattr(last, "provider_specific_fields", "") is None:
-                with contextlib.suppress(AttributeError, TypeError, ValueError):
-                    last.provider_specific_fields = {}
-        return chunks
-    if route == "messages":
-        if best is not None:
-            start = next(
-                (d.get("message") for e, d in sse_events(chunks) if e == "message_start"), None
-            )
-            return anthropic_stream(anthropic_body(message_of(best), as_dict(start)), note)
+    ``best`` as a stream of ``route``'s format (:data:`_STREAM_OUT`)."""
+    return _STREAM_OUT[route](chunks, best, note)
+
+
+def _chat_stream(chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]) -> list[Any]:
+    """Chat chunks: the repaired answer as two chunks; the note on the chunk with the finish
+    reason."""
+    if best is not None:
+        chunks = _as_stream(best, chunks[0] if chunks else None)
+    if chunks:
+        last = _annotate(chunks[_last_choice(chunks)], note)
+        # litellm 1.108's proxy writes a plain chunk by a fast path that keeps only the
+        # known fields; a chunk with provider fields takes the full serializer, which keeps
+        # ``callscope`` (measured: docs/hosts.md)
+        if getattr(last, "provider_specific_fields", "") is None:
+            with contextlib.suppress(AttributeError, TypeError, ValueError):
+                last.provider_specific_fields = {}
+    return chunks
+
+
+def _anthropic_stream(
+    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+) -> list[Any]:
+    """Anthropic events: the repaired answer as a stream of its own (the first message's
+    id and model kept); the note on the ``message_delta`` event."""
+    if best is None:
         return annotate_anthropic_stream(list(chunks), note)
-    return _responses_stream(chunks, best, note)
+    start = next((d.get("message") for e, d in sse_events(chunks) if e == "message_start"), None)
+    return anthropic_stream(anthropic_body(message_of(best), as_dict(start)), note)
 
 
 def _responses_stream(
@@ -420,6 +428,14 @@ def _responses_stream(
         chunks = [c for c in chunks if getattr(c, "type", None) and _created(c)] + [done]
     _annotate(done.response, note)
     return chunks
+
+
+#: how a held stream is sent on, by route
+_STREAM_OUT: dict[str, Callable[[list[Any], dict[str, Any] | None, dict[str, Any]], list[Any]]] = {
+    "chat": _chat_stream,
+    "messages": _anthropic_stream,
+    "responses": _responses_stream,
+}
 
 
 def _completed(chunk: Any) -> bool:

@@ -69,10 +69,6 @@ GUESSED = {"city": "Paris", "unit": "celsius"}
 OMITTED = {"city": "Paris"}
 
 
-def test_the_template_is_the_fix() -> None:
-    assert ASK.format(params="unit") == FIX
-
-
 @pytest.mark.parametrize("arguments", [GUESSED, OMITTED], ids=["guessed", "omitted"])
 def test_guard_check_gives_ask_for_a_guess_and_for_the_omission(arguments) -> None:
     turn = callscope.guard_check(
@@ -84,25 +80,16 @@ def test_guard_check_gives_ask_for_a_guess_and_for_the_omission(arguments) -> No
     assert c.reasons == (
         "ask: required argument 'unit' has no value the user stated: ask the user for it",
     )
-    assert c.correction == FIX
-
-
-def test_a_stated_unit_is_no_ask() -> None:
+    assert c.correction == FIX == ASK.format(params="unit")
+    # a unit the user states is no ASK: left out, it is missing; given, the call passes
     stated = [{"role": "user", "content": QUESTION + " In fahrenheit please."}]
     turn = callscope.guard_check(
         {"role": "assistant", "content": None, "tool_calls": [_call(OMITTED)]}, TOOLS, stated
     )
     assert [str(k) for k in turn.calls[0].diagnosis.failure_kinds()] == ["missing"]
-    ok = callscope.guard_check(
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [_call({**OMITTED, "unit": "fahrenheit"})],
-        },
-        TOOLS,
-        stated,
-    )
-    assert ok.passed
+    given = _call({**OMITTED, "unit": "fahrenheit"})
+    ok = {"role": "assistant", "content": None, "tool_calls": [given]}
+    assert callscope.guard_check(ok, TOOLS, stated).passed
 
 
 def test_guard_repair_sends_ask_and_keeps_the_question_to_the_user() -> None:

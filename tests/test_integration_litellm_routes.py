@@ -311,3 +311,56 @@ def test_repair_reasks_and_returns_the_repaired_call_in_the_routes_format(
     assert reask["path"].endswith("/chat/completions") and not reask["json"].get("stream")
     assert HARD in reask["json"]["messages"][-1]["content"]
     assert reask["json"]["messages"][0] == {"role": "user", "content": QUESTION}
+
+
+def test_tool_results_of_each_format_are_evidence() -> None:
+    """A conversation in each route's own format: the earlier tool result ("Paris", from
+    ``get_home``) grounds ``city="Paris"``; "Berlin" stays hard. Read by the guardrail
+    itself (its ``check_response``), no proxy needed."""
+    from callscope.integrations.litellm_guardrail import CallscopeGuardrail
+
+    g = CallscopeGuardrail(guardrail_name="callscope")
+    home = "What is the weather at home?"
+    anthropic = {
+        "tools": ANTHROPIC_TOOLS,
+        "system": "You are helpful. The user lives in Berlin.",  # not evidence
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": home}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "get_home", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Paris"}],
+            },
+        ],
+    }
+    responses = {
+        "tools": RESPONSES_TOOLS,
+        "instructions": "The user lives in Berlin.",  # not evidence
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": home}]},
+            {"type": "function_call", "call_id": "t1", "name": "get_home", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "t1", "output": "Paris"},
+        ],
+    }
+
+    def anthropic_answer(city: str) -> dict:
+        use = {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": city}}
+        return {"id": "m", "type": "message", "role": "assistant", "content": [use]}
+
+    def responses_answer(city: str) -> dict:
+        call = {
+            "type": "function_call",
+            "call_id": "t2",
+            "name": "get_weather",
+            "arguments": json.dumps({"city": city}),
+        }
+        return {"id": "r", "object": "response", "output": [call]}
+
+    for data, answer in ((anthropic, anthropic_answer), (responses, responses_answer)):
+        ok = g.check_response(data, answer("Paris"))
+        bad = g.check_response(data, answer("Berlin"))
+        assert [c.name for c in ok.calls] == ["get_weather"] and ok.passed
+        assert (bad.stage, bad.calls[0].diagnosis.hard) == (3, ["city"])

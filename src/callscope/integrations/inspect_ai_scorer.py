@@ -280,22 +280,24 @@ def check_call(
     return check(response, spec, openai_messages(before), grounding, final_answer)
 
 
-def offered_tools(call: ToolCall, events: Iterable[Any]) -> list[dict[str, Any]] | None:
+def offered_tools(call: ToolCall, events: Sequence[Any]) -> list[dict[str, Any]] | None:
     """The tools (OpenAI form) the model call that made ``call`` was offered: the latest
     :class:`ModelEvent` whose output carries a call of that id (else the latest one);
-    ``None`` when no model call was recorded."""
+    ``None`` when no model call was recorded. Read from the end: the call's own model event
+    is the latest but for the approvals after it."""
     latest: ModelEvent | None = None
-    match: ModelEvent | None = None
-    for e in events:
+    found: ModelEvent | None = None
+    for e in reversed(events):
         if isinstance(e, ModelEvent):
-            latest = e
+            latest = latest or e
             calls = (e.output.message.tool_calls or ()) if e.output.choices else ()
             if any(c.id == call.id for c in calls):
-                match = e
-    latest = match or latest
-    if latest is None:
+                found = e
+                break
+    chosen = found or latest
+    if chosen is None:
         return None
-    return [{"type": "function", "function": t.model_dump(exclude_none=True)} for t in latest.tools]
+    return [{"type": "function", "function": t.model_dump(exclude_none=True)} for t in chosen.tools]
 
 
 def _conversation(history: Sequence[ChatMessage], state: TaskState) -> Sequence[ChatMessage]:

@@ -230,11 +230,12 @@ def test_every_shell_block_is_tested_or_says_why_not() -> None:
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:
-    """The README's test command is the last line of .ci/run, character for character."""
+    """The README's test command is .ci/run's command that runs pytest, character for
+    character (after it .ci/run only repeats the LiteLLM tests under litellm 1.108.x)."""
     ci_last = [
         line
         for line in (ROOT / ".ci" / "run").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
+        if line.strip() and not line.startswith("#") and "python -m pytest" in line
     ][-1]
     shown = [
         c.line

@@ -54,6 +54,9 @@ def produce(kind: str, out: str) -> None:
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
         ):
             os.environ.pop(var, None)
+    elif kind == "otel-event-only":  # the messages go to log events, not to the span
+        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "EVENT_ONLY"
     else:
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
@@ -215,6 +218,27 @@ def test_default_genai_spans_say_content_capture_is_off(tmp_path: Path) -> None:
     assert "3 model span(s), none with its messages" in said
     assert "content capture was off" in said
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in said
+
+
+def test_event_only_capture_is_named(tmp_path: Path) -> None:
+    """Issue 46 item 6: with ``EVENT_ONLY`` the messages go to log events, not to the span:
+    the error names that setting and the one that puts them on the span, not only "capture
+    was off"."""
+    pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+    out = _produce(tmp_path, "otel-event-only")
+    assert "gen_ai.output.messages" not in out.read_text()
+    proc = subprocess.run(
+        [*CALLSCOPE, "score", "--from-traces", str(out), "-o", str(tmp_path / "rows.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 2, said
+    assert "3 model span(s), none with its messages" in said
+    assert "log events only (EVENT_ONLY" in said
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY" in said
 
 
 def test_openinference_otlp_json_and_console(tmp_path: Path) -> None:

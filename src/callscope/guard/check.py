@@ -22,11 +22,24 @@ Evidence (:func:`evidence_of`): the text of the last user message is the query; 
 user messages and the tool results are the context stage 3 may also ground values in. The
 system prompt and the assistant's own text are not evidence (a value the model only saw in
 the system prompt is flagged).
+
+A final-answer tool is not a tool call (issue 46): the tool a host's agent ends its run with
+(Inspect's ``basic_agent`` and ``react`` agents: ``submit``) carries the agent's own answer,
+not values the user must have stated. :func:`check` leaves the calls named in its
+``final_answer`` out of the verdict (:func:`split_final`, the one rule: they are listed in
+:attr:`TurnVerdict.final_answer`, never graded, never gated); a turn whose only call is a
+final answer made no call to check. Which names are final answers is the host's to say
+(:data:`callscope.integrations.verdicts.FINAL_ANSWER_TOOLS` for the integrations); the
+default is none, so a request's own tool called ``submit`` (the proxy, LiteLLM) is checked.
+
+A required argument whose value the user did not state (a closed choice such as a unit the
+request names none of) fails with the guard's ASK (:func:`callscope.saag.ask.with_ask`): the
+correction tells the agent to ask the user for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,6 +49,7 @@ from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis, FailureKind
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
+from callscope.saag.ask import with_ask
 from callscope.saag.correction import (
     AnswerVerdict,
     CheckedCall,
@@ -126,6 +140,9 @@ class TurnVerdict:
     #: the positions of native calls whose ``function.arguments`` is a JSON object, not the
     #: string the OpenAI format requires (read and judged all the same: Ollama writes objects)
     object_arguments: tuple[int, ...] = ()
+    #: the names of the final-answer calls the turn made, left out of the verdict
+    #: (:func:`split_final`)
+    final_answer: tuple[str, ...] = ()
 
     @property
     def checked(self) -> bool:
@@ -203,10 +220,36 @@ class TurnVerdict:
             "repeated": list(self.repeated),
             "parse_error": self.parse_error,
             "correction": self.correction,
+            "final_answer": list(self.final_answer),
         }
 
 
 # --------------------------------------------------------------------------- inputs
+
+
+def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, tuple[str, ...]]:
+    """``(the native calls to check, the names of the final-answer calls left out)``: the
+    calls of an OpenAI-style ``tool_calls`` list whose ``function.name`` is one of
+    ``final_answer`` are a host's final answer, not a tool call (module docstring). A list
+    with none of them, or anything that is not a list, is returned as it is.
+
+    >>> calls = [{"function": {"name": "get_weather"}}, {"function": {"name": "submit"}}]
+    >>> kept, final = split_final(calls, {"submit"})
+    >>> [c["function"]["name"] for c in kept], final
+    (['get_weather'], ('submit',))
+    """
+    if not final_answer or not isinstance(native_calls, list):
+        return native_calls, ()
+    kept: list[Any] = []
+    final: list[str] = []
+    for tc in native_calls:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if isinstance(name, str) and name in final_answer:
+            final.append(name)
+        else:
+            kept.append(tc)
+    return (kept, tuple(final)) if final else (native_calls, ())
 
 
 def functions_of(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
@@ -318,6 +361,7 @@ def check(
     tools: Sequence[Any] | None,
     messages: Sequence[Any],
     grounding: str | Grounding | None = None,
+    final_answer: Collection[str] = (),
 ) -> TurnVerdict:
     """The guard's verdict on ``response`` to a request of ``messages`` with ``tools``.
 
@@ -330,12 +374,23 @@ def check(
     a call attempt expects a call); a turn with no call attempt passes with no call.
     ``grounding`` names the stage-3 mode (default
     :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`). Nothing is evaluated: calls are
-    parsed as data (:mod:`callscope.parse`)."""
+    parsed as data (:mod:`callscope.parse`). Calls to a tool named in ``final_answer`` are
+    the host's final answer, left out of the verdict (:func:`split_final`)."""
     message = message_of(response)
     functions = functions_of(tools)
     query, context = evidence_of(messages)
     text = content_text(message.get("content"))
-    native_calls = message.get("tool_calls")
+    native_calls, final = split_final(message.get("tool_calls"), final_answer)
+    if final and not native_calls:  # only a final answer: no tool call to check
+        return TurnVerdict(
+            action="OTHER",
+            query=query,
+            content=text,
+            functions=functions,
+            no_call="abstained",
+            verdict=AnswerVerdict(no_call="abstained"),
+            final_answer=final,
+        )
     if holds_native_call(native_calls):
         # a native call is a TOOL_CALL whatever the prose beside it says (the classifier's
         # priority): its cue scan over the prose is skipped (~70 ms for 50 KB of text)
@@ -372,6 +427,13 @@ def check(
     )
     if answer.no_call is not None:  # a call attempt with no readable call: a broken one
         answer = replace(answer, no_call="broken")
+    # a required value the user did not state is asked for (the guard's ASK, issue 46)
+    checked = tuple(
+        replace(c, diagnosis=with_ask(c.diagnosis, c.call, functions, query, context))
+        for c in answer.checked
+    )
+    if checked != answer.checked:
+        answer = replace(answer, checked=checked)
     verdicts = tuple(
         _call_verdict(i, ids[i] if i < len(ids) else None, c) for i, c in enumerate(answer.checked)
     )
@@ -386,6 +448,7 @@ def check(
         no_call=answer.no_call,
         verdict=answer,
         object_arguments=object_arguments(native_calls),
+        final_answer=final,
     )
 
 

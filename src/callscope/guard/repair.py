@@ -26,6 +26,11 @@ without a call attempt (prose) is not repaired (``stopped="no_call"``): the agen
 in prose. A re-asked answer without a call, after a call attempt, counts as no answer to the
 correction (it ranks below any call and is corrected with the paper's "No function name
 found").
+
+An ASK correction (issue 46: a required value the user did not state,
+:attr:`~callscope.records.FailureKind.ASK`) asks the agent to ask the user: a re-asked answer
+in prose after it is the answer asked for, not a missing call; the repair ends there
+(``stopped="asked"``) and returns that answer.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.models.prompting import assistant_turn
+from callscope.records import FailureKind
 from callscope.saag.correction import AnswerVerdict, Policy, answer_at, decide
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings
 from callscope.saag.groundings import Grounding
@@ -81,7 +87,9 @@ class RepairResult:
     """What :func:`repair` did. ``response`` is the best response (unchanged when the first
     passed or made no call), ``best_attempt`` its 1-based attempt; ``stopped`` says why the
     re-asking ended: ``passed``, ``no_call`` (the first turn made no tool call),
-    ``budget`` (``k`` re-asks spent), ``deadline``, ``error`` (the chat function raised), and
+    ``budget`` (``k`` re-asks spent), ``deadline``, ``error`` (the chat function raised),
+    ``asked`` (after an ASK correction the model asked the user, in prose: that answer is
+    the response), and
     with gated settings ``gate`` (only a soft drift is left: nothing confident to correct) or
     ``regression`` (a revision ranked below the best so far) or ``repeat`` (the model repeated
     its calls through ``repeat_patience`` corrections)."""
@@ -171,12 +179,20 @@ def repair(
             continue
         v = check(reply, tools, base, grounding)
         attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
+        if v.no_call == "abstained" and asks_user(last.verdict):
+            return RepairResult(reply, v, n, "asked", attempts)
         history.append(v.answer if v.checked else AnswerVerdict(parse_error=v.parse_error))
     best = answer_at(history, policy)
     assert best is not None  # the first attempt always has an answer
     chosen = attempts[best]
     assert chosen.verdict is not None
     return RepairResult(chosen.response, chosen.verdict, chosen.attempt, stopped, attempts)
+
+
+def asks_user(verdict: TurnVerdict) -> bool:
+    """Whether the correction of ``verdict`` asks the agent to ask the user: a call of it
+    failed with :attr:`~callscope.records.FailureKind.ASK`."""
+    return any(FailureKind.ASK in c.diagnosis.failure_kinds() for c in verdict.calls)
 
 
 def repair_policy(k: int, settings: GatedSettings | None) -> Policy:

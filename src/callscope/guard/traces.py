@@ -70,13 +70,16 @@ from callscope.guard.trace_values import (
 CONVENTIONS = ("gen_ai", "openinference", "langsmith")
 
 #: what a model span recorded without its messages is told (OpenTelemetry's GenAI
-#: instrumentations leave content out unless this variable turns it on)
+#: instrumentations leave content out unless this variable turns it on; ``EVENT_ONLY`` (and
+#: the conventions before ``gen_ai_latest_experimental``) write it to log events, which a
+#: trace does not hold: issue 46, measured with opentelemetry-instrumentation-openai-v2)
 CAPTURE_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CAPTURE_OFF = (
-    "content capture was off where the trace was recorded; set "
-    f"{CAPTURE_VARIABLE}=SPAN_ONLY (with "
+    "content capture was off where the trace was recorded, or it wrote the messages to log "
+    "events only (EVENT_ONLY, or the GenAI conventions before gen_ai_latest_experimental), "
+    f"which a trace does not hold; set {CAPTURE_VARIABLE}=SPAN_ONLY (or SPAN_AND_EVENT) with "
     "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, which puts the messages on "
-    "the span) and record again"
+    "the span, and record again"
 )
 NO_CONTENT = f"a model span without its messages: {CAPTURE_OFF}"
 #: the GenAI operations that are a model's answer to messages

@@ -1,5 +1,6 @@
-"""callscope in the OpenAI Agents SDK: a tool input guardrail (``pip install
-"callscope[agents]"``).
+"""callscope in the OpenAI Agents SDK: a tool input guardrail (extra ``agents``; callscope is
+not on the package index: from a checkout, ``pip install "/path/to/callscope[agents]"``,
+``docs/hosts.md``).
 
 :data:`guard` (or :func:`callscope_guardrail` for other settings) is a
 :class:`agents.ToolInputGuardrail`: put it on a function tool
@@ -50,6 +51,7 @@ from agents import (
 from agents.tool_context import ToolContext
 
 from callscope.guard.check import TurnVerdict, check, content_text
+from callscope.integrations.formats import responses_messages
 from callscope.integrations.verdicts import acts_on, call_row, correction_for
 from callscope.saag.gated import GATED_DEFAULT
 
@@ -80,28 +82,12 @@ def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _item(item: Any) -> dict[str, Any] | None:
-    if not isinstance(item, dict):
-        dump = getattr(item, "model_dump", None)
-        item = dump(exclude_unset=True) if callable(dump) else None
-    return item if isinstance(item, dict) else None
-
-
 def chat_messages(items: Sequence[Any]) -> list[dict[str, Any]]:
-    """Responses-API input items (the SDK's ``TResponseInputItem``) as chat messages: the
-    messages by role with their text, a ``function_call_output`` as a tool message; other
-    items (the model's own calls, reasoning) carry no evidence and are left out."""
-    out: list[dict[str, Any]] = []
-    for raw in items:
-        item = _item(raw)
-        if item is None:
-            continue
-        kind = item.get("type")
-        if kind == "function_call_output":
-            out.append({"role": "tool", "content": content_text(item.get("output"))})
-        elif kind in (None, "message") and isinstance(item.get("role"), str):
-            out.append({"role": item["role"], "content": content_text(item.get("content"))})
-    return out
+    """Responses-API input items (the SDK's ``TResponseInputItem``) as chat messages
+    (:func:`callscope.integrations.formats.responses_messages`, the one reader of the
+    Responses format): the messages by role with their text, a ``function_call_output`` as a
+    tool message; other items (the model's own calls, reasoning) carry no evidence."""
+    return responses_messages(list(items))
 
 
 def _outputs_of(context: RunContextWrapper[Any], create: bool = False) -> list[str] | None:

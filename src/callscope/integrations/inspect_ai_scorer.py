@@ -1,5 +1,6 @@
 """callscope in Inspect AI: a scorer and an approver, registered through Inspect's
-``inspect_ai`` entry point (``pip install "callscope[inspect]"``).
+``inspect_ai`` entry point (extra ``inspect``; callscope is not on the package index: from a
+checkout, ``pip install "/path/to/callscope[inspect]"``, ``docs/hosts.md``).
 
 Inspect loads the entry point named ``callscope`` (pyproject's
 ``[project.entry-points.inspect_ai]``) the first time a task names one of its objects, so
@@ -14,14 +15,21 @@ approval-policy files:
   The :class:`~inspect_ai.scorer.Score`'s value is ``C`` when every call passed, ``I`` when
   one failed, ``N`` when the sample made no call; its explanation names each failing call's
   stage and reasons; its metadata holds each call's verdict (stage, failure kinds, reasons,
-  correction, the SAAG metrics) and the stage counts. Metrics: ``accuracy`` and
+  correction, the SAAG metrics) and the stage counts. A call of the agent's final-answer
+  tool (``submit``: :data:`~callscope.integrations.verdicts.FINAL_ANSWER_TOOLS`) is the
+  agent's answer, not a graded tool call. Metrics: ``accuracy`` and
   :func:`stage_mix` (the share of calls that passed and that first failed at each stage).
   The scorer is gold-free: it ignores ``Sample.target`` (the verdict is the cascade's on the
   call and the conversation, never a comparison with an expected answer).
 - approver ``callscope/guard`` (:func:`guard`): before a tool runs, checks its call the same
   way; a passing call is approved, a failing one rejected with the correction as the
   explanation (which Inspect sends the model as the tool's error, so it repairs the call in
-  its own loop) or escalated to the next approver of the policy.
+  its own loop) or escalated to the next approver of the policy. It reads what the model
+  saw wherever the agent keeps it (issue 46): the tools the model call that made the call
+  was offered (its ``ModelEvent``: ``react()`` keeps its tools in the agent, not in
+  ``state.tools``), and the sample's whole conversation when the agent hands the approver
+  less (``basic_agent`` gives only the assistant message). The final-answer tool is
+  approved unchecked.
 
 By name (``callscope/tool_calls``, ``callscope/guard``) they are found where Inspect resolves
 names: ``inspect score --scorer callscope/tool_calls``, approval-policy files
@@ -36,7 +44,7 @@ rejection, a failed tool) is not evidence: a correction never grounds the value 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import suppress
 from typing import Any, Literal
 from weakref import WeakKeyDictionary
@@ -70,6 +78,7 @@ from inspect_ai.tool import Tool, ToolCall, ToolCallView, ToolDef
 
 from callscope.guard.check import TurnVerdict, check
 from callscope.integrations.verdicts import (
+    FINAL_ANSWER_TOOLS,
     STAGE_KEYS,
     acts_on,
     call_row,
@@ -165,11 +174,12 @@ def diagnose_messages(
     messages: Sequence[ChatMessage],
     tools: Sequence[Tool | ToolDef] | dict[str | None, list[dict[str, Any]]],
     grounding: str | None = None,
+    final_answer: Collection[str] = FINAL_ANSWER_TOOLS,
 ) -> list[tuple[int, TurnVerdict]]:
     """``(message index, verdict)`` for every assistant message of ``messages`` that made a
     call attempt, each checked against ``tools`` and the messages before it. ``tools`` is the
     sample's tools, or :func:`recorded_tools` (each message against the tools its model call
-    was offered)."""
+    was offered); calls of a ``final_answer`` tool are not checked."""
     spec = openai_tools(tools) if not isinstance(tools, dict) else []
     out: list[tuple[int, TurnVerdict]] = []
     history: list[dict[str, Any]] = []
@@ -178,7 +188,7 @@ def diagnose_messages(
         if isinstance(m, ChatMessageAssistant) and o is not None:
             if isinstance(tools, dict):
                 spec = tools.get(m.id) or tools.get(None) or []
-            turn = check(o, spec, history, grounding)
+            turn = check(o, spec, history, grounding, final_answer)
             if turn.checked:
                 out.append((i, turn))
         if o is not None:
@@ -228,16 +238,19 @@ def stage_mix() -> Metric:
 
 
 @scorer(metrics=[accuracy(), stage_mix()])
-def tool_calls(grounding: str | None = None) -> Scorer:
+def tool_calls(grounding: str | None = None, final_answer: Sequence[str] | None = None) -> Scorer:
     """Score a sample by the SAAG cascade's verdict on every tool call it made (module
     docstring). ``grounding`` names the stage-3 mode (``lexical`` or ``registry``, the
-    default)."""
+    default); ``final_answer`` the agent's final-answer tools, not graded (default
+    :data:`~callscope.integrations.verdicts.FINAL_ANSWER_TOOLS`)."""
+    final = FINAL_ANSWER_TOOLS if final_answer is None else frozenset(final_answer)
 
     async def score(state: TaskState, target: Target) -> Score:
-        # a state rebuilt from a log (``inspect score``) has no tools: read the ones each
-        # model call was offered from the sample's events
+        # a state rebuilt from a log (``inspect score``), or an agent that keeps its tools
+        # itself (``react()``), has no sample tools: read the ones each model call was
+        # offered from the sample's events
         tools = state.tools or recorded_tools(transcript().events)
-        return score_of(diagnose_messages(state.messages, tools, grounding))
+        return score_of(diagnose_messages(state.messages, tools, grounding, final))
 
     return score
 
@@ -249,17 +262,51 @@ def check_call(
     message: str,
     call: ToolCall,
     history: Sequence[ChatMessage],
-    tools: Sequence[Tool | ToolDef],
+    tools: Sequence[Tool | ToolDef] | list[dict[str, Any]],
     grounding: str | None = None,
+    final_answer: Collection[str] = FINAL_ANSWER_TOOLS,
 ) -> TurnVerdict:
     """The verdict on one call about to run: the call as an assistant message of its own
-    (with the model's ``message`` text), against ``tools`` and the ``history`` before it (a
-    trailing assistant message, the one that made the call, is not part of the request)."""
+    (with the model's ``message`` text), against ``tools`` (Inspect tools, or OpenAI ones)
+    and the ``history`` before it (a trailing assistant message, the one that made the
+    call, is not part of the request). A call of a ``final_answer`` tool is not checked."""
     before = list(history)
     while before and isinstance(before[-1], ChatMessageAssistant):
         before.pop()
     response = {"role": "assistant", "content": message, "tool_calls": [openai_call(call)]}
-    return check(response, openai_tools(tools), openai_messages(before), grounding)
+    spec = [t for t in tools if isinstance(t, dict)] or openai_tools(
+        [t for t in tools if not isinstance(t, dict)]
+    )
+    return check(response, spec, openai_messages(before), grounding, final_answer)
+
+
+def offered_tools(call: ToolCall, events: Sequence[Any]) -> list[dict[str, Any]] | None:
+    """The tools (OpenAI form) the model call that made ``call`` was offered: the latest
+    :class:`ModelEvent` whose output carries a call of that id (else the latest one);
+    ``None`` when no model call was recorded. Read from the end: the call's own model event
+    is the latest but for the approvals after it."""
+    latest: ModelEvent | None = None
+    found: ModelEvent | None = None
+    for e in reversed(events):
+        if isinstance(e, ModelEvent):
+            latest = latest or e
+            calls = (e.output.message.tool_calls or ()) if e.output.choices else ()
+            if any(c.id == call.id for c in calls):
+                found = e
+                break
+    chosen = found or latest
+    if chosen is None:
+        return None
+    return [{"type": "function", "function": t.model_dump(exclude_none=True)} for t in chosen.tools]
+
+
+def _conversation(history: Sequence[ChatMessage], state: TaskState) -> Sequence[ChatMessage]:
+    """The evidence of a call: the ``history`` the agent handed the approver when it holds
+    the request (a user or tool message), else the sample's conversation (``basic_agent``
+    hands only the assistant message that made the call)."""
+    if any(isinstance(m, ChatMessageUser | ChatMessageTool) for m in history):
+        return history
+    return state.messages
 
 
 @approver(name="guard")
@@ -268,13 +315,17 @@ def guard(
     on_pass: Literal["approve", "escalate"] = "approve",
     gated: bool = True,
     grounding: str | None = None,
+    final_answer: list[str] | None = None,
 ) -> Approver:
     """Approve a tool call that passes the SAAG cascade; ``on_fail`` (``reject``, default:
     the correction is the explanation Inspect shows the model) a failing one. ``gated``
     (default) sends the gated correction and lets a call whose only failure is a soft drift
     through; ``False`` sends the paper's structured correction on every failure. A call
-    outside a sample (no tools to check it against) is escalated."""
+    outside a sample (no tools to check it against) is escalated. ``final_answer`` names
+    the agent's final-answer tools, approved unchecked (default
+    :data:`~callscope.integrations.verdicts.FINAL_ANSWER_TOOLS`)."""
     settings = GATED_DEFAULT if gated else None
+    final = FINAL_ANSWER_TOOLS if final_answer is None else frozenset(final_answer)
 
     async def approve(
         message: str, call: ToolCall, view: ToolCallView, history: list[ChatMessage]
@@ -282,7 +333,14 @@ def guard(
         state = sample_state()
         if state is None:
             return Approval(decision="escalate", explanation="callscope: no sample tools")
-        turn = check_call(message, call, history, state.tools, grounding)
+        if call.function in final:
+            return Approval(
+                decision=on_pass,
+                explanation=f"{call.function}: the agent's final answer, not checked",
+                metadata={"callscope": {"final_answer": call.function}},
+            )
+        tools = offered_tools(call, transcript().events) or state.tools
+        turn = check_call(message, call, _conversation(history, state), tools, grounding, final)
         verdict = turn.calls[0]
         fix = correction_for(verdict, settings, turn.parse_error)
         meta = {"callscope": call_row(verdict)}

@@ -1,25 +1,37 @@
 """A LiteLLM guardrail: the tool calls of every response checked after the call (extra
-``litellm``).
+``litellm``; callscope is not on the package index: install it from its checkout,
+``pip install "/path/to/callscope[litellm]"``, ``docs/hosts.md``).
 
 :class:`CallscopeGuardrail` is a ``litellm.integrations.custom_guardrail.CustomGuardrail``
 whose ``async_post_call_success_hook`` (a whole response) and
 ``async_post_call_streaming_iterator_hook`` (a ``stream: true`` response: its chunks are
-held, assembled with ``litellm.stream_chunk_builder`` and checked before the first one is
-sent) run :func:`callscope.guard_check` on the response against the request's ``tools`` and
-``messages``, and then, by ``callscope_mode``:
+held, assembled and checked before the first one is sent) run :func:`callscope.guard_check`
+on the response against the request's tools and messages, on every route the proxy serves
+(issue 46): ``/v1/chat/completions``, ``/v1/messages`` (Anthropic's format: ``tool_use``
+blocks, its event stream) and ``/v1/responses`` (``function_call`` items, its typed events),
+each read by :mod:`callscope.integrations.formats`. Then, by ``callscope_mode``:
 
 - ``annotate`` (default): the response goes through unchanged, with the verdict under its
-  ``callscope`` field (``TurnVerdict.to_dict()``; the proxy returns it in the JSON body, and
-  on the last chunk of a stream);
+  ``callscope`` field (``TurnVerdict.to_dict()``): the JSON body; on a stream, the chunk with
+  the finish reason (chat), the ``message_delta`` event (messages), the
+  ``response.completed`` event's response (responses);
 - ``repair``: a response the gate acts on is re-asked with the gated correction
-  (:func:`callscope.guard_repair`, as ``callscope serve`` does, through the proxy's router
-  when it runs in the proxy, else ``litellm.acompletion`` with the caller's own parameters:
-  ``api_base``, ``api_key`` and the rest) and the best answer is returned (a stream as a
-  stream), annotated with the repair's record; a re-ask that fails is logged and named in
-  the annotation (``error``), never passed off as a repair;
-- ``block``: a response the gate acts on is refused: :class:`CallscopeBlocked` (HTTP 400 in
-  the proxy, before any chunk of a stream is sent; the correction and the verdict as the
-  detail).
+  (:func:`callscope.guard_repair`, as ``callscope serve`` does, as a chat completion through
+  the proxy's router when it runs in the proxy, else ``litellm.acompletion`` with the
+  caller's own parameters: ``api_base``, ``api_key`` and the rest) and the best answer is
+  returned in the route's own format (a stream as a stream), annotated with the repair's
+  record; a re-ask that fails is logged and named in the annotation (``error``), never
+  passed off as a repair;
+- ``block``: a response the gate acts on is refused before any chunk of a stream is sent:
+  :class:`CallscopeBlocked` from the SDK; in the proxy an HTTP 400 whose body carries the
+  correction and the verdict (``error.provider_specific_fields.callscope``) for a whole
+  response, and the correction in its message for a stream (a streamed ``/v1/responses``
+  ends in a ``response.failed`` event: the proxy's own stream error).
+
+From the SDK, the hook also takes what ``litellm.acompletion(stream=True)`` returns: the
+stream is read whole, checked, and given back as a :class:`GuardedStream` to iterate (its
+``callscope`` the annotation), or refused (``block``) before the caller sees a chunk.
+A request's final-answer tool (``final_answer: [submit]``) is not checked (none by default).
 
 The gate is every integration's (:func:`callscope.integrations.verdicts.acts_on`): with
 ``gated: true`` (default) a call whose only failure is a soft drift (a slip in a stated
@@ -43,19 +55,35 @@ send it as their API key)::
           mode: post_call
           default_on: true
           callscope_mode: repair      # annotate | repair | block
+
+What each route, mode and stream gives the client, measured on litellm 1.108.7 and 1.110.2:
+``docs/hosts.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
-from callscope.guard.check import TurnVerdict, check
+from callscope.guard.check import TurnVerdict, check, content_text, message_of
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairResult, repair
+from callscope.integrations.formats import (
+    annotate_anthropic_stream,
+    anthropic_body,
+    anthropic_stream,
+    as_dict,
+    chat_tools,
+    format_of,
+    request_messages,
+    responses_output,
+    sse_events,
+    stream_format_of,
+)
 from callscope.integrations.verdicts import acts_on, turn_correction
 from callscope.saag.gated import GATED_DEFAULT
 
@@ -83,7 +111,9 @@ log = logging.getLogger("callscope.integrations.litellm")
 class CallscopeBlocked(Exception):
     """A response whose tool calls the gate acts on, refused in ``block`` mode, from the SDK
     and the proxy alike; ``status_code`` 400 is what the proxy answers with, ``detail`` the
-    error body (``error``, ``correction``, ``verdict``)."""
+    error body (``error``, ``correction``, ``verdict``). The proxy puts an exception's
+    ``provider_specific_fields`` in its error body: they carry ``callscope`` (the
+    correction and the verdict), so a client reads them from the 400 (issue 46)."""
 
     status_code = 400
 
@@ -97,13 +127,43 @@ class CallscopeBlocked(Exception):
             "correction": fix,
             "verdict": verdict.to_dict(),
         }
+        self.provider_specific_fields = {"callscope": self.detail}
+
+    def for_proxy(self) -> Exception:
+        """What the proxy is given to raise: the guardrail convention of LiteLLM's proxy, a
+        fastapi ``HTTPException`` (400) whose ``detail`` is ``{"error": message,
+        "callscope": {"correction", "verdict"}}``, which the proxy puts whole in its error
+        body, streamed or not (``provider_specific_fields``); this exception itself where
+        fastapi is not installed."""
+        try:  # lazy: fastapi comes with the proxy, not with the SDK
+            from fastapi import HTTPException
+        except ImportError:
+            return self
+        detail = {"error": self.message, "callscope": self.detail}
+        return HTTPException(status_code=self.status_code, detail=detail)
 
 
-def _as_dict(response: Any) -> dict[str, Any]:
-    if isinstance(response, dict):
-        return response
-    dump = getattr(response, "model_dump", None)
-    return dump() if callable(dump) else {}
+class GuardedStream:
+    """A stream the SDK hook checked (:meth:`CallscopeGuardrail.async_post_call_success_hook`
+    on ``acompletion(stream=True)``): iterate it as the stream itself (``async for``); its
+    ``callscope`` is the annotation (the verdict, a repair's record)."""
+
+    def __init__(self, chunks: list[Any], note: dict[str, Any]) -> None:
+        self.chunks = chunks
+        self.callscope = note
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        for item in self.chunks:
+            yield item
+
+
+def _is_stream(response: Any) -> bool:
+    """A response still to be read (the SDK's ``CustomStreamWrapper``): iterable
+    asynchronously, with no whole answer of any format."""
+    return hasattr(response, "__aiter__") and format_of(response) is None
 
 
 class CallscopeGuardrail(CustomGuardrail):
@@ -115,6 +175,7 @@ class CallscopeGuardrail(CustomGuardrail):
         attempts: int = DEFAULT_REPAIR_ATTEMPTS,
         grounding: str | None = None,
         gated: bool = True,
+        final_answer: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> None:
         if callscope_mode not in MODES:
@@ -123,12 +184,25 @@ class CallscopeGuardrail(CustomGuardrail):
         self.attempts = int(attempts)
         self.grounding = grounding
         self.settings = GATED_DEFAULT if _truthy(gated) else None
+        if isinstance(final_answer, str):
+            final_answer = [final_answer]
+        self.final_answer = frozenset(final_answer or ())
         super().__init__(**kwargs)
 
     def check_response(self, data: dict[str, Any], response: Any) -> TurnVerdict:
-        """The guard's verdict on ``response`` to the request ``data``."""
+        """The guard's verdict on ``response`` (a whole answer of any route's format, or its
+        assistant message in the chat form) to the request ``data``."""
+        fmt = format_of(response)
+        message = fmt.message(response) if fmt is not None else None
+        return self._check(data, message if message is not None else as_dict(response))
+
+    def _check(self, data: dict[str, Any], message: dict[str, Any]) -> TurnVerdict:
         return check(
-            _as_dict(response), data.get("tools") or [], data.get("messages") or [], self.grounding
+            message,
+            chat_tools(data.get("tools")),
+            request_messages(data),
+            self.grounding,
+            self.final_answer,
         )
 
     async def _reask(self, data: dict[str, Any], in_proxy: bool = False) -> Any:
@@ -149,79 +223,231 @@ class CallscopeGuardrail(CustomGuardrail):
         return await litellm.acompletion(messages=data["messages"], **kwargs)
 
     async def _guard(
-        self, data: dict[str, Any], response: Any, in_proxy: bool
-    ) -> tuple[Any, dict[str, Any]]:
-        """The response to send for ``response`` by the mode (the same one, or a repaired
-        one) and its annotation, or :class:`CallscopeBlocked`."""
-        tools = data.get("tools")
-        verdict = self.check_response(data, response)
+        self, data: dict[str, Any], message: dict[str, Any], in_proxy: bool, stream: bool = False
+    ) -> tuple[dict[str, Any] | None, dict[str, Any], TurnVerdict]:
+        """``(the repaired answer as a chat completion, or None to send the one given; its
+        annotation; the first verdict)`` for the assistant ``message`` by the mode, or
+        :class:`CallscopeBlocked`: in the proxy, a whole response's as
+        :meth:`CallscopeBlocked.for_proxy` (its body then carries the correction and the
+        verdict); a stream's as it is (the proxy's stream error path turns a dict detail
+        into its text: measured, ``docs/hosts.md``), its message carrying the correction."""
+        verdict = self._check(data, message)
         acted = acts_on(verdict, self.settings)
         if self.callscope_mode == "annotate" or not acted:
-            return response, {"verdict": verdict.to_dict()}
+            return None, {"verdict": verdict.to_dict()}, verdict
         if self.callscope_mode == "block":
-            raise CallscopeBlocked(verdict, turn_correction(verdict, self.settings))
+            blocked = CallscopeBlocked(verdict, turn_correction(verdict, self.settings))
+            if in_proxy and not stream:
+                raise blocked.for_proxy() from blocked
+            raise blocked
         loop = asyncio.get_running_loop()
+        base = _chat_request(data)
+        tools = base.get("tools")
 
         def chat_fn(messages: list[dict[str, Any]], tools: Sequence[Any] | None) -> Any:
-            ask = {**data, "messages": messages}
+            ask = {**base, "messages": [*_system(data), *messages]}
             fut = asyncio.run_coroutine_threadsafe(self._reask(ask, in_proxy), loop)
-            return _as_dict(fut.result())
+            return as_dict(fut.result())
 
         result = await asyncio.to_thread(
             repair,
             chat_fn,
-            data.get("messages") or [],
+            base["messages"],
             tools,
             k=self.attempts,
             grounding=self.grounding,
-            first=_as_dict(response),
+            first=message,
             settings=self.settings,
         )
-        best = result.response
-        if result.best_attempt > 1 and isinstance(best, dict):
-            import litellm  # lazy: the host's response type
-
-            best_response = litellm.ModelResponse(**best)
-        else:
-            best_response = response
-        return best_response, _repair_note(result)
+        best = result.response if result.best_attempt > 1 else None
+        return (best if isinstance(best, dict) else None), _repair_note(result), verdict
 
     async def async_post_call_success_hook(
         self, data: dict, user_api_key_dict: Any, response: Any
     ) -> Any:
-        if not data.get("tools") or not hasattr(response, "choices"):
+        """A whole response of any route (chat completions, Anthropic messages, Responses),
+        checked and annotated, repaired or refused by the mode; from the SDK, a stream
+        (``acompletion(stream=True)``) too: held, checked, and returned as a
+        :class:`GuardedStream` to iterate (or refused before any chunk)."""
+        if not data.get("tools"):
             return response
-        out, note = await self._guard(data, response, in_proxy=user_api_key_dict is not None)
-        _annotate(out, note)
-        return out
+        in_proxy = user_api_key_dict is not None
+        if _is_stream(response):
+            chunks = [item async for item in response]
+            out, note = await self._guard_stream(data, chunks, in_proxy)
+            return GuardedStream(out, note)
+        fmt = format_of(response)
+        message = fmt.message(response) if fmt is not None else None
+        if fmt is None or message is None:
+            return response
+        best, note, _ = await self._guard(data, message, in_proxy)
+        out = response if best is None else _rewrite(fmt.name, response, best)
+        return _annotate(out, note)
+
+    async def _guard_stream(
+        self, data: dict[str, Any], chunks: list[Any], in_proxy: bool
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """The chunks to send for a held stream (the same ones annotated, or the repaired
+        answer as a stream of the same format) and the annotation; unchecked chunks are
+        returned with an empty annotation."""
+        fmt = stream_format_of(chunks)
+        if fmt is None:
+            return chunks, {}
+        if fmt.name == "chat":
+            import litellm  # lazy: the host's stream assembler
+
+            built = litellm.stream_chunk_builder(chunks, messages=data.get("messages"))
+            message = fmt.message(built) if built is not None else None
+        else:
+            message = fmt.stream_message(chunks)
+        if message is None:
+            return chunks, {}
+        best, note, _ = await self._guard(data, message, in_proxy, stream=True)
+        return _stream_out(fmt.name, chunks, best, note), note
 
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict
     ) -> AsyncGenerator[Any, None]:
-        """A ``stream: true`` response: held whole (a call's arguments arrive in pieces),
-        assembled and checked as :meth:`async_post_call_success_hook` checks a response;
-        then its own chunks are sent (annotate, or a call the gate lets through: the
-        verdict on the last chunk), the repaired answer as a stream, or nothing
-        (:class:`CallscopeBlocked` before the first chunk)."""
+        """A ``stream: true`` response of any route: held whole (a call's arguments arrive
+        in pieces), assembled and checked as :meth:`async_post_call_success_hook` checks a
+        response; then its own chunks are sent (annotate, or a call the gate lets through:
+        the verdict on the chunk that ends it), the repaired answer as a stream of the same
+        format, or nothing (:class:`CallscopeBlocked` before the first chunk)."""
         if not request_data.get("tools"):
             async for item in response:
                 yield item
             return
         chunks = [item async for item in response]
-        import litellm  # lazy: the host's stream assembler
-
-        built = litellm.stream_chunk_builder(chunks, messages=request_data.get("messages"))
-        if built is None or not hasattr(built, "choices"):
-            for item in chunks:
-                yield item
-            return
-        out, note = await self._guard(request_data, built, in_proxy=user_api_key_dict is not None)
-        if out is not built:  # repaired: the best answer as a stream of its own
-            chunks = _as_stream(_as_dict(out), chunks[0] if chunks else None)
-        if chunks:
-            _annotate(chunks[_last_choice(chunks)], note)
-        for item in chunks:
+        out, _ = await self._guard_stream(
+            request_data, chunks, in_proxy=user_api_key_dict is not None
+        )
+        for item in out:
             yield item
+
+
+def _chat_request(data: dict[str, Any]) -> dict[str, Any]:
+    """The request ``data`` of any route as a chat-completions request to re-ask: its
+    ``messages`` (chat form), ``tools`` (OpenAI chat tools) and the sampling keys a re-ask
+    sends again."""
+    tools = [
+        t if isinstance(t.get("function"), dict) else {"type": "function", "function": t}
+        for t in chat_tools(data.get("tools"))
+    ]
+    keep = {k: v for k, v in data.items() if k not in ("messages", "input", "tools", "system")}
+    keep.pop("instructions", None)
+    return {**keep, "tools": tools, "messages": request_messages(data)}
+
+
+def _system(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The system prompt of an Anthropic (``system``) or Responses (``instructions``)
+    request, as the re-ask's first message (a chat request keeps its own in
+    ``messages``)."""
+    text = content_text(data.get("system")) or content_text(data.get("instructions"))
+    return [{"role": "system", "content": text}] if text else []
+
+
+def _rewrite(route: str, response: Any, best: dict[str, Any]) -> Any:
+    """The whole answer of ``route``'s format holding the repaired chat completion
+    ``best`` (:data:`_REWRITE`)."""
+    return _REWRITE[route](response, best)
+
+
+def _chat_whole(response: Any, best: dict[str, Any]) -> Any:
+    import litellm  # lazy: the host's response type
+
+    return litellm.ModelResponse(**best)
+
+
+def _anthropic_whole(response: Any, best: dict[str, Any]) -> Any:
+    return anthropic_body(message_of(best), as_dict(response))
+
+
+def _responses_whole(response: Any, best: dict[str, Any]) -> Any:
+    body = {**as_dict(response), "output": responses_output(message_of(best))}
+    try:
+        return type(response).model_validate(body)
+    except (AttributeError, TypeError, ValueError):
+        return body
+
+
+#: how a repaired answer is written back, by route
+_REWRITE: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "chat": _chat_whole,
+    "messages": _anthropic_whole,
+    "responses": _responses_whole,
+}
+
+
+def _stream_out(
+    route: str, chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+) -> list[Any]:
+    """The chunks to send: ``chunks`` annotated with ``note``, or the repaired answer
+    ``best`` as a stream of ``route``'s format (:data:`_STREAM_OUT`)."""
+    return _STREAM_OUT[route](chunks, best, note)
+
+
+def _chat_stream(chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]) -> list[Any]:
+    """Chat chunks: the repaired answer as two chunks; the note on the chunk with the finish
+    reason."""
+    if best is not None:
+        chunks = _as_stream(best, chunks[0] if chunks else None)
+    if chunks:
+        last = _annotate(chunks[_last_choice(chunks)], note)
+        # litellm 1.108's proxy writes a plain chunk by a fast path that keeps only the
+        # known fields; a chunk with provider fields takes the full serializer, which keeps
+        # ``callscope`` (measured: docs/hosts.md)
+        if getattr(last, "provider_specific_fields", "") is None:
+            with contextlib.suppress(AttributeError, TypeError, ValueError):
+                last.provider_specific_fields = {}
+    return chunks
+
+
+def _anthropic_stream(
+    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+) -> list[Any]:
+    """Anthropic events: the repaired answer as a stream of its own (the first message's
+    id and model kept); the note on the ``message_delta`` event."""
+    if best is None:
+        return annotate_anthropic_stream(list(chunks), note)
+    start = next((d.get("message") for e, d in sse_events(chunks) if e == "message_start"), None)
+    return anthropic_stream(anthropic_body(message_of(best), as_dict(start)), note)
+
+
+def _responses_stream(
+    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+) -> list[Any]:
+    """A Responses event stream annotated (``note`` on the ``response.completed`` event's
+    response), or, repaired, the stream's own ``response.created`` and a
+    ``response.completed`` whose response holds the repaired output."""
+    done = next((c for c in chunks if _completed(c)), None)
+    if done is None:
+        return chunks
+    if best is not None:
+        response = _responses_whole(done.response, best)
+        done = type(done).model_validate({**as_dict(done), "response": as_dict(response)})
+        chunks = [c for c in chunks if getattr(c, "type", None) and _created(c)] + [done]
+    _annotate(done.response, note)
+    return chunks
+
+
+#: how a held stream is sent on, by route
+_STREAM_OUT: dict[str, Callable[[list[Any], dict[str, Any] | None, dict[str, Any]], list[Any]]] = {
+    "chat": _chat_stream,
+    "messages": _anthropic_stream,
+    "responses": _responses_stream,
+}
+
+
+def _completed(chunk: Any) -> bool:
+    return str(getattr(getattr(chunk, "type", None), "value", getattr(chunk, "type", ""))) == (
+        "response.completed"
+    ) and hasattr(chunk, "response")
+
+
+def _created(chunk: Any) -> bool:
+    return str(getattr(getattr(chunk, "type", None), "value", getattr(chunk, "type", ""))) == (
+        "response.created"
+    )
 
 
 def _repair_note(result: RepairResult) -> dict[str, Any]:
@@ -295,13 +521,19 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
-def _annotate(response: Any, value: dict[str, Any]) -> None:
+def _annotate(response: Any, value: dict[str, Any]) -> Any:
+    """``response`` with ``value`` as its ``callscope`` field (a key of a dict, an attribute
+    of an object; else kept in its ``_hidden_params``)."""
+    if isinstance(response, dict):
+        response["callscope"] = value
+        return response
     try:
         response.callscope = value
     except (AttributeError, TypeError, ValueError):
         hidden = getattr(response, "_hidden_params", None)
         if isinstance(hidden, dict):
             hidden["callscope"] = value
+    return response
 
 
-__all__ = ["MODES", "CallscopeBlocked", "CallscopeGuardrail"]
+__all__ = ["MODES", "CallscopeBlocked", "CallscopeGuardrail", "GuardedStream"]

@@ -18,6 +18,18 @@ re-asked exactly when it has a correction to send (:func:`turn_correction`, the 
 everywhere (the Inspect approver, the Agents SDK guardrail, LiteLLM's ``repair`` and
 ``block``); what is soft is the cascade's (:func:`callscope.saag.grounding.soft_drift`: a slip
 in a stated value, never a value naming another entity of the same kind).
+
+Two rules every integration shares through :func:`callscope.guard.check.check` (issue 46):
+
+- a final-answer tool is not a tool call: the tool a host's agent ends its run with carries
+  the agent's answer, not values the user must have stated; the calls named in
+  :data:`FINAL_ANSWER_TOOLS` (Inspect's ``basic_agent`` and ``react``: ``submit``, their
+  default; pass ``final_answer=`` for an agent configured with another name) are neither
+  graded nor gated (:func:`callscope.guard.check.split_final`);
+- a required value the user did not state gets the ASK verdict
+  (:attr:`callscope.records.FailureKind.ASK`, :func:`callscope.saag.ask.with_ask`), whose
+  one correction tells the agent to ask the user, in the approver, the guardrails, the
+  proxy and ``guard_repair`` alike.
 """
 
 from __future__ import annotations
@@ -32,6 +44,10 @@ from callscope.saag.correction import feedback
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.saag.messages import gated_message
 from callscope.types import ToolCall
+
+#: the final-answer tools of the hosts' own agents: Inspect's ``basic_agent(submit_name=)`` and
+#: ``react(submit=AgentSubmit(name=))`` both default to ``submit``
+FINAL_ANSWER_TOOLS: frozenset[str] = frozenset({"submit"})
 
 #: the stage mix's keys, by stage (0 = passed), as the report names them
 STAGE_KEYS: tuple[str, ...] = ("passed", "stage1", "stage2", "stage3")

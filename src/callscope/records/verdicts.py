@@ -133,7 +133,12 @@ class FailureKind(StrEnum):
     >>> FailureKind.HARD.stage, FailureKind.HARD.label
     (3, 'value not grounded')
     >>> [k.value for k in FailureKind.of_stage(2)]
-    ['missing', 'spurious', 'drifted']
+    ['missing', 'spurious', 'drifted', 'ask']
+
+    ``ASK`` is the guard's (issue 46), never the cascade's: a required argument whose value
+    the user did not state, omitted or filled with one of the schema's own choices; the
+    right action is to ask the user (the calibration paper's ASK class), and its correction
+    says so (:func:`callscope.saag.ask.with_ask` decides it).
     """
 
     WRONG_NAME = "wrong_name"
@@ -141,6 +146,7 @@ class FailureKind(StrEnum):
     MISSING = "missing"
     SPURIOUS = "spurious"
     DRIFTED = "drifted"
+    ASK = "ask"
     NUMERIC = "numeric"
     HARD = "hard"
     SOFT = "soft"
@@ -232,6 +238,13 @@ _KIND_INFO: dict[str, KindInfo | tuple[Any, ...]] = {
         "argument {param} looks like {target}",
         "Some parameters appear misspelled and deviate slightly from the registry. Please "
         "ensure all parameter names exactly match the schema in the system prompt.",
+    ),
+    "ask": KindInfo(
+        2,
+        "required value not stated",
+        "required argument {param} has no value the user stated: ask the user for it",
+        "The user did not state a value for {params}, which the tool requires. Do not guess it "
+        "and do not leave it out: ask the user for it, in plain text, before calling the tool.",
     ),
     "numeric": KindInfo(
         3,
@@ -331,6 +344,9 @@ class Diagnosis:
     numeric: list[str] = field(default_factory=list)
     hard: list[str] = field(default_factory=list)
     soft: list[str] = field(default_factory=list)
+    #: required parameters whose value the user did not state (the guard's ASK, issue 46:
+    #: :func:`callscope.saag.ask.with_ask`; the cascade leaves it empty)
+    ask: list[str] = field(default_factory=list)
     #: for each drifted parameter, the schema name it most resembles
     drift_targets: dict[str, str] = field(default_factory=dict)
     #: the predicted name, when one was parsed (used by the stage-1 message)
@@ -379,11 +395,15 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, the lists and dicts copied (what ``dataclasses.asdict`` gives for these
-        flat fields, at a fraction of its cost: it deep-copies each value)."""
-        return {
+        flat fields, at a fraction of its cost: it deep-copies each value); ``ask`` only when
+        the guard set it (the cascade never does, so its stored verdicts keep their form)."""
+        out = {
             k: (list(v) if type(v) is list else dict(v) if type(v) is dict else v)
             for k, v in self.__dict__.items()
         }
+        if not self.ask:
+            del out["ask"]
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Diagnosis:

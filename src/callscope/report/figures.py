@@ -198,7 +198,7 @@ def overcorrection_plot(oc: pd.DataFrame, out_dir: Path) -> Path:
 #: in ``callscope/records.py`` is drawn in its stage's family with no change here.
 STAGE_SHADES: dict[int, tuple[str, ...]] = {
     1: ("#b01c1c", "#d62728", "#f28e8c"),
-    2: ("#b34700", "#e8590c", "#fd9a45", "#fcc58f"),
+    2: ("#b34700", "#e8590c", "#fd9a45", "#fcc58f", "#8c4a1a"),
     3: ("#4b2870", "#6a3d9a", "#9e7cc9", "#cbb8e6"),
 }
 _PASSED_COLOR = "#2ca02c"

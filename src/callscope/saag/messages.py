@@ -36,6 +36,9 @@ DRIFTED = TEMPLATES[FailureKind.DRIFTED]
 NUMERIC = TEMPLATES[FailureKind.NUMERIC]
 HARD = TEMPLATES[FailureKind.HARD]
 SOFT = TEMPLATES[FailureKind.SOFT]
+#: the guard's ASK (issue 46, :func:`callscope.saag.ask.with_ask`): a required value the user
+#: did not state is asked for, never invented and never left out
+ASK = TEMPLATES[FailureKind.ASK]
 
 
 def correction_message(d: Diagnosis, soft: bool = True) -> str | None:
@@ -96,6 +99,8 @@ def already_right(d: Diagnosis, call: ToolCall | None) -> str:
     sees why it is kept. Never reads the gold."""
     if call is None or d.stage in (0, 1) or d.predicted is None:
         return ""
+    if d.ask and not (d.missing or d.spurious or d.drifted):
+        return ""  # the agent is to ask the user, not to call again: nothing to keep
     parts = [KEEP_NAME.format(name=d.predicted)]
     if d.stage == 3:
         kept = [k for k in call.arguments if k in d.grounded]

@@ -156,3 +156,56 @@ def template_fills(value: str, parts: tuple[str, ...]) -> list[str] | None:
         return None
     fills.append(value[pos:end])
     return fills
+
+
+#: one option of a description that is only a list of choices: a word or a quoted value
+_OPTION = r"(?:'[^'\n]{1,40}'|\"[^\"\n]{1,40}\"|[\w-]{1,40})"
+#: a description that is a list of choices, after an optional label ("Temperature unit:"),
+#: "either"/"one of": "celsius or fahrenheit", "Unit: 'c', 'f' or 'k'"; possessive, linear
+_OPTIONS = re.compile(
+    rf"(?:[\w ()-]{{0,60}}?[:,(-]\s*+)?(?:(?:either|one of|must be)\s++)?+"
+    rf"({_OPTION}(?:(?:\s*+,\s*+(?:or\s++)?+|\s*+/\s*+|\s++or\s++){_OPTION}){{1,19}})"
+    r"\s*+\)?\.?",
+    re.IGNORECASE,
+)
+_OPTION_ITEM = re.compile(_OPTION)
+#: words an option list is joined with, never options themselves
+_JOINERS = frozenset({"or"})
+
+
+def described_options(schema: dict[str, Any] | None) -> tuple[str, ...]:
+    """The closed set of values a parameter's schema offers: its ``enum`` members (as text),
+    or the choices of a description that is nothing but a list of them ("celsius or
+    fahrenheit", "Temperature unit: 'c' or 'f'"; quotes removed, lower case); ``()`` when
+    the parameter is open (a description that says more than the list, "The city or town
+    name", offers no closed set). At most 20 options; the description's first 200
+    characters are read.
+
+    >>> described_options({"type": "string", "description": "celsius or fahrenheit"})
+    ('celsius', 'fahrenheit')
+    >>> described_options({"description": "The city or town name"})
+    ()
+    >>> described_options({"enum": ["c", "f"]})
+    ('c', 'f')
+    """
+    if not isinstance(schema, dict):
+        return ()
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return tuple(str(m).lower() for m in enum[:20] if isinstance(m, str | int | float))
+    desc = schema.get("description")
+    if not isinstance(desc, str) or len(desc) > 200:
+        return ()
+    return _options(desc.strip())
+
+
+@lru_cache(maxsize=4096)
+def _options(desc: str) -> tuple[str, ...]:
+    m = _OPTIONS.fullmatch(desc)
+    if m is None:
+        return ()
+    joined = m.group(1).lower()
+    if " or " not in joined and "/" not in joined and "one of" not in desc.lower():
+        return ()  # "Paris, France": an example, not a choice
+    items = (i.strip("'\"").strip().lower() for i in _OPTION_ITEM.findall(m.group(1)))
+    return tuple(i for i in items if i and i not in _JOINERS)

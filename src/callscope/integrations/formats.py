@@ -1,0 +1,443 @@
+"""The API formats a host routes besides chat completions, read into (and written back from)
+the OpenAI chat form :func:`callscope.guard.check.check` takes, free of any host package.
+
+LiteLLM's proxy serves the same model on ``/v1/chat/completions``, ``/v1/messages``
+(Anthropic's Messages format) and ``/v1/responses`` (OpenAI's Responses format), whole and
+streamed, and hands its post-call hooks each route's own objects (issue 46, measured on
+litellm 1.108.7 and 1.110.2): a ``ModelResponse`` / ``ModelResponseStream`` chunks for chat;
+a ``dict`` Anthropic message / its server-sent events as ``bytes`` for messages; a
+``ResponsesAPIResponse`` / typed stream events (``response.completed`` carrying the whole
+response) for responses. :data:`FORMATS` holds one :class:`ApiFormat` per route (a
+registry, not an if-chain): how to recognise its answer, read the request's tools and
+evidence, read the answer's assistant message (whole or from its chunks), annotate it, and
+write a repaired answer back in the route's own format. The Agents SDK's run input is the
+Responses format's input items (:func:`responses_messages`).
+
+Every JSON read here comes from outside (a stream's event data) and goes through
+:func:`callscope.core.jsonl.loads_bounded`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from callscope.core.jsonl import JsonLimitError, loads_bounded
+from callscope.guard.check import content_text
+
+#: an assistant message in the chat form: ``{"role": "assistant", "content", "tool_calls"}``
+Message = dict[str, Any]
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """A host object as plain data (``model_dump`` of a pydantic object; a dict as it is;
+    ``{}`` for anything else)."""
+    if isinstance(obj, dict):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            out = dump()
+        except (TypeError, ValueError):
+            return {}
+        return out if isinstance(out, dict) else {}
+    return {}
+
+
+def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _message(text: str, calls: list[dict[str, Any]]) -> Message:
+    out: Message = {"role": "assistant", "content": text or None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def chat_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """A request's tools in the form :func:`~callscope.guard.check.functions_of` reads:
+    OpenAI chat tools and bare specs as they are, the Responses format's flat function
+    tools (``{"type": "function", "name", "parameters"}``) as bare specs, Anthropic tools
+    (``input_schema``) with their schema as ``parameters``; other tools are left out."""
+    out: list[dict[str, Any]] = []
+    for t in tools or ():
+        t = as_dict(t)
+        if isinstance(t.get("function"), dict):
+            out.append(t)
+        elif isinstance(t.get("name"), str) and isinstance(t.get("input_schema"), dict):
+            spec = {"name": t["name"], "parameters": t["input_schema"]}
+            if isinstance(t.get("description"), str):
+                spec["description"] = t["description"]
+            out.append(spec)
+        elif isinstance(t.get("name"), str) and t.get("type") in (None, "function"):
+            out.append(t)
+    return out
+
+
+def anthropic_messages(messages: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """Anthropic ``messages`` in the chat form: a message's text blocks as its content, each
+    ``tool_result`` block as a tool message (its text), an assistant's ``tool_use`` blocks
+    as its calls. A chat-form message passes as it is (its ``content`` a string)."""
+    out: list[dict[str, Any]] = []
+    for m in messages or ():
+        m = as_dict(m)
+        role, content = m.get("role"), m.get("content")
+        if not isinstance(role, str):
+            continue
+        if not isinstance(content, list):
+            out.append(m)
+            continue
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for block in content:
+            block = as_dict(block)
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif kind == "tool_result":
+                out.append({"role": "tool", "content": content_text(block.get("content"))})
+            elif kind == "tool_use":
+                calls.append(_call(block.get("id"), block.get("name"), block.get("input") or {}))
+        if role == "assistant":
+            out.append(_message("\n".join(texts), calls))
+        elif texts:
+            out.append({"role": role, "content": "\n".join(texts)})
+    return out
+
+
+def responses_messages(items: Any) -> list[dict[str, Any]]:
+    """The Responses format's ``input`` (a string: one user message; a list of input items)
+    in the chat form: messages by role with their text, a ``function_call_output`` as a
+    tool message; other items (the model's own calls, reasoning) carry no evidence."""
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    out: list[dict[str, Any]] = []
+    for raw in items if isinstance(items, list | tuple) else ():
+        item = as_dict(raw)
+        kind = item.get("type")
+        if kind == "function_call_output":
+            out.append({"role": "tool", "content": content_text(item.get("output"))})
+        elif kind in (None, "message") and isinstance(item.get("role"), str):
+            out.append({"role": item["role"], "content": content_text(item.get("content"))})
+    return out
+
+
+def request_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The evidence of any route's request as chat messages: ``messages`` (chat or
+    Anthropic blocks) or the Responses format's ``input``."""
+    if data.get("messages") is not None:
+        return anthropic_messages(data.get("messages"))
+    return responses_messages(data.get("input"))
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def _anthropic_message(body: dict[str, Any]) -> Message:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for block in body.get("content") or ():
+        block = as_dict(block)
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            calls.append(_call(block.get("id"), block.get("name"), block.get("input") or {}))
+    return _message("\n".join(texts), calls)
+
+
+def _responses_message(body: dict[str, Any]) -> Message:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for item in body.get("output") or ():
+        item = as_dict(item)
+        if item.get("type") == "function_call":
+            calls.append(_call(item.get("call_id"), item.get("name"), item.get("arguments")))
+        elif item.get("type") == "message":
+            texts.append(content_text(item.get("content")))
+    return _message("\n".join(t for t in texts if t), calls)
+
+
+def sse_events(chunks: Sequence[Any]) -> list[tuple[str, Any]]:
+    """The ``(event, data)`` pairs of a server-sent event stream given as its chunks
+    (``bytes`` or ``str``, an event possibly split over chunks); data that is not JSON (or
+    nested past the reader's limit) is kept as its text."""
+    text = "".join(c.decode("utf-8", "replace") if isinstance(c, bytes) else str(c) for c in chunks)
+    out: list[tuple[str, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        event, data = "", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+        if not data:
+            continue
+        raw = "\n".join(data)
+        try:
+            value: Any = loads_bounded(raw)
+        except (ValueError, JsonLimitError):
+            value = raw
+        out.append((event or (value.get("type", "") if isinstance(value, dict) else ""), value))
+    return out
+
+
+def anthropic_stream_message(chunks: Sequence[Any]) -> Message | None:
+    """The assistant message an Anthropic event stream assembles to (its text deltas, each
+    ``tool_use`` block with its ``input_json_delta`` pieces); ``None`` when it holds no
+    ``message_start``."""
+    events = sse_events(chunks)
+    if not any(e == "message_start" for e, _ in events):
+        return None
+    blocks: dict[int, dict[str, Any]] = {}
+    for event, data in events:
+        if not isinstance(data, dict):
+            continue
+        index = data.get("index")
+        if event == "content_block_start" and isinstance(index, int):
+            block = dict(as_dict(data.get("content_block")))
+            block["_json"] = ""
+            blocks[index] = block
+        elif event == "content_block_delta" and index in blocks:
+            delta = as_dict(data.get("delta"))
+            if delta.get("type") == "text_delta":
+                blocks[index]["text"] = blocks[index].get("text", "") + str(delta.get("text", ""))
+            elif delta.get("type") == "input_json_delta":
+                blocks[index]["_json"] += str(delta.get("partial_json", ""))
+    content = []
+    for _, block in sorted(blocks.items()):
+        if block.get("type") == "tool_use":
+            raw = block.pop("_json")
+            block["input"] = raw if raw else (block.get("input") or {})
+        else:
+            block.pop("_json", None)
+        content.append(block)
+    texts = [
+        b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    calls = [
+        _call(b.get("id"), b.get("name"), b.get("input"))
+        for b in content
+        if b.get("type") == "tool_use"
+    ]
+    return _message("\n".join(texts), calls)
+
+
+def _event_type(chunk: Any) -> str:
+    kind = getattr(chunk, "type", None)
+    if kind is None and isinstance(chunk, dict):
+        kind = chunk.get("type")
+    return str(getattr(kind, "value", kind) or "")
+
+
+def responses_stream_message(chunks: Sequence[Any]) -> Message | None:
+    """The assistant message of a Responses event stream: its ``response.completed``
+    event's whole response; else the items of its ``response.output_item.done`` events;
+    ``None`` when it has neither."""
+    items: list[Any] = []
+    for c in chunks:
+        kind = _event_type(c)
+        if kind == "response.completed":
+            return _responses_message(
+                as_dict(getattr(c, "response", None) or as_dict(c).get("response"))
+            )
+        if kind == "response.output_item.done":
+            items.append(getattr(c, "item", None) or as_dict(c).get("item"))
+    return _responses_message({"output": items}) if items else None
+
+
+# --------------------------------------------------------------------------- write back
+
+
+def anthropic_body(message: Message, like: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A chat-form assistant message as an Anthropic message (text block, ``tool_use``
+    blocks with their arguments as ``input``), keeping ``like``'s id, model and usage."""
+    like = like or {}
+    content: list[dict[str, Any]] = []
+    if message.get("content"):
+        content.append({"type": "text", "text": content_text(message.get("content"))})
+    for c in message.get("tool_calls") or ():
+        fn = as_dict(c).get("function") or {}
+        try:
+            args = loads_bounded(fn.get("arguments") or "{}")
+        except (ValueError, JsonLimitError, TypeError):
+            args = {}
+        content.append(
+            {"type": "tool_use", "id": as_dict(c).get("id"), "name": fn.get("name"), "input": args}
+        )
+    calls = any(b["type"] == "tool_use" for b in content)
+    return {
+        "id": like.get("id") or "msg_callscope",
+        "type": "message",
+        "role": "assistant",
+        "model": like.get("model"),
+        "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        "usage": like.get("usage") or {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def anthropic_stream(body: dict[str, Any], note: dict[str, Any] | None = None) -> list[bytes]:
+    """An Anthropic message as its event stream (``message_start``, one start / delta / stop
+    per content block, ``message_delta`` with the stop reason and ``note`` as its
+    ``callscope`` field, ``message_stop``)."""
+    start = {**body, "content": [], "stop_reason": None}
+    out = [_sse("message_start", {"type": "message_start", "message": start})]
+    for i, block in enumerate(body.get("content") or ()):
+        if block.get("type") == "tool_use":
+            head = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input"))}
+        else:
+            head = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block.get("text", "")}
+        out.append(
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": i, "content_block": head},
+            )
+        )
+        out.append(
+            _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta})
+        )
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
+    end: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": body.get("stop_reason"), "stop_sequence": None},
+        "usage": {"output_tokens": as_dict(body.get("usage")).get("output_tokens", 0)},
+    }
+    if note is not None:
+        end["callscope"] = note
+    out.append(_sse("message_delta", end))
+    out.append(_sse("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def annotate_anthropic_stream(chunks: list[Any], note: dict[str, Any]) -> list[Any]:
+    """``chunks`` of an Anthropic event stream with ``note`` as the ``callscope`` field of
+    its ``message_delta`` event (the one with the stop reason); unchanged when it has none."""
+    for i in range(len(chunks) - 1, -1, -1):
+        events = sse_events([chunks[i]])
+        if len(events) == 1 and events[0][0] == "message_delta" and isinstance(events[0][1], dict):
+            data = {**events[0][1], "callscope": note}
+            encoded = _sse("message_delta", data)
+            chunks[i] = encoded if isinstance(chunks[i], bytes) else encoded.decode()
+            break
+    return chunks
+
+
+def responses_output(message: Message) -> list[dict[str, Any]]:
+    """A chat-form assistant message as the Responses format's output items (a ``message``
+    with its text, a ``function_call`` per call)."""
+    items: list[dict[str, Any]] = []
+    if message.get("content"):
+        items.append(
+            {
+                "type": "message",
+                "id": "msg_callscope",
+                "role": "assistant",
+                "status": "completed",
+                "content": [
+                    {
+                        "type": "output_text",
+                        "text": content_text(message.get("content")),
+                        "annotations": [],
+                    }
+                ],
+            }
+        )
+    for i, c in enumerate(message.get("tool_calls") or ()):
+        c = as_dict(c)
+        fn = as_dict(c.get("function"))
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_callscope_{i}",
+                "call_id": c.get("id") or f"call_callscope_{i}",
+                "name": fn.get("name"),
+                "arguments": fn.get("arguments") if isinstance(fn.get("arguments"), str) else "{}",
+                "status": "completed",
+            }
+        )
+    return items
+
+
+@dataclass(frozen=True)
+class ApiFormat:
+    """One route's format (module docstring): ``whole`` tells its whole answer and
+    ``chunk`` its stream's chunks; ``message`` reads a whole answer's assistant message,
+    ``stream_message`` a stream's (``None``: not this format, or nothing to read)."""
+
+    name: str
+    whole: Callable[[Any], bool]
+    chunk: Callable[[Any], bool]
+    message: Callable[[Any], Message | None]
+    stream_message: Callable[[Sequence[Any]], Message | None]
+
+
+def _is_chat(obj: Any) -> bool:
+    return hasattr(obj, "choices") or (
+        isinstance(obj, dict) and isinstance(obj.get("choices"), list)
+    )
+
+
+def _is_anthropic(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("type") == "message" and "content" in obj
+
+
+def _is_responses(obj: Any) -> bool:
+    return getattr(obj, "object", None) == "response" or (
+        isinstance(obj, dict) and obj.get("object") == "response"
+    )
+
+
+def _chat_message(obj: Any) -> Message | None:
+    choices = as_dict(obj).get("choices") or [{}]
+    msg = as_dict(choices[0]).get("message")
+    return msg if isinstance(msg, dict) else None
+
+
+#: the formats of the routes, by name (module docstring)
+FORMATS: dict[str, ApiFormat] = {
+    f.name: f
+    for f in (
+        ApiFormat("chat", _is_chat, _is_chat, _chat_message, lambda chunks: None),
+        ApiFormat(
+            "messages",
+            _is_anthropic,
+            lambda c: isinstance(c, bytes | str),
+            lambda obj: _anthropic_message(as_dict(obj)),
+            anthropic_stream_message,
+        ),
+        ApiFormat(
+            "responses",
+            _is_responses,
+            lambda c: _event_type(c).startswith("response."),
+            lambda obj: _responses_message(as_dict(obj)),
+            responses_stream_message,
+        ),
+    )
+}
+
+
+def format_of(response: Any) -> ApiFormat | None:
+    """The format of a whole answer (``None``: none of :data:`FORMATS`)."""
+    return next((f for f in FORMATS.values() if f.whole(response)), None)
+
+
+def stream_format_of(chunks: Sequence[Any]) -> ApiFormat | None:
+    """The format of a stream, by its first chunk."""
+    if not chunks:
+        return None
+    return next((f for f in FORMATS.values() if f.chunk(chunks[0])), None)

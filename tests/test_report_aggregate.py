@@ -358,3 +358,15 @@ def test_compare_runs_same_run(outcomes: list[dict], tmp_path_factory, replayed_
     assert len(df) == 3 * 5  # three modes x five headline metrics, matched on (model, mode)
     row = df[(df["mode"] == "direct") & (df["metric"] == "solve rate")].iloc[0]
     assert (row["a"], row["b"], row["diff"], row["n_a"]) == (0.125, 0.125, 0.0, 8)
+
+
+def test_a_guard_only_kind_has_columns_only_when_a_case_shows_it() -> None:
+    """ASK is the guard's (issue 46): a SAAG run's report keeps the columns it had before the
+    kind existed (issue 48's byte-for-byte store test); a guard run that asked shows it."""
+    plain = [_simple("m", "gated", False, 0.0, i) for i in range(2)]
+    assert "ask" not in agg.failure_breakdown(plain).columns
+    asked = _simple("m", "gated", False, 0.0, 2)
+    asked["first"] = asked["final"] = {**asked["first"], "stage": 2, "ask": ["unit"]}
+    row = agg.failure_breakdown([*plain, asked]).iloc[0]
+    assert (row["n_ask"], row["ask"]) == (1, pytest.approx(1 / 3))
+    assert row["n_stage2"] == 1

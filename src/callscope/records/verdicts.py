@@ -110,8 +110,10 @@ class KindInfo(NamedTuple):
     kinds build theirs from the call), whether the gated correction ``corrects`` it (a kind it
     does not correct closes the gate when it is all that is left), its summary ``group`` (the
     leaderboard's answer columns: ``unstated``, ``soft``; ``None`` none), its figure
-    ``colour`` (``None``: a shade of its stage's family) and its audit ``probe``
-    (:data:`AuditProbe`; ``None``: the audit's own positives cover it)."""
+    ``colour`` (``None``: a shade of its stage's family), its audit ``probe``
+    (:data:`AuditProbe`; ``None``: the audit's own positives cover it) and whether it is
+    ``guard_only`` (the guard decides it, never the cascade: a report's tables list it only
+    when a verdict shows it, so a run store without one reports as before the kind existed)."""
 
     stage: int
     label: str
@@ -121,6 +123,7 @@ class KindInfo(NamedTuple):
     group: str | None = None
     colour: str | None = None
     probe: AuditProbe | None = None
+    guard_only: bool = False
 
 
 class FailureKind(StrEnum):
@@ -245,6 +248,7 @@ _KIND_INFO: dict[str, KindInfo | tuple[Any, ...]] = {
         "required argument {param} has no value the user stated: ask the user for it",
         "The user did not state a value for {params}, which the tool requires. Do not guess it "
         "and do not leave it out: ask the user for it, in plain text, before calling the tool.",
+        guard_only=True,
     ),
     "numeric": KindInfo(
         3,

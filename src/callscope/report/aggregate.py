@@ -256,8 +256,11 @@ def failure_breakdown(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
     """Per (model, scale) plus a pooled ``scale == "all"`` row per model: how each case's
     first attempt ended (shares of ``passed``, ``stage1``..``stage3``, ``error``; they sum to 1)
     and the share of cases showing each failure kind (a case may show several, so kind shares
-    need not sum to the failure share). Counts are in the ``n_<label>`` columns."""
+    need not sum to the failure share). Counts are in the ``n_<label>`` columns; a kind only
+    the guard decides (``KindInfo.guard_only``: ASK) has its columns only when a case shows it."""
     cases = _one_per_case(as_facts(outcomes))
+    seen = {k for f in cases for k in f.first_kinds}
+    shown = [k for k in FailureKind if not k.info.guard_only or k in seen]
     rows = []
     by_model = _group(cases, ("model",))
     for (model,) in _sorted_keys(by_model, ("model",)):
@@ -273,7 +276,7 @@ def failure_breakdown(outcomes: Iterable[Outcomeish]) -> pd.DataFrame:
             for s in STAGE_LABELS:
                 row[s] = stages[s] / len(g)
                 row[f"n_{s}"] = stages[s]
-            for k in FailureKind:
+            for k in shown:
                 row[k.value] = kinds[k] / len(g)
                 row[f"n_{k.value}"] = kinds[k]
             rows.append(row)

@@ -20,6 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 DOCTEST_MODULES = (
     "callscope.records.verdicts",
     "callscope.report.aggregate",
+    "callscope.saag.value_rules",
     "callscope.core.registry",
     "callscope.core.stats",
     "callscope.models.prefix_cache",

@@ -332,3 +332,28 @@ def test_the_docs_guard_example_runs() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert out.startswith("TOOL_CALL 3 (\"hard: city='London' has no grounding")
+
+
+def test_a_value_outside_the_parameters_enum_is_named_as_such() -> None:
+    """Issue 45: ``unit='kelvin'`` for an enum of celsius and fahrenheit read "has no grounding
+    in the user's text"; the reason now names the values the schema allows. A value merely
+    unstated keeps the grounding reason."""
+    from callscope import guard_check
+
+    unit = {"type": "string", "enum": ["celsius", "fahrenheit"]}
+    params = {"type": "object", "properties": {"city": {"type": "string"}, "unit": unit}}
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": params}}]
+
+    def reasons(args: str) -> tuple[str, ...]:
+        call = {"id": "c1", "type": "function"}
+        call["function"] = {"name": "get_weather", "arguments": args}
+        answer = {"role": "assistant", "content": None, "tool_calls": [call]}
+        asked = [{"role": "user", "content": "Weather in Paris in celsius?"}]
+        return guard_check(answer, tools, asked).calls[0].reasons
+
+    assert reasons('{"city": "Paris", "unit": "kelvin"}') == (
+        "hard: unit='kelvin' is not one of the values its schema allows ('celsius', 'fahrenheit')",
+    )
+    assert reasons('{"city": "Berlin", "unit": "celsius"}') == (
+        "hard: city='Berlin' has no grounding in the user's text",
+    )

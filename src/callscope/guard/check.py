@@ -50,6 +50,7 @@ from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis, FailureKind
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.ask import with_ask
+from callscope.saag.cascade import find_spec, spec_properties
 from callscope.saag.correction import (
     AnswerVerdict,
     CheckedCall,
@@ -60,6 +61,7 @@ from callscope.saag.correction import (
     per_call,
 )
 from callscope.saag.groundings import Grounding
+from callscope.saag.value_rules import outside_enum
 from callscope.types import TOOL_CALL, ParseResult, ToolCall
 
 
@@ -314,7 +316,12 @@ def message_of(response: Any) -> dict[str, Any]:
     raise TypeError(f"unsupported response type {type(response).__name__}")
 
 
-def _reasons(d: Diagnosis, call: ToolCall | None, unreadable: str | None) -> tuple[str, ...]:
+def _reasons(
+    d: Diagnosis,
+    call: ToolCall | None,
+    unreadable: str | None,
+    functions: Sequence[dict[str, Any]] = (),
+) -> tuple[str, ...]:
     if d.stage == 0:
         return ()
     if d.stage == 1:
@@ -325,11 +332,23 @@ def _reasons(d: Diagnosis, call: ToolCall | None, unreadable: str | None) -> tup
         near = f" (nearest: {d.nearest!r})" if d.nearest else ""
         return (FailureKind.WRONG_NAME.reason(str(d.predicted)) + near,)
     args = call.arguments if call is not None else {}
+    spec = find_spec(functions, call.name) if call is not None and functions else None
+    props = spec_properties(spec) if spec else {}
     return tuple(
-        kind.reason(p, _short(args.get(p)), str(d.drift_targets.get(p)))
+        _enum_reason(kind, p, args.get(p), props.get(p))
+        or kind.reason(p, _short(args.get(p)), str(d.drift_targets.get(p)))
         for kind in FailureKind.of_stage(d.stage)
         for p in getattr(d, kind.value)
     )
+
+
+def _enum_reason(kind: FailureKind, param: str, value: Any, schema: Any) -> str | None:
+    """A stage-3 value the parameter's own enum rules out is named as such, with the values
+    the schema allows (issue 45: it read "has no grounding in the user's text")."""
+    if kind.stage != 3 or not isinstance(schema, dict) or not (enum := outside_enum(value, schema)):
+        return None
+    allowed = ", ".join(_short(m, 30) for m in enum[:8]) + (", ..." if len(enum) > 8 else "")
+    return f"{kind.value}: {param}={_short(value)} is not one of the values its schema allows ({allowed})"
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -342,7 +361,9 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _call_verdict(index: int, call_id: str | None, checked: CheckedCall) -> CallVerdict:
+def _call_verdict(
+    index: int, call_id: str | None, checked: CheckedCall, functions: Sequence[dict[str, Any]]
+) -> CallVerdict:
     d, call = checked.diagnosis, checked.call
     return CallVerdict(
         index=index,
@@ -350,7 +371,7 @@ def _call_verdict(index: int, call_id: str | None, checked: CheckedCall) -> Call
         name=call.name if call is not None else None,
         arguments=dict(call.arguments) if call is not None else {},
         stage=d.stage,
-        reasons=_reasons(d, call, checked.reason),
+        reasons=_reasons(d, call, checked.reason, functions),
         correction=call_fix(checked),
         diagnosis=d,
     )
@@ -435,7 +456,8 @@ def check(
     if checked != answer.checked:
         answer = replace(answer, checked=checked)
     verdicts = tuple(
-        _call_verdict(i, ids[i] if i < len(ids) else None, c) for i, c in enumerate(answer.checked)
+        _call_verdict(i, ids[i] if i < len(ids) else None, c, functions)
+        for i, c in enumerate(answer.checked)
     )
     return TurnVerdict(
         action=action,

@@ -56,7 +56,6 @@ from callscope.core.table_formats import write_table
 from callscope.parse.text import NO_CALL_FOUND
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
-from callscope.saag import normalise as n
 from callscope.saag.answer import (
     deciding_call,
     diagnose_answer,
@@ -66,7 +65,8 @@ from callscope.saag.answer import (
 )
 from callscope.saag.cascade import find_spec, spec_properties
 from callscope.saag.gated import confident_kinds
-from callscope.saag.groundings import Grounding, Judge, enum_member, get_grounding
+from callscope.saag.groundings import Grounding, Judge, get_grounding
+from callscope.saag.value_rules import outside_enum
 from callscope.types import Case, ParseResult, ToolCall
 
 
@@ -269,8 +269,7 @@ def false_alarm_reason(
     param = d.flagged(3)[0]
     v = call.arguments.get(param)
     spec = find_spec(functions, call.name) if functions else None
-    enum = n.schema_enum(spec_properties(spec).get(param) if spec else None)
-    if enum and isinstance(v, str | int | float) and not enum_member(v, enum):
+    if outside_enum(v, spec_properties(spec).get(param) if spec else None):
         return "stage 3: value outside its enum"
     if isinstance(v, list | dict):
         kind = "container"

@@ -65,6 +65,23 @@ def enum_member(value: Any, enum: Iterable[Any]) -> bool:
     return any(equal_values(value, m) for m in enum)
 
 
+def outside_enum(value: Any, schema: dict[str, Any] | None) -> tuple[Any, ...]:
+    """The parameter's enum when its ``schema`` has one and the scalar ``value`` is not a
+    member of it (:func:`enum_member`), else ``()``: the registry itself rules the value out,
+    which the guard's reason and the audit's false-alarm reason name instead of "no
+    grounding" (issue 45).
+
+    >>> outside_enum("kelvin", {"type": "string", "enum": ["celsius", "fahrenheit"]})
+    ('celsius', 'fahrenheit')
+    >>> outside_enum("Celsius", {"enum": ["celsius", "fahrenheit"]}), outside_enum("x", None)
+    ((), ())
+    """
+    enum = n.schema_enum(schema)
+    if enum and isinstance(value, str | int | float) and not enum_member(value, enum):
+        return enum
+    return ()
+
+
 def named_in_word(value: Any, words: str) -> bool:
     """The request's words (:func:`~callscope.saag.normalise.norm_words`) hold the one-word
     string ``value`` (4 or more characters) as the start of a longer word it is at least half

@@ -200,6 +200,15 @@ def test_cli_writes_the_leaderboard_for_a_tree_and_for_one_model(tmp_path):
     answers = json.loads(payload)
     assert len(answers) == 1240 and "<" not in payload
     assert answers[0]["id"] == "simple_python_0"
+    # issue 45: a case left out says so on the page, with why (it read "stage 0 [[]]")
+    left = json.loads(case_page.split("id='left-out'>", 1)[1].split("</script>", 1)[0])
+    assert len(left) == 14 and set(left) <= {a["id"] for a in answers}
+    assert {why.split(":", 1)[0] for why in left.values()} <= {
+        "drift known from the whole 2024-08 leaderboard (too few models in this run to see it "
+        "from their own answers)",
+        "function drift",
+        "gold drift",
+    }
     log = (out / "run.log").read_text(encoding="utf-8")
     assert log.count(" answers, read ") == 3 and "done: 3 models" in log
     # one model's folder, given as the tree itself
@@ -365,7 +374,11 @@ def test_the_case_page_opens_the_case_of_its_hash(tmp_path):
     if not CHROMIUM.exists():
         pytest.skip("needs headless Chromium at /usr/bin/chromium")
     from callscope.report.leaderboard import CASES_DIR
-    from callscope.report.leaderboard_pages import write_case_page
+    from callscope.report.leaderboard_pages import (
+        LEFT_OUT_REASONS,
+        mark_left_out,
+        write_case_page,
+    )
     from callscope.runs.leaderboard_tree import diagnose_tree
 
     model = tmp_path / "tree" / "result" / "m"
@@ -383,7 +396,16 @@ def test_the_case_page_opens_the_case_of_its_hash(tmp_path):
     view = dom.split('id="view"', 1)[1]
     assert "<pre>simple_python_1</pre>" in view
     assert "&lt;b&gt;no&lt;/b&gt; math.factorial(number=5)" in view and "<b>" not in view
-    assert "broken" in view
+    assert "broken" in view and "stage 1: call 1 no_name" in view
+    # a passing answer reads as passed; a left-out case names why (issue 45)
+    assert mark_left_out(
+        out / CASES_DIR, ["m"], {"simple_python_1": LEFT_OUT_REASONS["gold_drift"]}
+    )
+    dom = dump_dom(out / CASES_DIR / "m.html", tmp_path / "profile", "simple_python_1")
+    assert "left out of the leaderboard" in dom and "gold drift: the installed checker" in dom
+    dom = dump_dom(out / CASES_DIR / "m.html", tmp_path / "profile", "simple_python_0")
+    view = dom.split('id="view"', 1)[1].split("</div>", 1)[0]
+    assert "passed all three stages" in view and "left out" not in view
 
 
 @needs_bfcl

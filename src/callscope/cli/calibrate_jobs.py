@@ -414,6 +414,8 @@ def leaderboard_job(
     from callscope.benchmarks.bfcl.single_results import single_models  # lazy: with its job
     from callscope.report.leaderboard import CASES_DIR, leaderboard_tables  # lazy: numpy
     from callscope.report.leaderboard_pages import (  # lazy: matplotlib
+        LEFT_OUT_REASONS,
+        mark_left_out,
         write_case_page,
         write_leaderboard_report,
     )
@@ -462,6 +464,9 @@ def leaderboard_job(
             )
         except FileNotFoundError as exc:
             fail(str(exc))
+        if cases:  # each case page says which of its cases are left out, and why
+            why = {run.case_ids[i]: LEFT_OUT_REASONS[k] for k, v in run.drift.items() for i in v}
+            mark_left_out(out / CASES_DIR, [r.model for r in run.results], why)
         tables = leaderboard_tables(run)
         left = sum(len(v) for v in run.drift.values())
         notes = [

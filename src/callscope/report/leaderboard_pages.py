@@ -80,26 +80,46 @@ def leaderboard_figure(run: LeaderboardRun, path: Path) -> Path:
 
 _BROWSER_SCRIPT = """
 const data = JSON.parse(document.getElementById('answers').textContent);
+const leftOut = JSON.parse(document.getElementById('left-out').textContent);
 const pick = document.getElementById('pick'), view = document.getElementById('view');
 const ids = data.map(a => a.id);
 ids.forEach((id, i) => { const o = document.createElement('option'); o.value = i;
-  o.textContent = id + '  ' + data[i].bfcl + ' / stage ' + data[i].stage; pick.appendChild(o); });
+  o.textContent = id + '  ' + (leftOut[id] ? 'left out' : data[i].bfcl + ' / stage '
+    + data[i].stage); pick.appendChild(o); });
 function show(i) {
   const a = data[i]; view.textContent = '';
   const add = (label, text) => { const h = document.createElement('h3'); h.textContent = label;
     const p = document.createElement('pre'); p.textContent = text; view.append(h, p); };
   add('case', a.id);
+  if (leftOut[a.id]) add('left out of the leaderboard', leftOut[a.id]);
   add('BFCL (2024)', a.bfcl + (a.bfcl_error ? '  ' + a.bfcl_error : ''));
   add('BFCL checker now', String(a.checker) + (a.checker_error ? '  ' + a.checker_error : ''));
   add('answer as stored', a.raw);
   add('decoded calls', a.calls.length ? JSON.stringify(a.calls, null, 1) : (a.no_call || 'none')
       + (a.parse_error ? '  (' + a.parse_error + ')' : ''));
-  add('cascade', 'stage ' + a.stage + '  ' + JSON.stringify(a.kinds) + '  solved: ' + a.solved);
+  add('cascade', (a.stage === 0 ? 'passed all three stages' : 'stage ' + a.stage + ': '
+      + a.kinds.map((k, j) => 'call ' + (j + 1) + ' ' + (k.length ? k.join(', ') : 'passed'))
+        .join('; ')) + '  solved: ' + a.solved);
 }
 pick.addEventListener('change', () => show(pick.value));
 const want = location.hash.slice(1), at = ids.indexOf(want);
 pick.value = at >= 0 ? at : 0; if (data.length) show(pick.value);
 """
+
+
+#: the case page's left-out cases (case id -> why), filled by :func:`mark_left_out` once the
+#: run knows them (they need every model's answers; a page is written as its model is done)
+_LEFT_OUT_EMPTY = "<script type='application/json' id='left-out'>{}</script>"
+
+#: why a case is left out, by :func:`callscope.runs.leaderboard.drifted_cases`' key
+LEFT_OUT_REASONS: dict[str, str] = {
+    "function_drift": "function drift: models whose answer BFCL accepted in 2024 call a "
+    "function the installed case does not have, so the case's question changed since",
+    "gold_drift": "gold drift: the installed checker reverses BFCL's 2024 verdict on the same "
+    "answers of several models, so the case's gold changed since",
+    "known_v2": "drift known from the whole 2024-08 leaderboard (too few models in this run "
+    "to see it from their own answers)",
+}
 
 
 def browser_file(model: str) -> str:
@@ -123,9 +143,27 @@ def write_case_page(model: str, records: list[dict[str, Any]], folder: Path) -> 
         f"</head><body><h1>{esc(model)}</h1><p><a href='../report.html'>leaderboard</a></p>"
         "<select id='pick'></select><div id='view'></div>"
         f"<script type='application/json' id='answers'>{payload}</script>"
+        f"{_LEFT_OUT_EMPTY}"
         f"<script>{_BROWSER_SCRIPT}</script></body></html>\n"
     )
     return _write_html(Path(folder), body, name=browser_file(model))
+
+
+def mark_left_out(folder: Path, models: Sequence[str], left_out: dict[str, str]) -> int:
+    """Write ``left_out`` (case id -> why it is left out of every rate) into the case page of
+    each of ``models`` in ``folder``, where the page shows it beside the case's answer (a case
+    left out read "stage 0 [[]]" and no reason). Returns the pages written."""
+    payload = dumps_safe(left_out).replace("<", "\\u003c")
+    marked = _LEFT_OUT_EMPTY.replace("{}", payload, 1)
+    done = 0
+    for model in models:
+        page = Path(folder) / browser_file(model)
+        if page.is_file() and not page.is_symlink():
+            text = page.read_text(encoding="utf-8")
+            if _LEFT_OUT_EMPTY in text:
+                page.write_text(text.replace(_LEFT_OUT_EMPTY, marked, 1), encoding="utf-8")
+                done += 1
+    return done
 
 
 def _figure_html(path: Path) -> str:
@@ -168,4 +206,11 @@ def write_leaderboard_report(
     return {"tables": written, "figure": figure, "page": page}
 
 
-__all__ = ["browser_file", "leaderboard_figure", "write_case_page", "write_leaderboard_report"]
+__all__ = [
+    "LEFT_OUT_REASONS",
+    "browser_file",
+    "leaderboard_figure",
+    "mark_left_out",
+    "write_case_page",
+    "write_leaderboard_report",
+]

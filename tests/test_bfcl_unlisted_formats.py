@@ -108,9 +108,10 @@ def test_unlisted_formats_decode_and_the_undecodable_model_is_named_first(tmp_pa
         reads = row["sample reads (chosen, then the next decoders)"]
         assert reads.startswith(f"{model}: {decoder} 4/4, then "), reads
     # the granite-like format: no 2024 decoder reads any of it
-    assert "function_call_tag 4/4, then wrap 0/4" in formats["function_call_tag"][
-        "sample reads (chosen, then the next decoders)"
-    ]
+    assert (
+        "function_call_tag 4/4, then wrap 0/4"
+        in formats["function_call_tag"]["sample reads (chosen, then the next decoders)"]
+    )
     garbled = [r for r in _csv(out / "formats.csv") if r["chosen by"].endswith("(undecodable)")]
     assert [r["sample reads (chosen, then the next decoders)"].split(":")[0] for r in garbled] == [
         GARBLED

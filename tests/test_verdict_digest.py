@@ -122,7 +122,9 @@ def _call(kind: str, spec: dict[str, Any], rng: random.Random) -> tuple[ToolCall
     args: dict[str, Any] = {}
     words = []
     for p, schema in spec["parameters"]["properties"].items():
-        v: Any = rng.choice([12, 84.5, 250, 3]) if schema["type"] == "number" else rng.choice(_WORDS)
+        v: Any = (
+            rng.choice([12, 84.5, 250, 3]) if schema["type"] == "number" else rng.choice(_WORDS)
+        )
         words.append(f"{p} {v}")
         args[p] = v
     query = f"Please {spec['name'].replace('_', ' ')} with " + ", ".join(words) + "."

@@ -8,8 +8,8 @@ Per model (:func:`diagnose_model`), one pass over its answers:
    (:mod:`callscope.parse.bfcl_decode`, chosen by
    :func:`~callscope.benchmarks.bfcl.single_results.decoder_choice`: BFCL's handler map, or
    for a model it does not name the decoder that reads the most of a sample of its answers;
-   a model whose answers mostly fail every decoder is :attr:`ModelResult.undecodable`); for the models BFCL
-   compared with ``.`` written ``_`` the call names are mapped back to the case's own names;
+   a model whose answers mostly fail every decoder is :attr:`ModelResult.undecodable`); for
+   the models BFCL compared with ``.`` written ``_`` the call names are mapped back to the case's own names;
 2. an answer from which the decoder reads no call is ``broken`` when it holds a call all the
    same (callscope's own parser reads one in the text, or it is a native call list the
    decoder refuses), ``empty`` when it holds nothing, else ``abstained`` (prose, or Raven's

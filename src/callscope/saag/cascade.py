@@ -12,12 +12,13 @@ mode (:mod:`callscope.saag.groundings`).
 from __future__ import annotations
 
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import Indel
 
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
@@ -57,24 +58,98 @@ def _trigrams(s: str) -> set[str]:
     return {s[i : i + 3] for i in range(len(s) - 2)}
 
 
-@lru_cache(maxsize=16)
-def _registry_trigrams(
-    registry: tuple[str, ...],
-) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
-    """Inverted indexes of a registry's names, computed once per distinct name tuple: each
-    lowercased trigram, and each lowercased whitespace token (the Jaccard term's), to the
-    ascending positions of the names holding it."""
-    grams: dict[str, list[int]] = {}
-    tokens: dict[str, list[int]] = {}
-    for i, name in enumerate(registry):
-        for gram in _trigrams(name):
-            grams.setdefault(gram, []).append(i)
-        for tok in set(name.lower().split()):
-            tokens.setdefault(tok, []).append(i)
-    return (
-        {k: tuple(v) for k, v in grams.items()},
-        {k: tuple(v) for k, v in tokens.items()},
-    )
+class _NameTable:
+    """Stage 1's NCS view of a registry's names, keyed by their content (a registry copied
+    into every row of a results file is read once, :func:`_name_table`): the names and
+    their lowercased forms; for a registry of more than :data:`_SMALL` names, built on the
+    first NCS over it at C level (numpy), their lengths, which are plain (:func:`_plain`)
+    and every lowercased trigram as a sorted posting table; each lowercased whitespace
+    token's positions (built on the first name that needs them)."""
+
+    __slots__ = ("names", "lowered", "lengths", "plain", "codes", "starts", "owner", "_tokens")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.lowered = [n.lower() for n in names]
+        self._tokens: dict[str, list[int]] | None = None
+        if len(names) > _SMALL:
+            self._index()
+
+    def _index(self) -> None:
+        import numpy as np  # lazy: only a large registry's unknown name needs it
+
+        count = len(self.names)
+        self.lengths = np.fromiter(map(len, self.names), dtype=np.int64, count=count)
+        self.plain = np.fromiter(map(_plain, self.names), dtype=bool, count=count)
+        # every lowercased trigram of every name as one integer (three code points of 21
+        # bits), with the position of its name
+        joined = "".join(self.lowered)
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        points = points.astype(np.uint64)
+        ends = np.cumsum(np.fromiter(map(len, self.lowered), dtype=np.int64, count=count))
+        if len(points) >= 3:
+            codes = (points[:-2] << np.uint64(42)) | (points[1:-1] << np.uint64(21)) | points[2:]
+            at = np.arange(len(points) - 2)
+            owner = np.searchsorted(ends, at, side="right")
+            inside = at + 2 < ends[owner]  # the three characters are of one name
+            codes, owner = codes[inside], owner[inside]
+        else:
+            codes, owner = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        # sorted: the distinct codes, where each one's names start, the names
+        order = np.argsort(codes, kind="stable")
+        codes, self.owner = codes[order], owner[order]
+        self.codes, starts = np.unique(codes, return_index=True)
+        self.starts = np.append(starts, len(codes))
+
+    def sharing(self, grams: set[str]) -> Any:
+        """The positions (ascending) of the names sharing one of ``grams`` (lowercased
+        trigrams): a binary search per trigram in the posting table."""
+        import numpy as np
+
+        wanted = np.fromiter(
+            ((ord(g[0]) << 42) | (ord(g[1]) << 21) | ord(g[2]) for g in grams),
+            dtype=np.uint64,
+            count=len(grams),
+        )
+        codes = self.codes
+        at = np.searchsorted(codes, wanted)
+        inside = at < len(codes)
+        found = at[inside]
+        found = found[codes[found] == wanted[inside]]
+        starts = self.starts
+        parts = [self.owner[starts[j] : starts[j + 1]] for j in found.tolist()]
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts))
+
+    def token_positions(self, token: str) -> list[int]:
+        """The positions of the names one of whose lowercased whitespace tokens is
+        ``token``."""
+        if self._tokens is None:
+            tokens: dict[str, list[int]] = {}
+            for i, low in enumerate(self.lowered):
+                for tok in set(low.split()):
+                    tokens.setdefault(tok, []).append(i)
+            self._tokens = tokens
+        return self._tokens.get(token, [])
+
+
+def _plain(name: str) -> bool:
+    """Printable ASCII without a space: one whitespace token, the same for rapidfuzz and
+    ``str.split``."""
+    return name.isascii() and name.isprintable() and " " not in name
+
+
+#: a registry of at most this many names is scored name by name (no index: numpy's fixed cost
+#: is more than the scoring it would save)
+_SMALL = 64
+
+
+@lru_cache(maxsize=64)
+def _name_table(names: tuple[str, ...]) -> _NameTable:
+    """The :class:`_NameTable` of a registry's names, once per distinct content (the last 64
+    kept)."""
+    return _NameTable(names)
 
 
 #: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
@@ -83,16 +158,16 @@ _Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
 
 class _RegistryIndex:
     """Stage 1's view of one registry: its names (``str`` of each ``name``), the first spec
-    of each string name, and (built on the first NCS) the trigram and token indexes."""
+    of each string name, and (on the first NCS) the content-keyed :class:`_NameTable`."""
 
-    __slots__ = ("source", "size", "names", "by_name", "_inverted", "_shapes")
+    __slots__ = ("source", "size", "names", "by_name", "_table", "_shapes")
 
     def __init__(self, source: Sequence[Any], names: list[str], by_name: dict[str, Any]) -> None:
         self.source = source
         self.size = len(source)
         self.names = names
         self.by_name = by_name
-        self._inverted: tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]] | None = None
+        self._table: _NameTable | None = None
         self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
 
     def shape(self, spec: dict[str, Any]) -> _Shape:
@@ -106,10 +181,10 @@ class _RegistryIndex:
         self._shapes[id(spec)] = (spec, shape)
         return shape
 
-    def inverted(self) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
-        if self._inverted is None:
-            self._inverted = _registry_trigrams(tuple(self.names))
-        return self._inverted
+    def table(self) -> _NameTable:
+        if self._table is None:
+            self._table = _name_table(tuple(self.names))
+        return self._table
 
 
 #: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
@@ -158,51 +233,83 @@ def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
     return idx
 
 
-#: names whose WRatio, as rapidfuzz's batch scorer reports it, is within this of the best
-#: are scored again one by one: the batch scorer's cutoff test is not exact within about
-#: 1e-6 of a score, and every equal score must be seen for the first-on-ties rule
+#: names whose WRatio, as rapidfuzz's batch scorer reports it, or whose bound is, within this
+#: of the best are scored again one by one: a batch score is not exact within about 1e-6,
+#: and every equal score must be seen for the first-on-ties rule
 _WRATIO_SLACK = 1.0
-#: candidates sharing the most trigrams with the name, scored first to bound the best WRatio
-_SEEDS = 4
 
 
 def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
     """NCS over an index; the same floats and argmax as scoring every name in order.
 
-    Candidates are the names sharing a lowercased trigram with ``name``. Those sharing a
-    whitespace token with it (a Jaccard term above 0) are scored exactly. For the others
-    the Jaccard term is 0, so only those with the highest WRatio can win: a lower bound of
-    the best WRatio is taken from the few candidates sharing the most trigrams, one
-    rapidfuzz batch pass keeps every candidate within ``_WRATIO_SLACK`` below it, and those
-    are scored exactly (:func:`~callscope.saag.intrinsic.ncs_score`). Ties go to the first registry position.
+    Candidates are the names sharing a lowercased trigram with ``name``
+    (:meth:`_NameTable.sharing`). Those sharing a whitespace token with it (a
+    Jaccard term above 0) are scored exactly. For the others the Jaccard term is 0, so only
+    those with the highest WRatio can win. One rapidfuzz batch pass (Indel distance, C level,
+    every name) gives each name's ``ratio`` and LCS ``L``, from which WRatio is known or
+    bounded without computing it (rapidfuzz's definition, for a pair of one-token strings, the
+    shorter of length ``s``, ``lr`` the length ratio): ``lr < 1.5``: WRatio = ratio;
+    otherwise WRatio = max(ratio, k partial_ratio) <= max(ratio, k 200 L / (s + L)), ``k``
+    0.9 (``lr <= 8``) or 0.6; any other pair: <= max(ratio, 95) or max(ratio, 100 k). The
+    names are walked by that bound, highest first; the walk ends below the best WRatio found
+    less ``_WRATIO_SLACK``; the names within the slack are scored exactly
+    (:func:`~callscope.saag.intrinsic.ncs_score`). Ties go to the first registry position.
     """
     grams = _trigrams(name)
     if not grams:
         return 0.0, None
-    by_gram, by_token = idx.inverted()
-    shared_grams: Counter[int] = Counter()
-    for gram in grams:
-        shared_grams.update(by_gram.get(gram, ()))
-    if not shared_grams:
+    table = idx.table()
+    names = table.names
+    if len(names) <= _SMALL:  # the definition itself: every candidate scored
+        best, best_i = 0.0, -1
+        for i, lowered in enumerate(table.lowered):
+            if any(g in lowered for g in grams):
+                score = m.ncs_score(name, names[i])
+                if best_i < 0 or score > best:
+                    best, best_i = score, i
+        return (best, names[best_i]) if best_i >= 0 else (0.0, None)
+    import numpy as np  # lazy: the table imported it already
+
+    low = name.lower()
+    candidates = table.sharing(grams)
+    if not len(candidates):
         return 0.0, None
-    names = idx.names
     exact: set[int] = set()
-    for tok in set(name.lower().split()):
-        exact.update(i for i in by_token.get(tok, ()) if i in shared_grams)
-    seeds = [i for i, _ in shared_grams.most_common(_SEEDS)]
-    floor = max(fuzz.WRatio(name, names[i]) for i in seeds)
-    keys = list(shared_grams)
-    near = process.extract(
-        name,
-        [names[i] for i in keys],
-        scorer=fuzz.WRatio,
-        limit=None,
-        score_cutoff=max(0.0, floor - _WRATIO_SLACK),
+    for tok in set(low.split()):
+        positions = table.token_positions(tok)
+        if positions:
+            exact.update(np.intersect1d(positions, candidates).tolist())
+    n = len(name)
+    pool = [names[i] for i in candidates.tolist()]
+    lengths = table.lengths[candidates]
+    dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
+    total = lengths + n
+    ratio = 100.0 * (1.0 - dist / np.maximum(total, 1))
+    shorter = np.minimum(lengths, n)
+    lcs = (total - dist) / 2.0
+    long_ratio = np.maximum(lengths, n) / np.maximum(shorter, 1)
+    scale = np.where(long_ratio <= 8.0, 0.9, 0.6)
+    one_token = table.plain[candidates] & _plain(name)
+    partial = np.minimum(100.0, 200.0 * lcs / np.maximum(shorter + lcs, 1))
+    bound = np.where(
+        long_ratio < 1.5,
+        np.where(one_token, ratio, np.maximum(ratio, 95.0)),
+        np.maximum(ratio, scale * np.where(one_token, partial, 100.0)),
     )
-    exact.update(keys[pos] for _, _, pos in near)
-    exact.update(seeds)
-    best, best_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
-    return best, names[best_i]
+    known = (one_token & (long_ratio < 1.5)).tolist()  # the bound is the WRatio itself
+    bounds = bound.tolist()
+    best = -1.0
+    scored: list[tuple[float, int]] = []
+    for k in np.argsort(-bound, kind="stable").tolist():
+        b = bounds[k]
+        if b < best - _WRATIO_SLACK:
+            break
+        w = b if known[k] else fuzz.WRatio(name, pool[k])
+        scored.append((w, int(candidates[k])))
+        best = max(best, w)
+    exact.update(i for w, i in scored if w >= best - _WRATIO_SLACK)
+    top, top_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
+    return top, names[top_i]
 
 
 def _by_score_then_first(scored: tuple[float, int]) -> tuple[float, int]:

@@ -118,9 +118,10 @@ class _NameTable:
         found = found[codes[found] == wanted[inside]]
         starts = self.starts
         parts = [self.owner[starts[j] : starts[j + 1]] for j in found.tolist()]
-        if not parts:
-            return np.zeros(0, dtype=np.int64)
-        return np.unique(np.concatenate(parts))
+        mask = np.zeros(len(self.names), dtype=bool)
+        for part in parts:
+            mask[part] = True
+        return np.flatnonzero(mask)
 
     def token_positions(self, token: str) -> list[int]:
         """The positions of the names one of whose lowercased whitespace tokens is
@@ -157,15 +158,16 @@ _Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
 
 
 class _RegistryIndex:
-    """Stage 1's view of one registry: its names (``str`` of each ``name``), the first spec
-    of each string name, and (on the first NCS) the content-keyed :class:`_NameTable`."""
+    """Stage 1's view of one registry list: the first spec of each string name and (on the
+    first NCS) the content-keyed :class:`_NameTable` of its names (``str`` of each
+    ``name``, or of each element of a list of names)."""
 
-    __slots__ = ("source", "size", "names", "by_name", "_table", "_shapes")
+    __slots__ = ("source", "size", "specs", "by_name", "_table", "_shapes")
 
-    def __init__(self, source: Sequence[Any], names: list[str], by_name: dict[str, Any]) -> None:
+    def __init__(self, source: Sequence[Any], specs: bool, by_name: dict[str, Any]) -> None:
         self.source = source
         self.size = len(source)
-        self.names = names
+        self.specs = specs
         self.by_name = by_name
         self._table: _NameTable | None = None
         self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
@@ -183,7 +185,9 @@ class _RegistryIndex:
 
     def table(self) -> _NameTable:
         if self._table is None:
-            self._table = _name_table(tuple(self.names))
+            source = self.source
+            names = [str(f.get("name")) for f in source] if self.specs else map(str, source)
+            self._table = _name_table(tuple(names))
         return self._table
 
 
@@ -213,17 +217,13 @@ def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
             _index_cache.move_to_end(key)
             _last_index = (source, specs, idx)
             return idx
-    if specs:
-        names = [str(f.get("name")) for f in source]
-        by_name: dict[str, Any] = {}
+    by_name: dict[str, Any] = {}
+    if specs:  # one pass; the names' strings are made on the first NCS (:meth:`table`)
         for f in source:
             raw = f.get("name")
             if isinstance(raw, str) and raw not in by_name:
                 by_name[raw] = f
-    else:
-        names = [str(n) for n in source]
-        by_name = {}
-    idx = _RegistryIndex(source, names, by_name)
+    idx = _RegistryIndex(source, specs, by_name)
     with _index_lock:
         _index_cache[key] = idx
         _index_cache.move_to_end(key)
@@ -296,16 +296,25 @@ def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
         np.where(one_token, ratio, np.maximum(ratio, 95.0)),
         np.maximum(ratio, scale * np.where(one_token, partial, 100.0)),
     )
-    known = (one_token & (long_ratio < 1.5)).tolist()  # the bound is the WRatio itself
-    bounds = bound.tolist()
+    known = one_token & (long_ratio < 1.5)  # the bound is the WRatio itself
+    # the best known WRatio is a floor of the best: only the names bounded above it less
+    # the slack are walked (all of them when none is known)
+    floor = float(bound[known].max()) if known.any() else -1.0
+    walk = np.flatnonzero(bound >= floor - _WRATIO_SLACK)
+    walk = walk[np.argsort(-bound[walk], kind="stable")]
     best = -1.0
     scored: list[tuple[float, int]] = []
-    for k in np.argsort(-bound, kind="stable").tolist():
-        b = bounds[k]
+    for k, b, is_known, i in zip(
+        walk.tolist(),
+        bound[walk].tolist(),
+        known[walk].tolist(),
+        candidates[walk].tolist(),
+        strict=True,
+    ):
         if b < best - _WRATIO_SLACK:
             break
-        w = b if known[k] else fuzz.WRatio(name, pool[k])
-        scored.append((w, int(candidates[k])))
+        w = b if is_known else fuzz.WRatio(name, pool[k])
+        scored.append((w, i))
         best = max(best, w)
     exact.update(i for w, i in scored if w >= best - _WRATIO_SLACK)
     top, top_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)

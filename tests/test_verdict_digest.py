@@ -160,8 +160,11 @@ def registry_verdicts(calls_per_kind: int = 25) -> list[Any]:
 
 def test_the_registry_set_reads_as_before() -> None:
     assert _digest(registry_verdicts()) == REGISTRY_DIGEST
+    assert _digest(registry_verdicts()) == REGISTRY_DIGEST  # from the caches
 
 
 def test_the_whole_bfcl_set_reads_as_before() -> None:
     pytest.importorskip("bfcl_eval")
+    assert _digest(bfcl_verdicts()) == BFCL_DIGEST
+    # again: every request's evidence and every verdict now comes from the caches
     assert _digest(bfcl_verdicts()) == BFCL_DIGEST

@@ -433,6 +433,42 @@ def grounding_modes() -> tuple[str, ...]:
     return tuple(GROUNDINGS)
 
 
+#: verdicts kept for repeated requests (the same call on the same registry list, request,
+#: context and grounding mode: a leaderboard's models answering a case alike, a case set
+#: scored again, a correction loop): bounded, oldest out first
+VERDICT_CACHE_SIZE = 8192
+#: calls whose arguments print longer than this are not kept
+_VERDICT_MAX_CHARS = 2048
+_verdicts: dict[tuple[Any, ...], tuple[Sequence[Any], Any, Diagnosis]] = {}
+_verdicts_lock = threading.Lock()
+
+
+def _verdict_key(
+    call: ToolCall | None,
+    functions: Sequence[Any],
+    query: str,
+    mode: Any,
+    context: Sequence[str],
+) -> tuple[Any, ...] | None:
+    """What a verdict depends on, or ``None`` when it is not kept (no call, a name that is
+    not a string, arguments that are not a plain dict or print long)."""
+    if call is None or type(call.name) is not str or type(call.arguments) is not dict:
+        return None
+    try:
+        args = repr(call.arguments)  # types apart: 1, 1.0, True and "1" differ
+    except (RecursionError, ValueError):
+        return None
+    if len(args) > _VERDICT_MAX_CHARS:
+        return None
+    ctx = tuple(context) if context else ()
+    named = mode if isinstance(mode, str) else id(mode)
+    return (id(functions), len(functions), type(query), query, ctx, named, call.name, args)
+
+
+def _copied(d: Diagnosis) -> Diagnosis:
+    return Diagnosis(**d.to_dict())
+
+
 def diagnose(
     call: ToolCall | None,
     functions: list[dict[str, Any]],
@@ -469,6 +505,37 @@ def diagnose(
     >>> d.stage, d.grounded, d.avem
     (0, {'city': 'stated', 'unit': 'enum'}, 1.0)
     """
+    mode = get_grounding(grounding)
+    # a mode named (or the default) is its name; a mode object given is itself
+    named: Any = mode.name if grounding is None or isinstance(grounding, str) else mode
+    key = (
+        _verdict_key(call, functions, query, named, context)
+        if judge is None and isinstance(functions, list | tuple)
+        else None
+    )
+    if key is not None:
+        hit = _verdicts.get(key)
+        if hit is not None and hit[0] is functions and (type(named) is str or hit[1] is named):
+            return _copied(hit[2])
+    d = _diagnose(call, functions, query, mode, context, judge)
+    if key is not None:
+        kept = _copied(d)
+        with _verdicts_lock:
+            _verdicts[key] = (functions, named, kept)
+            while len(_verdicts) > VERDICT_CACHE_SIZE:
+                del _verdicts[next(iter(_verdicts))]
+    return d
+
+
+def _diagnose(
+    call: ToolCall | None,
+    functions: list[dict[str, Any]],
+    query: str,
+    mode: Grounding,
+    context: Sequence[str],
+    judge: Judge | None,
+) -> Diagnosis:
+    """:func:`diagnose` itself (its docstring), the grounding mode resolved."""
     registry = _registry_index(functions, specs=True)
     # Stage 1: registry conformance
     name = call.name if call is not None else None
@@ -518,7 +585,6 @@ def diagnose(
     # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
     # One pass in the model's argument order: each verdict, then what the metrics read of it.
-    mode = get_grounding(grounding)
     evidence = Evidence.of(query, context)
     all_text = evidence.all_text
     ground = mode.ground

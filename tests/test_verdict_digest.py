@@ -10,6 +10,9 @@ after them.
   short (stage 2) and the first string or number replaced by one no request states (stage 3).
   Every case is given its own copy of its registry's list, as a results file whose rows each
   carry their functions does.
+* Extrinsic scores: the 10,511 calls of the BFCL grader-agreement harness (every single-call
+  gold call and its systematic perturbations) parsed from their JSON text and scored against
+  the gold, twice over.
 * Registry set: calls made against the first 15 functions of nested synthetic registries of
   15, 100, 1,000 and 10,000 functions (correct, misspelled name, drifted parameter,
   ungrounded value), each diagnosed against every size.
@@ -28,6 +31,8 @@ import pytest
 from callscope.saag.cascade import diagnose
 from callscope.types import ToolCall
 
+#: sha256 of :func:`extrinsic_scores`, twice over (the second from the caches)
+EXTRINSIC_DIGEST = "84883c2642c176254e8cd78f2f20ddfd913bddeceee3a665d0500fbe11606aa6"
 #: sha256 of :func:`bfcl_verdicts` and :func:`registry_verdicts` (cascade version 4)
 BFCL_DIGEST = "42b36a8b98ac35998a6ca5f78ab6fa9bf192af61200bce447d1158a3e2d9ebd7"
 REGISTRY_DIGEST = "ec3f30acb463009b0188ba6568cf6368253ca00977c9eeeaf0965263d8664c77"
@@ -168,3 +173,26 @@ def test_the_whole_bfcl_set_reads_as_before() -> None:
     assert _digest(bfcl_verdicts()) == BFCL_DIGEST
     # again: every request's evidence and every verdict now comes from the caches
     assert _digest(bfcl_verdicts()) == BFCL_DIGEST
+
+
+def extrinsic_scores() -> list[Any]:
+    from callscope.benchmarks.bfcl.agreement import gold_call, perturbed_calls
+    from callscope.benchmarks.bfcl.single import load_bfcl_single
+    from callscope.parse import parse_output
+    from callscope.saag.extrinsic import extrinsic
+
+    work = []
+    for case in load_bfcl_single():
+        calls = {"gold": gold_call(case)}
+        calls.update(perturbed_calls(case, random.Random(f"0:{case.id}")))
+        work += [(case, json.dumps(c)) for c in calls.values() if c is not None]
+    out = []
+    for _ in range(2):
+        for case, text in work:
+            out.append(extrinsic(parse_output(text).first, case.gold, case.functions))
+    return out
+
+
+def test_extrinsic_scores_read_as_before() -> None:
+    pytest.importorskip("bfcl_eval")
+    assert _digest(extrinsic_scores()) == EXTRINSIC_DIGEST

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from functools import lru_cache
 from typing import Any, NamedTuple, TypedDict
 
@@ -145,6 +146,60 @@ def _bfcl_accepts(pred: Any, acceptable: Any) -> bool:
     return any(bfcl_values_equal(pred, a) for a in _as_list(acceptable))
 
 
+class _GoldView:
+    """What :func:`arg_counts` reads of one acceptable-set gold, worked out once per gold
+    (issue 49: not once per call): its mandatory parameters and, per parameter, the BFCL
+    string forms of its string values."""
+
+    __slots__ = ("gold", "functions", "acceptable", "mandatory", "_forms")
+
+    def __init__(self, gold: dict[str, Any], acceptable: dict[str, Any], functions: Any) -> None:
+        self.gold = gold
+        self.functions = functions
+        self.acceptable = acceptable
+        mandatory = {k for k, vals in acceptable.items() if "" not in vals}
+        mandatory.update(required_params(functions, gold.get("name")))
+        self.mandatory = frozenset(mandatory)
+        self._forms: dict[str, frozenset[str]] = {}
+
+    def accepts(self, key: str, value: Any) -> bool:
+        """:func:`_bfcl_accepts` of ``value`` for parameter ``key``."""
+        if type(value) is not str:
+            return _bfcl_accepts(value, self.acceptable[key])
+        forms = self._forms.get(key)
+        if forms is None:
+            forms = frozenset(
+                bfcl_string_form(a) for a in _as_list(self.acceptable[key]) if isinstance(a, str)
+            )
+            self._forms[key] = forms
+        return bfcl_string_form(value) in forms
+
+
+#: acceptable-set golds whose view is kept (each entry holds its gold, so its ``id`` is not
+#: reused; a gold is not edited once scored)
+GOLD_CACHE_SIZE = 8192
+_gold_views: dict[tuple[int, int], _GoldView] = {}
+_gold_lock = threading.Lock()
+
+
+def _gold_view(gold: dict[str, Any], acceptable: dict[str, Any], functions: Any) -> _GoldView:
+    key = (id(gold), id(functions))
+    view = _gold_views.get(key)
+    if (
+        view is not None
+        and view.gold is gold
+        and view.functions is functions
+        and view.acceptable is acceptable
+    ):
+        return view
+    view = _GoldView(gold, acceptable, functions)
+    with _gold_lock:
+        _gold_views[key] = view
+        while len(_gold_views) > GOLD_CACHE_SIZE:
+            del _gold_views[next(iter(_gold_views))]
+    return view
+
+
 class ExtrinsicScores(TypedDict):
     """The extrinsic metrics of one call (the same keys in a ``score`` row)."""
 
@@ -222,14 +277,13 @@ def arg_counts(
     name_ok = call is not None and call.name == gold.get("name")
     acceptable = gold.get("acceptable")
     if isinstance(acceptable, dict):
-        mandatory = {k for k, vals in acceptable.items() if "" not in vals}
-        mandatory.update(required_params(functions, gold.get("name")))
+        view = _gold_view(gold, acceptable, functions)
         correct_keys = (
-            {k for k, v in pred.items() if k in acceptable and _bfcl_accepts(v, acceptable[k])}
+            {k for k, v in pred.items() if k in acceptable and view.accepts(k, v)}
             if name_ok
             else set()
         )
-        relevant = mandatory | correct_keys
+        relevant = view.mandatory | correct_keys
         return ArgCounts(len(correct_keys & relevant), len(pred), len(relevant), name_ok)
     gold_args = gold.get("arguments") or {}
     n_correct = sum(

@@ -5,7 +5,8 @@ the first 1,000 of the 10,000; synthetic names from ``score_throughput.make_regi
 every size is scored on the *same* calls, made against the first 15 functions: an even mix
 of correct calls, misspelled names (stage 1: NCS over the registry), drifted parameters
 (stage 2) and ungrounded values (stage 3). Each registry is one list object reused for every
-call, as one case's functions are in a run. Prints the mean microseconds per ``diagnose`` for
+call, as one case's functions are in a run; the verdict cache is off (the same calls are
+scored again and again here: the cascade itself is measured, not its memo). Prints the mean microseconds per ``diagnose`` for
 each size and kind, and each size's ratio to 15 (goal of issues 16 and 49: 1,000 within 2x; issue 16: 10,000
 within 4x). ``bfcl_throughput.py`` prints the same table after its BFCL side-by-side.
 
@@ -22,6 +23,7 @@ import time
 from score_throughput import KINDS, make_item, make_registry
 
 from callscope.parse import parse_output
+from callscope.saag import cascade
 from callscope.saag.cascade import diagnose
 from callscope.types import ToolCall
 
@@ -65,6 +67,7 @@ def registry_table(
 ) -> dict[int, float]:
     """Print microseconds per call by size and kind, and the mix's ratio to the smallest
     size; returns the mix's microseconds by size."""
+    cascade.VERDICT_CACHE_SIZE = 0  # the cascade itself, not its memo of repeated requests
     mix = [c for kind in KINDS for c in calls[kind]]
     print(f"{'functions':>9} " + " ".join(f"{k:>11}" for k in (*KINDS, "mix")) + "  x 15 (mix)")
     base = None

@@ -31,6 +31,8 @@ from callscope.saag.groundings import (
     ArgVerdict,
     Grounding,
     Judge,
+    LexicalGrounding,
+    RegistryGrounding,
     get_grounding,
 )
 from callscope.types import ToolCall
@@ -436,11 +438,12 @@ def grounding_modes() -> tuple[str, ...]:
 
 #: verdicts kept for repeated requests (the same call on the same registry list, request,
 #: context and grounding mode: a leaderboard's models answering a case alike, a case set
-#: scored again, a correction loop): bounded, oldest out first
-VERDICT_CACHE_SIZE = 8192
+#: scored again, a correction loop): bounded (about 1.5 KB a verdict), oldest out first; 0
+#: keeps none (``benchmarks/registry_scale.py`` measures the cascade itself so)
+VERDICT_CACHE_SIZE = 16384
 #: calls whose arguments print longer than this are not kept
 _VERDICT_MAX_CHARS = 2048
-_verdicts: dict[tuple[Any, ...], tuple[Sequence[Any], Any, Diagnosis]] = {}
+_verdicts: dict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any]]] = {}
 _verdicts_lock = threading.Lock()
 
 
@@ -462,26 +465,48 @@ def _verdict_key(
     if len(args) > _VERDICT_MAX_CHARS:
         return None
     ctx = tuple(context) if context else ()
-    named = mode if isinstance(mode, str) else id(mode)
+    named = mode if isinstance(mode, str | tuple) else id(mode)
     return (id(functions), len(functions), type(query), query, ctx, named, call.name, args)
 
 
 #: the fields of a :class:`Diagnosis` that hold a list or a dict (copied with the record)
-_CONTAINER_FIELDS = tuple(
-    f.name
-    for f in fields(Diagnosis)
-    if f.default_factory in (list, dict)  # type: ignore[comparison-overlap]
-)
+_LIST_FIELDS = tuple(f.name for f in fields(Diagnosis) if f.default_factory is list)
+_DICT_FIELDS = tuple(f.name for f in fields(Diagnosis) if f.default_factory is dict)
 
 
-def _copied(d: Diagnosis) -> Diagnosis:
-    """A copy of a kept verdict, its lists and dicts copied (``Diagnosis(**d.to_dict())``
-    at a third of its cost)."""
-    out = object.__new__(Diagnosis)
+def _mode_key(mode: Grounding, given: str | Grounding | None) -> Any:
+    """A grounding mode as the verdict cache tells modes apart: a name given (or the default)
+    is the name; a built-in mode object its settings (``RegistryGrounding`` its disabled
+    rules); any other mode object is itself (kept with the verdict, compared by identity)."""
+    if given is None or isinstance(given, str):
+        return mode.name
+    if type(mode) is LexicalGrounding:
+        return "lexical"
+    if type(mode) is RegistryGrounding and type(mode.disabled) is frozenset:
+        return ("registry", mode.name, mode.disabled)
+    return mode
+
+
+def _kept(d: Diagnosis) -> dict[str, Any]:
+    """A verdict as the cache keeps it: its fields, lists as tuples (few objects for the
+    garbage collector to walk: a cache of thousands of verdicts must not slow the rest)."""
     values = d.__dict__.copy()
-    for name in _CONTAINER_FIELDS:
+    for name in _LIST_FIELDS:
+        values[name] = tuple(values[name])
+    for name in _DICT_FIELDS:
         values[name] = values[name].copy()
-    out.__dict__ = values
+    return values
+
+
+def _revived(values: dict[str, Any]) -> Diagnosis:
+    """A new :class:`Diagnosis` from a kept verdict (its own lists and dicts)."""
+    out = object.__new__(Diagnosis)
+    fresh = values.copy()
+    for name in _LIST_FIELDS:
+        fresh[name] = list(fresh[name])
+    for name in _DICT_FIELDS:
+        fresh[name] = fresh[name].copy()
+    out.__dict__ = fresh
     return out
 
 
@@ -522,20 +547,19 @@ def diagnose(
     (0, {'city': 'stated', 'unit': 'enum'}, 1.0)
     """
     mode = get_grounding(grounding)
-    # a mode named (or the default) is its name; a mode object given is itself
-    named: Any = mode.name if grounding is None or isinstance(grounding, str) else mode
+    named = _mode_key(mode, grounding)
     key = (
         _verdict_key(call, functions, query, named, context)
-        if judge is None and isinstance(functions, list | tuple)
+        if VERDICT_CACHE_SIZE and judge is None and isinstance(functions, list | tuple)
         else None
     )
     if key is not None:
         hit = _verdicts.get(key)
-        if hit is not None and hit[0] is functions and (type(named) is str or hit[1] is named):
-            return _copied(hit[2])
+        if hit is not None and hit[0] is functions and (hit[1] is named or hit[1] == named):
+            return _revived(hit[2])
     d = _diagnose(call, functions, query, mode, context, judge)
     if key is not None:
-        kept = _copied(d)
+        kept = _kept(d)
         with _verdicts_lock:
             _verdicts[key] = (functions, named, kept)
             while len(_verdicts) > VERDICT_CACHE_SIZE:

@@ -443,7 +443,7 @@ def grounding_modes() -> tuple[str, ...]:
 VERDICT_CACHE_SIZE = 16384
 #: calls whose arguments print longer than this are not kept
 _VERDICT_MAX_CHARS = 2048
-_verdicts: dict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any]]] = {}
+_verdicts: OrderedDict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any]]] = OrderedDict()
 _verdicts_lock = threading.Lock()
 
 
@@ -563,7 +563,7 @@ def diagnose(
         with _verdicts_lock:
             _verdicts[key] = (functions, named, kept)
             while len(_verdicts) > VERDICT_CACHE_SIZE:
-                del _verdicts[next(iter(_verdicts))]
+                _verdicts.popitem(last=False)
     return d
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, NamedTuple, TypedDict
 
@@ -178,7 +179,7 @@ class _GoldView:
 #: acceptable-set golds whose view is kept (each entry holds its gold, so its ``id`` is not
 #: reused; a gold is not edited once scored)
 GOLD_CACHE_SIZE = 8192
-_gold_views: dict[tuple[int, int], _GoldView] = {}
+_gold_views: OrderedDict[tuple[int, int], _GoldView] = OrderedDict()
 _gold_lock = threading.Lock()
 
 
@@ -196,7 +197,7 @@ def _gold_view(gold: dict[str, Any], acceptable: dict[str, Any], functions: Any)
     with _gold_lock:
         _gold_views[key] = view
         while len(_gold_views) > GOLD_CACHE_SIZE:
-            del _gold_views[next(iter(_gold_views))]
+            _gold_views.popitem(last=False)
     return view
 
 

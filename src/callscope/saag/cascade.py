@@ -469,9 +469,31 @@ def _verdict_key(
     return (id(functions), len(functions), type(query), query, ctx, named, call.name, args)
 
 
-#: the fields of a :class:`Diagnosis` that hold a list or a dict (copied with the record)
-_LIST_FIELDS = tuple(f.name for f in fields(Diagnosis) if f.default_factory is list)
-_DICT_FIELDS = tuple(f.name for f in fields(Diagnosis) if f.default_factory is dict)
+#: the fields of a :class:`Diagnosis`, in order, and which hold a list or a dict
+_FIELDS = tuple(f.name for f in fields(Diagnosis))
+_LISTS = frozenset(f.name for f in fields(Diagnosis) if f.default_factory is list)
+_DICTS = frozenset(f.name for f in fields(Diagnosis) if f.default_factory is dict)
+
+
+def _kept(d: Diagnosis) -> tuple[Any, ...]:
+    """A verdict as the cache keeps it: its field values in order, lists as tuples and dicts
+    as tuples of pairs (immutable values the garbage collector stops walking: a cache of
+    thousands of verdicts must not slow every other allocation)."""
+    values = d.__dict__
+    return tuple(
+        tuple(values[k]) if k in _LISTS else tuple(values[k].items()) if k in _DICTS else values[k]
+        for k in _FIELDS
+    )
+
+
+def _revived(kept: tuple[Any, ...]) -> Diagnosis:
+    """A new :class:`Diagnosis` from a kept verdict (its own lists and dicts)."""
+    out = object.__new__(Diagnosis)
+    out.__dict__ = {
+        k: list(v) if k in _LISTS else dict(v) if k in _DICTS else v
+        for k, v in zip(_FIELDS, kept, strict=True)
+    }
+    return out
 
 
 def _mode_key(mode: Grounding, given: str | Grounding | None) -> Any:
@@ -485,29 +507,6 @@ def _mode_key(mode: Grounding, given: str | Grounding | None) -> Any:
     if type(mode) is RegistryGrounding and type(mode.disabled) is frozenset:
         return ("registry", mode.name, mode.disabled)
     return mode
-
-
-def _kept(d: Diagnosis) -> dict[str, Any]:
-    """A verdict as the cache keeps it: its fields, lists as tuples (few objects for the
-    garbage collector to walk: a cache of thousands of verdicts must not slow the rest)."""
-    values = d.__dict__.copy()
-    for name in _LIST_FIELDS:
-        values[name] = tuple(values[name])
-    for name in _DICT_FIELDS:
-        values[name] = values[name].copy()
-    return values
-
-
-def _revived(values: dict[str, Any]) -> Diagnosis:
-    """A new :class:`Diagnosis` from a kept verdict (its own lists and dicts)."""
-    out = object.__new__(Diagnosis)
-    fresh = values.copy()
-    for name in _LIST_FIELDS:
-        fresh[name] = list(fresh[name])
-    for name in _DICT_FIELDS:
-        fresh[name] = fresh[name].copy()
-    out.__dict__ = fresh
-    return out
 
 
 def diagnose(

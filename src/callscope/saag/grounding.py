@@ -41,8 +41,9 @@ def is_number(v: Any) -> bool:
 #: results for (here, :mod:`callscope.saag.evidence`, :mod:`callscope.saag.normalise.numbers`):
 #: sized to the work (BFCL's 1,911 single-call requests, a leaderboard's 1,240 cases, a
 #: correction loop's few) so that a second pass over a case set finds every request's
-#: evidence; bounded (about 12 KB a request with everything kept, ~50 MB at most: issue 49)
-REQUEST_CACHE_SIZE = 4096
+#: evidence; bounded (about 12 KB a request with everything kept, ~25 MB at most: issue 49;
+#: larger costs a first pass more in garbage collection than it saves)
+REQUEST_CACHE_SIZE = 2048
 
 
 @lru_cache(maxsize=REQUEST_CACHE_SIZE)

@@ -21,7 +21,9 @@ against BFCL's best time (its own first pass is slower). Then the registry secti
 ``registry_scale.py``'s calls (correct, misspelled name, drifted parameter, ungrounded value,
 against the first 15 functions) diagnosed against nested
 registries of 15, 100, 1,000 and 10,000 functions, with each size's ratio to 15
-(``--registry-seconds 0`` skips it). The load average is printed before and after (the machine
+(``--registry-seconds 0`` skips it). The garbage collector's time inside the cascade is
+printed apart (``of which gc``: caches that grow during a first pass make the collector walk
+more). The load average is printed before and after (the machine
 is shared: compare ratios from one run, not figures from two). ``--profile N`` then prints the
 N costliest functions of callscope's side by own time (``cProfile``, one more pass per mode).
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import random
@@ -95,6 +98,16 @@ def main() -> None:
     work = [w for w in every if w[0].id in half]
     times: dict[str, dict[str, float]] = {"fresh": {}, "cold": {}, "warm": {}}
 
+    gc_seconds = [0.0, 0.0]  # total, start of the running collection
+
+    def on_gc(phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            gc_seconds[1] = time.process_time()
+        else:
+            gc_seconds[0] += time.process_time() - gc_seconds[1]
+
+    gc.callbacks.append(on_gc)
+
     def one_pass(items: list[Any], into: dict[str, float]) -> None:
         def keep(key: str, dt: float) -> None:
             into[key] = min(into.get(key, dt), dt)
@@ -105,20 +118,23 @@ def main() -> None:
                 checker(*bfcl_args)
         keep("bfcl", (time.process_time() - t0) / len(items))
         parsed = []
-        t0 = time.process_time()
+        t0, g0 = time.process_time(), gc_seconds[0]
         for _case, _call, text, _ in items:
             parsed.append(parse_output(text))
         keep("parse", (time.process_time() - t0) / len(items))
-        t0 = time.process_time()
+        keep("  of which gc[parse]", (gc_seconds[0] - g0) / len(items))
+        t0, g0 = time.process_time(), gc_seconds[0]
         for (case, *_), p in zip(items, parsed, strict=True):
             extrinsic(p.first, case.gold, case.functions)
         keep("extrinsic", (time.process_time() - t0) / len(items))
+        keep("  of which gc[extrinsic]", (gc_seconds[0] - g0) / len(items))
         for name in modes:
             mode = get_grounding(name)
-            t0 = time.process_time()
+            t0, g0 = time.process_time(), gc_seconds[0]
             for (case, *_), p in zip(items, parsed, strict=True):
                 diagnose(p.first, case.functions, case.query, grounding=mode)
             keep(f"diagnose[{name}]", (time.process_time() - t0) / len(items))
+            keep(f"  of which gc[{name}]", (gc_seconds[0] - g0) / len(items))
 
     one_pass(warmup, times["fresh"])
     one_pass(work, times["cold"])
@@ -139,6 +155,11 @@ def main() -> None:
             print(f"  {k:20s} {v:8.1f} us/call  ({v / per['bfcl']:.2f}x BFCL's time)")
         for name in modes:
             full = per["parse"] + per[f"diagnose[{name}]"] + per["extrinsic"]
+            collector = sum(per[f"  of which gc[{k}]"] for k in ("parse", "extrinsic", name))
+            print(
+                f"  full per-call [{name}] less the garbage collector's {collector:.1f} us: "
+                f"{per['bfcl'] / (full - collector):.3f}x"
+            )
             print(
                 f"  full per-call [{name}]: {full:8.1f} us/call; "
                 f"throughput vs BFCL ast_checker: {per['bfcl'] / full:.3f}x "

@@ -27,6 +27,7 @@ from callscope.saag import grounding as g
 from callscope.saag import intrinsic as m
 from callscope.saag.evidence import Evidence
 from callscope.saag.groundings import (
+    DEFAULT_GROUNDING,
     GROUNDINGS,
     ArgVerdict,
     Grounding,
@@ -473,6 +474,8 @@ def _verdict_key(
 _FIELDS = tuple(f.name for f in fields(Diagnosis))
 _LISTS = frozenset(f.name for f in fields(Diagnosis) if f.default_factory is list)
 _DICTS = frozenset(f.name for f in fields(Diagnosis) if f.default_factory is dict)
+_LIST_AT = tuple((i, k) for i, k in enumerate(_FIELDS) if k in _LISTS)
+_DICT_AT = tuple((i, k) for i, k in enumerate(_FIELDS) if k in _DICTS)
 
 
 def _kept(d: Diagnosis) -> tuple[Any, ...]:
@@ -489,19 +492,19 @@ def _kept(d: Diagnosis) -> tuple[Any, ...]:
 def _revived(kept: tuple[Any, ...]) -> Diagnosis:
     """A new :class:`Diagnosis` from a kept verdict (its own lists and dicts)."""
     out = object.__new__(Diagnosis)
-    out.__dict__ = {
-        k: list(v) if k in _LISTS else dict(v) if k in _DICTS else v
-        for k, v in zip(_FIELDS, kept, strict=True)
-    }
+    values = dict(zip(_FIELDS, kept, strict=True))
+    for i, name in _LIST_AT:
+        values[name] = list(kept[i])
+    for i, name in _DICT_AT:
+        values[name] = dict(kept[i])
+    out.__dict__ = values
     return out
 
 
-def _mode_key(mode: Grounding, given: str | Grounding | None) -> Any:
-    """A grounding mode as the verdict cache tells modes apart: a name given (or the default)
-    is the name; a built-in mode object its settings (``RegistryGrounding`` its disabled
-    rules); any other mode object is itself (kept with the verdict, compared by identity)."""
-    if given is None or isinstance(given, str):
-        return mode.name
+def _mode_key(mode: Grounding) -> Any:
+    """A grounding mode object as the verdict cache tells modes apart (a mode named is its
+    name): a built-in mode its settings (``RegistryGrounding`` its disabled rules); any other
+    mode object is itself (kept with the verdict, compared by identity)."""
     if type(mode) is LexicalGrounding:
         return "lexical"
     if type(mode) is RegistryGrounding and type(mode.disabled) is frozenset:
@@ -545,8 +548,12 @@ def diagnose(
     >>> d.stage, d.grounded, d.avem
     (0, {'city': 'stated', 'unit': 'enum'}, 1.0)
     """
-    mode = get_grounding(grounding)
-    named = _mode_key(mode, grounding)
+    if grounding is None or isinstance(grounding, str):  # a name: no mode built for a hit
+        mode: Grounding | None = None
+        named: Any = grounding or DEFAULT_GROUNDING
+    else:
+        mode = grounding
+        named = _mode_key(grounding)
     key = (
         _verdict_key(call, functions, query, named, context)
         if VERDICT_CACHE_SIZE and judge is None and isinstance(functions, list | tuple)
@@ -556,6 +563,8 @@ def diagnose(
         hit = _verdicts.get(key)
         if hit is not None and hit[0] is functions and (hit[1] is named or hit[1] == named):
             return _revived(hit[2])
+    if mode is None:
+        mode = get_grounding(named)
     d = _diagnose(call, functions, query, mode, context, judge)
     if key is not None:
         kept = _kept(d)

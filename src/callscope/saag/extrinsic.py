@@ -247,8 +247,39 @@ def extrinsic(
     """
     if call is None:
         return {"name_match": False, "arg_precision": 0.0, "arg_recall": 0.0, "arg_f1": 0.0}
+    key = _score_key(call, gold, functions)
+    if key is not None:
+        hit = _scores.get(key)
+        if hit is not None and hit[0] is gold and hit[1] is functions:
+            return hit[2].copy()  # type: ignore[return-value]
     counts = arg_counts(call, gold, functions)
-    return _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
+    scores = _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
+    if key is not None:
+        with _gold_lock:
+            _scores[key] = (gold, functions, scores.copy())  # type: ignore[arg-type]
+            while len(_scores) > SCORE_CACHE_SIZE:
+                _scores.popitem(last=False)
+    return scores
+
+
+#: scores kept for repeated requests (the same call against the same gold and registry
+#: objects: a case set scored again, a correction loop), oldest out first
+SCORE_CACHE_SIZE = 16384
+_scores: OrderedDict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = OrderedDict()
+
+
+def _score_key(call: ToolCall, gold: dict[str, Any], functions: Any) -> tuple[Any, ...] | None:
+    """What a call's extrinsic scores depend on, or ``None`` when they are not kept (a name
+    that is not a string, arguments that are not a plain dict or print long)."""
+    if type(call.name) is not str or type(call.arguments) is not dict or type(gold) is not dict:
+        return None
+    try:
+        args = repr(call.arguments)  # types apart: 1, 1.0, True and "1" differ
+    except (RecursionError, ValueError):
+        return None
+    if len(args) > 2048:
+        return None
+    return (id(gold), id(functions), call.name, args)
 
 
 class ArgCounts(NamedTuple):

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import fields
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -70,7 +71,7 @@ class _NameTable:
     and every lowercased trigram as a sorted posting table; each lowercased whitespace
     token's positions (built on the first name that needs them)."""
 
-    __slots__ = ("names", "lowered", "lengths", "plain", "codes", "starts", "owner", "_tokens")
+    __slots__ = ("names", "lowered", "lengths", "plain", "slices", "owner", "_tokens")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -99,32 +100,27 @@ class _NameTable:
             codes, owner = codes[inside], owner[inside]
         else:
             codes, owner = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-        # sorted: the distinct codes, where each one's names start, the names
+        # sorted by trigram: each distinct trigram's names are one slice of ``owner``
         order = np.argsort(codes, kind="stable")
         codes, self.owner = codes[order], owner[order]
-        self.codes, starts = np.unique(codes, return_index=True)
-        self.starts = np.append(starts, len(codes))
+        distinct, starts = np.unique(codes, return_index=True)
+        bounds = np.append(starts, len(codes)).tolist()
+        mask = (1 << 21) - 1
+        self.slices = {
+            chr(c >> 42) + chr((c >> 21) & mask) + chr(c & mask): (bounds[j], bounds[j + 1])
+            for j, c in enumerate(distinct.tolist())
+        }
 
     def sharing(self, grams: set[str]) -> Any:
         """The positions (ascending) of the names sharing one of ``grams`` (lowercased
-        trigrams): a binary search per trigram in the posting table."""
+        trigrams): one slice of the posting table per trigram."""
         import numpy as np
 
-        wanted = np.fromiter(
-            ((ord(g[0]) << 42) | (ord(g[1]) << 21) | ord(g[2]) for g in grams),
-            dtype=np.uint64,
-            count=len(grams),
-        )
-        codes = self.codes
-        at = np.searchsorted(codes, wanted)
-        inside = at < len(codes)
-        found = at[inside]
-        found = found[codes[found] == wanted[inside]]
-        starts = self.starts
-        parts = [self.owner[starts[j] : starts[j + 1]] for j in found.tolist()]
+        owner, slices = self.owner, self.slices
+        parts = [owner[ab[0] : ab[1]] for g in grams if (ab := slices.get(g)) is not None]
         mask = np.zeros(len(self.names), dtype=bool)
-        for part in parts:
-            mask[part] = True
+        if parts:
+            mask[np.concatenate(parts)] = True
         return np.flatnonzero(mask)
 
     def token_positions(self, token: str) -> list[int]:
@@ -284,7 +280,8 @@ def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
         if positions:
             exact.update(np.intersect1d(positions, candidates).tolist())
     n = len(name)
-    pool = [names[i] for i in candidates.tolist()]
+    picked = candidates.tolist()
+    pool = [names[picked[0]]] if len(picked) == 1 else list(itemgetter(*picked)(names))
     lengths = table.lengths[candidates]
     dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
     total = lengths + n

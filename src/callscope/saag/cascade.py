@@ -284,20 +284,20 @@ def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
     pool = [names[picked[0]]] if len(picked) == 1 else list(itemgetter(*picked)(names))
     lengths = table.lengths[candidates]
     dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
+    # every candidate has a character (it shares a trigram): no length below 1
     total = lengths + n
-    ratio = 100.0 * (1.0 - dist / np.maximum(total, 1))
+    ratio = 100.0 - 100.0 * dist / total
     shorter = np.minimum(lengths, n)
-    lcs = (total - dist) / 2.0
-    long_ratio = np.maximum(lengths, n) / np.maximum(shorter, 1)
-    scale = np.where(long_ratio <= 8.0, 0.9, 0.6)
-    one_token = table.plain[candidates] & _plain(name)
-    partial = np.minimum(100.0, 200.0 * lcs / np.maximum(shorter + lcs, 1))
-    bound = np.where(
-        long_ratio < 1.5,
-        np.where(one_token, ratio, np.maximum(ratio, 95.0)),
-        np.maximum(ratio, scale * np.where(one_token, partial, 100.0)),
-    )
-    known = one_token & (long_ratio < 1.5)  # the bound is the WRatio itself
+    long_ratio = np.maximum(lengths, n) / shorter
+    near = long_ratio < 1.5
+    one_token = table.plain[candidates] if _plain(name) else np.zeros(len(pool), dtype=bool)
+    known = one_token & near  # the bound is the WRatio itself
+    lcs = (total - dist) * 0.5
+    partial = np.where(one_token, np.minimum(100.0, 200.0 * lcs / (shorter + lcs)), 100.0)
+    cap = np.where(long_ratio <= 8.0, 0.9, 0.6) * partial
+    cap[near] = 95.0
+    bound = np.maximum(ratio, cap)
+    bound[known] = ratio[known]
     # the best known WRatio is a floor of the best: only the names bounded above it less
     # the slack are walked (all of them when none is known)
     floor = float(bound[known].max()) if known.any() else -1.0

@@ -452,9 +452,15 @@ def _verdict_key(
     mode: Any,
     context: Sequence[str],
 ) -> tuple[Any, ...] | None:
-    """What a verdict depends on, or ``None`` when it is not kept (no call, a name that is
-    not a string, arguments that are not a plain dict or print long)."""
-    if call is None or type(call.name) is not str or type(call.arguments) is not dict:
+    """What a verdict depends on, or ``None`` when it is not kept (no call, a name or a
+    request that is not a plain string, arguments that are not a plain dict or print long).
+    Only atomic values, so the collector stops walking the keys."""
+    if (
+        call is None
+        or type(call.name) is not str
+        or type(call.arguments) is not dict
+        or type(query) is not str
+    ):
         return None
     try:
         args = repr(call.arguments)  # types apart: 1, 1.0, True and "1" differ
@@ -464,7 +470,7 @@ def _verdict_key(
         return None
     ctx = tuple(context) if context else ()
     named = mode if isinstance(mode, str | tuple) else id(mode)
-    return (id(functions), len(functions), type(query), query, ctx, named, call.name, args)
+    return (id(functions), len(functions), query, ctx, named, call.name, args)
 
 
 #: the fields of a :class:`Diagnosis`, in order, and which hold a list or a dict

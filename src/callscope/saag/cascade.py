@@ -469,6 +469,8 @@ def _verdict_key(
     if len(args) > _VERDICT_MAX_CHARS:
         return None
     ctx = tuple(context) if context else ()
+    if ctx and not all(type(c) is str for c in ctx):
+        return None
     named = mode if isinstance(mode, str | tuple) else id(mode)
     return (id(functions), len(functions), query, ctx, named, call.name, args)
 

@@ -412,7 +412,11 @@ def leaderboard_job(
     import time  # lazy: with the job
 
     from callscope.benchmarks.bfcl.single_results import single_models  # lazy: with its job
-    from callscope.report.leaderboard import CASES_DIR, leaderboard_tables  # lazy: numpy
+    from callscope.report.leaderboard import (  # lazy: numpy
+        CASES_DIR,
+        leaderboard_tables,
+        undecodable_note,
+    )
     from callscope.report.leaderboard_pages import (  # lazy: matplotlib
         LEFT_OUT_REASONS,
         mark_left_out,
@@ -477,6 +481,9 @@ def leaderboard_job(
         ]
         written = write_leaderboard_report(run, out, tables, notes)
         log.write(f"{time.perf_counter() - start:7.2f}s done: {notes[0]}\n")
+    warning = undecodable_note(run)
+    if warning:  # first, before the table it is left out of
+        stdout_console().print(warning, style="bold yellow", markup=False)
     stdout_console().print(tables[0].to_rich())
     for n in notes:
         console.print(n, markup=False)

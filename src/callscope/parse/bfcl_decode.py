@@ -26,6 +26,13 @@ What is the same as BFCL and what is not:
 * JSON (function-calling models' ``{name: "json args"}``, Hermes' ``<tool_call>`` lines,
   xLAM's ``{"tool_calls": [...]}``, GLM's ``name\\n{json}``) is read with the bounded JSON
   reader (:func:`~callscope.parse.literals.json_loads`).
+* A model BFCL's handler map does not name has no handler: :func:`choose_decoder` tries
+  every decoder here on a sample of its answers and takes the one that reads calls from the
+  most (a :class:`DecoderChoice`, with every alternative's count). Besides the 2024
+  families, four formats no 2024 handler lists are tried: ``function_call_tag`` (granite's
+  ``<function_call> {json}``), ``tool_call_tag`` (``<tool_call>...</tool_call>`` anywhere),
+  ``fenced`` (Markdown code fences holding JSON or a Python call list) and ``json_calls``
+  (``{"name", "arguments"}`` JSON).
 * Everything is bounded as the rest of :mod:`callscope.parse`: the text is cut to
   :data:`~callscope.parse.literals.MAX_INPUT_CHARS`, values deeper than
   :data:`~callscope.parse.literals.MAX_ARGUMENT_DEPTH` are refused, and the only patterns
@@ -46,7 +53,8 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from callscope.core.jsonl import loads_bounded
@@ -395,6 +403,174 @@ def _xlam(result: Any) -> list[ToolCall]:
     return calls
 
 
+# --------------------------------------------------------------------------- unlisted formats
+# Formats no 2024 handler reads, tried (with every family above) for a model the handler map
+# does not name (:func:`choose_decoder`). Each reads ``{"name", "arguments"}`` objects
+# (:func:`_named_calls`); each scan is a bounded ``str.find`` walk, linear in the answer.
+
+#: the most call blocks one answer is read for (the rest are not read)
+MAX_BLOCKS = 256
+
+
+def _named(obj: Any) -> ToolCall:
+    """One ``{"name", "arguments"}`` object (``parameters`` for ``arguments``; arguments
+    given as a JSON string are read; an OpenAI ``{"function": {...}}`` is its function)."""
+    if isinstance(obj, dict) and isinstance(obj.get("function"), dict):
+        obj = obj["function"]
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise Rejected("call is not a {name, arguments} object")
+    raw = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(raw, str):
+        raw = _json(raw)
+    return ToolCall(name=obj["name"], arguments=_arguments(raw))
+
+
+def _named_calls(value: Any) -> list[ToolCall]:
+    """A ``{"name", "arguments"}`` object, a list of them, or ``{"tool_calls": [...]}``."""
+    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+        value = value["tool_calls"]
+    items = value if isinstance(value, list) else [value]
+    return [_named(item) for item in items[:MAX_BLOCKS]]
+
+
+def _function_call_tags(result: Any) -> list[ToolCall]:
+    """``<function_call> {"name": ..., "arguments": {...}}`` pieces (IBM granite's
+    function-calling models; BFCL's later granite handler): the text split on the tag,
+    every non-blank piece one JSON call; ``no_function`` is the model declining."""
+    text = _text(result)
+    if "<function_call>" not in text:
+        raise Rejected("no <function_call> tag")
+    calls: list[ToolCall] = []
+    for piece in text.split("<function_call>", MAX_BLOCKS)[:MAX_BLOCKS]:
+        piece = piece.strip()
+        if not piece:
+            continue
+        try:
+            value = loads_bounded(piece)
+        except ValueError:
+            raise WrongFormat("a <function_call> piece is not JSON") from None
+        if isinstance(value, dict) and value.get("name") == "no_function":
+            raise Irrelevant("no_function: the model declined")
+        calls.extend(_named_calls(value))
+    return calls
+
+
+def _between(text: str, opening: str, closing: str) -> list[str]:
+    """The bodies of ``opening ... closing`` blocks, in order (a last block left open runs
+    to the end of the text); at most :data:`MAX_BLOCKS`."""
+    out: list[str] = []
+    pos = text.find(opening)
+    while pos >= 0 and len(out) < MAX_BLOCKS:
+        start = pos + len(opening)
+        end = text.find(closing, start)
+        out.append(text[start : end if end >= 0 else len(text)])
+        if end < 0:
+            break
+        pos = text.find(opening, end + len(closing))
+    return out
+
+
+def _tool_call_tags(result: Any) -> list[ToolCall]:
+    """``<tool_call>{json}</tool_call>`` blocks anywhere in the answer, on one line or many
+    (Hermes' handler reads them only as whole lines), each one call or a list of calls."""
+    blocks = _between(_text(result), "<tool_call>", "</tool_call>")
+    if not blocks:
+        raise Rejected("no <tool_call> block")
+    return [c for body in blocks for c in _named_calls(_json(body.strip()))]
+
+
+def _fenced(result: Any) -> list[ToolCall]:
+    """Markdown code fences (```` ```json ````, ```` ```python ````, plain ```` ``` ````),
+    each body JSON calls (:func:`_named_calls`) or, when not JSON, a Python call list."""
+    text = _text(result)
+    bodies = _between(text, "```", "```")
+    if not bodies:
+        raise Rejected("no ``` fence")
+    calls: list[ToolCall] = []
+    for body in bodies:
+        newline = body.find("\n")
+        head = body[:newline] if newline >= 0 else ""
+        if head.strip().isidentifier():  # a language tag: ```json, ```python
+            body = body[newline + 1 :]
+        body = body.strip()
+        try:
+            value = loads_bounded(body)
+        except ValueError:
+            calls.extend(read_bfcl_calls(_wrap(body)))
+        else:
+            calls.extend(_named_calls(value))
+    return calls
+
+
+def _json_calls(result: Any) -> list[ToolCall]:
+    """The answer as JSON calls (:func:`_named_calls`): stored as JSON, or text that is."""
+    if isinstance(result, str):
+        result = _json(result.strip())
+    return _named_calls(result)
+
+
+# --------------------------------------------------------------------------- choosing one
+
+#: how many of a model's answers :func:`choose_decoder` reads with every decoder
+SAMPLE_SIZE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class DecoderChoice:
+    """The decoder a model's answers are read with: ``name``; ``by`` ``"handler"`` (BFCL's
+    handler map names the model) or ``"sample"`` (chosen by :func:`choose_decoder`);
+    ``sample``: the answers tried; ``reads``: ``(decoder, answers it read calls from)`` for
+    every decoder tried, most first (the chosen one first)."""
+
+    name: str
+    by: str = "handler"
+    sample: int = 0
+    reads: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def undecodable(self) -> bool:
+        """Chosen by sample, and even the best decoder reads calls from fewer than half of
+        the sampled answers: the model's format is one no decoder knows."""
+        best = self.reads[0][1] if self.reads else 0
+        return self.by == "sample" and self.sample > 0 and 2 * best < self.sample
+
+    def alternatives(self, limit: int = 3) -> str:
+        """The next decoders and their reads, e.g. ``"wrap 3/100, gemma 3/100"``."""
+        return ", ".join(f"{n} {k}/{self.sample}" for n, k in self.reads[1 : 1 + limit])
+
+
+#: what a decoded call's name must look like for a decoder to count as reading the answer
+#: (a dotted identifier, ``-`` allowed: not a fence's ```` ```json ```` line, not prose)
+_FUNCTION_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
+
+
+def _reads(decoder: Decoder, result: Any) -> bool:
+    """Whether ``decoder`` reads at least one call from ``result``, every call named as a
+    function is (:data:`_FUNCTION_NAME`)."""
+    try:
+        calls = decoder(result)
+    except Rejected:
+        return False
+    return bool(calls) and all(_FUNCTION_NAME.fullmatch(c.name) for c in calls)
+
+
+def choose_decoder(samples: Sequence[Any], default: str) -> DecoderChoice:
+    """The decoder of :data:`BFCL_DECODERS` that reads calls from the most of ``samples``
+    (a model's answers); ties go to ``default`` first, then to registry order. Every decoder
+    is bounded (module docstring), so this is ``len(samples)`` x decoders bounded reads.
+
+    >>> c = choose_decoder(['<function_call> {"name": "f", "arguments": {"x": 1}}'], "wrap")
+    >>> c.name, c.reads[:2], c.undecodable
+    ('function_call_tag', (('function_call_tag', 1), ('wrap', 0)), False)
+    >>> choose_decoder(["[f(x=1)]"], "wrap").name
+    'wrap'
+    """
+    names = [default, *(n for n in BFCL_DECODERS.names() if n != default)]
+    counts = {n: sum(_reads(BFCL_DECODERS[n], s) for s in samples) for n in names}
+    order = sorted(names, key=lambda n: -counts[n])  # stable: ties keep the order above
+    return DecoderChoice(order[0], "sample", len(samples), tuple((n, counts[n]) for n in order))
+
+
 for _name, _decoder in (
     ("fc_json", _fc_json),
     ("fc_object", _fc_object),
@@ -413,5 +589,9 @@ for _name, _decoder in (
     ("hermes", _hermes),
     ("glm", _glm),
     ("xlam", _xlam),
+    ("function_call_tag", _function_call_tags),
+    ("tool_call_tag", _tool_call_tags),
+    ("fenced", _fenced),
+    ("json_calls", _json_calls),
 ):
     BFCL_DECODERS.register(_name, _decoder)

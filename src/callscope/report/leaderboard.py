@@ -27,7 +27,11 @@ interval (:func:`callscope.core.stats.rate_ci`). The tables
     BFCL's installed checker on callscope's decoding against the committed verdicts, per
     model, and every disagreement class with a count and an example.
 ``formats``
-    the decoders: models, answers, how many decoded to calls, to none, failed.
+    the decoders: models, answers, how many decoded to calls, to none, failed; how each was
+    chosen (BFCL's handler map, or a sample of the answers of a model it does not name, with
+    the alternatives' counts). A model whose answers mostly fail every decoder
+    (:attr:`~callscope.runs.leaderboard.ModelResult.undecodable`) is in this table only, and
+    named by :func:`undecodable_note`.
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ from callscope.report.leaderboard_rows import (  # noqa: F401 (importable from h
     _ranked,
     _rate,
     _vhr,
+    decoded_results,
     kept_rows,
     left_out_cases,
+    undecodable_note,
 )
 from callscope.runs.leaderboard import (
     CATEGORIES,
@@ -304,7 +310,7 @@ def rejected_passing_types_table(run: LeaderboardRun) -> Table:
     total: Counter[str] = Counter()
     passing: Counter[str] = Counter()
     example: dict[str, str] = {}
-    for r in run.results:
+    for r in decoded_results(run):
         k = _call_rows(kept_rows(r, out))
         k = k[k["scored"] & ~k["bfcl_ok"] & (k["n_calls"] > 0) & (k["err"] >= 0)]
         for x in k:
@@ -329,25 +335,45 @@ def rejected_passing_types_table(run: LeaderboardRun) -> Table:
     )
 
 
+def _chosen_by(r: ModelResult) -> str:
+    c = r.choice
+    if c is None or c.by == "handler":
+        return "handler map"
+    return f"sample of {c.sample}" + (" (undecodable)" if c.undecodable else "")
+
+
 def formats_table(run: LeaderboardRun) -> Table:
-    """The decoders (answer formats) and what each decoded."""
-    by: dict[str, list[ModelResult]] = {}
+    """The decoders (answer formats) and what each decoded; for a model the handler map does
+    not name, the decoder its sample chose and the alternatives' counts."""
+    by: dict[tuple[str, str], list[ModelResult]] = {}
     for r in run.results:
-        by.setdefault(r.decoder, []).append(r)
+        by.setdefault((r.decoder, _chosen_by(r)), []).append(r)
     rows = []
-    for decoder, results in sorted(by.items(), key=lambda p: -sum(len(r.rows) for r in p[1])):
+    for (decoder, how), results in sorted(
+        by.items(), key=lambda p: -sum(len(r.rows) for r in p[1])
+    ):
         k = np.concatenate([r.rows for r in results])
         n = len(k)
         calls = (k["decode"] == DECODE.index("calls")) & (k["n_calls"] > 0)
         none = (k["decode"] == DECODE.index("calls")) & (k["n_calls"] == 0)
         cells = [decoder, len(results), n, int(calls.sum()), int(none.sum())]
-        for how in DECODE[1:]:
-            cells.append(int((k["decode"] == DECODE.index(how)).sum()))
+        for how_decoded in DECODE[1:]:
+            cells.append(int((k["decode"] == DECODE.index(how_decoded)).sum()))
         cells.append(int((k["no_call"] == NO_CALL.index("broken")).sum()))
+        sampled = [r for r in results if r.choice is not None and r.choice.by == "sample"]
+        cells.append(how)
+        cells.append(
+            "; ".join(
+                f"{r.model}: {r.choice.name} {r.choice.reads[0][1]}/{r.choice.sample}, "
+                f"then {r.choice.alternatives()}"
+                for r in sampled
+                if r.choice is not None
+            )
+        )
         rows.append(cells)
     return Table(
         [
-            "decoder (BFCL 2024 handler)",
+            "decoder",
             "models",
             "answers",
             "to calls",
@@ -358,6 +384,8 @@ def formats_table(run: LeaderboardRun) -> Table:
             "out of domain",
             "arithmetic",
             "broken",
+            "chosen by",
+            "sample reads (chosen, then the next decoders)",
         ],
         rows,
         title="Answer formats",
@@ -366,10 +394,14 @@ def formats_table(run: LeaderboardRun) -> Table:
             "re-written without eval: how many decoded to calls, to an empty call list, and "
             "how many the decoder refused (failed: BFCL's decoder_failed; wrong format: "
             "decoder_wrong_output_format; arithmetic: BFCL evaluated it). 'broken': answers "
-            "without a readable call in which callscope's own parser finds a call."
+            "without a readable call in which callscope's own parser finds a call. A model "
+            "the handler map does not name is read by the decoder that reads calls from the "
+            "most of a sample of its answers (every decoder tried; the next ones' counts "
+            "beside); one whose answers mostly fail every decoder is 'undecodable' and left "
+            "out of the other tables."
         ),
         name="formats",
-        align="lrrrrrrrrrr",
+        align="lrrrrrrrrrrll",
     )
 
 
@@ -411,6 +443,8 @@ def leaderboard_tables(run: LeaderboardRun) -> list[Table]:
 
 __all__ = [
     "FORMATS",
+    "decoded_results",
+    "undecodable_note",
     "accepted_unstated_table",
     "agreement_table",
     "disagreement_classes",

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections import Counter
 
 from callscope.core.table import Table
-from callscope.report.leaderboard_rows import _ranked, _rate, kept_rows, left_out_cases
+from callscope.report.leaderboard_rows import (
+    _ranked,
+    _rate,
+    decoded_results,
+    kept_rows,
+    left_out_cases,
+)
 from callscope.runs.leaderboard import DECODE
 from callscope.runs.leaderboard_tree import LeaderboardRun
 
@@ -52,7 +58,7 @@ def disagreement_classes(run: LeaderboardRun) -> list[tuple[str, int, str]]:
     out = left_out_cases(run)
     counts: Counter[str] = Counter()
     example: dict[str, str] = {}
-    for r in run.results:
+    for r in decoded_results(run):
         k = kept_rows(r, out)
         k = k[k["scored"] & (k["checker"] >= 0)]
         for x in k[k["checker"].astype(bool) != k["bfcl_ok"]]:

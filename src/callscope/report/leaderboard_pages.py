@@ -14,7 +14,13 @@ from callscope.core.jsonl import dumps_safe
 from callscope.core.table import Table
 from callscope.records import FAILING_STAGES
 from callscope.report.html import _write_html, esc, write_page
-from callscope.report.leaderboard import _NO_CALL_CATS, CASES_DIR, FORMATS, _ranked
+from callscope.report.leaderboard import (
+    _NO_CALL_CATS,
+    CASES_DIR,
+    FORMATS,
+    _ranked,
+    undecodable_note,
+)
 from callscope.runs.leaderboard_tree import LeaderboardRun
 
 # --------------------------------------------------------------------------- the figure
@@ -181,7 +187,9 @@ def write_leaderboard_report(
     out.mkdir(parents=True, exist_ok=True)
     written = [p for t in tables for p in write_tables(t, out, FORMATS)]
     figure = leaderboard_figure(run, out / "leaderboard.png")
-    parts = [_figure_html(figure)]
+    warning = undecodable_note(run)
+    parts = [f'<p class="note"><strong>{esc(warning)}</strong></p>'] if warning else []
+    parts.append(_figure_html(figure))
     parts.extend(f'<p class="note">{esc(n)}</p>' for n in notes)
     for i, t in enumerate(tables):
         parts.append(t.to_html(f"lb-{i}", "report diag"))
@@ -194,6 +202,12 @@ def write_leaderboard_report(
     page = write_page(out, "BFCL leaderboard through callscope", parts)
     facts = {
         "models": [r.model for r in run.results],
+        "undecodable": [r.model for r in run.results if r.undecodable],
+        "decoders": {
+            r.model: {"decoder": r.decoder, "by": r.choice.by, "reads": dict(r.choice.reads)}
+            for r in run.results
+            if r.choice is not None
+        },
         "bfcl_version": run.bfcl_version,
         "seconds": round(run.seconds, 2),
         "jobs": run.jobs,

@@ -29,9 +29,33 @@ def left_out_cases(run: LeaderboardRun) -> set[int]:
     return set().union(*run.drift.values()) if run.drift else set()
 
 
+def decoded_results(run: LeaderboardRun) -> list[ModelResult]:
+    """The models whose answers a decoder reads (every one but the
+    :attr:`~callscope.runs.leaderboard.ModelResult.undecodable`): the ranked tables' models."""
+    return [r for r in run.results if not r.undecodable]
+
+
+def undecodable_note(run: LeaderboardRun) -> str | None:
+    """The line naming the models left out because their answers mostly fail every decoder
+    (``None`` when there is none): shown before the leaderboard, never averaged into it."""
+    bad = [r for r in run.results if r.undecodable and r.choice is not None]
+    if not bad:
+        return None
+    named = "; ".join(
+        f"{r.model} (best decoder {r.choice.name} reads {r.choice.reads[0][1]} of "
+        f"{r.choice.sample} sampled answers)"
+        for r in bad
+        if r.choice is not None
+    )
+    return (
+        f"{len(bad)} model(s) left out of the leaderboard: their answers mostly fail every "
+        f"decoder: {named}. See the formats table."
+    )
+
+
 def _ranked(run: LeaderboardRun) -> list[tuple[ModelResult, np.ndarray]]:
     out = left_out_cases(run)
-    pairs = [(r, kept_rows(r, out)) for r in run.results]
+    pairs = [(r, kept_rows(r, out)) for r in decoded_results(run)]
     return sorted(pairs, key=lambda p: (-(p[1]["bfcl_ok"].mean() if len(p[1]) else 0), p[0].model))
 
 

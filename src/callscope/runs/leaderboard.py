@@ -6,8 +6,10 @@ Per model (:func:`diagnose_model`), one pass over its answers:
 
 1. the answer is decoded by the model's BFCL decoder
    (:mod:`callscope.parse.bfcl_decode`, chosen by
-   :func:`~callscope.benchmarks.bfcl.single_results.decoder_for`); for the models BFCL
-   compared with ``.`` written ``_`` the call names are mapped back to the case's own names;
+   :func:`~callscope.benchmarks.bfcl.single_results.decoder_choice`: BFCL's handler map, or
+   for a model it does not name the decoder that reads the most of a sample of its answers;
+   a model whose answers mostly fail every decoder is :attr:`ModelResult.undecodable`); for
+   the models BFCL compared with ``.`` written ``_`` the call names are mapped back to the case's own names;
 2. an answer from which the decoder reads no call is ``broken`` when it holds a call all the
    same (callscope's own parser reads one in the text, or it is a native call list the
    decoder refuses), ``empty`` when it holds nothing, else ``abstained`` (prose, or Raven's
@@ -56,12 +58,13 @@ from callscope.benchmarks.bfcl.single_results import (
     INSTALLED_CATEGORIES,
     SingleTurnModel,
     StoredAnswer,
-    decoder_for,
+    decoder_choice,
     dotted_names,
 )
 from callscope.parse.bfcl_decode import (
     EVALUATED_BY_BFCL,
     BadArguments,
+    DecoderChoice,
     Irrelevant,
     WrongFormat,
     decode_bfcl,
@@ -170,6 +173,13 @@ class ModelResult:
     accepted_unstated: list[Example] = field(default_factory=list)
     rejected_passing: list[Example] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    choice: DecoderChoice | None = None
+
+    @property
+    def undecodable(self) -> bool:
+        """Its answers mostly fail every decoder (:attr:`DecoderChoice.undecodable`): left
+        out of the ranked tables and of the drift evidence, and named on its own."""
+        return self.choice is not None and self.choice.undecodable
 
 
 class CaseTable:
@@ -298,10 +308,12 @@ def diagnose_model(
     the case browser's record of it (the raw answer, decoded calls, verdicts)."""
     t0 = time.process_time()
     answers = stored.answers
-    decoder = decoder_for(stored.model, answers[0].result if answers else None)
+    choice = decoder_choice(stored.model, answers)
+    decoder = choice.name
     dotted = dotted_names(stored.model)
     rows = np.zeros(len(answers), dtype=ROW)
     out = ModelResult(stored.model, decoder, rows, stored.headers, stored.left_out, stored.problems)
+    out.choice = choice
     t_check = t_decode = 0.0
     n = 0
     gold_flags = table.gold_unstated(grounding)
@@ -460,7 +472,7 @@ def drifted_cases(results: Iterable[ModelResult], n_cases: int) -> dict[str, set
     evaluated = DECODE.index("evaluated")
     for res in results:
         rows = res.rows
-        if not len(rows):
+        if not len(rows) or res.undecodable:  # its failures are ours, not drift
             continue
         np.add.at(accepted_unknown, rows["case"], rows["bfcl_ok"] & rows["unknown_fn"])
         ran = rows["scored"] & (rows["checker"] >= 0) & (rows["decode"] != evaluated)

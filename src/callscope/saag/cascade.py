@@ -12,12 +12,15 @@ mode (:mod:`callscope.saag.groundings`).
 from __future__ import annotations
 
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import fields
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import Indel
 
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
@@ -25,10 +28,13 @@ from callscope.saag import grounding as g
 from callscope.saag import intrinsic as m
 from callscope.saag.evidence import Evidence
 from callscope.saag.groundings import (
+    DEFAULT_GROUNDING,
     GROUNDINGS,
     ArgVerdict,
     Grounding,
     Judge,
+    LexicalGrounding,
+    RegistryGrounding,
     get_grounding,
 )
 from callscope.types import ToolCall
@@ -57,24 +63,94 @@ def _trigrams(s: str) -> set[str]:
     return {s[i : i + 3] for i in range(len(s) - 2)}
 
 
-@lru_cache(maxsize=16)
-def _registry_trigrams(
-    registry: tuple[str, ...],
-) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
-    """Inverted indexes of a registry's names, computed once per distinct name tuple: each
-    lowercased trigram, and each lowercased whitespace token (the Jaccard term's), to the
-    ascending positions of the names holding it."""
-    grams: dict[str, list[int]] = {}
-    tokens: dict[str, list[int]] = {}
-    for i, name in enumerate(registry):
-        for gram in _trigrams(name):
-            grams.setdefault(gram, []).append(i)
-        for tok in set(name.lower().split()):
-            tokens.setdefault(tok, []).append(i)
-    return (
-        {k: tuple(v) for k, v in grams.items()},
-        {k: tuple(v) for k, v in tokens.items()},
-    )
+class _NameTable:
+    """Stage 1's NCS view of a registry's names, keyed by their content (a registry copied
+    into every row of a results file is read once, :func:`_name_table`): the names and
+    their lowercased forms; for a registry of more than :data:`_SMALL` names, built on the
+    first NCS over it at C level (numpy), their lengths, which are plain (:func:`_plain`)
+    and every lowercased trigram as a sorted posting table; each lowercased whitespace
+    token's positions (built on the first name that needs them)."""
+
+    __slots__ = ("names", "lowered", "lengths", "plain", "slices", "owner", "_tokens")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.lowered = [n.lower() for n in names]
+        self._tokens: dict[str, list[int]] | None = None
+        if len(names) > _SMALL:
+            self._index()
+
+    def _index(self) -> None:
+        import numpy as np  # lazy: only a large registry's unknown name needs it
+
+        count = len(self.names)
+        self.lengths = np.fromiter(map(len, self.names), dtype=np.int64, count=count)
+        self.plain = np.fromiter(map(_plain, self.names), dtype=bool, count=count)
+        # every lowercased trigram of every name as one integer (three code points of 21
+        # bits), with the position of its name
+        joined = "".join(self.lowered)
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        points = points.astype(np.uint64)
+        ends = np.cumsum(np.fromiter(map(len, self.lowered), dtype=np.int64, count=count))
+        if len(points) >= 3:
+            codes = (points[:-2] << np.uint64(42)) | (points[1:-1] << np.uint64(21)) | points[2:]
+            at = np.arange(len(points) - 2)
+            owner = np.searchsorted(ends, at, side="right")
+            inside = at + 2 < ends[owner]  # the three characters are of one name
+            codes, owner = codes[inside], owner[inside]
+        else:
+            codes, owner = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        # sorted by trigram: each distinct trigram's names are one slice of ``owner``
+        order = np.argsort(codes, kind="stable")
+        codes, self.owner = codes[order], owner[order]
+        distinct, starts = np.unique(codes, return_index=True)
+        bounds = np.append(starts, len(codes)).tolist()
+        mask = (1 << 21) - 1
+        self.slices = {
+            chr(c >> 42) + chr((c >> 21) & mask) + chr(c & mask): (bounds[j], bounds[j + 1])
+            for j, c in enumerate(distinct.tolist())
+        }
+
+    def sharing(self, grams: set[str]) -> Any:
+        """The positions (ascending) of the names sharing one of ``grams`` (lowercased
+        trigrams): one slice of the posting table per trigram."""
+        import numpy as np
+
+        owner, slices = self.owner, self.slices
+        parts = [owner[ab[0] : ab[1]] for g in grams if (ab := slices.get(g)) is not None]
+        mask = np.zeros(len(self.names), dtype=bool)
+        if parts:
+            mask[np.concatenate(parts)] = True
+        return np.flatnonzero(mask)
+
+    def token_positions(self, token: str) -> list[int]:
+        """The positions of the names one of whose lowercased whitespace tokens is
+        ``token``."""
+        if self._tokens is None:
+            tokens: dict[str, list[int]] = {}
+            for i, low in enumerate(self.lowered):
+                for tok in set(low.split()):
+                    tokens.setdefault(tok, []).append(i)
+            self._tokens = tokens
+        return self._tokens.get(token, [])
+
+
+def _plain(name: str) -> bool:
+    """Printable ASCII without a space: one whitespace token, the same for rapidfuzz and
+    ``str.split``."""
+    return name.isascii() and name.isprintable() and " " not in name
+
+
+#: a registry of at most this many names is scored name by name (no index: numpy's fixed cost
+#: is more than the scoring it would save)
+_SMALL = 64
+
+
+@lru_cache(maxsize=64)
+def _name_table(names: tuple[str, ...]) -> _NameTable:
+    """The :class:`_NameTable` of a registry's names, once per distinct content (the last 64
+    kept)."""
+    return _NameTable(names)
 
 
 #: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
@@ -82,17 +158,18 @@ _Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
 
 
 class _RegistryIndex:
-    """Stage 1's view of one registry: its names (``str`` of each ``name``), the first spec
-    of each string name, and (built on the first NCS) the trigram and token indexes."""
+    """Stage 1's view of one registry list: the first spec of each string name and (on the
+    first NCS) the content-keyed :class:`_NameTable` of its names (``str`` of each
+    ``name``, or of each element of a list of names)."""
 
-    __slots__ = ("source", "size", "names", "by_name", "_inverted", "_shapes")
+    __slots__ = ("source", "size", "specs", "by_name", "_table", "_shapes")
 
-    def __init__(self, source: Sequence[Any], names: list[str], by_name: dict[str, Any]) -> None:
+    def __init__(self, source: Sequence[Any], specs: bool, by_name: dict[str, Any]) -> None:
         self.source = source
         self.size = len(source)
-        self.names = names
+        self.specs = specs
         self.by_name = by_name
-        self._inverted: tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]] | None = None
+        self._table: _NameTable | None = None
         self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
 
     def shape(self, spec: dict[str, Any]) -> _Shape:
@@ -106,14 +183,16 @@ class _RegistryIndex:
         self._shapes[id(spec)] = (spec, shape)
         return shape
 
-    def inverted(self) -> tuple[dict[str, tuple[int, ...]], dict[str, tuple[int, ...]]]:
-        if self._inverted is None:
-            self._inverted = _registry_trigrams(tuple(self.names))
-        return self._inverted
+    def table(self) -> _NameTable:
+        if self._table is None:
+            source = self.source
+            names = [str(f.get("name")) for f in source] if self.specs else map(str, source)
+            self._table = _name_table(tuple(names))
+        return self._table
 
 
 #: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
-_INDEX_CACHE_SIZE = 32
+_INDEX_CACHE_SIZE = 4096
 _index_cache: OrderedDict[tuple[int, bool], _RegistryIndex] = OrderedDict()
 _index_lock = threading.Lock()
 #: the index returned last, ``(source, specs, index)``: the calls of one case (its attempts,
@@ -138,17 +217,13 @@ def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
             _index_cache.move_to_end(key)
             _last_index = (source, specs, idx)
             return idx
-    if specs:
-        names = [str(f.get("name")) for f in source]
-        by_name: dict[str, Any] = {}
+    by_name: dict[str, Any] = {}
+    if specs:  # one pass; the names' strings are made on the first NCS (:meth:`table`)
         for f in source:
             raw = f.get("name")
             if isinstance(raw, str) and raw not in by_name:
                 by_name[raw] = f
-    else:
-        names = [str(n) for n in source]
-        by_name = {}
-    idx = _RegistryIndex(source, names, by_name)
+    idx = _RegistryIndex(source, specs, by_name)
     with _index_lock:
         _index_cache[key] = idx
         _index_cache.move_to_end(key)
@@ -158,51 +233,93 @@ def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
     return idx
 
 
-#: names whose WRatio, as rapidfuzz's batch scorer reports it, is within this of the best
-#: are scored again one by one: the batch scorer's cutoff test is not exact within about
-#: 1e-6 of a score, and every equal score must be seen for the first-on-ties rule
+#: names whose WRatio, as rapidfuzz's batch scorer reports it, or whose bound is, within this
+#: of the best are scored again one by one: a batch score is not exact within about 1e-6,
+#: and every equal score must be seen for the first-on-ties rule
 _WRATIO_SLACK = 1.0
-#: candidates sharing the most trigrams with the name, scored first to bound the best WRatio
-_SEEDS = 4
 
 
 def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
     """NCS over an index; the same floats and argmax as scoring every name in order.
 
-    Candidates are the names sharing a lowercased trigram with ``name``. Those sharing a
-    whitespace token with it (a Jaccard term above 0) are scored exactly. For the others
-    the Jaccard term is 0, so only those with the highest WRatio can win: a lower bound of
-    the best WRatio is taken from the few candidates sharing the most trigrams, one
-    rapidfuzz batch pass keeps every candidate within ``_WRATIO_SLACK`` below it, and those
-    are scored exactly (:func:`~callscope.saag.intrinsic.ncs_score`). Ties go to the first registry position.
+    Candidates are the names sharing a lowercased trigram with ``name``
+    (:meth:`_NameTable.sharing`). Those sharing a whitespace token with it (a
+    Jaccard term above 0) are scored exactly. For the others the Jaccard term is 0, so only
+    those with the highest WRatio can win. One rapidfuzz batch pass (Indel distance, C level,
+    every name) gives each name's ``ratio`` and LCS ``L``, from which WRatio is known or
+    bounded without computing it (rapidfuzz's definition, for a pair of one-token strings, the
+    shorter of length ``s``, ``lr`` the length ratio): ``lr < 1.5``: WRatio = ratio;
+    otherwise WRatio = max(ratio, k partial_ratio) <= max(ratio, k 200 L / (s + L)), ``k``
+    0.9 (``lr <= 8``) or 0.6; any other pair: <= max(ratio, 95) or max(ratio, 100 k). The
+    names are walked by that bound, highest first; the walk ends below the best WRatio found
+    less ``_WRATIO_SLACK``; the names within the slack are scored exactly
+    (:func:`~callscope.saag.intrinsic.ncs_score`). Ties go to the first registry position.
     """
     grams = _trigrams(name)
     if not grams:
         return 0.0, None
-    by_gram, by_token = idx.inverted()
-    shared_grams: Counter[int] = Counter()
-    for gram in grams:
-        shared_grams.update(by_gram.get(gram, ()))
-    if not shared_grams:
+    table = idx.table()
+    names = table.names
+    if len(names) <= _SMALL:  # the definition itself: every candidate scored
+        best, best_i = 0.0, -1
+        for i, lowered in enumerate(table.lowered):
+            if any(g in lowered for g in grams):
+                score = m.ncs_score(name, names[i])
+                if best_i < 0 or score > best:
+                    best, best_i = score, i
+        return (best, names[best_i]) if best_i >= 0 else (0.0, None)
+    import numpy as np  # lazy: the table imported it already
+
+    low = name.lower()
+    candidates = table.sharing(grams)
+    if not len(candidates):
         return 0.0, None
-    names = idx.names
     exact: set[int] = set()
-    for tok in set(name.lower().split()):
-        exact.update(i for i in by_token.get(tok, ()) if i in shared_grams)
-    seeds = [i for i, _ in shared_grams.most_common(_SEEDS)]
-    floor = max(fuzz.WRatio(name, names[i]) for i in seeds)
-    keys = list(shared_grams)
-    near = process.extract(
-        name,
-        [names[i] for i in keys],
-        scorer=fuzz.WRatio,
-        limit=None,
-        score_cutoff=max(0.0, floor - _WRATIO_SLACK),
-    )
-    exact.update(keys[pos] for _, _, pos in near)
-    exact.update(seeds)
-    best, best_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
-    return best, names[best_i]
+    for tok in set(low.split()):
+        positions = table.token_positions(tok)
+        if positions:
+            exact.update(np.intersect1d(positions, candidates).tolist())
+    n = len(name)
+    picked = candidates.tolist()
+    pool = [names[picked[0]]] if len(picked) == 1 else list(itemgetter(*picked)(names))
+    lengths = table.lengths[candidates]
+    dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
+    # every candidate has a character (it shares a trigram): no length below 1
+    total = lengths + n
+    ratio = 100.0 - 100.0 * dist / total
+    shorter = np.minimum(lengths, n)
+    long_ratio = np.maximum(lengths, n) / shorter
+    near = long_ratio < 1.5
+    one_token = table.plain[candidates] if _plain(name) else np.zeros(len(pool), dtype=bool)
+    known = one_token & near  # the bound is the WRatio itself
+    lcs = (total - dist) * 0.5
+    partial = np.where(one_token, np.minimum(100.0, 200.0 * lcs / (shorter + lcs)), 100.0)
+    cap = np.where(long_ratio <= 8.0, 0.9, 0.6) * partial
+    cap[near] = 95.0
+    bound = np.maximum(ratio, cap)
+    bound[known] = ratio[known]
+    # the best known WRatio is a floor of the best: only the names bounded above it less
+    # the slack are walked (all of them when none is known)
+    floor = float(bound[known].max()) if known.any() else -1.0
+    walk = np.flatnonzero(bound >= floor - _WRATIO_SLACK)
+    walk = walk[np.argsort(-bound[walk], kind="stable")]
+    best = -1.0
+    scored: list[tuple[float, int]] = []
+    for k, b, is_known, i in zip(
+        walk.tolist(),
+        bound[walk].tolist(),
+        known[walk].tolist(),
+        candidates[walk].tolist(),
+        strict=True,
+    ):
+        if b < best - _WRATIO_SLACK:
+            break
+        w = b if is_known else fuzz.WRatio(name, pool[k])
+        scored.append((w, i))
+        best = max(best, w)
+    exact.update(i for w, i in scored if w >= best - _WRATIO_SLACK)
+    top, top_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
+    return top, names[top_i]
 
 
 def _by_score_then_first(scored: tuple[float, int]) -> tuple[float, int]:
@@ -323,6 +440,89 @@ def grounding_modes() -> tuple[str, ...]:
     return tuple(GROUNDINGS)
 
 
+#: verdicts kept for repeated requests (the same call on the same registry list, request,
+#: context and grounding mode: a leaderboard's models answering a case alike, a case set
+#: scored again, a correction loop): bounded (about 1.5 KB a verdict), oldest out first; 0
+#: keeps none (``benchmarks/registry_scale.py`` measures the cascade itself so)
+VERDICT_CACHE_SIZE = 16384
+#: calls whose arguments print longer than this are not kept
+_VERDICT_MAX_CHARS = 2048
+_verdicts: OrderedDict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any]]] = OrderedDict()
+_verdicts_lock = threading.Lock()
+
+
+def _verdict_key(
+    call: ToolCall | None,
+    functions: Sequence[Any],
+    query: str,
+    mode: Any,
+    context: Sequence[str],
+) -> tuple[Any, ...] | None:
+    """What a verdict depends on, or ``None`` when it is not kept (no call, a name or a
+    request that is not a plain string, arguments that are not a plain dict or print long).
+    Only atomic values, so the collector stops walking the keys."""
+    if (
+        call is None
+        or type(call.name) is not str
+        or type(call.arguments) is not dict
+        or type(query) is not str
+    ):
+        return None
+    try:
+        args = repr(call.arguments)  # types apart: 1, 1.0, True and "1" differ
+    except (RecursionError, ValueError):
+        return None
+    if len(args) > _VERDICT_MAX_CHARS:
+        return None
+    ctx = tuple(context) if context else ()
+    if ctx and not all(type(c) is str for c in ctx):
+        return None
+    named = mode if isinstance(mode, str | tuple) else id(mode)
+    return (id(functions), len(functions), query, ctx, named, call.name, args)
+
+
+#: the fields of a :class:`Diagnosis`, in order, and which hold a list or a dict
+_FIELDS = tuple(f.name for f in fields(Diagnosis))
+_LISTS = frozenset(f.name for f in fields(Diagnosis) if f.default_factory is list)
+_DICTS = frozenset(f.name for f in fields(Diagnosis) if f.default_factory is dict)
+_LIST_AT = tuple((i, k) for i, k in enumerate(_FIELDS) if k in _LISTS)
+_DICT_AT = tuple((i, k) for i, k in enumerate(_FIELDS) if k in _DICTS)
+
+
+def _kept(d: Diagnosis) -> tuple[Any, ...]:
+    """A verdict as the cache keeps it: its field values in order, lists as tuples and dicts
+    as tuples of pairs (immutable values the garbage collector stops walking: a cache of
+    thousands of verdicts must not slow every other allocation)."""
+    values = d.__dict__
+    return tuple(
+        tuple(values[k]) if k in _LISTS else tuple(values[k].items()) if k in _DICTS else values[k]
+        for k in _FIELDS
+    )
+
+
+def _revived(kept: tuple[Any, ...]) -> Diagnosis:
+    """A new :class:`Diagnosis` from a kept verdict (its own lists and dicts)."""
+    out = object.__new__(Diagnosis)
+    values = dict(zip(_FIELDS, kept, strict=True))
+    for i, name in _LIST_AT:
+        values[name] = list(kept[i])
+    for i, name in _DICT_AT:
+        values[name] = dict(kept[i])
+    out.__dict__ = values
+    return out
+
+
+def _mode_key(mode: Grounding) -> Any:
+    """A grounding mode object as the verdict cache tells modes apart (a mode named is its
+    name): a built-in mode its settings (``RegistryGrounding`` its disabled rules); any other
+    mode object is itself (kept with the verdict, compared by identity)."""
+    if type(mode) is LexicalGrounding:
+        return "lexical"
+    if type(mode) is RegistryGrounding and type(mode.disabled) is frozenset:
+        return ("registry", mode.name, mode.disabled)
+    return mode
+
+
 def diagnose(
     call: ToolCall | None,
     functions: list[dict[str, Any]],
@@ -359,6 +559,42 @@ def diagnose(
     >>> d.stage, d.grounded, d.avem
     (0, {'city': 'stated', 'unit': 'enum'}, 1.0)
     """
+    if grounding is None or isinstance(grounding, str):  # a name: no mode built for a hit
+        mode: Grounding | None = None
+        named: Any = grounding or DEFAULT_GROUNDING
+    else:
+        mode = grounding
+        named = _mode_key(grounding)
+    key = (
+        _verdict_key(call, functions, query, named, context)
+        if VERDICT_CACHE_SIZE and judge is None and isinstance(functions, list | tuple)
+        else None
+    )
+    if key is not None:
+        hit = _verdicts.get(key)
+        if hit is not None and hit[0] is functions and (hit[1] is named or hit[1] == named):
+            return _revived(hit[2])
+    if mode is None:
+        mode = get_grounding(named)
+    d = _diagnose(call, functions, query, mode, context, judge)
+    if key is not None:
+        kept = _kept(d)
+        with _verdicts_lock:
+            _verdicts[key] = (functions, named, kept)
+            while len(_verdicts) > VERDICT_CACHE_SIZE:
+                _verdicts.popitem(last=False)
+    return d
+
+
+def _diagnose(
+    call: ToolCall | None,
+    functions: list[dict[str, Any]],
+    query: str,
+    mode: Grounding,
+    context: Sequence[str],
+    judge: Judge | None,
+) -> Diagnosis:
+    """:func:`diagnose` itself (its docstring), the grounding mode resolved."""
     registry = _registry_index(functions, specs=True)
     # Stage 1: registry conformance
     name = call.name if call is not None else None
@@ -408,7 +644,6 @@ def diagnose(
     # Stage 3: argument grounding. A value nested deeper than MAX_ARGUMENT_DEPTH (only reachable by
     # building a ToolCall in code: the parser refuses it) counts as ungrounded, a hard drift.
     # One pass in the model's argument order: each verdict, then what the metrics read of it.
-    mode = get_grounding(grounding)
     evidence = Evidence.of(query, context)
     all_text = evidence.all_text
     ground = mode.ground

@@ -147,6 +147,6 @@ def scalar_key(value: Any) -> tuple[Any, ...] | None:
     return None
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=g.REQUEST_CACHE_SIZE)
 def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
     return Evidence(query, context)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, NamedTuple, TypedDict
 
@@ -145,6 +147,60 @@ def _bfcl_accepts(pred: Any, acceptable: Any) -> bool:
     return any(bfcl_values_equal(pred, a) for a in _as_list(acceptable))
 
 
+class _GoldView:
+    """What :func:`arg_counts` reads of one acceptable-set gold, worked out once per gold
+    (issue 49: not once per call): its mandatory parameters and, per parameter, the BFCL
+    string forms of its string values."""
+
+    __slots__ = ("gold", "functions", "acceptable", "mandatory", "_forms")
+
+    def __init__(self, gold: dict[str, Any], acceptable: dict[str, Any], functions: Any) -> None:
+        self.gold = gold
+        self.functions = functions
+        self.acceptable = acceptable
+        mandatory = {k for k, vals in acceptable.items() if "" not in vals}
+        mandatory.update(required_params(functions, gold.get("name")))
+        self.mandatory = frozenset(mandatory)
+        self._forms: dict[str, frozenset[str]] = {}
+
+    def accepts(self, key: str, value: Any) -> bool:
+        """:func:`_bfcl_accepts` of ``value`` for parameter ``key``."""
+        if type(value) is not str:
+            return _bfcl_accepts(value, self.acceptable[key])
+        forms = self._forms.get(key)
+        if forms is None:
+            forms = frozenset(
+                bfcl_string_form(a) for a in _as_list(self.acceptable[key]) if isinstance(a, str)
+            )
+            self._forms[key] = forms
+        return bfcl_string_form(value) in forms
+
+
+#: acceptable-set golds whose view is kept (each entry holds its gold, so its ``id`` is not
+#: reused; a gold is not edited once scored)
+GOLD_CACHE_SIZE = 8192
+_gold_views: OrderedDict[tuple[int, int], _GoldView] = OrderedDict()
+_gold_lock = threading.Lock()
+
+
+def _gold_view(gold: dict[str, Any], acceptable: dict[str, Any], functions: Any) -> _GoldView:
+    key = (id(gold), id(functions))
+    view = _gold_views.get(key)
+    if (
+        view is not None
+        and view.gold is gold
+        and view.functions is functions
+        and view.acceptable is acceptable
+    ):
+        return view
+    view = _GoldView(gold, acceptable, functions)
+    with _gold_lock:
+        _gold_views[key] = view
+        while len(_gold_views) > GOLD_CACHE_SIZE:
+            _gold_views.popitem(last=False)
+    return view
+
+
 class ExtrinsicScores(TypedDict):
     """The extrinsic metrics of one call (the same keys in a ``score`` row)."""
 
@@ -191,8 +247,39 @@ def extrinsic(
     """
     if call is None:
         return {"name_match": False, "arg_precision": 0.0, "arg_recall": 0.0, "arg_f1": 0.0}
+    key = _score_key(call, gold, functions)
+    if key is not None:
+        hit = _scores.get(key)
+        if hit is not None and hit[0] is gold and hit[1] is functions:
+            return hit[2].copy()  # type: ignore[return-value]
     counts = arg_counts(call, gold, functions)
-    return _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
+    scores = _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
+    if key is not None:
+        with _gold_lock:
+            _scores[key] = (gold, functions, scores.copy())  # type: ignore[arg-type]
+            while len(_scores) > SCORE_CACHE_SIZE:
+                _scores.popitem(last=False)
+    return scores
+
+
+#: scores kept for repeated requests (the same call against the same gold and registry
+#: objects: a case set scored again, a correction loop), oldest out first
+SCORE_CACHE_SIZE = 16384
+_scores: OrderedDict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = OrderedDict()
+
+
+def _score_key(call: ToolCall, gold: dict[str, Any], functions: Any) -> tuple[Any, ...] | None:
+    """What a call's extrinsic scores depend on, or ``None`` when they are not kept (a name
+    that is not a string, arguments that are not a plain dict or print long)."""
+    if type(call.name) is not str or type(call.arguments) is not dict or type(gold) is not dict:
+        return None
+    try:
+        args = repr(call.arguments)  # types apart: 1, 1.0, True and "1" differ
+    except (RecursionError, ValueError):
+        return None
+    if len(args) > 2048:
+        return None
+    return (id(gold), id(functions), call.name, args)
 
 
 class ArgCounts(NamedTuple):
@@ -222,14 +309,13 @@ def arg_counts(
     name_ok = call is not None and call.name == gold.get("name")
     acceptable = gold.get("acceptable")
     if isinstance(acceptable, dict):
-        mandatory = {k for k, vals in acceptable.items() if "" not in vals}
-        mandatory.update(required_params(functions, gold.get("name")))
+        view = _gold_view(gold, acceptable, functions)
         correct_keys = (
-            {k for k, v in pred.items() if k in acceptable and _bfcl_accepts(v, acceptable[k])}
+            {k for k, v in pred.items() if k in acceptable and view.accepts(k, v)}
             if name_ok
             else set()
         )
-        relevant = mandatory | correct_keys
+        relevant = view.mandatory | correct_keys
         return ArgCounts(len(correct_keys & relevant), len(pred), len(relevant), name_ok)
     gold_args = gold.get("arguments") or {}
     n_correct = sum(

@@ -39,17 +39,26 @@ def is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-@lru_cache(maxsize=1024)
+#: how many distinct requests (query texts) the per-request caches of stage 3 keep their
+#: results for (here, :mod:`callscope.saag.evidence`, :mod:`callscope.saag.normalise.numbers`):
+#: sized to the work (BFCL's 1,911 single-call requests, a leaderboard's 1,240 cases, a
+#: correction loop's few) so that a second pass over a case set finds every request's
+#: evidence; bounded (about 12 KB a request with everything kept, ~25 MB at most: issue 49;
+#: larger costs a first pass more in garbage collection than it saves)
+REQUEST_CACHE_SIZE = 2048
+
+
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def _lower(text: str) -> str:
     return text.lower()
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def _number_tokens(query: str) -> tuple[float | int, ...]:
     return tuple(number_tokens(query))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def _has_digit(text: str) -> bool:
     return any(map(str.isdigit, text))
 
@@ -93,7 +102,7 @@ class NumberIndex:
         return any(numbers_equal(value, x) for x in (*self._values, *self._other))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def _token_index(query: str) -> NumberIndex:
     return NumberIndex(_number_tokens(query))
 
@@ -195,7 +204,7 @@ def exact_match(value: Any, query: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def partial_ratio(value: str, query: str) -> float:
     """PartialRatio(v, Q) of eqs. 7-8: ``rapidfuzz.fuzz.partial_ratio`` of the lower-cased
     strings, 0-100, the score of the best contiguous alignment of ``value`` within ``query``
@@ -226,12 +235,12 @@ MAX_SPELLING_WORDS = 64
 _WORD_TOKEN = re.compile(r"[^\W\d_]+|\d+")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def _text_words(text: str) -> frozenset[str]:
     return frozenset(_WORD_TOKEN.findall(_lower(text)))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=REQUEST_CACHE_SIZE)
 def _sorted_words(text: str) -> list[str]:
     return sorted(_text_words(text))
 

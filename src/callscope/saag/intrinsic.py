@@ -124,7 +124,7 @@ def rpr(a_req: Sequence[str], arguments: Collection[str]) -> float:
 
 #: pairs of names whose WRatio :func:`wratio` remembers, and the longest pair (characters)
 #: it keeps: a model repeats its out-of-schema names, and registries their parameter names
-_WRATIO_PAIRS = 4096
+_WRATIO_PAIRS = 16384
 _WRATIO_MAX_CHARS = 256
 
 

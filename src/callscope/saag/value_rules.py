@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from callscope.saag import grounding as g
@@ -61,8 +62,25 @@ def counted_numbers(param: str, words: str) -> tuple[int | float, ...]:
 
 def enum_member(value: Any, enum: Iterable[Any]) -> bool:
     """``value`` is a member of ``enum`` up to form (case and punctuation of a string, a
-    number written as a string): what the registry mode reads as "in the enum"."""
+    number written as a string): what the registry mode reads as "in the enum". A string is
+    looked up in the enum's index (:func:`_enum_strings`), not compared member by member."""
+    if type(value) is str and isinstance(enum, tuple | list):
+        try:
+            words, others = _enum_strings(tuple(enum))
+        except TypeError:  # an unhashable member (a list or an object in the enum)
+            return any(equal_values(value, m) for m in enum)
+        return n.norm_words(value) in words or any(value == m for m in others)
     return any(equal_values(value, m) for m in enum)
+
+
+@lru_cache(maxsize=4096)
+def _enum_strings(enum: tuple[Any, ...]) -> tuple[frozenset[str], tuple[Any, ...]]:
+    """What a string can equal in ``enum`` (:func:`equal_values`): the word forms of its
+    string members, and its members that are neither strings nor numbers (compared with
+    ``==``; a string never equals a number there). Once per distinct enum."""
+    words = frozenset(n.norm_words(m) for m in enum if isinstance(m, str))
+    others = tuple(m for m in enum if not isinstance(m, str) and not g.is_number(m))
+    return words, others
 
 
 def outside_enum(value: Any, schema: dict[str, Any] | None) -> tuple[Any, ...]:

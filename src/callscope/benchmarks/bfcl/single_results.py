@@ -18,8 +18,8 @@ Questions, functions and gold come from the installed bfcl-eval data
 
 * A result line is ``{"id", "result", ...}``; ``result`` is the model's raw answer, which a
   decoder of :mod:`callscope.parse.bfcl_decode` reads (:data:`MODEL_DECODERS` names the one
-  BFCL's 2024 handler map gave each model; :func:`decoder_for` falls back to the answer's
-  shape).
+  BFCL's 2024 handler map gave each model; for a model it does not name,
+  :func:`decoder_choice` takes the decoder that reads the most of a sample of its answers).
 * A score file's first line is BFCL's header (``accuracy``, ``correct_count``,
   ``total_count``); every following line is one case BFCL *rejected* (``prompt_id`` or
   ``id``: its result id, or its 1-based index in the result file, ``error_type``,
@@ -41,12 +41,13 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from callscope.core.jsonl import FileTooLarge, loads_bounded, read_lines
+from callscope.parse.bfcl_decode import SAMPLE_SIZE, DecoderChoice, choose_decoder
 
 #: v2 (2024) category names -> today's bfcl-eval names
 V2_CATEGORIES: dict[str, str] = {
@@ -166,6 +167,28 @@ def decoder_for(model: str, sample: Any = None) -> str:
         if model.startswith(prefix):
             return fc if "FC" in model else prompt
     return "fc_json" if isinstance(sample, list) else "wrap"
+
+
+def decoder_choice(model: str, answers: Sequence[StoredAnswer]) -> DecoderChoice:
+    """How ``model``'s answers are read: the decoder BFCL's handler map gives it
+    (:data:`MODEL_DECODERS`, ``by="handler"``); for a model the map does not name, the
+    decoder that reads calls from the most of a sample of its answers
+    (:func:`~callscope.parse.bfcl_decode.choose_decoder`: up to
+    :data:`~callscope.parse.bfcl_decode.SAMPLE_SIZE` answers evenly spread over those of
+    cases that expect a call, all answers when there are none), ties going to the shape
+    default of :func:`decoder_for`."""
+    for prefix, prompt, fc in MODEL_DECODERS:
+        if model.startswith(prefix):
+            return DecoderChoice(fc if "FC" in model else prompt)
+    from callscope.benchmarks.bfcl.single import NO_CALL_CATEGORIES  # lazy: saag
+
+    pool = [a.result for a in answers if a.category not in NO_CALL_CATEGORIES] or [
+        a.result for a in answers
+    ]
+    step = max(1, len(pool) / SAMPLE_SIZE)
+    sample = [pool[int(i * step)] for i in range(min(SAMPLE_SIZE, len(pool)))]
+    lists = sum(isinstance(r, list) for r in sample)
+    return choose_decoder(sample, "fc_json" if 2 * lists > len(sample) else "wrap")
 
 
 def dotted_names(model: str) -> bool:

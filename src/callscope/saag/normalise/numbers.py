@@ -98,7 +98,7 @@ def _word_numbers(text: str) -> list[int | float]:
     return out
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=2048)  # one a request: grounding.REQUEST_CACHE_SIZE
 def _in_digits(lowered: str) -> str:
     """``lowered`` with its numbers in words written in digits by text2num ("twenty five" ->
     "25", "one hundred and twenty" -> "120", "the third" -> "the 3rd", "one point five" ->

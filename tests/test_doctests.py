@@ -37,6 +37,7 @@ DOCTEST_MODULES = (
     "callscope.saag.grounding",
     "callscope.saag.intrinsic",
     "callscope.saag.cascade",
+    "callscope.saag.registry_index",
     "callscope.saag.extrinsic",
     "callscope.saag.metrics",
     "callscope.saag.stage_mix",

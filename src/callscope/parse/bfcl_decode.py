@@ -32,7 +32,10 @@ What is the same as BFCL and what is not:
   families, four formats no 2024 handler lists are tried: ``function_call_tag`` (granite's
   ``<function_call> {json}``), ``tool_call_tag`` (``<tool_call>...</tool_call>`` anywhere),
   ``fenced`` (Markdown code fences holding JSON or a Python call list) and ``json_calls``
-  (``{"name", "arguments"}`` JSON).
+  (``{"name", "arguments"}`` JSON), read by :mod:`callscope.parse.bfcl_formats`.
+* This module owns the decoders' registry, the 2024 handler families and the choice of a
+  decoder by sample; the syntaxes they read through (Python call lists, JSON shapes) and
+  BFCL's outcomes are :mod:`callscope.parse.bfcl_syntax`'s.
 * Everything is bounded as the rest of :mod:`callscope.parse`: the text is cut to
   :data:`~callscope.parse.literals.MAX_INPUT_CHARS`, values deeper than
   :data:`~callscope.parse.literals.MAX_ARGUMENT_DEPTH` are refused, and the only patterns
@@ -50,39 +53,34 @@ callscope.parse.literals.Rejected: arithmetic expression (BFCL evaluates it; cal
 
 from __future__ import annotations
 
-import ast
 import re
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from callscope.core.jsonl import loads_bounded
 from callscope.core.registry import Registry
-from callscope.parse.literals import MAX_ARGUMENT_DEPTH, MAX_INPUT_CHARS, Rejected, json_like
+from callscope.parse.bfcl_formats import (  # noqa: F401 (importable from here)
+    MAX_BLOCKS,
+    fenced,
+    function_call_tags,
+    json_calls,
+    tool_call_tags,
+)
+from callscope.parse.bfcl_syntax import (  # noqa: F401 (importable from here)
+    EVALUATED_BY_BFCL,
+    BadArguments,
+    Irrelevant,
+    WrongFormat,
+    answer_text,
+    arguments_of,
+    json_value,
+    name_value_list,
+    read_bfcl_calls,
+    wrap_list,
+)
+from callscope.parse.literals import Rejected
 from callscope.types import ToolCall
-
-#: the reason of an answer BFCL's decoder would have read by evaluating model text
-EVALUATED_BY_BFCL = "arithmetic expression (BFCL evaluates it; callscope does not)"
-
-
-class WrongFormat(Rejected):
-    """The decoder returned, but not a list of calls (BFCL's
-    ``ast_decoder:decoder_wrong_output_format``; for relevance cases BFCL counts it as no
-    call)."""
-
-
-class BadArguments(Rejected):
-    """BFCL decoded a call whose arguments are not an object (e.g. ``{"f": "20"}``, the
-    JSON ``20``): BFCL counts it as a call (a relevance case rejects it), callscope cannot
-    read its arguments."""
-
-
-class Irrelevant(Rejected):
-    """The model said the request is out of its functions' domain in its own words (Raven's
-    ``out_of_domain(...)``, which BFCL's Nexus handler turns into the string
-    ``"irrelevant"``): no call."""
-
 
 Decoder = Callable[[Any], list[ToolCall]]
 
@@ -99,203 +97,48 @@ def decode_bfcl(decoder: str, result: Any) -> list[ToolCall]:
     return BFCL_DECODERS.get(decoder)(result)
 
 
-# --------------------------------------------------------------------------- Python syntax
-
-
-def _parse(text: str) -> ast.expr:
-    """``ast.parse(text, mode="eval")`` on the text as BFCL passes it (not stripped)."""
-    if len(text) > MAX_INPUT_CHARS:
-        raise Rejected(f"answer longer than {MAX_INPUT_CHARS} characters")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeError) as exc:
-        raise Rejected(f"invalid syntax: {type(exc).__name__}") from None
-
-
-def _dotted(node: ast.AST) -> str:
-    """BFCL's ``resolve_ast_call`` name: attribute parts joined by dots (a callee that is not a
-    name chain loses its head, as in BFCL)."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _call(node: ast.Call, depth: int) -> dict[str, Any]:
-    arguments: dict[str, Any] = {}
-    for kw in node.keywords:
-        if kw.arg is None:
-            raise Rejected("**kwargs in a call")
-        arguments[kw.arg] = _value(kw.value, depth + 1)
-    return {_dotted(node.func): arguments}
-
-
-def _unparse(node: ast.AST) -> str:
-    try:
-        return ast.unparse(node)
-    except (ValueError, RecursionError) as exc:  # pragma: no cover - ast.parse produced it
-        raise Rejected(f"cannot unparse: {type(exc).__name__}") from None
-
-
-def _value(node: ast.AST, depth: int) -> Any:
-    """BFCL's ``resolve_ast_by_type`` without ``eval`` (module docstring)."""
-    if depth > MAX_ARGUMENT_DEPTH:
-        raise Rejected(f"argument nested deeper than {MAX_ARGUMENT_DEPTH}")
-    if isinstance(node, ast.Constant):
-        if node.value is Ellipsis:
-            return "..."
-        if isinstance(node.value, bytes | complex):
-            raise Rejected(f"unsupported constant {type(node.value).__name__}")
-        return json_like(node.value)
-    if isinstance(node, ast.UnaryOp):
-        operand = node.operand
-        if not isinstance(operand, ast.Constant) or not isinstance(operand.value, int | float):
-            raise Rejected("unary operator on a non-number")
-        return json_like(-operand.value)  # BFCL negates whatever the operator
-    if isinstance(node, ast.List | ast.Tuple):
-        return [_value(v, depth + 1) for v in node.elts]
-    if isinstance(node, ast.Dict):
-        out: dict[str, Any] = {}
-        for k, v in zip(node.keys, node.values, strict=True):
-            if k is None:
-                raise Rejected("** in a dict")
-            key = _value(k, depth + 1)
-            if not isinstance(key, str | int | float | bool) and key is not None:
-                raise Rejected("dict key is not a scalar")
-            out[key if isinstance(key, str) else str(key)] = _value(v, depth + 1)
-        return out
-    if isinstance(node, ast.BinOp | ast.Lambda):
-        raise Rejected(EVALUATED_BY_BFCL)
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Call):
-        return _unparse(node) if not node.keywords else _call(node, depth)
-    if isinstance(node, ast.Subscript):
-        return f"{_unparse(node.value)}[{_unparse(node.slice)}]"
-    raise Rejected(f"unsupported expression {type(node).__name__}")
-
-
-def read_bfcl_calls(text: str) -> list[ToolCall]:
-    """BFCL's ``ast_parse`` (2024-08) on ``text`` as given: a list or tuple of calls, each
-    read as ``resolve_ast_by_type`` reads it (module docstring). Raises :class:`Rejected`
-    where BFCL's raises (a bare call that is not in a list included)."""
-    body = _parse(text)
-    if not isinstance(body, ast.List | ast.Tuple):
-        raise Rejected("not a list of calls")
-    calls: list[ToolCall] = []
-    as_text = False
-    for elem in body.elts:
-        if not isinstance(elem, ast.Call):
-            raise Rejected("list element is not a call")
-        if not elem.keywords:  # BFCL reads a call without keywords as its source text
-            as_text = True
-            continue
-        ((name, arguments),) = _call(elem, 1).items()
-        calls.append(ToolCall(name=name, arguments=arguments))
-    if as_text:
-        raise WrongFormat("a call without keyword arguments")
-    return calls
-
-
-def _wrap(text: str, pad: str = "") -> str:
-    """BFCL's ``[`` / ``]`` wrapping: added at each end that does not already have it."""
-    if not text.startswith("["):
-        text = "[" + pad + text
-    if not text.endswith("]"):
-        text = text + pad + "]"
-    return text
-
-
-def _text(result: Any) -> str:
-    if not isinstance(result, str):
-        raise Rejected(f"answer is {type(result).__name__}, not text")
-    return result
-
-
-# --------------------------------------------------------------------------- JSON shapes
-
-
-def _json(text: str) -> Any:
-    try:
-        return loads_bounded(text)
-    except ValueError as exc:
-        raise Rejected(f"invalid JSON: {exc}") from None
-
-
-def _arguments(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise BadArguments("arguments are not an object")
-    return value
-
-
-def _name_value_list(result: Any, *, json_args: bool) -> list[ToolCall]:
-    """``[{name: arguments}]``: BFCL's function-calling decoders (arguments a JSON string
-    for OpenAI, Claude, Mistral, Gemini, Yi; an object for Cohere)."""
-    if isinstance(result, dict):
-        result = [result]
-    if not isinstance(result, list):
-        raise Rejected(f"answer is {type(result).__name__}, not a list of calls")
-    calls: list[ToolCall] = []
-    for item in result:
-        if not isinstance(item, dict) or not item:
-            raise Rejected("call is not a {name: arguments} object")
-        name = next(iter(item))
-        raw = item[name]
-        if json_args:
-            if not isinstance(raw, str):
-                raise Rejected("arguments are not a JSON string")
-            raw = _json(raw)
-        calls.append(ToolCall(name=str(name), arguments=_arguments(raw)))
-    return calls
-
-
 # --------------------------------------------------------------------------- the families
 
 
 def _fc_json(result: Any) -> list[ToolCall]:
-    return _name_value_list(result, json_args=True)
+    return name_value_list(result, json_args=True)
 
 
 def _fc_object(result: Any) -> list[ToolCall]:
-    return _name_value_list(result, json_args=False)
+    return name_value_list(result, json_args=False)
 
 
 def _openai_prompt(result: Any) -> list[ToolCall]:
-    return read_bfcl_calls(_text(result))
+    return read_bfcl_calls(answer_text(result))
 
 
 def _claude_prompt(result: Any) -> list[ToolCall]:
-    text = _text(result)
+    text = answer_text(result)
     if not text:
         raise Rejected("empty answer")  # BFCL indexes func[0]
     if text[0] == " ":
         text = text[1:]
-    return read_bfcl_calls(_wrap(text))
+    return read_bfcl_calls(wrap_list(text))
 
 
 def _wrap_prompt(result: Any) -> list[ToolCall]:
-    return read_bfcl_calls(_wrap(_text(result)))
+    return read_bfcl_calls(wrap_list(answer_text(result)))
 
 
 def _mistral_prompt(result: Any) -> list[ToolCall]:
-    return read_bfcl_calls(_wrap(_text(result).replace("\\_", "_")))
+    return read_bfcl_calls(wrap_list(answer_text(result).replace("\\_", "_")))
 
 
 def _llama(result: Any) -> list[ToolCall]:
-    return read_bfcl_calls(_wrap(_text(result).replace("\n", "")))
+    return read_bfcl_calls(wrap_list(answer_text(result).replace("\n", "")))
 
 
 def _gorilla(result: Any) -> list[ToolCall]:
-    return read_bfcl_calls("[" + _text(result) + "]")
+    return read_bfcl_calls("[" + answer_text(result) + "]")
 
 
 def _nexus(result: Any) -> list[ToolCall]:
-    text = _text(result)
+    text = answer_text(result)
     if text.endswith(";"):
         text = text[:-1]
     text = text.replace(";", ",")
@@ -306,7 +149,7 @@ def _nexus(result: Any) -> list[ToolCall]:
 
 
 def _arctic(result: Any) -> list[ToolCall]:
-    text = _wrap(_text(result).replace("\n", ""), " ")
+    text = wrap_list(answer_text(result).replace("\n", ""), " ")
     if text.startswith("['"):
         text = text.replace("['", "[").replace("', '", ", ").replace("','", ", ")
     if text.endswith("']"):
@@ -318,9 +161,9 @@ _QUOTED = re.compile(r"'([^']*)'")
 
 
 def _databricks(result: Any) -> list[ToolCall]:
-    text = _text(result)
+    text = answer_text(result)
     func = _QUOTED.sub(r"\1", text).replace("\n    ", "")
-    func = _wrap(func)
+    func = wrap_list(func)
     if func.startswith("['"):
         func = func.replace("['", "[")
     try:
@@ -333,7 +176,7 @@ _BRACKETED = re.compile(r"\[[^\]]*\]")
 
 
 def _deepseek(result: Any) -> list[ToolCall]:
-    parts = _text(result).split("```")
+    parts = answer_text(result).split("```")
     if len(parts) < 2:
         raise Rejected("no ``` block")
     match = _BRACKETED.search(parts[1])
@@ -343,7 +186,7 @@ def _deepseek(result: Any) -> list[ToolCall]:
 
 
 def _gemma(result: Any) -> list[ToolCall]:
-    text = _text(result)
+    text = answer_text(result)
     start, end = text.find("["), text.rfind("]")  # BFCL: re.search(r"\[(.*)\]", DOTALL)
     if start < 0 or end < start:
         raise Rejected("no [...] in the answer")
@@ -353,38 +196,38 @@ def _gemma(result: Any) -> list[ToolCall]:
 def _gemini(result: Any) -> list[ToolCall]:
     if not isinstance(result, list):
         result = [result]
-    return _name_value_list(result, json_args=True)
+    return name_value_list(result, json_args=True)
 
 
 def _hermes(result: Any) -> list[ToolCall]:
     calls: list[ToolCall] = []
     inside = False
-    for line in _text(result).split("\n"):
+    for line in answer_text(result).split("\n"):
         if line == "<tool_call>":
             inside = True
         elif line == "</tool_call>":
             inside = False
         else:
             if inside:
-                obj = _json(line.replace("'", '"'))
+                obj = json_value(line.replace("'", '"'))
                 if not isinstance(obj, dict) or "name" not in obj or "arguments" not in obj:
                     raise Rejected("tool_call line is not {name, arguments}")
-                arguments = _arguments(obj["arguments"])
+                arguments = arguments_of(obj["arguments"])
                 calls.append(ToolCall(name=str(obj["name"]), arguments=arguments))
             inside = False
     return calls
 
 
 def _glm(result: Any) -> list[ToolCall]:
-    lines = _text(result).split("\n")
+    lines = answer_text(result).split("\n")
     if len(lines) == 1:
         raise WrongFormat("one line: not a call")
-    return [ToolCall(name=lines[0], arguments=_arguments(_json(lines[1])))]
+    return [ToolCall(name=lines[0], arguments=arguments_of(json_value(lines[1])))]
 
 
 def _xlam(result: Any) -> list[ToolCall]:
     try:
-        data = loads_bounded(_text(result))
+        data = loads_bounded(answer_text(result))
     except ValueError:
         raise WrongFormat("not JSON: BFCL keeps the text") from None
     if isinstance(data, dict):
@@ -398,115 +241,9 @@ def _xlam(result: Any) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for item in items:
         if isinstance(item, dict):
-            arguments = _arguments(item.get("arguments", {}))
+            arguments = arguments_of(item.get("arguments", {}))
             calls.append(ToolCall(name=str(item.get("name", "")), arguments=arguments))
     return calls
-
-
-# --------------------------------------------------------------------------- unlisted formats
-# Formats no 2024 handler reads, tried (with every family above) for a model the handler map
-# does not name (:func:`choose_decoder`). Each reads ``{"name", "arguments"}`` objects
-# (:func:`_named_calls`); each scan is a bounded ``str.find`` walk, linear in the answer.
-
-#: the most call blocks one answer is read for (the rest are not read)
-MAX_BLOCKS = 256
-
-
-def _named(obj: Any) -> ToolCall:
-    """One ``{"name", "arguments"}`` object (``parameters`` for ``arguments``; arguments
-    given as a JSON string are read; an OpenAI ``{"function": {...}}`` is its function)."""
-    if isinstance(obj, dict) and isinstance(obj.get("function"), dict):
-        obj = obj["function"]
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        raise Rejected("call is not a {name, arguments} object")
-    raw = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(raw, str):
-        raw = _json(raw)
-    return ToolCall(name=obj["name"], arguments=_arguments(raw))
-
-
-def _named_calls(value: Any) -> list[ToolCall]:
-    """A ``{"name", "arguments"}`` object, a list of them, or ``{"tool_calls": [...]}``."""
-    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
-        value = value["tool_calls"]
-    items = value if isinstance(value, list) else [value]
-    return [_named(item) for item in items[:MAX_BLOCKS]]
-
-
-def _function_call_tags(result: Any) -> list[ToolCall]:
-    """``<function_call> {"name": ..., "arguments": {...}}`` pieces (IBM granite's
-    function-calling models; BFCL's later granite handler): the text split on the tag,
-    every non-blank piece one JSON call; ``no_function`` is the model declining."""
-    text = _text(result)
-    if "<function_call>" not in text:
-        raise Rejected("no <function_call> tag")
-    calls: list[ToolCall] = []
-    for piece in text.split("<function_call>", MAX_BLOCKS)[:MAX_BLOCKS]:
-        piece = piece.strip()
-        if not piece:
-            continue
-        try:
-            value = loads_bounded(piece)
-        except ValueError:
-            raise WrongFormat("a <function_call> piece is not JSON") from None
-        if isinstance(value, dict) and value.get("name") == "no_function":
-            raise Irrelevant("no_function: the model declined")
-        calls.extend(_named_calls(value))
-    return calls
-
-
-def _between(text: str, opening: str, closing: str) -> list[str]:
-    """The bodies of ``opening ... closing`` blocks, in order (a last block left open runs
-    to the end of the text); at most :data:`MAX_BLOCKS`."""
-    out: list[str] = []
-    pos = text.find(opening)
-    while pos >= 0 and len(out) < MAX_BLOCKS:
-        start = pos + len(opening)
-        end = text.find(closing, start)
-        out.append(text[start : end if end >= 0 else len(text)])
-        if end < 0:
-            break
-        pos = text.find(opening, end + len(closing))
-    return out
-
-
-def _tool_call_tags(result: Any) -> list[ToolCall]:
-    """``<tool_call>{json}</tool_call>`` blocks anywhere in the answer, on one line or many
-    (Hermes' handler reads them only as whole lines), each one call or a list of calls."""
-    blocks = _between(_text(result), "<tool_call>", "</tool_call>")
-    if not blocks:
-        raise Rejected("no <tool_call> block")
-    return [c for body in blocks for c in _named_calls(_json(body.strip()))]
-
-
-def _fenced(result: Any) -> list[ToolCall]:
-    """Markdown code fences (```` ```json ````, ```` ```python ````, plain ```` ``` ````),
-    each body JSON calls (:func:`_named_calls`) or, when not JSON, a Python call list."""
-    text = _text(result)
-    bodies = _between(text, "```", "```")
-    if not bodies:
-        raise Rejected("no ``` fence")
-    calls: list[ToolCall] = []
-    for body in bodies:
-        newline = body.find("\n")
-        head = body[:newline] if newline >= 0 else ""
-        if head.strip().isidentifier():  # a language tag: ```json, ```python
-            body = body[newline + 1 :]
-        body = body.strip()
-        try:
-            value = loads_bounded(body)
-        except ValueError:
-            calls.extend(read_bfcl_calls(_wrap(body)))
-        else:
-            calls.extend(_named_calls(value))
-    return calls
-
-
-def _json_calls(result: Any) -> list[ToolCall]:
-    """The answer as JSON calls (:func:`_named_calls`): stored as JSON, or text that is."""
-    if isinstance(result, str):
-        result = _json(result.strip())
-    return _named_calls(result)
 
 
 # --------------------------------------------------------------------------- choosing one
@@ -589,9 +326,9 @@ for _name, _decoder in (
     ("hermes", _hermes),
     ("glm", _glm),
     ("xlam", _xlam),
-    ("function_call_tag", _function_call_tags),
-    ("tool_call_tag", _tool_call_tags),
-    ("fenced", _fenced),
-    ("json_calls", _json_calls),
+    ("function_call_tag", function_call_tags),
+    ("tool_call_tag", tool_call_tags),
+    ("fenced", fenced),
+    ("json_calls", json_calls),
 ):
     BFCL_DECODERS.register(_name, _decoder)

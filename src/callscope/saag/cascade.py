@@ -2,8 +2,10 @@
 
 ``diagnose`` scores one tool call against a registry and the user's query and halts at the
 first failing stage (SAAG paper, section 2); metrics of later stages stay ``None`` (they are
-stage-conditional). This module owns the order of the stages, their pass tests and the
-registry index that makes stage 1 fast on large registries; the metrics themselves (their
+stage-conditional). This module owns the order of the stages, their pass tests, the registry
+index (a spec by its name, a spec's parameters) and the verdict cache of repeated requests;
+stage 1's name table and NCS matching at registry scale are
+:mod:`callscope.saag.registry_names`; the metrics themselves (their
 formulas, sources and what the grounding mode changes) are the pure functions of
 :mod:`callscope.saag.intrinsic`, and stage 3's verdict on each value comes from the grounding
 mode (:mod:`callscope.saag.groundings`).
@@ -15,12 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import fields
-from functools import lru_cache
-from operator import itemgetter
 from typing import Any
-
-from rapidfuzz import fuzz, process
-from rapidfuzz.distance import Indel
 
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
@@ -36,6 +33,15 @@ from callscope.saag.groundings import (
     LexicalGrounding,
     RegistryGrounding,
     get_grounding,
+)
+from callscope.saag.registry_index import (  # noqa: F401 (importable from here)
+    find_spec,
+    index_of,
+    nearest_candidate,
+    nearest_name,
+    required_params,
+    schema_params,
+    spec_properties,
 )
 from callscope.types import ToolCall
 
@@ -53,344 +59,6 @@ def _too_deep(value: Any) -> bool:
         elif isinstance(v, list | tuple):
             stack.extend((x, depth + 1) for x in v)
     return False
-
-
-# --------------------------------------------------------------------------- stage 1
-
-
-def _trigrams(s: str) -> set[str]:
-    s = s.lower()
-    return {s[i : i + 3] for i in range(len(s) - 2)}
-
-
-class _NameTable:
-    """Stage 1's NCS view of a registry's names, keyed by their content (a registry copied
-    into every row of a results file is read once, :func:`_name_table`): the names and
-    their lowercased forms; for a registry of more than :data:`_SMALL` names, built on the
-    first NCS over it at C level (numpy), their lengths, which are plain (:func:`_plain`)
-    and every lowercased trigram as a sorted posting table; each lowercased whitespace
-    token's positions (built on the first name that needs them)."""
-
-    __slots__ = ("names", "lowered", "lengths", "plain", "slices", "owner", "_tokens")
-
-    def __init__(self, names: tuple[str, ...]) -> None:
-        self.names = names
-        self.lowered = [n.lower() for n in names]
-        self._tokens: dict[str, list[int]] | None = None
-        if len(names) > _SMALL:
-            self._index()
-
-    def _index(self) -> None:
-        import numpy as np  # lazy: only a large registry's unknown name needs it
-
-        count = len(self.names)
-        self.lengths = np.fromiter(map(len, self.names), dtype=np.int64, count=count)
-        self.plain = np.fromiter(map(_plain, self.names), dtype=bool, count=count)
-        # every lowercased trigram of every name as one integer (three code points of 21
-        # bits), with the position of its name
-        joined = "".join(self.lowered)
-        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        points = points.astype(np.uint64)
-        ends = np.cumsum(np.fromiter(map(len, self.lowered), dtype=np.int64, count=count))
-        if len(points) >= 3:
-            codes = (points[:-2] << np.uint64(42)) | (points[1:-1] << np.uint64(21)) | points[2:]
-            at = np.arange(len(points) - 2)
-            owner = np.searchsorted(ends, at, side="right")
-            inside = at + 2 < ends[owner]  # the three characters are of one name
-            codes, owner = codes[inside], owner[inside]
-        else:
-            codes, owner = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-        # sorted by trigram: each distinct trigram's names are one slice of ``owner``
-        order = np.argsort(codes, kind="stable")
-        codes, self.owner = codes[order], owner[order]
-        distinct, starts = np.unique(codes, return_index=True)
-        bounds = np.append(starts, len(codes)).tolist()
-        mask = (1 << 21) - 1
-        self.slices = {
-            chr(c >> 42) + chr((c >> 21) & mask) + chr(c & mask): (bounds[j], bounds[j + 1])
-            for j, c in enumerate(distinct.tolist())
-        }
-
-    def sharing(self, grams: set[str]) -> Any:
-        """The positions (ascending) of the names sharing one of ``grams`` (lowercased
-        trigrams): one slice of the posting table per trigram."""
-        import numpy as np
-
-        owner, slices = self.owner, self.slices
-        parts = [owner[ab[0] : ab[1]] for g in grams if (ab := slices.get(g)) is not None]
-        mask = np.zeros(len(self.names), dtype=bool)
-        if parts:
-            mask[np.concatenate(parts)] = True
-        return np.flatnonzero(mask)
-
-    def token_positions(self, token: str) -> list[int]:
-        """The positions of the names one of whose lowercased whitespace tokens is
-        ``token``."""
-        if self._tokens is None:
-            tokens: dict[str, list[int]] = {}
-            for i, low in enumerate(self.lowered):
-                for tok in set(low.split()):
-                    tokens.setdefault(tok, []).append(i)
-            self._tokens = tokens
-        return self._tokens.get(token, [])
-
-
-def _plain(name: str) -> bool:
-    """Printable ASCII without a space: one whitespace token, the same for rapidfuzz and
-    ``str.split``."""
-    return name.isascii() and name.isprintable() and " " not in name
-
-
-#: a registry of at most this many names is scored name by name (no index: numpy's fixed cost
-#: is more than the scoring it would save)
-_SMALL = 64
-
-
-@lru_cache(maxsize=64)
-def _name_table(names: tuple[str, ...]) -> _NameTable:
-    """The :class:`_NameTable` of a registry's names, once per distinct content (the last 64
-    kept)."""
-    return _NameTable(names)
-
-
-#: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
-_Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
-
-
-class _RegistryIndex:
-    """Stage 1's view of one registry list: the first spec of each string name and (on the
-    first NCS) the content-keyed :class:`_NameTable` of its names (``str`` of each
-    ``name``, or of each element of a list of names)."""
-
-    __slots__ = ("source", "size", "specs", "by_name", "_table", "_shapes")
-
-    def __init__(self, source: Sequence[Any], specs: bool, by_name: dict[str, Any]) -> None:
-        self.source = source
-        self.size = len(source)
-        self.specs = specs
-        self.by_name = by_name
-        self._table: _NameTable | None = None
-        self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
-
-    def shape(self, spec: dict[str, Any]) -> _Shape:
-        """``(A_req, A_all, set(A_all), properties)`` of one spec of this registry, read
-        once per spec (:func:`schema_params`, :func:`spec_properties`)."""
-        hit = self._shapes.get(id(spec))
-        if hit is not None and hit[0] is spec:
-            return hit[1]
-        a_req, a_all = schema_params(spec)
-        shape = (a_req, a_all, frozenset(a_all), spec_properties(spec))
-        self._shapes[id(spec)] = (spec, shape)
-        return shape
-
-    def table(self) -> _NameTable:
-        if self._table is None:
-            source = self.source
-            names = [str(f.get("name")) for f in source] if self.specs else map(str, source)
-            self._table = _name_table(tuple(names))
-        return self._table
-
-
-#: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
-_INDEX_CACHE_SIZE = 4096
-_index_cache: OrderedDict[tuple[int, bool], _RegistryIndex] = OrderedDict()
-_index_lock = threading.Lock()
-#: the index returned last, ``(source, specs, index)``: the calls of one case (its attempts,
-#: modes and metrics) ask for the same registry in a row, and are answered without the lock
-#: (one tuple read, atomic under the GIL; a stale answer is only ever a valid index)
-_last_index: tuple[Sequence[Any], bool, _RegistryIndex] | None = None
-
-
-def _registry_index(source: Sequence[Any], *, specs: bool) -> _RegistryIndex:
-    """The index of ``source`` (function specs when ``specs``, else names), cached by the
-    identity of the list: a registry is indexed once however many calls are scored against
-    it. Appending to or removing from a cached list rebuilds its index; replacing an element
-    in place, or renaming a spec, is not noticed (registries are not edited once scored)."""
-    global _last_index
-    last = _last_index
-    if last is not None and last[0] is source and last[1] == specs and last[2].size == len(source):
-        return last[2]
-    key = (id(source), specs)
-    with _index_lock:
-        idx = _index_cache.get(key)
-        if idx is not None and idx.source is source and idx.size == len(source):
-            _index_cache.move_to_end(key)
-            _last_index = (source, specs, idx)
-            return idx
-    by_name: dict[str, Any] = {}
-    if specs:  # one pass; the names' strings are made on the first NCS (:meth:`table`)
-        for f in source:
-            raw = f.get("name")
-            if isinstance(raw, str) and raw not in by_name:
-                by_name[raw] = f
-    idx = _RegistryIndex(source, specs, by_name)
-    with _index_lock:
-        _index_cache[key] = idx
-        _index_cache.move_to_end(key)
-        while len(_index_cache) > _INDEX_CACHE_SIZE:
-            _index_cache.popitem(last=False)
-        _last_index = (source, specs, idx)
-    return idx
-
-
-#: names whose WRatio, as rapidfuzz's batch scorer reports it, or whose bound is, within this
-#: of the best are scored again one by one: a batch score is not exact within about 1e-6,
-#: and every equal score must be seen for the first-on-ties rule
-_WRATIO_SLACK = 1.0
-
-
-def _nearest(name: str, idx: _RegistryIndex) -> tuple[float, str | None]:
-    """NCS over an index; the same floats and argmax as scoring every name in order.
-
-    Candidates are the names sharing a lowercased trigram with ``name``
-    (:meth:`_NameTable.sharing`). Those sharing a whitespace token with it (a
-    Jaccard term above 0) are scored exactly. For the others the Jaccard term is 0, so only
-    those with the highest WRatio can win. One rapidfuzz batch pass (Indel distance, C level,
-    every name) gives each name's ``ratio`` and LCS ``L``, from which WRatio is known or
-    bounded without computing it (rapidfuzz's definition, for a pair of one-token strings, the
-    shorter of length ``s``, ``lr`` the length ratio): ``lr < 1.5``: WRatio = ratio;
-    otherwise WRatio = max(ratio, k partial_ratio) <= max(ratio, k 200 L / (s + L)), ``k``
-    0.9 (``lr <= 8``) or 0.6; any other pair: <= max(ratio, 95) or max(ratio, 100 k). The
-    names are walked by that bound, highest first; the walk ends below the best WRatio found
-    less ``_WRATIO_SLACK``; the names within the slack are scored exactly
-    (:func:`~callscope.saag.intrinsic.ncs_score`). Ties go to the first registry position.
-    """
-    grams = _trigrams(name)
-    if not grams:
-        return 0.0, None
-    table = idx.table()
-    names = table.names
-    if len(names) <= _SMALL:  # the definition itself: every candidate scored
-        best, best_i = 0.0, -1
-        for i, lowered in enumerate(table.lowered):
-            if any(g in lowered for g in grams):
-                score = m.ncs_score(name, names[i])
-                if best_i < 0 or score > best:
-                    best, best_i = score, i
-        return (best, names[best_i]) if best_i >= 0 else (0.0, None)
-    import numpy as np  # lazy: the table imported it already
-
-    low = name.lower()
-    candidates = table.sharing(grams)
-    if not len(candidates):
-        return 0.0, None
-    exact: set[int] = set()
-    for tok in set(low.split()):
-        positions = table.token_positions(tok)
-        if positions:
-            exact.update(np.intersect1d(positions, candidates).tolist())
-    n = len(name)
-    picked = candidates.tolist()
-    pool = [names[picked[0]]] if len(picked) == 1 else list(itemgetter(*picked)(names))
-    lengths = table.lengths[candidates]
-    dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
-    # every candidate has a character (it shares a trigram): no length below 1
-    total = lengths + n
-    ratio = 100.0 - 100.0 * dist / total
-    shorter = np.minimum(lengths, n)
-    long_ratio = np.maximum(lengths, n) / shorter
-    near = long_ratio < 1.5
-    one_token = table.plain[candidates] if _plain(name) else np.zeros(len(pool), dtype=bool)
-    known = one_token & near  # the bound is the WRatio itself
-    lcs = (total - dist) * 0.5
-    partial = np.where(one_token, np.minimum(100.0, 200.0 * lcs / (shorter + lcs)), 100.0)
-    cap = np.where(long_ratio <= 8.0, 0.9, 0.6) * partial
-    cap[near] = 95.0
-    bound = np.maximum(ratio, cap)
-    bound[known] = ratio[known]
-    # the best known WRatio is a floor of the best: only the names bounded above it less
-    # the slack are walked (all of them when none is known)
-    floor = float(bound[known].max()) if known.any() else -1.0
-    walk = np.flatnonzero(bound >= floor - _WRATIO_SLACK)
-    walk = walk[np.argsort(-bound[walk], kind="stable")]
-    best = -1.0
-    scored: list[tuple[float, int]] = []
-    for k, b, is_known, i in zip(
-        walk.tolist(),
-        bound[walk].tolist(),
-        known[walk].tolist(),
-        candidates[walk].tolist(),
-        strict=True,
-    ):
-        if b < best - _WRATIO_SLACK:
-            break
-        w = b if is_known else fuzz.WRatio(name, pool[k])
-        scored.append((w, i))
-        best = max(best, w)
-    exact.update(i for w, i in scored if w >= best - _WRATIO_SLACK)
-    top, top_i = max(((m.ncs_score(name, names[i]), i) for i in exact), key=_by_score_then_first)
-    return top, names[top_i]
-
-
-def _by_score_then_first(scored: tuple[float, int]) -> tuple[float, int]:
-    return scored[0], -scored[1]
-
-
-def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None]:
-    """The Nearest Candidate Score and its name (SAAG paper, section 2.1, eq. 2)::
-
-        NCS(ŷ, R) = max over c ∈ C of [0.6 WRatio(ŷ, c) / 100 + 0.4 Jaccard(ŷ, c)]
-
-    over the names ``C`` of ``registry`` sharing a lowercased trigram with ``name`` (each term
-    :func:`~callscope.saag.intrinsic.ncs_score`), and the argmax name (first on ties);
-    ``(0, None)`` without candidates. The registry is indexed once per list
-    (:func:`_registry_index`). Independent of the grounding mode.
-
-    >>> ncs, name = nearest_candidate("get_weathr", ["get_weather", "book_flight"])
-    >>> round(ncs, 4), name
-    (0.5714, 'get_weather')
-    >>> nearest_candidate("zz", ["get_weather"])
-    (0.0, None)
-    """
-    return _nearest(name, _registry_index(registry, specs=False))
-
-
-# --------------------------------------------------------------------------- stage 2
-
-
-def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(A_req, A_all) from a function spec's JSON schema, in schema order."""
-    params = spec.get("parameters") or {}
-    props = params.get("properties") if isinstance(params, dict) else None
-    a_all = [str(k) for k in props] if isinstance(props, dict) else []
-    req = params.get("required") if isinstance(params, dict) else None
-    a_req = [str(r) for r in req] if isinstance(req, list) else []
-    return a_req, a_all
-
-
-# --------------------------------------------------------------------------- cascade
-
-
-def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] | None:
-    """The first spec in ``functions`` named ``name`` (``None`` when there is none); a
-    string name in a list or tuple is looked up in the registry's index."""
-    if isinstance(name, str) and isinstance(functions, list | tuple):
-        return _registry_index(functions, specs=True).by_name.get(name)
-    for spec in functions:
-        if spec.get("name") == name:
-            return spec
-    return None
-
-
-def required_params(functions: Sequence[dict[str, Any]] | None, name: Any) -> list[str]:
-    """A_req of the first spec in ``functions`` named ``name`` (``[]`` when there is none):
-    ``schema_params(find_spec(functions, name) or {})[0]``, read once per spec of a list or
-    tuple registry (its index). The caller must not modify the list."""
-    if not functions:
-        return []
-    if isinstance(name, str) and isinstance(functions, list | tuple):
-        registry = _registry_index(functions, specs=True)
-        spec = registry.by_name.get(name)
-        return [] if spec is None else registry.shape(spec)[0]
-    return schema_params(find_spec(functions, name) or {})[0]
-
-
-def spec_properties(spec: dict[str, Any]) -> dict[str, Any]:
-    """The ``properties`` of a function spec's parameter schema (``{}`` when it has none or
-    they are not an object)."""
-    params = spec.get("parameters")
-    props = params.get("properties") if isinstance(params, dict) else None
-    return props if isinstance(props, dict) else {}
 
 
 _CONTAINERS = (dict, list, tuple)
@@ -595,14 +263,14 @@ def _diagnose(
     judge: Judge | None,
 ) -> Diagnosis:
     """:func:`diagnose` itself (its docstring), the grounding mode resolved."""
-    registry = _registry_index(functions, specs=True)
+    registry = index_of(functions, specs=True)
     # Stage 1: registry conformance
     name = call.name if call is not None else None
     if not name:
         return Diagnosis(stage=1, fnem=m.fnem(name, False))
     spec = registry.by_name.get(name) if isinstance(name, str) else find_spec(functions, name)
     if spec is None:
-        ncs, nearest = _nearest(name, registry)
+        ncs, nearest = nearest_name(name, registry)
         return Diagnosis(
             stage=1, fnem=m.fnem(name, False), ncs=ncs, nearest=nearest, predicted=name
         )

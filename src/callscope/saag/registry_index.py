@@ -1,0 +1,168 @@
+"""A registry list as the cascade reads it: a spec by its name, a spec's parameters, and the
+Nearest Candidate Score of a name not in it.
+
+:func:`index_of` indexes a registry list once, by its identity, however many calls are scored
+against it (:class:`RegistryIndex`: the first spec of each name, each spec's ``(A_req, A_all,
+properties)`` read once, and on the first NCS the content-keyed name table of
+:mod:`callscope.saag.registry_names`). :func:`find_spec`, :func:`required_params`,
+:func:`schema_params` and :func:`spec_properties` are the one reading of a spec's name and
+parameter schema for the whole package (:mod:`callscope.saag.cascade` re-exports them);
+:func:`nearest_candidate` is stage 1's NCS over a list of names.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from callscope.saag.registry_names import NameTable, name_table, nearest, trigrams
+
+#: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
+_Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
+
+
+class RegistryIndex:
+    """Stage 1's view of one registry list: the first spec of each string name and (on the
+    first NCS) the content-keyed :class:`NameTable` of its names (``str`` of each
+    ``name``, or of each element of a list of names)."""
+
+    __slots__ = ("source", "size", "specs", "by_name", "_table", "_shapes")
+
+    def __init__(self, source: Sequence[Any], specs: bool, by_name: dict[str, Any]) -> None:
+        self.source = source
+        self.size = len(source)
+        self.specs = specs
+        self.by_name = by_name
+        self._table: NameTable | None = None
+        self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
+
+    def shape(self, spec: dict[str, Any]) -> _Shape:
+        """``(A_req, A_all, set(A_all), properties)`` of one spec of this registry, read
+        once per spec (:func:`schema_params`, :func:`spec_properties`)."""
+        hit = self._shapes.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        a_req, a_all = schema_params(spec)
+        shape = (a_req, a_all, frozenset(a_all), spec_properties(spec))
+        self._shapes[id(spec)] = (spec, shape)
+        return shape
+
+    def table(self) -> NameTable:
+        if self._table is None:
+            source = self.source
+            names = [str(f.get("name")) for f in source] if self.specs else map(str, source)
+            self._table = name_table(tuple(names))
+        return self._table
+
+
+#: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
+_INDEX_CACHE_SIZE = 4096
+_index_cache: OrderedDict[tuple[int, bool], RegistryIndex] = OrderedDict()
+_index_lock = threading.Lock()
+#: the index returned last, ``(source, specs, index)``: the calls of one case (its attempts,
+#: modes and metrics) ask for the same registry in a row, and are answered without the lock
+#: (one tuple read, atomic under the GIL; a stale answer is only ever a valid index)
+_last_index: tuple[Sequence[Any], bool, RegistryIndex] | None = None
+
+
+def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
+    """The index of ``source`` (function specs when ``specs``, else names), cached by the
+    identity of the list: a registry is indexed once however many calls are scored against
+    it. Appending to or removing from a cached list rebuilds its index; replacing an element
+    in place, or renaming a spec, is not noticed (registries are not edited once scored)."""
+    global _last_index
+    last = _last_index
+    if last is not None and last[0] is source and last[1] == specs and last[2].size == len(source):
+        return last[2]
+    key = (id(source), specs)
+    with _index_lock:
+        idx = _index_cache.get(key)
+        if idx is not None and idx.source is source and idx.size == len(source):
+            _index_cache.move_to_end(key)
+            _last_index = (source, specs, idx)
+            return idx
+    by_name: dict[str, Any] = {}
+    if specs:  # one pass; the names' strings are made on the first NCS (:meth:`table`)
+        for f in source:
+            raw = f.get("name")
+            if isinstance(raw, str) and raw not in by_name:
+                by_name[raw] = f
+    idx = RegistryIndex(source, specs, by_name)
+    with _index_lock:
+        _index_cache[key] = idx
+        _index_cache.move_to_end(key)
+        while len(_index_cache) > _INDEX_CACHE_SIZE:
+            _index_cache.popitem(last=False)
+        _last_index = (source, specs, idx)
+    return idx
+
+
+def nearest_name(name: str, idx: RegistryIndex) -> tuple[float, str | None]:
+    """NCS over an index (:func:`~callscope.saag.registry_names.nearest`); the name table is
+    read only for a name with a trigram."""
+    if not trigrams(name):
+        return 0.0, None
+    return nearest(name, idx.table())
+
+
+def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None]:
+    """The Nearest Candidate Score and its name (SAAG paper, section 2.1, eq. 2)::
+
+        NCS(ŷ, R) = max over c ∈ C of [0.6 WRatio(ŷ, c) / 100 + 0.4 Jaccard(ŷ, c)]
+
+    over the names ``C`` of ``registry`` sharing a lowercased trigram with ``name`` (each term
+    :func:`~callscope.saag.intrinsic.ncs_score`), and the argmax name (first on ties);
+    ``(0, None)`` without candidates. The registry is indexed once per list
+    (:func:`index_of`). Independent of the grounding mode.
+
+    >>> ncs, name = nearest_candidate("get_weathr", ["get_weather", "book_flight"])
+    >>> round(ncs, 4), name
+    (0.5714, 'get_weather')
+    >>> nearest_candidate("zz", ["get_weather"])
+    (0.0, None)
+    """
+    return nearest_name(name, index_of(registry, specs=False))
+
+
+def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(A_req, A_all) from a function spec's JSON schema, in schema order."""
+    params = spec.get("parameters") or {}
+    props = params.get("properties") if isinstance(params, dict) else None
+    a_all = [str(k) for k in props] if isinstance(props, dict) else []
+    req = params.get("required") if isinstance(params, dict) else None
+    a_req = [str(r) for r in req] if isinstance(req, list) else []
+    return a_req, a_all
+
+
+def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] | None:
+    """The first spec in ``functions`` named ``name`` (``None`` when there is none); a
+    string name in a list or tuple is looked up in the registry's index."""
+    if isinstance(name, str) and isinstance(functions, list | tuple):
+        return index_of(functions, specs=True).by_name.get(name)
+    for spec in functions:
+        if spec.get("name") == name:
+            return spec
+    return None
+
+
+def required_params(functions: Sequence[dict[str, Any]] | None, name: Any) -> list[str]:
+    """A_req of the first spec in ``functions`` named ``name`` (``[]`` when there is none):
+    ``schema_params(find_spec(functions, name) or {})[0]``, read once per spec of a list or
+    tuple registry (its index). The caller must not modify the list."""
+    if not functions:
+        return []
+    if isinstance(name, str) and isinstance(functions, list | tuple):
+        registry = index_of(functions, specs=True)
+        spec = registry.by_name.get(name)
+        return [] if spec is None else registry.shape(spec)[0]
+    return schema_params(find_spec(functions, name) or {})[0]
+
+
+def spec_properties(spec: dict[str, Any]) -> dict[str, Any]:
+    """The ``properties`` of a function spec's parameter schema (``{}`` when it has none or
+    they are not an object)."""
+    params = spec.get("parameters")
+    props = params.get("properties") if isinstance(params, dict) else None
+    return props if isinstance(props, dict) else {}

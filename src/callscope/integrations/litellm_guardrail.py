@@ -57,32 +57,35 @@ send it as their API key)::
           callscope_mode: repair      # annotate | repair | block
 
 What each route, mode and stream gives the client, measured on litellm 1.108.7 and 1.110.2:
-``docs/hosts.md``.
+``docs/hosts.md``. This module decides (the check, the gate, the mode, the re-ask); how the
+answer is written back in each route's format, whole or streamed, and :class:`GuardedStream`
+are :mod:`callscope.integrations.litellm_routes`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
-from callscope.guard.check import TurnVerdict, check, content_text, message_of
+from callscope.guard.check import TurnVerdict, check, content_text
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairResult, repair
 from callscope.integrations.formats import (
-    annotate_anthropic_stream,
-    anthropic_body,
-    anthropic_stream,
     as_dict,
     chat_tools,
     format_of,
     request_messages,
-    responses_output,
-    sse_events,
     stream_format_of,
+)
+from callscope.integrations.litellm_routes import (
+    GuardedStream,
+    annotate,
+    is_stream,
+    rewrite,
+    stream_out,
 )
 from callscope.integrations.verdicts import acts_on, turn_correction
 from callscope.saag.gated import GATED_DEFAULT
@@ -141,29 +144,6 @@ class CallscopeBlocked(Exception):
             return self
         detail = {"error": self.message, "callscope": self.detail}
         return HTTPException(status_code=self.status_code, detail=detail)
-
-
-class GuardedStream:
-    """A stream the SDK hook checked (:meth:`CallscopeGuardrail.async_post_call_success_hook`
-    on ``acompletion(stream=True)``): iterate it as the stream itself (``async for``); its
-    ``callscope`` is the annotation (the verdict, a repair's record)."""
-
-    def __init__(self, chunks: list[Any], note: dict[str, Any]) -> None:
-        self.chunks = chunks
-        self.callscope = note
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Any]:
-        for item in self.chunks:
-            yield item
-
-
-def _is_stream(response: Any) -> bool:
-    """A response still to be read (the SDK's ``CustomStreamWrapper``): iterable
-    asynchronously, with no whole answer of any format."""
-    return hasattr(response, "__aiter__") and format_of(response) is None
 
 
 class CallscopeGuardrail(CustomGuardrail):
@@ -272,7 +252,7 @@ class CallscopeGuardrail(CustomGuardrail):
         if not data.get("tools"):
             return response
         in_proxy = user_api_key_dict is not None
-        if _is_stream(response):
+        if is_stream(response):
             chunks = [item async for item in response]
             out, note = await self._guard_stream(data, chunks, in_proxy)
             return GuardedStream(out, note)
@@ -281,8 +261,8 @@ class CallscopeGuardrail(CustomGuardrail):
         if fmt is None or message is None:
             return response
         best, note, _ = await self._guard(data, message, in_proxy)
-        out = response if best is None else _rewrite(fmt.name, response, best)
-        return _annotate(out, note)
+        out = response if best is None else rewrite(fmt.name, response, best)
+        return annotate(out, note)
 
     async def _guard_stream(
         self, data: dict[str, Any], chunks: list[Any], in_proxy: bool
@@ -303,7 +283,7 @@ class CallscopeGuardrail(CustomGuardrail):
         if message is None:
             return chunks, {}
         best, note, _ = await self._guard(data, message, in_proxy, stream=True)
-        return _stream_out(fmt.name, chunks, best, note), note
+        return stream_out(fmt.name, chunks, best, note), note
 
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict
@@ -346,110 +326,6 @@ def _system(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"role": "system", "content": text}] if text else []
 
 
-def _rewrite(route: str, response: Any, best: dict[str, Any]) -> Any:
-    """The whole answer of ``route``'s format holding the repaired chat completion
-    ``best`` (:data:`_REWRITE`)."""
-    return _REWRITE[route](response, best)
-
-
-def _chat_whole(response: Any, best: dict[str, Any]) -> Any:
-    import litellm  # lazy: the host's response type
-
-    return litellm.ModelResponse(**best)
-
-
-def _anthropic_whole(response: Any, best: dict[str, Any]) -> Any:
-    return anthropic_body(message_of(best), as_dict(response))
-
-
-def _responses_whole(response: Any, best: dict[str, Any]) -> Any:
-    body = {**as_dict(response), "output": responses_output(message_of(best))}
-    try:
-        return type(response).model_validate(body)
-    except (AttributeError, TypeError, ValueError):
-        return body
-
-
-#: how a repaired answer is written back, by route
-_REWRITE: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
-    "chat": _chat_whole,
-    "messages": _anthropic_whole,
-    "responses": _responses_whole,
-}
-
-
-def _stream_out(
-    route: str, chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
-) -> list[Any]:
-    """The chunks to send: ``chunks`` annotated with ``note``, or the repaired answer
-    ``best`` as a stream of ``route``'s format (:data:`_STREAM_OUT`)."""
-    return _STREAM_OUT[route](chunks, best, note)
-
-
-def _chat_stream(chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]) -> list[Any]:
-    """Chat chunks: the repaired answer as two chunks; the note on the chunk with the finish
-    reason."""
-    if best is not None:
-        chunks = _as_stream(best, chunks[0] if chunks else None)
-    if chunks:
-        last = _annotate(chunks[_last_choice(chunks)], note)
-        # litellm 1.108's proxy writes a plain chunk by a fast path that keeps only the
-        # known fields; a chunk with provider fields takes the full serializer, which keeps
-        # ``callscope`` (measured: docs/hosts.md)
-        if getattr(last, "provider_specific_fields", "") is None:
-            with contextlib.suppress(AttributeError, TypeError, ValueError):
-                last.provider_specific_fields = {}
-    return chunks
-
-
-def _anthropic_stream(
-    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
-) -> list[Any]:
-    """Anthropic events: the repaired answer as a stream of its own (the first message's
-    id and model kept); the note on the ``message_delta`` event."""
-    if best is None:
-        return annotate_anthropic_stream(list(chunks), note)
-    start = next((d.get("message") for e, d in sse_events(chunks) if e == "message_start"), None)
-    return anthropic_stream(anthropic_body(message_of(best), as_dict(start)), note)
-
-
-def _responses_stream(
-    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
-) -> list[Any]:
-    """A Responses event stream annotated (``note`` on the ``response.completed`` event's
-    response), or, repaired, the stream's own ``response.created`` and a
-    ``response.completed`` whose response holds the repaired output."""
-    done = next((c for c in chunks if _completed(c)), None)
-    if done is None:
-        return chunks
-    if best is not None:
-        response = _responses_whole(done.response, best)
-        done = type(done).model_validate({**as_dict(done), "response": as_dict(response)})
-        chunks = [c for c in chunks if getattr(c, "type", None) and _created(c)] + [done]
-    _annotate(done.response, note)
-    return chunks
-
-
-#: how a held stream is sent on, by route
-_STREAM_OUT: dict[str, Callable[[list[Any], dict[str, Any] | None, dict[str, Any]], list[Any]]] = {
-    "chat": _chat_stream,
-    "messages": _anthropic_stream,
-    "responses": _responses_stream,
-}
-
-
-def _completed(chunk: Any) -> bool:
-    return str(getattr(getattr(chunk, "type", None), "value", getattr(chunk, "type", ""))) == (
-        "response.completed"
-    ) and hasattr(chunk, "response")
-
-
-def _created(chunk: Any) -> bool:
-    return str(getattr(getattr(chunk, "type", None), "value", getattr(chunk, "type", ""))) == (
-        "response.created"
-    )
-
-
 def _repair_note(result: RepairResult) -> dict[str, Any]:
     """The annotation of a repair: the final verdict and the record; when a re-ask failed,
     ``error`` says with what (and a warning is logged), so an answer that was never
@@ -466,74 +342,11 @@ def _repair_note(result: RepairResult) -> dict[str, Any]:
     return note
 
 
-def _as_stream(response: dict[str, Any], first: Any) -> list[Any]:
-    """A whole chat completion as stream chunks: one carrying the message, one closing it
-    with the finish reason."""
-    import litellm  # lazy: the host's chunk type
-
-    choice = (response.get("choices") or [{}])[0]
-    message = choice.get("message") or {}
-    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-    calls = message.get("tool_calls") or []
-    if calls:
-        delta["tool_calls"] = [
-            {
-                "index": i,
-                "id": c.get("id"),
-                "type": "function",
-                "function": {
-                    "name": (c.get("function") or {}).get("name"),
-                    "arguments": (c.get("function") or {}).get("arguments"),
-                },
-            }
-            for i, c in enumerate(calls)
-            if isinstance(c, dict)
-        ]
-    base = {
-        "id": response.get("id") or getattr(first, "id", None),
-        "model": response.get("model") or getattr(first, "model", None),
-    }
-    finish = choice.get("finish_reason") or ("tool_calls" if calls else "stop")
-    return [
-        litellm.ModelResponseStream(
-            choices=[{"index": 0, "delta": delta, "finish_reason": None}], **base
-        ),
-        litellm.ModelResponseStream(
-            choices=[{"index": 0, "delta": {}, "finish_reason": finish}], **base
-        ),
-    ]
-
-
-def _last_choice(chunks: Sequence[Any]) -> int:
-    """The position of the stream's last chunk with a finish reason (a trailing usage chunk
-    is dropped by the proxy unless the client asked for usage)."""
-    for i in range(len(chunks) - 1, -1, -1):
-        choices = getattr(chunks[i], "choices", None) or ()
-        if any(getattr(c, "finish_reason", None) for c in choices):
-            return i
-    return len(chunks) - 1
-
-
 def _truthy(value: Any) -> bool:
     """A config value as a switch (``config.yaml`` may give ``"false"``)."""
     if isinstance(value, str):
         return value.strip().lower() not in ("false", "0", "no", "off", "")
     return bool(value)
-
-
-def _annotate(response: Any, value: dict[str, Any]) -> Any:
-    """``response`` with ``value`` as its ``callscope`` field (a key of a dict, an attribute
-    of an object; else kept in its ``_hidden_params``)."""
-    if isinstance(response, dict):
-        response["callscope"] = value
-        return response
-    try:
-        response.callscope = value
-    except (AttributeError, TypeError, ValueError):
-        hidden = getattr(response, "_hidden_params", None)
-        if isinstance(hidden, dict):
-            hidden["callscope"] = value
-    return response
 
 
 __all__ = ["MODES", "CallscopeBlocked", "CallscopeGuardrail", "GuardedStream"]

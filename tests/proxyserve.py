@@ -43,9 +43,18 @@ class Served:
 
 
 @contextlib.contextmanager
-def callscope_serve(upstream_url: str, out: Path, *options: str) -> Iterator[Served]:
+def callscope_serve(
+    upstream_url: str, out: Path, *options: str, wrap: list[str] | None = None
+) -> Iterator[Served]:
+    """``wrap``: a command the server runs under (``["prlimit", "--fsize=..."]``)."""
     port = free_port()
-    cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve"]
+    cmd = [
+        *(wrap or []),
+        sys.executable,
+        "-c",
+        "from callscope.cli.main import main; main()",
+        "serve",
+    ]
     cmd += ["--upstream", upstream_url, "--port", str(port), "--out", str(out), *options]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     served = Served(f"http://127.0.0.1:{port}/v1", port, proc)

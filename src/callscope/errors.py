@@ -28,6 +28,9 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
 ``StoreSchemaError`` (``DataFormatError``; here)
     A run directory's ``store.sqlite`` was written by a newer callscope (its schema version
     is above :data:`callscope.store.schema.SCHEMA_VERSION`).
+``RunDirBusy`` (``CallscopeError``; here)
+    Another process writes the run directory (``callscope run``/``serve`` with the same
+    ``-o``): one writer per run directory.
 ``GlaiveSourceError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
     A Glaive source cannot be read: hub use not allowed, download failed, or not JSON.
 ``GlaiveSchemaError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
@@ -73,6 +76,10 @@ class DataFormatError(CallscopeError, ValueError):
 
 class StoreSchemaError(DataFormatError):
     """A run store was written with a newer schema than this callscope reads."""
+
+
+class RunDirBusy(CallscopeError):
+    """Another process holds the run directory's writer lock."""
 
 
 class ConfigError(CallscopeError, ValueError):

@@ -39,6 +39,7 @@ import anyio.to_thread
 import httpx
 
 from callscope.core.jsonl import loads_bounded
+from callscope.guard.budget import charge
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.registry import DEFAULT_SPEC
 from callscope.parse import parse_output
@@ -103,6 +104,12 @@ class UpstreamTooLarge(Exception):
     """Upstream's answer, decoded, is over the proxy's ``max_reply_bytes``."""
 
 
+class UpstreamOverrun(UpstreamUnreachable):
+    """Upstream sent bytes beyond the answer it declared (a second response to one request, or
+    a ``Content-Length`` shorter than its body): the answer is not trusted and the connection
+    is never used again, so no later request can read those bytes as its own answer."""
+
+
 class BadTarget(ValueError):
     """A request target that would leave the configured upstream."""
 
@@ -121,6 +128,27 @@ class Upstream(Protocol):
     ) -> contextlib.AbstractAsyncContextManager[tuple[int, Headers, AsyncIterator[bytes]]]: ...
 
     async def aclose(self) -> None: ...
+
+
+def redacted_url(url: str) -> str:
+    """``url`` as it may be printed or stored (issue 47 point 15): a password in it and the
+    value of every query parameter replaced by ``***``
+    (``http://user:PASS@host/v1?api_key=sk-1`` is ``http://user:***@host/v1?api_key=***``).
+
+    >>> redacted_url("http://u:p@127.0.0.1:8080/v1?api_key=sk-1&x")
+    'http://u:***@127.0.0.1:8080/v1?api_key=***&x=***'
+    """
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "<an upstream URL that does not parse>"
+    user = parsed.username
+    userinfo = f"{user}:***@" if parsed.password else (f"{user}@" if user else "")
+    port = f":{parsed.port}" if parsed.port else ""
+    query = "&".join(f"{k}=***" for k in parsed.params)
+    return f"{parsed.scheme}://{userinfo}{parsed.host}{port}{parsed.path}" + (
+        f"?{query}" if query else ""
+    )
 
 
 def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
@@ -143,14 +171,42 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
             raise BadTarget("the request path must not have '.' or '..' segments")
     if "\\" in path or "%5c" in path.lower() or "%2f" in path.lower():
         raise BadTarget("the request path must not have encoded or back slashes")
-    root = base.raw_path.split(b"?", 1)[0].decode("ascii").rstrip("/")
+    root_bytes, _, base_query = base.raw_path.partition(b"?")
+    root = root_bytes.decode("ascii").rstrip("/")
     if root.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
         path = path[3:]
+    # the configured upstream's own query (an ``api_key=`` some servers take) goes with
+    # every request, before the agent's
+    query = "&".join(q for q in (base_query.decode("ascii"), query) if q)
     try:
         raw = (root + path).encode("ascii") + (b"?" + query.encode("ascii") if query else b"")
         return base.copy_with(raw_path=raw)
     except (UnicodeEncodeError, httpx.InvalidURL) as exc:
         raise BadTarget(f"the request target is not a valid URL path: {exc}") from None
+
+
+async def _overran(response: httpx.Response) -> bool:
+    """Whether upstream sent bytes after ``response``'s declared end (read into the HTTP/1.1
+    connection's buffer with it: a second response, a ``Content-Length`` short of its body);
+    if so the connection is closed, never put back to use (a request already handed it is
+    placed on another: httpcore's ``ConnectionNotAvailable``), so those bytes can never be
+    read as a later request's answer. Bytes that arrive later make an idle connection
+    readable, which httpcore already treats as closed. The connection is reached through
+    httpx's and httpcore's stream wrappers; where a version lays them out otherwise, nothing
+    is found and ``False`` is returned."""
+    stream: Any = response.stream
+    for name in ("_stream", "_httpcore_stream", "_stream"):  # httpx's two, httpcore's pool
+        stream = getattr(stream, name, None)
+    connection = getattr(stream, "_connection", None)
+    state = getattr(connection, "_h11_state", None)
+    if state is None:
+        return False
+    data, _closed = state.trailing_data
+    if not data:
+        return False
+    with contextlib.suppress(Exception):
+        await connection.aclose()
+    return True
 
 
 def _raw_end_headers(headers: httpx.Headers) -> Headers:
@@ -193,7 +249,7 @@ class HTTPUpstream:
         self.max_reply_bytes = max_reply_bytes
         self.base = httpx.URL(base_url.rstrip("/"))
         if self.base.scheme not in ("http", "https") or not self.base.host:
-            raise ValueError(f"--upstream must be an http(s) URL, not {base_url!r}")
+            raise ValueError(f"--upstream must be an http(s) URL, not {redacted_url(base_url)!r}")
         self._pools = max(1, min(pools, max_connections))
         per_pool = max(1, max_connections // self._pools)
         self._limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
@@ -251,7 +307,13 @@ class HTTPUpstream:
                         size += len(chunk)
                         if size > self.max_reply_bytes:
                             raise self._too_large()
+                        charge(len(chunk))  # the process's bound on bodies in flight
                         parts.append(chunk)
+                    if await _overran(response):
+                        raise UpstreamOverrun(
+                            "upstream sent more than the answer it declared (a second "
+                            "response, or a Content-Length shorter than its body)"
+                        )
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -316,6 +378,7 @@ class HTTPUpstream:
         try:
             yield response.status_code, _raw_end_headers(response.headers), chunks()
         finally:
+            await _overran(response)  # never reuse a connection that sent more than it declared
             await response.aclose()
 
     async def aclose(self) -> None:

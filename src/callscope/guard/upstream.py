@@ -75,6 +75,8 @@ MAX_TARGET_CHARS = 8 * 1024
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 #: characters no request target may hold: a fragment, spaces, control characters
 _BAD_TARGET_CHAR = re.compile(r"[#\x00-\x20\x7f]")
+#: bytes no request path may hold once percent-decoded: control characters
+_BAD_TARGET_BYTE = re.compile(rb"[\x00-\x1f\x7f]")
 #: the embedded model's name when the proxy serves it
 DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
 
@@ -172,6 +174,9 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
             raise BadTarget("the request path must not have '.' or '..' segments")
     if "\\" in path or "%5c" in path.lower() or "%2f" in path.lower():
         raise BadTarget("the request path must not have encoded or back slashes")
+    if "%25" in path or _BAD_TARGET_BYTE.search(unquote_to_bytes(path)) is not None:
+        # ``..%252f`` is ``..%2f`` to a server that decodes twice; ``%00`` ends a C string
+        raise BadTarget("the request path must not have encoded '%' or control characters")
     root_bytes, _, base_query = base.raw_path.partition(b"?")
     root = root_bytes.decode("ascii").rstrip("/")
     if root.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):

@@ -5,6 +5,7 @@ closes upstream and writes every queued decision."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from typing import Any
@@ -59,8 +60,9 @@ class ProxyApp:
         self.guard = Guard(upstream, config, writer)
         self.writer = writer
         self.budget = MemoryBudget(config.max_memory_bytes)
-        #: set when the server is told to stop: a stream in flight is ended at once
-        self.stopping = threading.Event()
+        #: set (in the event loop) when the server is told to stop: streams end at once
+        self._stop: anyio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._in_flight = 0
 
@@ -84,11 +86,20 @@ class ProxyApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self._loop = asyncio.get_running_loop()
+                self._stop = anyio.Event()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    def stop_streams(self) -> None:
+        """End every stream in flight (SIGINT, SIGTERM): an endless upstream stream would
+        otherwise hold the graceful stop until its deadline. Safe from any thread."""
+        if self._loop is not None and self._stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already ended
+                self._loop.call_soon_threadsafe(self._stop.set)
 
     async def aclose(self) -> None:
         """Close upstream, then write what is queued and close the store (once)."""
@@ -227,9 +238,12 @@ class ProxyApp:
         self, target: str, body: bytes, headers: Headers, receive: Receive, send: Send
     ) -> None:
         """Relay a streaming request; a client that goes away ends it at once: the upstream
-        request is closed (no more generation) and its ``max_concurrent`` slot freed."""
+        request is closed (no more generation) and its ``max_concurrent`` slot freed. A
+        server told to stop ends it too, with a last ``error`` event."""
         guard = self.guard
         guard.count("stream")
+        started: list[bool] = []
+        stopped = False
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
@@ -239,13 +253,30 @@ class ProxyApp:
                     guard.count("stream_abandoned")
                 tg.cancel_scope.cancel()
 
+            async def stop() -> None:
+                nonlocal stopped
+                if self._stop is not None:
+                    await self._stop.wait()
+                    stopped = True
+                    tg.cancel_scope.cancel()
+
             relayed = anyio.Event()
             tg.start_soon(watch)
-            await self._relay(target, body, headers, send)
+            tg.start_soon(stop)
+            await self._relay(target, body, headers, send, started)
             relayed.set()
             tg.cancel_scope.cancel()
+        if stopped and not relayed.is_set():
+            message = "the proxy is shutting down"
+            if started:
+                event = b"\n\ndata: " + error_body(message, "shutting_down") + b"\n\n"
+                await send({"type": "http.response.body", "body": event, "more_body": False})
+            else:
+                await send_reply(send, error_reply(503, message, "shutting_down"), close=True)
 
-    async def _relay(self, target: str, body: bytes, headers: Headers, send: Send) -> None:
+    async def _relay(
+        self, target: str, body: bytes, headers: Headers, send: Send, began: list[bool]
+    ) -> None:
         guard = self.guard
         started = False
         try:
@@ -254,6 +285,7 @@ class ProxyApp:
             ) as (status, up_headers, chunks):
                 await send({"type": "http.response.start", "status": status, "headers": up_headers})
                 started = True
+                began.append(True)
                 async for chunk in chunks:
                     if chunk:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})

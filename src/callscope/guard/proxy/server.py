@@ -9,7 +9,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -28,6 +29,19 @@ MAX_CONNECTIONS = 4096
 #: call the event loop waits for the GIL while the store writer's thread or a check runs, and
 #: at 5 ms that wait was most of a passing answer's added latency (3 ms per send, profiled)
 SWITCH_INTERVAL_S = 0.0002
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the proxy's streams when told to stop (a stream would
+    otherwise hold the graceful stop until its upstream deadline)."""
+
+    def __init__(self, on_exit: Callable[[], None], config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
 
 
 class ListenError(OSError):
@@ -58,7 +72,8 @@ class ProxyServer:
         protocol = type(
             "GuardedH11", (GuardedH11Protocol,), {"header_timeout": config.header_timeout}
         )
-        self.server = uvicorn.Server(
+        self.server = _Server(
+            self.app.stop_streams,
             uvicorn.Config(
                 self.app,
                 http=protocol,
@@ -71,7 +86,7 @@ class ProxyServer:
                 limit_concurrency=MAX_CONNECTIONS,
                 timeout_keep_alive=5,
                 timeout_graceful_shutdown=None,
-            )
+            ),
         )
 
     @property
@@ -90,6 +105,7 @@ class ProxyServer:
         self.run()
 
     def shutdown(self) -> None:
+        self.app.stop_streams()
         self.server.should_exit = True
 
     def close(self) -> None:

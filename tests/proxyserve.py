@@ -29,16 +29,19 @@ class Served:
     url: str  # the base URL, with /v1
     port: int
     proc: subprocess.Popen[str]
+    stdout: str = ""  # what it printed, once stopped
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 30) -> tuple[int, str]:
-        """Send ``sig``, wait for the exit; the exit code and stderr."""
+        """Send ``sig``, wait for the exit; the exit code and stderr (stdout in
+        :attr:`stdout`)."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            _, err = self.proc.communicate(timeout=timeout)
+            out, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, err = self.proc.communicate()
+            out, err = self.proc.communicate()
+        self.stdout += out or ""
         return self.proc.returncode, err
 
 

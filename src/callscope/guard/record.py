@@ -17,6 +17,7 @@ for SQLite.
 from __future__ import annotations
 
 import queue
+import sqlite3
 import sys
 import threading
 from collections import Counter
@@ -162,11 +163,13 @@ class StoreWriter:
     not per decision. :meth:`flush` waits until everything queued is written; :meth:`close`
     flushes and closes the store.
 
-    A decision the store fails to take (a full disk, a file size limit) is never lost
-    quietly (issue 47 point 8): the first failure is said on stderr, the decision is kept
-    (at most :data:`MAX_UNSTORED`) and tried again with the next write, :meth:`health` says
-    how many wait (the proxy's health endpoint and its ``X-Callscope-Store`` header), and
-    whatever still waits at :meth:`close` is printed on stderr, one line per decision."""
+    A decision the store fails to take (a full disk, a file size limit: an ``sqlite3`` or
+    ``OSError``) is never lost quietly (issue 47 point 8): the first failure is said on
+    stderr, the decision is kept (at most :data:`MAX_UNSTORED`) and tried again with the
+    next write, :meth:`health` says how many wait (the proxy's health endpoint and its
+    ``X-Callscope-Store`` header), and whatever still waits at :meth:`close` is printed on
+    stderr, one line per decision; a decision whose records cannot be built (a value no
+    reader foresaw) is not tried again but named on stderr at once."""
 
     def __init__(self, run_dir: str | Path, config: dict[str, Any] | None = None) -> None:
         self.store = RunStore(run_dir)
@@ -267,10 +270,14 @@ class StoreWriter:
                             continue
                         try:
                             self._write(*item)
-                        except Exception as exc:  # noqa: BLE001 - one bad record, not the rest
+                        except (sqlite3.Error, OSError) as exc:  # the store: tried again
                             self._failed(exc)
                             if item[0] == "outcome":
                                 self._keep(item)
+                        except Exception as exc:  # noqa: BLE001 - one bad record, not the rest
+                            self._counts["store_error"] += 1
+                            self.last_error = f"{type(exc).__name__}: {exc}"
+                            self._give_up(item[1])  # its records cannot be built: said now
                         else:
                             if item[0] == "outcome":
                                 written.append(item)

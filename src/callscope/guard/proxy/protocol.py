@@ -99,8 +99,8 @@ class GuardedH11Protocol(H11Protocol):
         buffered = self.conn.trailing_data[0]
         if len(buffered) + len(data) <= MAX_HEADER_BYTES:
             return False
-        head = (buffered + data)[: MAX_HEADER_BYTES + 4]
-        return b"\r\n\r\n" not in head and b"\n\n" not in head
+        pending = buffered + data  # h11's own rule: only a head still incomplete is refused
+        return b"\r\n\r\n" not in pending and b"\n\n" not in pending
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()

@@ -177,28 +177,28 @@ class ProxyApp:
         the upstream request is closed, no re-ask starts, nothing is recorded (``None``;
         counted ``client_gone``)."""
         gone = threading.Event()
-        reply: UpstreamReply | None = None
-        failed: BaseException | None = None
-        async with anyio.create_task_group() as tg:
+        task = asyncio.current_task()
+        assert task is not None
 
-            async def watch() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                gone.set()
-                tg.cancel_scope.cancel()
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            task.cancel()  # wherever the request is: the upstream call, a re-ask's wait
 
-            tg.start_soon(watch)
-            try:
-                reply = await self.guard.chat(body, headers, request, gone)
-            except Exception as exc:  # noqa: BLE001 - raised again below, not in a group
-                failed = exc
-            tg.cancel_scope.cancel()
-        if gone.is_set():
+        # a bare asyncio task, not a task group: this runs for every chat request, and a
+        # task group's scopes cost more than the watcher itself (benchmarks/proxy_request_work)
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            return await self.guard.chat(body, headers, request, gone)
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise
+            task.uncancel()
             self.guard.count("client_gone")
             return None
-        if failed is not None:
-            raise failed
-        return reply
+        finally:
+            watcher.cancel()
 
     def _health(self) -> UpstreamReply:
         """``GET /callscope/health``: 200 while the store takes every decision, else 503

@@ -203,6 +203,11 @@ class StoreWriter:
     def count(self, decision: str) -> None:
         self._queue.put(("count", decision))
 
+    @property
+    def failing(self) -> bool:
+        """Whether decisions wait to be stored or were given up (cheap: every reply asks)."""
+        return bool(self._unstored) or self.lost > 0
+
     def health(self) -> StoreHealth:
         return StoreHealth(
             len(self._unstored), self.lost, self._counts["store_error"], self.last_error

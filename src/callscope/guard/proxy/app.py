@@ -224,11 +224,9 @@ class ProxyApp:
     def _store_note(self, reply: UpstreamReply) -> UpstreamReply:
         """``reply`` with ``X-Callscope-Store: failing; unstored=N; lost=M`` while the run
         store fails to take decisions."""
-        if self.writer is None:
+        if self.writer is None or not self.writer.failing:
             return reply
         health = self.writer.health()
-        if health.ok:
-            return reply
         note = f"failing; unstored={health.unstored}; lost={health.lost}"
         return UpstreamReply(
             reply.status, [*reply.headers, (STORE_HEADER, note)], reply.content, reply.on_sent

@@ -64,7 +64,7 @@ def serve(
             help="request and decoded upstream bodies in flight at most, MiB, for the whole "
             "process; beyond it 503 (over_memory_budget)"
         ),
-    ] = 512.0,  # guard.budget.DEFAULT_MEMORY_MB
+    ] = 256.0,  # guard.budget.DEFAULT_MEMORY_MB
     grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that checks and repairs tool calls."""

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 
 #: the bound by default, MiB (``callscope serve --max-memory-mb``)
-DEFAULT_MEMORY_MB = 512
+DEFAULT_MEMORY_MB = 256
 
 
 class OverBudget(Exception):

@@ -269,6 +269,15 @@ async def slow_berlin(up: RawUpstream, req: Request, w: asyncio.StreamWriter) ->
             up.closed_streams += 1
 
 
+async def slow_reask(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A failing call (Berlin) at once; a re-ask (more than one message) is answered like
+    :func:`slow_berlin`."""
+    if len(json.loads(req.body).get("messages", [])) > 1:
+        await slow_berlin(up, req, w)
+    else:
+        await answer(w, completion("Berlin"))
+
+
 def huge_arguments(mb: int) -> bytes:
     return completion_with(
         call_message("get_weather", json.dumps({"city": "x" * (mb * 1024 * 1024)}))
@@ -286,6 +295,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "legacy": legacy,
     "duplicate_keys": duplicate_keys,
     "slow_berlin": slow_berlin,
+    "slow_reask": slow_reask,
     "huge": huge,
     "endless_stream": endless_stream,
     "bomb": bomb,

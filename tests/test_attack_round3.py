@@ -130,6 +130,24 @@ def test_a_client_that_left_is_neither_recorded_nor_re_asked_for(tmp_path: Path)
         store.close()
 
 
+def test_a_client_that_left_during_a_re_ask_ends_it(tmp_path: Path) -> None:
+    """The first answer fails at once; the client leaves while the re-ask waits upstream:
+    the re-ask is closed, nothing is recorded, the next request is served."""
+    with raw_upstream() as up, callscope_serve(up.url, tmp_path / "run") as served:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=10) as s:
+            s.sendall(post(served.port, chat("slow_reask")))
+            assert wait_until(lambda: len(up.requests) == 2)  # the re-ask reached upstream
+        closed = wait_until(lambda: up.closed_streams == 1 or len(up.requests) > 2)
+        after = httpx.post(served.url + "/chat/completions", content=chat("ok"), timeout=30)
+        code, err = served.stop()
+    assert closed and up.closed_streams == 1
+    assert [r.model for r in up.requests] == ["slow_reask", "slow_reask", "ok"]
+    assert after.headers[GUARD_HEADER] == "passed"
+    counted = decisions(tmp_path / "run")
+    assert counted.get("client_gone") == 1 and "unrepaired" not in counted
+    assert "Traceback" not in err
+
+
 # --------------------------------------------------------------------------- point 5
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from typing import Any
 
 import anyio
@@ -16,7 +15,7 @@ import anyio.to_thread
 from callscope.core.jsonl import dumps_safe
 from callscope.guard.budget import MemoryBudget, OverBudget, request_ledger
 from callscope.guard.proxy.config import ProxyConfig
-from callscope.guard.proxy.decide import UPSTREAM_FAILURES, Guard
+from callscope.guard.proxy.decide import UPSTREAM_FAILURES, ClientWatch, Guard
 from callscope.guard.proxy.request import (
     CHAT_PATHS,
     BodyError,
@@ -176,15 +175,15 @@ class ProxyApp:
         """:meth:`Guard.chat`, ended the moment the client goes away (issue 47 point 4):
         the upstream request is closed, no re-ask starts, nothing is recorded (``None``;
         counted ``client_gone``)."""
-        gone = threading.Event()
+        gone = ClientWatch()
         task = asyncio.current_task()
         assert task is not None
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
-            gone.set()
-            task.cancel()  # wherever the request is: the upstream call, a re-ask's wait
+            gone.left()  # a re-ask waiting on upstream ends at once
+            task.cancel()  # wherever the request is: the upstream call, the repair's thread
 
         # a bare asyncio task, not a task group: this runs for every chat request, and a
         # task group's scopes cost more than the watcher itself (benchmarks/proxy_request_work)

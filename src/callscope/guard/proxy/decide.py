@@ -4,12 +4,14 @@ headers that say what was decided."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -63,6 +65,38 @@ UNREAD: Any = object()
 
 class ClientGone(Exception):
     """The client left before its answer: nothing more is asked of upstream for it."""
+
+
+class ClientWatch:
+    """Whether a request's client has left (:meth:`is_set`, from any thread), and the
+    re-asks waiting on upstream for it, ended by :meth:`left` (called in the event loop)."""
+
+    def __init__(self) -> None:
+        self._gone = threading.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def is_set(self) -> bool:
+        return self._gone.is_set()
+
+    def left(self) -> None:
+        self._gone.set()
+        for task in list(self._tasks):
+            task.cancel()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """The current task, ended by :meth:`left` while inside the block."""
+        task = asyncio.current_task()
+        if task is None:
+            yield
+            return
+        self._tasks.add(task)
+        try:
+            if self.is_set():
+                raise ClientGone("the client went away")
+            yield
+        finally:
+            self._tasks.discard(task)
 
 
 def tools_of(request: dict[str, Any]) -> list[Any]:
@@ -148,10 +182,11 @@ class Guard:
         body: bytes,
         headers: Headers,
         request: Any = UNREAD,
-        gone: threading.Event | None = None,
+        gone: ClientWatch | None = None,
     ) -> UpstreamReply:
         """The reply to the chat request ``body`` (``request``: the body already parsed).
-        ``gone``: set when the client has left; no re-ask starts after it is set."""
+        ``gone``: told when the client has left; a re-ask in flight is then ended and no
+        other starts."""
         if request is UNREAD:
             try:
                 request = loads_request(body)
@@ -230,7 +265,7 @@ class Guard:
         messages: list[Any],
         tools: Any,
         verdict: TurnVerdict,
-        gone: threading.Event | None = None,
+        gone: ClientWatch | None = None,
     ) -> UpstreamReply:
         """On a worker thread: repair an answer whose ``verdict`` failed (re-asks go to
         upstream through the event loop; none starts once the client is ``gone``)."""
@@ -244,10 +279,11 @@ class Guard:
             if left <= 0:
                 raise UpstreamTimeout("repair time spent")
             reply = anyio.from_thread.run(
-                self.upstream.chat,
+                self._reask,
                 dumps_safe({**request, "messages": convo}, mark=False).encode(),
                 headers,
                 min(cfg.upstream_timeout, left),
+                gone,
             )
             if not 200 <= reply.status < 300:
                 raise RuntimeError(f"upstream answered {reply.status}")
@@ -288,6 +324,24 @@ class Guard:
         headers_out.append(("content-type", "application/json"))
         reply = UpstreamReply(200, headers_out, content, record)
         return with_header(reply, decision, result.verdict)
+
+    async def _reask(
+        self, body: bytes, headers: Headers, timeout: float, gone: ClientWatch | None
+    ) -> UpstreamReply:
+        """A re-ask, in the event loop, ended at once (:class:`ClientGone`) when the client
+        leaves while it waits on upstream."""
+        if gone is None:
+            return await self.upstream.chat(body, headers, timeout)
+        with gone.holding():
+            try:
+                return await self.upstream.chat(body, headers, timeout)
+            except asyncio.CancelledError:
+                if not gone.is_set():
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                raise ClientGone("the client went away during a re-ask") from None
 
     def _passed(
         self, request: dict[str, Any], data: Any, first: UpstreamReply, verdict: TurnVerdict

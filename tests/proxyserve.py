@@ -29,23 +29,35 @@ class Served:
     url: str  # the base URL, with /v1
     port: int
     proc: subprocess.Popen[str]
+    stdout: str = ""  # what it printed, once stopped
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 30) -> tuple[int, str]:
-        """Send ``sig``, wait for the exit; the exit code and stderr."""
+        """Send ``sig``, wait for the exit; the exit code and stderr (stdout in
+        :attr:`stdout`)."""
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            _, err = self.proc.communicate(timeout=timeout)
+            out, err = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, err = self.proc.communicate()
+            out, err = self.proc.communicate()
+        self.stdout += out or ""
         return self.proc.returncode, err
 
 
 @contextlib.contextmanager
-def callscope_serve(upstream_url: str, out: Path, *options: str) -> Iterator[Served]:
+def callscope_serve(
+    upstream_url: str, out: Path, *options: str, wrap: list[str] | None = None
+) -> Iterator[Served]:
+    """``wrap``: a command the server runs under (``["prlimit", "--fsize=..."]``)."""
     port = free_port()
-    cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve"]
+    cmd = [
+        *(wrap or []),
+        sys.executable,
+        "-c",
+        "from callscope.cli.main import main; main()",
+        "serve",
+    ]
     cmd += ["--upstream", upstream_url, "--port", str(port), "--out", str(out), *options]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     served = Served(f"http://127.0.0.1:{port}/v1", port, proc)

@@ -185,7 +185,118 @@ async def switching(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> N
     await w.drain()
 
 
+def completion_with(message: dict[str, Any]) -> bytes:
+    """A completion whose first choice's message is ``message``."""
+    return json.dumps(
+        {
+            "id": "chatcmpl-raw",
+            "object": "chat.completion",
+            "model": "raw",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        }
+    ).encode()
+
+
+def call_message(name: str, arguments: str) -> dict[str, Any]:
+    call = {"id": "c0", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+INJECTED = json.dumps(
+    {"choices": [{"index": 0, "message": {"role": "assistant", "content": "INJECTED-BY-ATTACKER"}}]}
+).encode()
+
+
+async def double(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """Two responses to one request (the second injected); the connection stays open."""
+    injected = head(
+        "200 OK", [("content-type", "application/json"), ("content-length", str(len(INJECTED)))]
+    )
+    await answer(w, completion())
+    w.write(injected + INJECTED)
+    await w.drain()
+
+
+async def char_length(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A ``Content-Length`` that counts characters, not bytes (``café €``: 3 bytes more)."""
+    text = completion().decode().replace('"raw"', '"café €"')
+    w.write(
+        head("200 OK", [("content-type", "application/json"), ("content-length", str(len(text)))])
+    )
+    w.write(text.encode())
+    await w.drain()
+
+
+async def created(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """``201 Created`` with a ``delete_account`` call (no such tool)."""
+    body = completion_with(call_message("delete_account", "{}"))
+    w.write(
+        head(
+            "201 Created",
+            [("content-type", "application/json"), ("content-length", str(len(body)))],
+        )
+        + body
+    )
+    await w.drain()
+
+
+async def legacy(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A legacy ``message.function_call`` naming ``delete_account``."""
+    message = {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": "delete_account", "arguments": "{}"},
+    }
+    await answer(w, completion_with(message))
+
+
+async def duplicate_keys(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """Arguments with ``city`` twice, the second spelled ``\\u0063ity`` (Python keeps Paris)."""
+    arguments = '{"city": "Berlin", "\\u0063ity": "Paris"}'
+    await answer(w, completion_with(call_message("get_weather", arguments)))
+
+
+async def slow_berlin(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A failing call (Berlin) after 2 s, unless the proxy closes the connection first (then
+    :attr:`RawUpstream.closed_streams` counts it and nothing is answered)."""
+    try:
+        data = await asyncio.wait_for(up.readers[id(w)].read(1), 2.0)
+    except TimeoutError:
+        await answer(w, completion("Berlin"))
+        return
+    if data == b"":
+        with up.lock:
+            up.closed_streams += 1
+
+
+async def slow_reask(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A failing call (Berlin) at once; a re-ask (more than one message) is answered like
+    :func:`slow_berlin`."""
+    if len(json.loads(req.body).get("messages", [])) > 1:
+        await slow_berlin(up, req, w)
+    else:
+        await answer(w, completion("Berlin"))
+
+
+def huge_arguments(mb: int) -> bytes:
+    return completion_with(
+        call_message("get_weather", json.dumps({"city": "x" * (mb * 1024 * 1024)}))
+    )
+
+
+async def huge(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    await answer(w, up.huge)
+
+
 BEHAVIOURS: dict[str, Behaviour] = {
+    "double": double,
+    "char_length": char_length,
+    "created": created,
+    "legacy": legacy,
+    "duplicate_keys": duplicate_keys,
+    "slow_berlin": slow_berlin,
+    "slow_reask": slow_reask,
+    "huge": huge,
     "endless_stream": endless_stream,
     "bomb": bomb,
     "gzip_stream": gzip_stream,
@@ -208,9 +319,12 @@ class RawUpstream:
     closed_streams: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
+    huge_mb: int = 0
+    readers: dict[int, asyncio.StreamReader] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.bomb = gzip_bomb(self.bomb_mb) if self.bomb_mb else b""
+        self.huge = huge_arguments(self.huge_mb) if self.huge_mb else b""
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="raw-upstream")
@@ -239,6 +353,7 @@ class RawUpstream:
         server.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.readers[id(writer)] = reader
         try:
             while True:
                 req = await _read_request(reader)
@@ -250,11 +365,12 @@ class RawUpstream:
                     req.target.rsplit("/", 1)[-1], ok
                 )
                 await behaviour(self, req, writer)
-                if behaviour is not ok:
+                if behaviour not in KEEP_OPEN:
                     return
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             return
         finally:
+            self.readers.pop(id(writer), None)
             with contextlib.suppress(Exception):
                 writer.close()
 
@@ -279,7 +395,11 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
     return Request(method, target, headers, body)
 
 
+#: behaviours after which the connection is kept open for the next request
+KEEP_OPEN = frozenset({ok, double, char_length, huge})
+
+
 @contextlib.contextmanager
-def raw_upstream(bomb_mb: int = 0) -> Iterator[RawUpstream]:
-    with RawUpstream(bomb_mb=bomb_mb) as up:
+def raw_upstream(bomb_mb: int = 0, huge_mb: int = 0) -> Iterator[RawUpstream]:
+    with RawUpstream(bomb_mb=bomb_mb, huge_mb=huge_mb) as up:
         yield up

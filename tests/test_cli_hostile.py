@@ -64,15 +64,17 @@ def test_a_device_that_never_ends_is_refused_in_one_line(how: list[str]) -> None
 def test_an_endless_line_in_a_regular_file_is_that_lines_error_in_bounded_memory(
     tmp_path: Path,
 ) -> None:
-    """2 GiB without a newline (a sparse file: no disk used) between two good rows: read in
+    """100 MiB without a newline (a sparse file: no disk used) between two good rows: read in
     pieces and dropped past 64 Mi characters, under the 3 GiB address-space limit (before:
-    the whole line held as one string, a ``MemoryError``)."""
+    the whole line held as one string, a ``MemoryError``). 100 MiB, not the 2 GiB it once
+    was: a file over the readers' one bound, 512 MiB, is refused whole (issue 47 point 12,
+    ``test_attack_round3``)."""
     functions = [t["function"] for t in TOOLS]
     row = {"id": "r", "query": "order A-1", "functions": functions, "output": "no call"}
     rows = tmp_path / "rows.jsonl"
     with rows.open("wb") as fh:
         fh.write(json.dumps(row).encode() + b"\n")
-        fh.truncate(fh.tell() + 2 * 1024**3)
+        fh.truncate(fh.tell() + 100 * 1024**2)
         fh.seek(0, os.SEEK_END)
         fh.write(b"\n" + json.dumps(row).encode() + b"\n")
     r = callscope("score", str(rows), "-o", str(tmp_path / "out.jsonl"), timeout=120)

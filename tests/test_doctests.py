@@ -28,6 +28,8 @@ DOCTEST_MODULES = (
     "callscope.models.http",
     "callscope.core.jsonl",
     "callscope.core.text",
+    "callscope.core.table",
+    "callscope.guard.upstream",
     "callscope.parse.literals",
     "callscope.parse.no_call",
     "callscope.types",

@@ -28,6 +28,11 @@ Kinds (name, builtin base kept, where it is defined, when it is raised):
 ``StoreSchemaError`` (``DataFormatError``; here)
     A run directory's ``store.sqlite`` was written by a newer callscope (its schema version
     is above :data:`callscope.store.schema.SCHEMA_VERSION`).
+``RunDirBusy`` (``CallscopeError``; here)
+    Another process writes the run directory (``callscope run``/``serve`` with the same
+    ``-o``): one writer per run directory.
+``UnsafePath`` (``CallscopeError``; here)
+    A report file, or its folder, is a symbolic link: callscope refuses to write through it.
 ``GlaiveSourceError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
     A Glaive source cannot be read: hub use not allowed, download failed, or not JSON.
 ``GlaiveSchemaError`` (``DataFormatError``; ``callscope.benchmarks.glaive``)
@@ -73,6 +78,14 @@ class DataFormatError(CallscopeError, ValueError):
 
 class StoreSchemaError(DataFormatError):
     """A run store was written with a newer schema than this callscope reads."""
+
+
+class RunDirBusy(CallscopeError):
+    """Another process holds the run directory's writer lock."""
+
+
+class UnsafePath(CallscopeError):
+    """A file callscope would write is, or is in, a symbolic link (never followed)."""
 
 
 class ConfigError(CallscopeError, ValueError):

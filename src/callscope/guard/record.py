@@ -17,8 +17,11 @@ for SQLite.
 from __future__ import annotations
 
 import queue
+import sqlite3
+import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +127,29 @@ def guard_records(
 
 #: queued writes at most in one commit
 BATCH = 256
+#: decisions kept in memory for another try while the store cannot be written, at most;
+#: past it the oldest is given up, with its request id and decision on stderr
+MAX_UNSTORED = 10_000
+
+
+def _loud(message: str) -> None:
+    print(f"callscope serve: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class StoreHealth:
+    """Whether the store takes every decision: ``unstored`` decisions are waiting for
+    another try (the store failed them), ``lost`` were given up (said on stderr, each),
+    ``store_errors`` failed writes so far, ``last_error`` the latest failure."""
+
+    unstored: int
+    lost: int
+    store_errors: int
+    last_error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.unstored == 0 and self.lost == 0
 
 
 class StoreWriter:
@@ -135,15 +161,31 @@ class StoreWriter:
     meta as ``guard:decisions``. The thread writes whatever is queued in one commit (at most
     :data:`BATCH`; each record still atomic on its own), so a burst costs a commit per batch,
     not per decision. :meth:`flush` waits until everything queued is written; :meth:`close`
-    flushes and closes the store."""
+    flushes and closes the store.
+
+    A decision the store fails to take (a full disk, a file size limit: an ``sqlite3`` or
+    ``OSError``) is never lost quietly (issue 47 point 8): the first failure is said on
+    stderr, the decision is kept (at most :data:`MAX_UNSTORED`) and tried again with the
+    next write, :meth:`health` says how many wait (the proxy's health endpoint and its
+    ``X-Callscope-Store`` header), and whatever still waits at :meth:`close` is printed on
+    stderr, one line per decision; a decision whose records cannot be built (a value no
+    reader foresaw) is not tried again but named on stderr at once."""
 
     def __init__(self, run_dir: str | Path, config: dict[str, Any] | None = None) -> None:
         self.store = RunStore(run_dir)
+        try:
+            self.store.lock_writer()  # one writer per run directory
+        except BaseException:
+            self.store.close()
+            raise
         self.config = dict(config or {})
         self.last_error: str | None = None
+        self.lost = 0
         self._models: set[str] = set()
         self._counts: Counter[str] = Counter(self.store.get_meta("guard:decisions") or {})
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        self._unstored: list[tuple[str, Any]] = []
+        self._failing = False
         self._thread = threading.Thread(target=self._work, name="callscope-store", daemon=True)
         self._thread.start()
 
@@ -161,6 +203,16 @@ class StoreWriter:
     def count(self, decision: str) -> None:
         self._queue.put(("count", decision))
 
+    @property
+    def failing(self) -> bool:
+        """Whether decisions wait to be stored or were given up (cheap: every reply asks)."""
+        return bool(self._unstored) or self.lost > 0
+
+    def health(self) -> StoreHealth:
+        return StoreHealth(
+            len(self._unstored), self.lost, self._counts["store_error"], self.last_error
+        )
+
     def flush(self) -> None:
         self._queue.join()
 
@@ -168,7 +220,16 @@ class StoreWriter:
         self.flush()
         self._queue.put(None)
         self._thread.join(timeout=10)
+        for _, payload in self._unstored:
+            self._give_up(payload)
+        self._unstored = []
         self.store.close()
+
+    def _give_up(self, payload: Any) -> None:
+        self.lost += 1
+        _model, case_id, _result, _grounding, meta = payload
+        decision = (meta or {}).get("decision", "?")
+        _loud(f"decision NOT stored: request {case_id} {decision} ({self.last_error})")
 
     def _write(self, kind: str, payload: Any) -> None:
         if kind == "count":
@@ -177,10 +238,25 @@ class StoreWriter:
         model, case_id, result, grounding, meta = payload
         case, outcome = guard_records(case_id, result, grounding, meta)
         if model not in self._models:
-            self._models.add(model)
             self.store.set_meta(f"config:{model}", {**self.config, "model": model})
+            self._models.add(model)
         self.store.add_cases([case])
         self.store.save_outcome(model, None, outcome)
+
+    def _failed(self, exc: Exception) -> None:
+        self._counts["store_error"] += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        if not self._failing:
+            self._failing = True
+            _loud(
+                f"the run store cannot be written ({self.last_error}): decisions are kept "
+                "and tried again; GET /callscope/health says how many wait"
+            )
+
+    def _keep(self, item: tuple[str, Any]) -> None:
+        self._unstored.append(item)
+        if len(self._unstored) > MAX_UNSTORED:
+            self._give_up(self._unstored.pop(0)[1])
 
     def _work(self) -> None:
         while True:
@@ -190,20 +266,35 @@ class StoreWriter:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+            retry, self._unstored = self._unstored, []
+            written: list[tuple[str, Any]] = []
             try:
                 with self.store.batch():
-                    for item in items:
+                    for item in [*retry, *items]:
                         if item is None:
                             continue
                         try:
                             self._write(*item)
+                        except (sqlite3.Error, OSError) as exc:  # the store: tried again
+                            self._failed(exc)
+                            if item[0] == "outcome":
+                                self._keep(item)
                         except Exception as exc:  # noqa: BLE001 - one bad record, not the rest
                             self._counts["store_error"] += 1
                             self.last_error = f"{type(exc).__name__}: {exc}"
+                            self._give_up(item[1])  # its records cannot be built: said now
+                        else:
+                            if item[0] == "outcome":
+                                written.append(item)
                     self.store.set_meta("guard:decisions", dict(self._counts))
             except Exception as exc:  # noqa: BLE001 - a failed commit must not stop the thread
-                self._counts["store_error"] += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                self._failed(exc)
+                for item in written:  # their savepoints went with the commit
+                    self._keep(item)
+            else:
+                if self._failing and not self._unstored:
+                    self._failing = False
+                    _loud("the run store is written again: every kept decision is stored")
             finally:
                 for _ in items:
                     self._queue.task_done()

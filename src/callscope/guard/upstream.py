@@ -29,6 +29,7 @@ import json
 import re
 import threading
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,6 +40,7 @@ import anyio.to_thread
 import httpx
 
 from callscope.core.jsonl import loads_bounded
+from callscope.guard.budget import charge
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.registry import DEFAULT_SPEC
 from callscope.parse import parse_output
@@ -73,6 +75,8 @@ MAX_TARGET_CHARS = 8 * 1024
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 #: characters no request target may hold: a fragment, spaces, control characters
 _BAD_TARGET_CHAR = re.compile(r"[#\x00-\x20\x7f]")
+#: bytes no request path may hold once percent-decoded: control characters
+_BAD_TARGET_BYTE = re.compile(rb"[\x00-\x1f\x7f]")
 #: the embedded model's name when the proxy serves it
 DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
 
@@ -103,6 +107,12 @@ class UpstreamTooLarge(Exception):
     """Upstream's answer, decoded, is over the proxy's ``max_reply_bytes``."""
 
 
+class UpstreamOverrun(UpstreamUnreachable):
+    """Upstream sent bytes beyond the answer it declared (a second response to one request, or
+    a ``Content-Length`` shorter than its body): the answer is not trusted and the connection
+    is never used again, so no later request can read those bytes as its own answer."""
+
+
 class BadTarget(ValueError):
     """A request target that would leave the configured upstream."""
 
@@ -121,6 +131,27 @@ class Upstream(Protocol):
     ) -> contextlib.AbstractAsyncContextManager[tuple[int, Headers, AsyncIterator[bytes]]]: ...
 
     async def aclose(self) -> None: ...
+
+
+def redacted_url(url: str) -> str:
+    """``url`` as it may be printed or stored (issue 47 point 15): a password in it and the
+    value of every query parameter replaced by ``***``
+    (``http://user:PASS@host/v1?api_key=sk-1`` is ``http://user:***@host/v1?api_key=***``).
+
+    >>> redacted_url("http://u:p@127.0.0.1:8080/v1?api_key=sk-1&x")
+    'http://u:***@127.0.0.1:8080/v1?api_key=***&x=***'
+    """
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "<an upstream URL that does not parse>"
+    user = parsed.username
+    userinfo = f"{user}:***@" if parsed.password else (f"{user}@" if user else "")
+    port = f":{parsed.port}" if parsed.port else ""
+    query = "&".join(f"{k}=***" for k in parsed.params)
+    return f"{parsed.scheme}://{userinfo}{parsed.host}{port}{parsed.path}" + (
+        f"?{query}" if query else ""
+    )
 
 
 def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
@@ -143,14 +174,84 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
             raise BadTarget("the request path must not have '.' or '..' segments")
     if "\\" in path or "%5c" in path.lower() or "%2f" in path.lower():
         raise BadTarget("the request path must not have encoded or back slashes")
-    root = base.raw_path.split(b"?", 1)[0].decode("ascii").rstrip("/")
+    if "%25" in path or _BAD_TARGET_BYTE.search(unquote_to_bytes(path)) is not None:
+        # ``..%252f`` is ``..%2f`` to a server that decodes twice; ``%00`` ends a C string
+        raise BadTarget("the request path must not have encoded '%' or control characters")
+    root_bytes, _, base_query = base.raw_path.partition(b"?")
+    root = root_bytes.decode("ascii").rstrip("/")
     if root.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
         path = path[3:]
+    # the configured upstream's own query (an ``api_key=`` some servers take) goes with
+    # every request, before the agent's
+    query = "&".join(q for q in (base_query.decode("ascii"), query) if q)
     try:
         raw = (root + path).encode("ascii") + (b"?" + query.encode("ascii") if query else b"")
         return base.copy_with(raw_path=raw)
     except (UnicodeEncodeError, httpx.InvalidURL) as exc:
         raise BadTarget(f"the request target is not a valid URL path: {exc}") from None
+
+
+async def _overran(response: httpx.Response) -> bool:
+    """Whether upstream sent bytes after ``response``'s declared end (read into the HTTP/1.1
+    connection's buffer with it: a second response, a ``Content-Length`` short of its body);
+    if so the connection is closed, never put back to use (a request already handed it is
+    placed on another: httpcore's ``ConnectionNotAvailable``), so those bytes can never be
+    read as a later request's answer. Bytes that arrive later make an idle connection
+    readable, which httpcore already treats as closed. The connection is reached through
+    httpx's and httpcore's stream wrappers; where a version lays them out otherwise, nothing
+    is found and ``False`` is returned."""
+    stream: Any = response.stream
+    for name in ("_stream", "_httpcore_stream", "_stream"):  # httpx's two, httpcore's pool
+        stream = getattr(stream, name, None)
+    connection = getattr(stream, "_connection", None)
+    state = getattr(connection, "_h11_state", None)
+    if state is None:
+        return False
+    data, _closed = state.trailing_data
+    if not data:
+        return False
+    with contextlib.suppress(Exception):
+        await connection.aclose()
+    return True
+
+
+#: decoded bytes at most per step when the proxy decodes gzip or deflate itself
+DECODE_STEP = 1024 * 1024
+
+
+async def _decoded(response: httpx.Response) -> AsyncIterator[bytes]:
+    """``response``'s body decoded, at most :data:`DECODE_STEP` bytes at a time for gzip and
+    deflate (httpx's decoder inflates a whole network read at once: 64 KiB of a gzip bomb
+    is 64 MiB, before any bound could look at it); other encodings by httpx."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        async for chunk in response.aiter_bytes():
+            yield chunk
+        return
+    wbits = 31 if encoding != "deflate" else 15
+    inflate = zlib.decompressobj(wbits)
+    first = True
+    async for raw in response.aiter_raw():
+        data = raw
+        while data:
+            try:
+                out = inflate.decompress(data, DECODE_STEP)
+            except zlib.error as exc:
+                if first and wbits == 15:  # deflate sent without its zlib header
+                    wbits, inflate = -15, zlib.decompressobj(-15)
+                    continue
+                raise httpx.DecodingError(f"cannot decode the {encoding} body: {exc}") from None
+            first = False
+            data = inflate.unconsumed_tail
+            if inflate.eof and inflate.unused_data:  # a gzip file of several members
+                data = inflate.unused_data + data
+                inflate = zlib.decompressobj(wbits)
+            if out:
+                yield out
+    if not inflate.eof and not first:
+        tail = inflate.flush()
+        if tail:
+            yield tail
 
 
 def _raw_end_headers(headers: httpx.Headers) -> Headers:
@@ -193,7 +294,7 @@ class HTTPUpstream:
         self.max_reply_bytes = max_reply_bytes
         self.base = httpx.URL(base_url.rstrip("/"))
         if self.base.scheme not in ("http", "https") or not self.base.host:
-            raise ValueError(f"--upstream must be an http(s) URL, not {base_url!r}")
+            raise ValueError(f"--upstream must be an http(s) URL, not {redacted_url(base_url)!r}")
         self._pools = max(1, min(pools, max_connections))
         per_pool = max(1, max_connections // self._pools)
         self._limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
@@ -247,11 +348,17 @@ class HTTPUpstream:
                 try:
                     parts: list[bytes] = []
                     size = 0
-                    async for chunk in response.aiter_bytes():  # decoded, chunk by chunk
+                    async for chunk in _decoded(response):  # decoded, a bounded chunk at a time
                         size += len(chunk)
                         if size > self.max_reply_bytes:
                             raise self._too_large()
+                        charge(len(chunk))  # the process's bound on bodies in flight
                         parts.append(chunk)
+                    if await _overran(response):
+                        raise UpstreamOverrun(
+                            "upstream sent more than the answer it declared (a second "
+                            "response, or a Content-Length shorter than its body)"
+                        )
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -316,6 +423,7 @@ class HTTPUpstream:
         try:
             yield response.status_code, _raw_end_headers(response.headers), chunks()
         finally:
+            await _overran(response)  # never reuse a connection that sent more than it declared
             await response.aclose()
 
     async def aclose(self) -> None:

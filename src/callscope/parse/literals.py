@@ -63,8 +63,22 @@ def _reject_constant(name: str) -> Any:
     raise Rejected(f"non-finite number {name} in JSON")
 
 
-#: the parser's JSON decoder: the standard one, refusing ``NaN`` / ``Infinity``
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (after unescaping: ``"city"`` and
+    ``"\\u0063ity"`` are one key), else :class:`Rejected`: readers disagree on which of two
+    values a duplicate key means (Python keeps the last, others the first), so such JSON is
+    ambiguous and is not a call's arguments (issue 47 point 5)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise Rejected(f"duplicate key {duplicate[:80]!r} in JSON (ambiguous)")
+    return value
+
+
+#: the parser's JSON decoder: the standard one, refusing ``NaN`` / ``Infinity`` and an object
+#: with a key twice
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
 
 
 def json_loads(text: str) -> Any:

@@ -56,6 +56,7 @@ from typing import Any
 import pandas as pd
 
 from callscope.calibration.classify import preset
+from callscope.core.paths import write_bytes_safely
 from callscope.core.table import Table
 from callscope.core.table_formats import write_tables
 from callscope.core.text import escape_controls
@@ -470,13 +471,5 @@ def _write_html(out: Path, page: str, name: str = REPORT_FILE) -> Path:
     neither a partial page nor a ``.tmp``), as UTF-8 with any character UTF-8 cannot hold (a
     lone surrogate from a model's output) written as its visible escape (``\\udfff``), and
     every control character too (``\\x1b``: :func:`~callscope.core.text.escape_controls`)."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / name
-    tmp = path.with_suffix(".html.tmp")
-    try:
-        tmp.write_bytes(escape_controls(page).encode("utf-8", "backslashreplace"))
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    data = escape_controls(page).encode("utf-8", "backslashreplace")
+    return write_bytes_safely(out / name, data)  # atomic, never through a symbolic link

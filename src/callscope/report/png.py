@@ -4,11 +4,13 @@ the resolution, files without a creation stamp (the same data gives the same byt
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from callscope.core.paths import write_bytes_safely
 from callscope.core.text import escape_controls
 
 DPI = 100
@@ -28,8 +30,9 @@ def short_label(model: str, width: int = 40) -> str:
 def save_png(fig: Figure, path: Path) -> Path:
     """Write ``fig`` to ``path`` as PNG at :data:`DPI`, without the software stamp."""
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})
-    return path
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return write_bytes_safely(path, buf.getvalue())  # never through a symbolic link
 
 
 def empty_png(path: Path, title: str) -> Path:

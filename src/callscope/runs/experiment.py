@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import read_jsonl
+from callscope.core.jsonl import read_bounded, read_jsonl
 from callscope.core.paths import responses_path
 from callscope.models.base import ChatModel, Decoding, ModelOptions
 from callscope.models.cache import CachedModel
@@ -70,12 +70,16 @@ def unknown_key_message(key: str, table: str, valid: Iterable[str]) -> str:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """A TOML file's contents; ``ValueError`` naming the syntax error when it is not TOML."""
-    with path.open("rb") as fh:
-        try:
-            return tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"not valid TOML: {exc}") from exc
+    """A TOML file's contents; ``ValueError`` naming the syntax error when it is not TOML,
+    and when its values nest deeper than the parser can read (``tomllib`` recurses: a file
+    of 100,000 ``[`` was a ``RecursionError`` traceback, issue 47 point 13)."""
+    text = read_bounded(path).decode("utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ValueError(f"{path}: values nested too deeply to read") from None
 
 
 def check_keys(d: Mapping[str, Any], keys: Mapping[str, Iterable[str]] = EXPERIMENT_KEYS) -> None:

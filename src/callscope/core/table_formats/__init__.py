@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callscope.core.paths import write_bytes_safely
 from callscope.core.registry import Registry
 from callscope.core.table import Table
 from callscope.core.text import escape_controls
@@ -172,9 +173,8 @@ def write_document(parts: Iterable[DocumentPart], path: str | Path, fmt: str | N
     # a model name holding ESC]0;...BEL reaches no table file as an escape sequence
     parts = [escape_controls(p) if isinstance(p, str) else escaped_table(p) for p in parts]
     text = escape_controls(render_document(parts, fmt if fmt is not None else path.suffix))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    # never through a symbolic link (a planted tables/aggregate.csv -> a victim file)
+    return write_bytes_safely(path, text.encode("utf-8"))
 
 
 def write_table(table: Table, path: str | Path, fmt: str | None = None) -> Path:

@@ -4,7 +4,9 @@ model server (``callscope serve``).
 What it checks, and what it does not:
 
 - A non-streaming ``POST /v1/chat/completions`` (or ``/chat/completions``) whose request has
-  ``tools`` and whose upstream answer (status 200) has ``tool_calls`` in its first choice:
+  ``tools`` (or legacy ``functions``) and whose upstream answer (any ``2xx`` status: a
+  ``201`` is checked like a ``200``) has ``tool_calls`` (or a legacy ``function_call``) in
+  its first choice:
   every call is diagnosed (:func:`callscope.guard.check.check`) against the request's tools,
   its last user message and, as context, its earlier user messages and tool results. A
   failing call is repaired (:func:`callscope.guard.repair.repair`): upstream is asked again
@@ -54,6 +56,18 @@ What it checks, and what it does not:
   ``parameters`` have the wrong JSON type (:func:`request_error`): 400; a request beyond
   ``max_concurrent`` in flight: 503 (``overloaded``). It binds 127.0.0.1 unless told
   otherwise.
+- One memory bound for the whole process (``max_memory_bytes``, ``--max-memory-mb``;
+  :mod:`callscope.guard.budget`): request bodies (their declared length, before reading)
+  and decoded upstream answers in flight; past it a request is answered 503
+  (``over_memory_budget``). An upstream that sends more than the answer it declared (a
+  second response to one request, a ``Content-Length`` short of its body) is answered 502
+  (``upstream_invalid``) and its connection is closed, never reused: a reply is tied to its
+  request. A client that goes away before its answer ends the upstream request at once;
+  nothing is re-asked or recorded for it (``client_gone``). ``TRACE``, ``TRACK`` and
+  ``CONNECT`` are 405; a request with ``NaN`` or ``Infinity`` 400. ``GET /callscope/health``
+  is the proxy's own: the run store's state (503 while decisions wait to be stored) and the
+  memory bound; while the store fails, every reply carries ``X-Callscope-Store`` and
+  stderr says so (docs/proxy-bounds.md).
 - A check that fails with an error of its own (a bug, or a value no reader foresaw) passes
   upstream's answer on unchanged with ``X-Callscope-Guard: error``, counted as
   ``guard_error`` and logged on one line: the agent is never left without an answer.
@@ -102,6 +116,7 @@ from callscope.guard.proxy.server import (
     BACKLOG,
     MAX_CONNECTIONS,
     SWITCH_INTERVAL_S,
+    ListenError,
     ProxyServer,
     make_server,
     make_upstream,
@@ -125,6 +140,7 @@ __all__ = [
     "UPSTREAM_FAILURES",
     "Guard",
     "GuardedH11Protocol",
+    "ListenError",
     "LocalUpstream",
     "ProxyApp",
     "ProxyConfig",

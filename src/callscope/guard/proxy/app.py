@@ -5,14 +5,17 @@ closes upstream and writes every queued decision."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from callscope.core.jsonl import dumps_safe
+from callscope.guard.budget import MemoryBudget, OverBudget, request_ledger
 from callscope.guard.proxy.config import ProxyConfig
-from callscope.guard.proxy.decide import UPSTREAM_FAILURES, Guard
+from callscope.guard.proxy.decide import UPSTREAM_FAILURES, ClientWatch, Guard
 from callscope.guard.proxy.request import (
     CHAT_PATHS,
     BodyError,
@@ -37,6 +40,14 @@ from callscope.guard.upstream import (
     error_reply,
 )
 
+#: the proxy's own health endpoint (never forwarded): the store's state and the memory bound
+HEALTH_PATH = "/callscope/health"
+#: the header every reply carries while the run store fails to take decisions
+STORE_HEADER = "X-Callscope-Store"
+#: methods never relayed (405): TRACE and TRACK echo a request (credentials included),
+#: CONNECT would open a tunnel
+REFUSED_METHODS = frozenset({"TRACE", "TRACK", "CONNECT"})
+
 
 class ProxyApp:
     """The ASGI application: ``POST .../chat/completions`` is decided by :class:`Guard`, a
@@ -47,6 +58,10 @@ class ProxyApp:
         self.config = config
         self.guard = Guard(upstream, config, writer)
         self.writer = writer
+        self.budget = MemoryBudget(config.max_memory_bytes)
+        #: set (in the event loop) when the server is told to stop: streams end at once
+        self._stop: anyio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._in_flight = 0
 
@@ -61,7 +76,8 @@ class ProxyApp:
                 return
             self._in_flight += 1
             try:
-                await self._http(scope, receive, send)
+                with request_ledger(self.budget):
+                    await self._http(scope, receive, send)
             finally:
                 self._in_flight -= 1
 
@@ -69,11 +85,20 @@ class ProxyApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self._loop = asyncio.get_running_loop()
+                self._stop = anyio.Event()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    def stop_streams(self) -> None:
+        """End every stream in flight (SIGINT, SIGTERM): an endless upstream stream would
+        otherwise hold the graceful stop until its deadline. Safe from any thread."""
+        if self._loop is not None and self._stop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already ended
+                self._loop.call_soon_threadsafe(self._stop.set)
 
     async def aclose(self) -> None:
         """Close upstream, then write what is queued and close the store (once)."""
@@ -92,18 +117,27 @@ class ProxyApp:
             guard.count("bad_request")
             await send_reply(send, problem, close=True)
             return
+        method = scope["method"]
+        if method in REFUSED_METHODS:
+            guard.count("bad_request")
+            message = f"{method} is not relayed"
+            reply = error_reply(405, message, "method_not_allowed")
+            await send_reply(send, reply, close=True)
+            return
         try:
             body = await read_body(scope, receive, self.config)
         except BodyError as err:
-            guard.count("bad_request")
+            guard.count(err.decision)
             await send_reply(send, err.reply, close=err.close)
             return
-        method = scope["method"]
+        path = scope["path"]
+        if path == HEALTH_PATH and method == "GET":
+            await send_reply(send, self._health())
+            return
         raw = scope.get("raw_path") or scope["path"].encode()
         target = raw.decode("latin-1")
         if scope.get("query_string"):
             target += "?" + scope["query_string"].decode("latin-1")
-        path = scope["path"]
         headers = [
             (k, v) for k, v in scope["headers"] if k not in HOP and k not in conn_tokens(scope)
         ]
@@ -118,7 +152,10 @@ class ProxyApp:
                     if isinstance(request, dict) and request.get("stream") is True:
                         await self._stream(target, body, headers, receive, send)
                         return
-                    reply = await guard.chat(body, headers, request)
+                    answered = await self._chat(body, headers, request, receive)
+                    if answered is None:  # the client left: nothing to send or record
+                        return
+                    reply = answered
             else:
                 reply = await guard.upstream.forward(
                     method, target, body, headers, self.config.upstream_timeout
@@ -127,15 +164,83 @@ class ProxyApp:
             reply = guard.bad_request(400, str(exc))
         except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
             reply = guard.upstream_failed(exc)
-        await send_reply(send, reply)
+        except OverBudget as exc:
+            guard.count("over_memory_budget")
+            reply = error_reply(503, str(exc), "over_memory_budget")
+        await send_reply(send, self._store_note(reply))
+
+    async def _chat(
+        self, body: bytes, headers: Headers, request: Any, receive: Receive
+    ) -> UpstreamReply | None:
+        """:meth:`Guard.chat`, ended the moment the client goes away (issue 47 point 4):
+        the upstream request is closed, no re-ask starts, nothing is recorded (``None``;
+        counted ``client_gone``)."""
+        gone = ClientWatch()
+        task = asyncio.current_task()
+        assert task is not None
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.left()  # a re-ask waiting on upstream ends at once
+            task.cancel()  # wherever the request is: the upstream call, the repair's thread
+
+        # a bare asyncio task, not a task group: this runs for every chat request, and a
+        # task group's scopes cost more than the watcher itself (benchmarks/proxy_request_work)
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            return await self.guard.chat(body, headers, request, gone)
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise
+            task.uncancel()
+            self.guard.count("client_gone")
+            return None
+        finally:
+            watcher.cancel()
+
+    def _health(self) -> UpstreamReply:
+        """``GET /callscope/health``: 200 while the store takes every decision, else 503
+        with how many wait and the last error."""
+        health = self.writer.health() if self.writer is not None else None
+        data: dict[str, Any] = {
+            "status": "ok" if health is None or health.ok else "store_failing",
+            "in_flight": self._in_flight,
+            "memory_used": self.budget.used,
+            "memory_bound": self.budget.limit,
+        }
+        if health is not None:
+            data.update(
+                unstored=health.unstored,
+                lost=health.lost,
+                store_errors=health.store_errors,
+                last_error=health.last_error,
+            )
+        status = 200 if health is None or health.ok else 503
+        body = dumps_safe(data, mark=False).encode()
+        return UpstreamReply(status, [("content-type", "application/json")], body)
+
+    def _store_note(self, reply: UpstreamReply) -> UpstreamReply:
+        """``reply`` with ``X-Callscope-Store: failing; unstored=N; lost=M`` while the run
+        store fails to take decisions."""
+        if self.writer is None or not self.writer.failing:
+            return reply
+        health = self.writer.health()
+        note = f"failing; unstored={health.unstored}; lost={health.lost}"
+        return UpstreamReply(
+            reply.status, [*reply.headers, (STORE_HEADER, note)], reply.content, reply.on_sent
+        )
 
     async def _stream(
         self, target: str, body: bytes, headers: Headers, receive: Receive, send: Send
     ) -> None:
         """Relay a streaming request; a client that goes away ends it at once: the upstream
-        request is closed (no more generation) and its ``max_concurrent`` slot freed."""
+        request is closed (no more generation) and its ``max_concurrent`` slot freed. A
+        server told to stop ends it too, with a last ``error`` event."""
         guard = self.guard
         guard.count("stream")
+        started: list[bool] = []
+        stopped = False
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
@@ -145,13 +250,30 @@ class ProxyApp:
                     guard.count("stream_abandoned")
                 tg.cancel_scope.cancel()
 
+            async def stop() -> None:
+                nonlocal stopped
+                if self._stop is not None:
+                    await self._stop.wait()
+                    stopped = True
+                    tg.cancel_scope.cancel()
+
             relayed = anyio.Event()
             tg.start_soon(watch)
-            await self._relay(target, body, headers, send)
+            tg.start_soon(stop)
+            await self._relay(target, body, headers, send, started)
             relayed.set()
             tg.cancel_scope.cancel()
+        if stopped and not relayed.is_set():
+            message = "the proxy is shutting down"
+            if started:
+                event = b"\n\ndata: " + error_body(message, "shutting_down") + b"\n\n"
+                await send({"type": "http.response.body", "body": event, "more_body": False})
+            else:
+                await send_reply(send, error_reply(503, message, "shutting_down"), close=True)
 
-    async def _relay(self, target: str, body: bytes, headers: Headers, send: Send) -> None:
+    async def _relay(
+        self, target: str, body: bytes, headers: Headers, send: Send, began: list[bool]
+    ) -> None:
         guard = self.guard
         started = False
         try:
@@ -160,6 +282,7 @@ class ProxyApp:
             ) as (status, up_headers, chunks):
                 await send({"type": "http.response.start", "status": status, "headers": up_headers})
                 started = True
+                began.append(True)
                 async for chunk in chunks:
                     if chunk:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})

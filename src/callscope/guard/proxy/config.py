@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from callscope.guard.budget import DEFAULT_MEMORY_MB
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS
-from callscope.guard.upstream import DEFAULT_LOCAL_MODEL, MAX_REPLY_BYTES
+from callscope.guard.upstream import DEFAULT_LOCAL_MODEL, MAX_REPLY_BYTES, redacted_url
 
 #: requests in flight at once by default (``--max-concurrent``); beyond it a request is
 #: answered 503 with an OpenAI-style ``overloaded`` error and counted, never dropped
@@ -25,7 +26,9 @@ class ProxyConfig:
     sending it to the last byte of its answer, a stream included); an upstream answer over
     ``max_reply_bytes`` once decoded is a 502; a request's header
     block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``;
-    beyond ``max_concurrent`` requests in flight, a request is answered 503."""
+    beyond ``max_concurrent`` requests in flight, a request is answered 503, and so is one
+    whose bodies would take the bodies in flight of the whole process past
+    ``max_memory_bytes`` (:mod:`callscope.guard.budget`)."""
 
     upstream: str | None = None
     host: str = "127.0.0.1"
@@ -41,11 +44,12 @@ class ProxyConfig:
     body_timeout: float = 30.0
     max_concurrent: int = MAX_CONCURRENT
     max_reply_bytes: int = MAX_REPLY_BYTES
+    max_memory_bytes: int = DEFAULT_MEMORY_MB * 1024 * 1024
 
     def to_meta(self) -> dict[str, Any]:
         return {
             "source": "proxy",
-            "upstream": self.upstream or self.local_model,
+            "upstream": redacted_url(self.upstream) if self.upstream else self.local_model,
             "max_attempts": self.attempts + 1,
             "repair_timeout": self.repair_timeout,
             "grounding": self.grounding,

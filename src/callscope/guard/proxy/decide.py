@@ -4,26 +4,30 @@ headers that say what was decided."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from callscope.core.jsonl import TooDeep
+from callscope.core.jsonl import TooDeep, dumps_safe
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.proxy.config import ProxyConfig, log
-from callscope.guard.proxy.request import loads_request, request_error
+from callscope.guard.proxy.request import loads_answer, loads_request, request_error
 from callscope.guard.record import StoreWriter
 from callscope.guard.repair import RepairAttempt, RepairResult, repair
 from callscope.guard.upstream import (
     Headers,
     Upstream,
+    UpstreamOverrun,
     UpstreamReply,
     UpstreamTimeout,
     UpstreamTooLarge,
@@ -45,15 +49,90 @@ NOTE_HEADER = "X-Callscope-Guard-Note"
 #: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms);
 #: a larger one, and every repair, on a worker thread so that small requests keep moving
 INLINE_CHECK_BYTES = 64 * 1024
+#: larger answers read and checked at once, each on a worker thread
+HEAVY_CHECKS = 2
 
 #: how each upstream failure is answered: its decision (and error type), status, wording
 UPSTREAM_FAILURES: dict[type[Exception], tuple[str, int, str]] = {
     UpstreamTimeout: ("upstream_timeout", 504, "timed out"),
     UpstreamUnreachable: ("upstream_unreachable", 502, "unreachable"),
     UpstreamTooLarge: ("upstream_too_large", 502, "answer too large"),
+    UpstreamOverrun: ("upstream_invalid", 502, "answer not trusted"),
 }
 #: ``Guard.chat``'s default: the request body is still to be parsed
 UNREAD: Any = object()
+
+
+class ClientGone(Exception):
+    """The client left before its answer: nothing more is asked of upstream for it."""
+
+
+class ClientWatch:
+    """Whether a request's client has left (:meth:`is_set`, from any thread), and the
+    re-asks waiting on upstream for it, ended by :meth:`left` (called in the event loop)."""
+
+    def __init__(self) -> None:
+        self._gone = threading.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def is_set(self) -> bool:
+        return self._gone.is_set()
+
+    def left(self) -> None:
+        self._gone.set()
+        for task in list(self._tasks):
+            task.cancel()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """The current task, ended by :meth:`left` while inside the block."""
+        task = asyncio.current_task()
+        if task is None:
+            yield
+            return
+        self._tasks.add(task)
+        try:
+            if self.is_set():
+                raise ClientGone("the client went away")
+            yield
+        finally:
+            self._tasks.discard(task)
+
+
+def tools_of(request: dict[str, Any]) -> list[Any]:
+    """The request's ``tools``, or its legacy ``functions`` as tools (``[]`` for neither)."""
+    tools = request.get("tools")
+    if tools:
+        return list(tools)
+    functions = request.get("functions")
+    if isinstance(functions, list):
+        return [{"type": "function", "function": f} for f in functions if isinstance(f, dict)]
+    return []
+
+
+def _legacy_as_tool_calls(
+    data: dict[str, Any], message: dict[str, Any], call: dict[str, Any]
+) -> dict[str, Any]:
+    """``data`` with its legacy ``function_call`` as the one entry of ``tool_calls`` (what
+    the check reads); ``data`` itself is not changed."""
+    legacy = {"id": "function_call", "type": "function", "function": call}
+    as_tools = {**message, "tool_calls": [legacy]}
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return {**data, "choices": [{**choices[0], "message": as_tools}, *choices[1:]]}
+    return as_tools
+
+
+def _checked_form(data: dict[str, Any]) -> dict[str, Any]:
+    """The answer as the repair reads it: a legacy ``function_call`` as ``tool_calls``."""
+    try:
+        message = message_of(data)
+    except (TypeError, ValueError):
+        return data
+    legacy = message.get("function_call")
+    if not message.get("tool_calls") and isinstance(legacy, dict):
+        return _legacy_as_tool_calls(data, message, legacy)
+    return data
 
 
 class Guard:
@@ -68,6 +147,15 @@ class Guard:
         self.writer = writer
         self._ids = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
+        #: large answers are read and checked at most this many at a time (point 6 of
+        #: issue 47: three 60 MB answers on the event loop stalled every other request)
+        self._heavy_limiter: anyio.CapacityLimiter | None = None
+
+    @property
+    def _heavy(self) -> anyio.CapacityLimiter:
+        if self._heavy_limiter is None:  # made inside the event loop, on first use
+            self._heavy_limiter = anyio.CapacityLimiter(HEAVY_CHECKS)
+        return self._heavy_limiter
 
     def count(self, decision: str) -> None:
         if self.writer is not None:
@@ -89,8 +177,16 @@ class Guard:
         self.count(kind)
         return error_reply(status, f"upstream {what}: {exc}", kind)
 
-    async def chat(self, body: bytes, headers: Headers, request: Any = UNREAD) -> UpstreamReply:
-        """The reply to the chat request ``body`` (``request``: the body already parsed)."""
+    async def chat(
+        self,
+        body: bytes,
+        headers: Headers,
+        request: Any = UNREAD,
+        gone: ClientWatch | None = None,
+    ) -> UpstreamReply:
+        """The reply to the chat request ``body`` (``request``: the body already parsed).
+        ``gone``: told when the client has left; a re-ask in flight is then ended and no
+        other starts."""
         if request is UNREAD:
             try:
                 request = loads_request(body)
@@ -104,12 +200,40 @@ class Guard:
             first = await self.upstream.chat(body, headers, cfg.upstream_timeout)
         except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
             return self.upstream_failed(exc)
-        tools = request.get("tools")
-        if first.status != 200 or not tools:
-            self.count("upstream_error" if first.status != 200 else "unchecked")
+        tools = tools_of(request)
+        if not 200 <= first.status < 300 or not tools:
+            # every 2xx is an answer (a 201 carries calls as well as a 200): only errors pass
+            self.count("upstream_error" if not 200 <= first.status < 300 else "unchecked")
             return first
+        messages = request.get("messages") or []
         try:
-            data = loads_request(first.content)
+            if len(first.content) <= INLINE_CHECK_BYTES:  # ~0.3 ms: no thread hop
+                judged = self._judge(first, tools, messages)
+            else:  # a large answer is read and checked off the event loop, two at a time
+                judged = await anyio.to_thread.run_sync(
+                    self._judge, first, tools, messages, limiter=self._heavy
+                )
+            if isinstance(judged, UpstreamReply):
+                return judged
+            data, verdict = judged
+            if verdict.passed:
+                return self._passed(request, data, first, verdict)
+            return await anyio.to_thread.run_sync(
+                self._decide, request, headers, data, first, messages, tools, verdict, gone
+            )
+        except Exception as exc:  # noqa: BLE001 - the agent gets upstream's answer, marked
+            self.count("guard_error")
+            log(f"check failed, answer passed on unchecked: {type(exc).__name__}: {exc}")
+            return with_header(first, "error")
+
+    def _judge(
+        self, first: UpstreamReply, tools: list[Any], messages: list[Any]
+    ) -> UpstreamReply | tuple[dict[str, Any], TurnVerdict]:
+        """Read upstream's answer and check its calls: the reply to send as it is (an answer
+        without calls, or one that cannot be read), or the answer and its verdict. A legacy
+        ``message.function_call`` is checked as the one call it is."""
+        try:
+            data = loads_answer(first.content)
         except ValueError as exc:
             if isinstance(exc, TooDeep):
                 self.count("upstream_invalid")
@@ -123,24 +247,14 @@ class Guard:
         except (TypeError, ValueError):
             self.count("unchecked")
             return first
+        checked = data
         if not message.get("tool_calls"):
-            self.count("unchecked")
-            return with_header(first, "unchecked")
-        messages = request.get("messages") or []
-        try:
-            if len(first.content) <= INLINE_CHECK_BYTES:  # ~0.3 ms: no thread hop
-                verdict = check(data, tools, messages, self.config.grounding)
-                if verdict.passed:
-                    return self._passed(request, data, first, verdict)
-            else:
-                verdict = None
-            return await anyio.to_thread.run_sync(
-                self._decide, request, headers, data, first, messages, tools, verdict
-            )
-        except Exception as exc:  # noqa: BLE001 - the agent gets upstream's answer, marked
-            self.count("guard_error")
-            log(f"check failed, answer passed on unchecked: {type(exc).__name__}: {exc}")
-            return with_header(first, "error")
+            legacy = message.get("function_call")
+            if not isinstance(legacy, dict):
+                self.count("unchecked")
+                return with_header(first, "unchecked")
+            checked = _legacy_as_tool_calls(data, message, legacy)
+        return data, check(checked, tools, messages, self.config.grounding)
 
     def _decide(
         self,
@@ -150,30 +264,30 @@ class Guard:
         first: UpstreamReply,
         messages: list[Any],
         tools: Any,
-        verdict: TurnVerdict | None = None,
+        verdict: TurnVerdict,
+        gone: ClientWatch | None = None,
     ) -> UpstreamReply:
-        """On a worker thread: check the answer (unless ``verdict`` is given); repair it
-        (re-asks go to upstream through the event loop) when a call fails."""
+        """On a worker thread: repair an answer whose ``verdict`` failed (re-asks go to
+        upstream through the event loop; none starts once the client is ``gone``)."""
         cfg = self.config
-        if verdict is None:
-            verdict = check(data, tools, messages, cfg.grounding)
-        if verdict.passed:
-            return self._passed(request, data, first, verdict)
         deadline = time.monotonic() + cfg.repair_timeout
 
         def ask(convo: list[dict[str, Any]], _tools: Any) -> dict[str, Any]:
+            if gone is not None and gone.is_set():
+                raise ClientGone("the client went away: nothing more is asked")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise UpstreamTimeout("repair time spent")
             reply = anyio.from_thread.run(
-                self.upstream.chat,
-                json.dumps({**request, "messages": convo}).encode(),
+                self._reask,
+                dumps_safe({**request, "messages": convo}, mark=False).encode(),
                 headers,
                 min(cfg.upstream_timeout, left),
+                gone,
             )
-            if reply.status != 200:
+            if not 200 <= reply.status < 300:
                 raise RuntimeError(f"upstream answered {reply.status}")
-            return loads_request(reply.content)
+            return loads_answer(reply.content)
 
         result = repair(
             ask,
@@ -181,13 +295,12 @@ class Guard:
             tools,
             k=cfg.attempts,
             grounding=cfg.grounding,
-            first=data,
+            first=_checked_form(data),
             deadline=deadline,
         )
         decision = "repaired" if result.passed else "unrepaired"
         request_id, record = self._record(request, result, decision)
-        best = dict(result.response)
-        best[EXTRA_FIELD] = {
+        extra = {
             "guard": decision,
             "attempts": len(result.attempts),
             "best_attempt": result.best_attempt,
@@ -198,10 +311,37 @@ class Guard:
             "first_stages": [c.stage for c in verdict.calls],
             "request_id": request_id,
         }
+        content = None
+        if result.best_attempt == 1 and EXTRA_FIELD not in data:
+            # the first answer kept: its own bytes with the extra field appended, never
+            # encoded again (a 60 MB answer costs 0.2 s of GIL to encode: issue 47 point 6)
+            content = _appended(first.content, extra)
+        if content is None:
+            best = dict(result.response)
+            best[EXTRA_FIELD] = extra
+            content = dumps_safe(best, mark=False).encode()
         headers_out = [(k, v) for k, v in first.headers if k.lower() != "content-type"]
         headers_out.append(("content-type", "application/json"))
-        reply = UpstreamReply(200, headers_out, json.dumps(best).encode(), record)
+        reply = UpstreamReply(200, headers_out, content, record)
         return with_header(reply, decision, result.verdict)
+
+    async def _reask(
+        self, body: bytes, headers: Headers, timeout: float, gone: ClientWatch | None
+    ) -> UpstreamReply:
+        """A re-ask, in the event loop, ended at once (:class:`ClientGone`) when the client
+        leaves while it waits on upstream."""
+        if gone is None:
+            return await self.upstream.chat(body, headers, timeout)
+        with gone.holding():
+            try:
+                return await self.upstream.chat(body, headers, timeout)
+            except asyncio.CancelledError:
+                if not gone.is_set():
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                raise ClientGone("the client went away during a re-ask") from None
 
     def _passed(
         self, request: dict[str, Any], data: Any, first: UpstreamReply, verdict: TurnVerdict
@@ -227,6 +367,19 @@ class Guard:
             writer.count(decision)
 
         return request_id, record
+
+
+def _appended(content: bytes, extra: dict[str, Any]) -> bytes | None:
+    """The JSON object ``content`` (already read: an object without :data:`EXTRA_FIELD`)
+    with ``"callscope": extra`` as its last member, or ``None`` when its text does not end
+    the object plainly (then it is encoded again)."""
+    end = content.rstrip()
+    if not end.endswith(b"}") or json.detect_encoding(content[:4]) != "utf-8":
+        return None
+    head = end[:-1].rstrip()
+    separator = b"" if head.endswith(b"{") else b", "
+    field = f'"{EXTRA_FIELD}": '.encode() + dumps_safe(extra, mark=False).encode()
+    return head + separator + field + b"}"
 
 
 def _single(data: dict[str, Any], verdict: TurnVerdict) -> RepairResult:

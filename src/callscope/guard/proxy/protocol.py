@@ -8,6 +8,7 @@ import asyncio
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from callscope.guard.proxy.request import MAX_HEADER_BYTES
 from callscope.guard.upstream import error_body
 
 
@@ -23,8 +24,9 @@ class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with what it lacks for a server facing any client: a header
     block must be complete within ``header_timeout`` seconds of its first byte or of the
     connection (408, then closed: headers then silence, or a trickle, never hold a connection
-    open), and a request line uvicorn cannot decode (a non-ASCII target) is a 400 instead of
-    a dropped connection."""
+    open), a request line uvicorn cannot decode (a non-ASCII target) is a 400 instead of
+    a dropped connection, and a header block over :data:`MAX_HEADER_BYTES` is a JSON 431
+    however it arrives (in one piece the app answers it; in pieces, here)."""
 
     header_timeout: float = 10.0
 
@@ -59,6 +61,18 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE and self._head_too_large(data):
+            self.transport.write(
+                raw_answer(
+                    431,
+                    "Request Header Fields Too Large",
+                    f"request headers over {MAX_HEADER_BYTES} bytes",
+                    "headers_too_large",
+                )
+            )
+            self.transport.close()
+            self._disarm_header_timer()
+            return
         try:
             super().data_received(data)
         except (UnicodeDecodeError, ValueError) as exc:
@@ -77,6 +91,16 @@ class GuardedH11Protocol(H11Protocol):
             self._arm_header_timer()  # a (next) request's headers are on their way
         else:
             self._disarm_header_timer()
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Whether a request head still incomplete would pass :data:`MAX_HEADER_BYTES`
+        with ``data`` (h11 would refuse it with a plain-text 400: issue 47 point 17, the
+        431 a header block in one piece gets must hold for one that arrives in pieces)."""
+        buffered = self.conn.trailing_data[0]
+        if len(buffered) + len(data) <= MAX_HEADER_BYTES:
+            return False
+        pending = buffered + data  # h11's own rule: only a head still incomplete is refused
+        return b"\r\n\r\n" not in pending and b"\n\n" not in pending
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()

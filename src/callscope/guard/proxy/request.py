@@ -4,12 +4,14 @@ refusal is an :class:`~callscope.guard.upstream.UpstreamReply` with an OpenAI-st
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 
 from callscope.core.jsonl import loads_bounded
+from callscope.guard.budget import OverBudget, charge
 from callscope.guard.proxy.config import ProxyConfig
 from callscope.guard.upstream import UpstreamReply, error_reply
 
@@ -64,11 +66,29 @@ def request_error(request: Any) -> str | None:
     return None
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+#: a client request's decoder: ``NaN`` / ``Infinity`` are not JSON (a request carrying one
+#: would be re-asked upstream with it), so such a request is a 400
+_REQUEST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def loads_request(body: bytes) -> Any:
-    """A request's or an upstream answer's JSON, by the one bounded reader
-    (:func:`~callscope.core.jsonl.loads_bounded`): a ``ValueError`` for text that is not
-    JSON, an integer over the digit limit, or a value nested deeper than
-    :data:`~callscope.core.jsonl.MAX_JSON_DEPTH` (:class:`~callscope.core.jsonl.TooDeep`)."""
+    """A client request's JSON, by the one bounded reader
+    (:func:`~callscope.core.jsonl.loads_bounded`) with a decoder that refuses ``NaN`` and
+    ``Infinity``: a ``ValueError`` for text that is not JSON, an integer over the digit
+    limit, or a value nested deeper than :data:`~callscope.core.jsonl.MAX_JSON_DEPTH`
+    (:class:`~callscope.core.jsonl.TooDeep`)."""
+    text = body.decode(json.detect_encoding(body), "surrogatepass")
+    return loads_bounded(text, decoder=_REQUEST_DECODER)
+
+
+def loads_answer(body: bytes) -> Any:
+    """An upstream answer's JSON, by the one bounded reader (the same errors as
+    :func:`loads_request`; a ``NaN`` is read: the parser refuses it inside a call's
+    arguments, where it is judged)."""
     return loads_bounded(body)
 
 
@@ -93,11 +113,15 @@ def conn_tokens(scope: Scope) -> frozenset[bytes]:
 
 
 class BodyError(Exception):
-    """A request body that is not read: the answer to send, and whether to close."""
+    """A request body that is not read: the answer to send, whether to close, and the
+    decision it is counted as."""
 
-    def __init__(self, reply: UpstreamReply, close: bool = False) -> None:
+    def __init__(
+        self, reply: UpstreamReply, close: bool = False, decision: str = "bad_request"
+    ) -> None:
         self.reply = reply
         self.close = close
+        self.decision = decision
 
 
 async def read_body(scope: Scope, receive: Receive, cfg: ProxyConfig) -> bytes:
@@ -130,6 +154,12 @@ async def read_body(scope: Scope, receive: Receive, cfg: ProxyConfig) -> bytes:
             error_reply(413, f"request body over {cfg.max_body_bytes} bytes", "too_large"),
             True,
         )
+    try:
+        charge(limit)  # the declared length, before a byte of it is held
+    except OverBudget as exc:
+        raise BodyError(
+            error_reply(503, str(exc), "over_memory_budget"), True, "over_memory_budget"
+        ) from None
     parts: list[bytes] = []
     size = 0
     with anyio.move_on_after(cfg.body_timeout) as scope_timer:

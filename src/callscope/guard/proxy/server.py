@@ -9,7 +9,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -30,6 +31,23 @@ MAX_CONNECTIONS = 4096
 SWITCH_INTERVAL_S = 0.0002
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the proxy's streams when told to stop (a stream would
+    otherwise hold the graceful stop until its upstream deadline)."""
+
+    def __init__(self, on_exit: Callable[[], None], config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+
+
+class ListenError(OSError):
+    """The proxy's address cannot be bound (in use, not this machine's)."""
+
+
 class ProxyServer:
     """The proxy bound to its socket: :meth:`run` serves in the foreground (SIGINT and SIGTERM
     stop it gracefully), :func:`serving` on a thread; :attr:`url` is its base URL."""
@@ -48,13 +66,14 @@ class ProxyServer:
         try:
             self.socket.bind((config.host, config.port))
             self.socket.listen(BACKLOG)
-        except OSError:
+        except OSError as exc:
             self.socket.close()
-            raise
+            raise ListenError(exc.strerror or str(exc)) from exc
         protocol = type(
             "GuardedH11", (GuardedH11Protocol,), {"header_timeout": config.header_timeout}
         )
-        self.server = uvicorn.Server(
+        self.server = _Server(
+            self.app.stop_streams,
             uvicorn.Config(
                 self.app,
                 http=protocol,
@@ -67,7 +86,7 @@ class ProxyServer:
                 limit_concurrency=MAX_CONNECTIONS,
                 timeout_keep_alive=5,
                 timeout_graceful_shutdown=None,
-            )
+            ),
         )
 
     @property
@@ -86,6 +105,7 @@ class ProxyServer:
         self.run()
 
     def shutdown(self) -> None:
+        self.app.stop_streams()
         self.server.should_exit = True
 
     def close(self) -> None:
@@ -113,7 +133,11 @@ def make_server(config: ProxyConfig, upstream: Any | None = None) -> ProxyServer
     """A bound, not yet serving proxy (:meth:`ProxyServer.run` on it, or :func:`serving`)."""
     upstream = upstream if upstream is not None else make_upstream(config)
     writer = StoreWriter(config.run_dir, config.to_meta())
-    return ProxyServer(config, upstream, writer)
+    try:
+        return ProxyServer(config, upstream, writer)
+    except BaseException:
+        writer.close()
+        raise
 
 
 @contextlib.contextmanager

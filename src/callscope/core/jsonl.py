@@ -103,6 +103,13 @@ def read_bounded(path: str | Path, limit: int | None = None) -> bytes:
     return data
 
 
+def check_file_size(path: str | Path, limit: int = MAX_FILE_BYTES) -> None:
+    """:func:`read_bounded`'s ``ValueError`` for a file over ``limit`` bytes, before a line is
+    read (issue 47: a 20 GB sparse file was read to its end, line by line)."""
+    if os.stat(path).st_size > limit:
+        raise ValueError(f"{path} is over {limit} bytes; split it")
+
+
 def read_text_bounded(path: str | Path, encoding: str = "utf-8", errors: str = "strict") -> str:
     """The text of the regular file ``path``, read whole at most :data:`MAX_FILE_BYTES`
     (:func:`read_bounded`); a ``UnicodeDecodeError`` when it is not ``encoding`` (unless
@@ -164,14 +171,6 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str | ValueError]]:
                 yield number, NotUtf8(number, ord(bad.group()) - 0xDC00, bad.start() + 1)
                 continue
             yield number, text
-
-
-def check_file_size(path: str | Path, limit: int = MAX_FILE_BYTES) -> None:
-    """A ``ValueError`` (:func:`read_bounded`'s words) when the file ``path`` is over
-    ``limit`` bytes: a reader that goes line by line is held to the bound of one that reads
-    whole (a 20 GB sparse file is refused at once, not read to its end)."""
-    if os.stat(path).st_size > limit:
-        raise ValueError(f"{path} is over {limit} bytes; split it")
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Exception]]:

@@ -122,5 +122,6 @@ def test_export_cli_then_from_bfcl_cli(run, tmp_path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "panel" / "panel-baseline.json").read_text())
     cells = {(c["model"], c["category"]): c for c in data["cells"]}
-    assert cells[("scripted-asker", "miss_param")]["delta"] == pytest.approx(-1.0)
+    # GAR − Acc, the single-model table's sign: the asker asks (GAR 1) and fails (Acc 0)
+    assert cells[("scripted-asker", "miss_param")]["delta"] == pytest.approx(1.0)
     assert cells[("scripted-gold", "base")]["flags"] == []

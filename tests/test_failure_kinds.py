@@ -100,25 +100,27 @@ OUTCOMES = [
 
 
 def test_breakdown_columns_are_the_kinds() -> None:
+    """Every kind the cascade decides has its columns; the guard's own ASK only when a case
+    shows it (none here: ``OUTCOMES`` are cascade verdicts)."""
     fb = failure_breakdown(OUTCOMES)
     keys = ["model", "scale", "n"]
     stages = [c for s in STAGE_LABELS for c in (s, f"n_{s}")]
-    kinds = [c for k in KINDS for c in (k, f"n_{k}")]
+    shown = [k for k in KINDS if k != "ask"]
+    kinds = [c for k in shown for c in (k, f"n_{k}")]
     assert list(fb.columns) == keys + stages + kinds
     row = fb.iloc[0]
-    assert {k: int(row[f"n_{k}"]) for k in KINDS} == {
+    assert {k: int(row[f"n_{k}"]) for k in shown} == {
         "wrong_name": 1,
         "no_name": 1,
         "missing": 1,
         "spurious": 0,
         "drifted": 1,
-        "ask": 0,
         "numeric": 1,
         "hard": 0,
         "soft": 1,
     }
     table = failure_table(fb)
-    assert list(table.columns)[-len(KINDS) :] == KINDS
+    assert list(table.columns)[-len(shown) :] == shown
 
 
 def test_call_flow_bars_are_split_by_the_segments() -> None:

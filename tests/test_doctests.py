@@ -30,6 +30,7 @@ DOCTEST_MODULES = (
     "callscope.core.text",
     "callscope.core.table",
     "callscope.guard.upstream",
+    "callscope.guard.upstream_answer",
     "callscope.parse.literals",
     "callscope.parse.no_call",
     "callscope.types",

@@ -14,8 +14,8 @@ which Tomcat and Spring read as the parent folder).
 What an upstream sends back is bounded the same way (issue 39): an answer is read whole
 within one deadline (``timeout`` seconds from the request to its last byte, not per read),
 decoded (gzip, deflate, ...) at most ``max_reply_bytes`` (:class:`UpstreamTooLarge` past it),
-relayed with its header bytes as they came (latin-1 is byte for byte) less the hop-by-hop
-ones and every ``X-Callscope-*`` header (only the proxy says what it decided). A request is
+its headers relayed as they came less the hop-by-hop and ``X-Callscope-*`` ones (how an
+answer is decoded, checked and relayed: :mod:`callscope.guard.upstream_answer`). A request is
 sent a second time only when it provably never reached upstream (the connection could not
 be made, or writing the request failed): an upstream that closed early, trickled or
 answered 101 may have started generating, and is answered 502, never asked again.
@@ -29,7 +29,6 @@ import json
 import re
 import threading
 import time
-import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,34 +40,20 @@ import httpx
 
 from callscope.core.jsonl import loads_bounded
 from callscope.guard.budget import charge
+from callscope.guard.upstream_answer import (  # noqa: F401 (importable from here)
+    DECODE_STEP,
+    HOP,
+    OWN_HEADER_PREFIX,
+    Headers,
+    decoded_chunks,
+    end_headers,
+    overran,
+    raw_end_headers,
+)
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.registry import DEFAULT_SPEC
 from callscope.parse import parse_output
 
-#: headers that describe one hop and are never forwarded (RFC 9110 section 7.6.1), plus the
-#: ones the proxy sets itself (the server writes its own ``Server`` and ``Date``: upstream's
-#: are dropped so that a reply never carries two)
-HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"content-length",
-        b"content-encoding",
-        b"accept-encoding",
-        b"server",
-        b"date",
-    }
-)
-#: response headers an upstream may not send on: the proxy's own verdict headers
-OWN_HEADER_PREFIX = b"x-callscope-"
 #: a request target at most this long (nginx's default line buffer is 8 KiB); longer: 400
 MAX_TARGET_CHARS = 8 * 1024
 #: an upstream answer at most this large once decoded, by default (``--max-reply-mb``)
@@ -79,8 +64,6 @@ _BAD_TARGET_CHAR = re.compile(r"[#\x00-\x20\x7f]")
 _BAD_TARGET_BYTE = re.compile(rb"[\x00-\x1f\x7f]")
 #: the embedded model's name when the proxy serves it
 DEFAULT_LOCAL_MODEL = DEFAULT_SPEC
-
-Headers = list[tuple[bytes, bytes]]
 
 
 @dataclass
@@ -191,86 +174,6 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
         raise BadTarget(f"the request target is not a valid URL path: {exc}") from None
 
 
-async def _overran(response: httpx.Response) -> bool:
-    """Whether upstream sent bytes after ``response``'s declared end (read into the HTTP/1.1
-    connection's buffer with it: a second response, a ``Content-Length`` short of its body);
-    if so the connection is closed, never put back to use (a request already handed it is
-    placed on another: httpcore's ``ConnectionNotAvailable``), so those bytes can never be
-    read as a later request's answer. Bytes that arrive later make an idle connection
-    readable, which httpcore already treats as closed. The connection is reached through
-    httpx's and httpcore's stream wrappers; where a version lays them out otherwise, nothing
-    is found and ``False`` is returned."""
-    stream: Any = response.stream
-    for name in ("_stream", "_httpcore_stream", "_stream"):  # httpx's two, httpcore's pool
-        stream = getattr(stream, name, None)
-    connection = getattr(stream, "_connection", None)
-    state = getattr(connection, "_h11_state", None)
-    if state is None:
-        return False
-    data, _closed = state.trailing_data
-    if not data:
-        return False
-    with contextlib.suppress(Exception):
-        await connection.aclose()
-    return True
-
-
-#: decoded bytes at most per step when the proxy decodes gzip or deflate itself
-DECODE_STEP = 1024 * 1024
-
-
-async def _decoded(response: httpx.Response) -> AsyncIterator[bytes]:
-    """``response``'s body decoded, at most :data:`DECODE_STEP` bytes at a time for gzip and
-    deflate (httpx's decoder inflates a whole network read at once: 64 KiB of a gzip bomb
-    is 64 MiB, before any bound could look at it); other encodings by httpx."""
-    encoding = response.headers.get("content-encoding", "").strip().lower()
-    if encoding not in ("gzip", "x-gzip", "deflate"):
-        async for chunk in response.aiter_bytes():
-            yield chunk
-        return
-    wbits = 31 if encoding != "deflate" else 15
-    inflate = zlib.decompressobj(wbits)
-    first = True
-    async for raw in response.aiter_raw():
-        data = raw
-        while data:
-            try:
-                out = inflate.decompress(data, DECODE_STEP)
-            except zlib.error as exc:
-                if first and wbits == 15:  # deflate sent without its zlib header
-                    wbits, inflate = -15, zlib.decompressobj(-15)
-                    continue
-                raise httpx.DecodingError(f"cannot decode the {encoding} body: {exc}") from None
-            first = False
-            data = inflate.unconsumed_tail
-            if inflate.eof and inflate.unused_data:  # a gzip file of several members
-                data = inflate.unused_data + data
-                inflate = zlib.decompressobj(wbits)
-            if out:
-                yield out
-    if not inflate.eof and not first:
-        tail = inflate.flush()
-        if tail:
-            yield tail
-
-
-def _raw_end_headers(headers: httpx.Headers) -> Headers:
-    """Upstream's response header bytes, names lower-cased, less the hop-by-hop ones (and
-    ``Server``, ``Date``) and every ``X-Callscope-*`` header."""
-    out: Headers = []
-    for k, v in headers.raw:
-        name = k.lower()
-        if name not in HOP and not name.startswith(OWN_HEADER_PREFIX):
-            out.append((name, v))
-    return out
-
-
-def end_headers(headers: httpx.Headers) -> list[tuple[str, str]]:
-    """:func:`_raw_end_headers` as text: each byte one latin-1 character, so the bytes an
-    upstream sent (``café €`` in UTF-8) are relayed as they came, never re-encoded."""
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in _raw_end_headers(headers)]
-
-
 #: connections to upstream at most, and how many pools they are split over: httpx's pool
 #: scans every connection it holds for each request it places (O(pool) per request, most of
 #: the proxy's CPU in a 200-wide burst with one pool of 512), so requests take pools in turn
@@ -348,13 +251,13 @@ class HTTPUpstream:
                 try:
                     parts: list[bytes] = []
                     size = 0
-                    async for chunk in _decoded(response):  # decoded, a bounded chunk at a time
+                    async for chunk in decoded_chunks(response):  # decoded, bounded steps
                         size += len(chunk)
                         if size > self.max_reply_bytes:
                             raise self._too_large()
                         charge(len(chunk))  # the process's bound on bodies in flight
                         parts.append(chunk)
-                    if await _overran(response):
+                    if await overran(response):
                         raise UpstreamOverrun(
                             "upstream sent more than the answer it declared (a second "
                             "response, or a Content-Length shorter than its body)"
@@ -421,9 +324,9 @@ class HTTPUpstream:
                 yield chunk
 
         try:
-            yield response.status_code, _raw_end_headers(response.headers), chunks()
+            yield response.status_code, raw_end_headers(response.headers), chunks()
         finally:
-            await _overran(response)  # never reuse a connection that sent more than it declared
+            await overran(response)  # never reuse a connection that sent more than it declared
             await response.aclose()
 
     async def aclose(self) -> None:

@@ -97,6 +97,7 @@ class ChatRequest(TypedDict, total=False):
     messages: list[ChatMessage]
     input: Any
     system: Any
+    instructions: Any
     tools: list[Any]
     functions: list[FunctionSpec]
     stream: bool

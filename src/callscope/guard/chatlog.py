@@ -28,6 +28,7 @@ from callscope.core.jsonl import read_jsonl
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.record import GUARD_MODE, stored_verdict, verdict_row
 from callscope.records import Attempt, Outcome
+from callscope.records.wire import ChatCompletion, ChatMessage, ChatRequest
 from callscope.saag.groundings import Grounding, get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import Case
@@ -39,7 +40,7 @@ class ChatConversation:
     assistant messages to check (all of them for a conversation line)."""
 
     id: str
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
     tools: list[Any]
     model: str = "chatlog"
     turns: list[int] = field(default_factory=list)
@@ -53,8 +54,8 @@ class ChatTurn:
     turn: int
     model: str
     verdict: TurnVerdict
-    messages: list[dict[str, Any]]
-    response: dict[str, Any]
+    messages: list[ChatMessage]
+    response: ChatMessage
 
 
 @dataclass
@@ -77,7 +78,7 @@ class ChatLogSummary:
     no_call: Counter[str] = field(default_factory=Counter)
 
 
-def _body(x: Any) -> dict[str, Any]:
+def _body(x: Any) -> ChatCompletion:
     if isinstance(x, dict) and isinstance(x.get("body"), dict):
         return x["body"]
     return x if isinstance(x, dict) else {}
@@ -89,19 +90,19 @@ def _assistant_turns(messages: Sequence[Any]) -> list[int]:
     ]
 
 
-def _tools(request: dict[str, Any]) -> list[Any]:
+def _tools(request: ChatRequest) -> list[Any]:
     tools = request.get("tools", request.get("functions"))
     return tools if isinstance(tools, list) else []
 
 
-def _messages(request: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _messages(request: ChatRequest) -> list[ChatMessage] | None:
     messages = request.get("messages")
     if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
         return messages
     return None
 
 
-def _pair(cid: str, request: dict[str, Any], response: Any) -> ChatConversation | str:
+def _pair(cid: str, request: ChatRequest, response: Any) -> ChatConversation | str:
     """A request and its response as a one-turn conversation, or why they cannot be one."""
     messages = _messages(request)
     if messages is None:
@@ -124,7 +125,7 @@ def read_chat_logs(paths: Iterable[str | Path]) -> tuple[list[ChatConversation],
     """Every conversation in ``paths`` (see the module docstring) and the malformed lines."""
     conversations: list[ChatConversation] = []
     errors: list[str] = []
-    requests: dict[str, dict[str, Any]] = {}
+    requests: dict[str, ChatRequest] = {}
     responses: dict[str, Any] = {}
     order: list[str] = []
     for path in paths:

@@ -48,6 +48,7 @@ from callscope.calibration.classify.emission import holds_native_call
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis, FailureKind
+from callscope.records.wire import ChatMessage, FunctionSpec, JsonObject
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.ask import with_ask
 from callscope.saag.cascade import find_spec, spec_properties
@@ -77,7 +78,7 @@ class CallVerdict:
     index: int
     id: str | None
     name: str | None
-    arguments: dict[str, Any]
+    arguments: JsonObject
     stage: int
     reasons: tuple[str, ...]
     correction: str | None
@@ -136,7 +137,7 @@ class TurnVerdict:
     query: str = ""
     content: str = ""
     native: bool = False
-    functions: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    functions: list[FunctionSpec] = field(default_factory=list, repr=False)
     no_call: NoCall | None = None
     verdict: AnswerVerdict | None = field(default=None, repr=False, compare=False)
     #: the positions of native calls whose ``function.arguments`` is a JSON object, not the
@@ -254,11 +255,11 @@ def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, 
     return (kept, tuple(final)) if final else (native_calls, ())
 
 
-def functions_of(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+def functions_of(tools: Sequence[Any] | None) -> list[FunctionSpec]:
     """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
     {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries
     without a string name are left out."""
-    out: list[dict[str, Any]] = []
+    out: list[FunctionSpec] = []
     for tool in tools or ():
         if not isinstance(tool, dict):
             continue
@@ -299,7 +300,7 @@ def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:
     return texts[last_user][1], [t for i, (_, t) in enumerate(texts) if i != last_user]
 
 
-def message_of(response: Any) -> dict[str, Any]:
+def message_of(response: Any) -> ChatMessage:
     """The assistant message of a response: a ``chat.completion`` (its first choice), a
     message dict, a :class:`~callscope.types.ModelReply` or text."""
     if isinstance(response, str):
@@ -320,7 +321,7 @@ def _reasons(
     d: Diagnosis,
     call: ToolCall | None,
     unreadable: str | None,
-    functions: Sequence[dict[str, Any]] = (),
+    functions: Sequence[FunctionSpec] = (),
 ) -> tuple[str, ...]:
     if d.stage == 0:
         return ()
@@ -362,7 +363,7 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def _call_verdict(
-    index: int, call_id: str | None, checked: CheckedCall, functions: Sequence[dict[str, Any]]
+    index: int, call_id: str | None, checked: CheckedCall, functions: Sequence[FunctionSpec]
 ) -> CallVerdict:
     d, call = checked.diagnosis, checked.call
     return CallVerdict(

@@ -53,6 +53,7 @@ from agents.tool_context import ToolContext
 from callscope.guard.check import TurnVerdict, check, content_text
 from callscope.integrations.formats import responses_messages
 from callscope.integrations.verdicts import acts_on, call_row, correction_for
+from callscope.records.wire import ChatMessage, ChatTool
 from callscope.saag.gated import GATED_DEFAULT
 
 #: at most this many tool outputs of one run are kept as evidence (the latest ones), each cut
@@ -65,7 +66,7 @@ MAX_OUTPUT_CHARS = 100_000
 _RUN_OUTPUTS: dict[int, list[str]] = {}
 
 
-def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
+def openai_tools(tools: Iterable[Any]) -> list[ChatTool]:
     """The agent's function tools as OpenAI ``tools`` (name, description, the JSON Schema
     the SDK sends the model); other kinds of tool are left out."""
     return [
@@ -82,7 +83,7 @@ def openai_tools(tools: Iterable[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def chat_messages(items: Sequence[Any]) -> list[dict[str, Any]]:
+def chat_messages(items: Sequence[Any]) -> list[ChatMessage]:
     """Responses-API input items (the SDK's ``TResponseInputItem``) as chat messages
     (:func:`callscope.integrations.formats.responses_messages`, the one reader of the
     Responses format): the messages by role with their text, a ``function_call_output`` as a
@@ -143,7 +144,7 @@ class CallscopeHooks(RunHooks[Any]):
 hooks = CallscopeHooks()
 
 
-def run_messages(context: ToolContext[Any]) -> list[dict[str, Any]]:
+def run_messages(context: ToolContext[Any]) -> list[ChatMessage]:
     """The evidence of a call about to run, as chat messages: the run's input
     (``turn_input``), then, as tool messages, the outputs the run's tools gave earlier
     (recorded by :data:`hooks`)."""

@@ -22,16 +22,29 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from callscope.core.jsonl import JsonLimitError, loads_bounded
 from callscope.guard.check import content_text
+from callscope.records.wire import (
+    AnthropicBlock,
+    AnthropicMessage,
+    CallscopeNote,
+    ChatMessage,
+    ChatRequest,
+    ChatTool,
+    ChatToolCall,
+    FunctionSpec,
+    JsonObject,
+    ResponsesItem,
+    ResponsesResponse,
+)
 
 #: an assistant message in the chat form: ``{"role": "assistant", "content", "tool_calls"}``
-Message = dict[str, Any]
+Message = ChatMessage
 
 
-def as_dict(obj: Any) -> dict[str, Any]:
+def as_dict(obj: Any) -> JsonObject:
     """A host object as plain data (``model_dump`` of a pydantic object; a dict as it is;
     ``{}`` for anything else)."""
     if isinstance(obj, dict):
@@ -46,13 +59,13 @@ def as_dict(obj: Any) -> dict[str, Any]:
     return {}
 
 
-def _call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+def _call(call_id: Any, name: Any, arguments: Any) -> ChatToolCall:
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def _message(text: str, calls: list[dict[str, Any]]) -> Message:
+def _message(text: str, calls: list[ChatToolCall]) -> Message:
     out: Message = {"role": "assistant", "content": text or None}
     if calls:
         out["tool_calls"] = calls
@@ -62,18 +75,18 @@ def _message(text: str, calls: list[dict[str, Any]]) -> Message:
 # --------------------------------------------------------------------------- requests
 
 
-def chat_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+def chat_tools(tools: Sequence[Any] | None) -> list[ChatTool | FunctionSpec]:
     """A request's tools in the form :func:`~callscope.guard.check.functions_of` reads:
     OpenAI chat tools and bare specs as they are, the Responses format's flat function
     tools (``{"type": "function", "name", "parameters"}``) as bare specs, Anthropic tools
     (``input_schema``) with their schema as ``parameters``; other tools are left out."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatTool | FunctionSpec] = []
     for t in tools or ():
         t = as_dict(t)
         if isinstance(t.get("function"), dict):
             out.append(t)
         elif isinstance(t.get("name"), str) and isinstance(t.get("input_schema"), dict):
-            spec = {"name": t["name"], "parameters": t["input_schema"]}
+            spec: FunctionSpec = {"name": t["name"], "parameters": t["input_schema"]}
             if isinstance(t.get("description"), str):
                 spec["description"] = t["description"]
             out.append(spec)
@@ -82,11 +95,11 @@ def chat_tools(tools: Sequence[Any] | None) -> list[dict[str, Any]]:
     return out
 
 
-def anthropic_messages(messages: Sequence[Any] | None) -> list[dict[str, Any]]:
+def anthropic_messages(messages: Sequence[Any] | None) -> list[ChatMessage]:
     """Anthropic ``messages`` in the chat form: a message's text blocks as its content, each
     ``tool_result`` block as a tool message (its text), an assistant's ``tool_use`` blocks
     as its calls. A chat-form message passes as it is (its ``content`` a string)."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     for m in messages or ():
         m = as_dict(m)
         role, content = m.get("role"), m.get("content")
@@ -96,7 +109,7 @@ def anthropic_messages(messages: Sequence[Any] | None) -> list[dict[str, Any]]:
             out.append(m)
             continue
         texts: list[str] = []
-        calls: list[dict[str, Any]] = []
+        calls: list[ChatToolCall] = []
         for block in content:
             block = as_dict(block)
             kind = block.get("type")
@@ -113,13 +126,13 @@ def anthropic_messages(messages: Sequence[Any] | None) -> list[dict[str, Any]]:
     return out
 
 
-def responses_messages(items: Any) -> list[dict[str, Any]]:
+def responses_messages(items: Any) -> list[ChatMessage]:
     """The Responses format's ``input`` (a string: one user message; a list of input items)
     in the chat form: messages by role with their text, a ``function_call_output`` as a
     tool message; other items (the model's own calls, reasoning) carry no evidence."""
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     for raw in items if isinstance(items, list | tuple) else ():
         item = as_dict(raw)
         kind = item.get("type")
@@ -130,7 +143,7 @@ def responses_messages(items: Any) -> list[dict[str, Any]]:
     return out
 
 
-def request_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
+def request_messages(data: ChatRequest) -> list[ChatMessage]:
     """The evidence of any route's request as chat messages: ``messages`` (chat or
     Anthropic blocks) or the Responses format's ``input``."""
     if data.get("messages") is not None:
@@ -141,9 +154,9 @@ def request_messages(data: dict[str, Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- answers
 
 
-def _anthropic_message(body: dict[str, Any]) -> Message:
+def _anthropic_message(body: AnthropicMessage) -> Message:
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[ChatToolCall] = []
     for block in body.get("content") or ():
         block = as_dict(block)
         if block.get("type") == "text" and isinstance(block.get("text"), str):
@@ -153,9 +166,9 @@ def _anthropic_message(body: dict[str, Any]) -> Message:
     return _message("\n".join(texts), calls)
 
 
-def _responses_message(body: dict[str, Any]) -> Message:
+def _responses_message(body: ResponsesResponse) -> Message:
     texts: list[str] = []
-    calls: list[dict[str, Any]] = []
+    calls: list[ChatToolCall] = []
     for item in body.get("output") or ():
         item = as_dict(item)
         if item.get("type") == "function_call":
@@ -196,28 +209,26 @@ def anthropic_stream_message(chunks: Sequence[Any]) -> Message | None:
     events = sse_events(chunks)
     if not any(e == "message_start" for e, _ in events):
         return None
-    blocks: dict[int, dict[str, Any]] = {}
+    blocks: dict[int, AnthropicBlock] = {}
+    pieces: dict[int, str] = {}  # each block's ``input_json_delta`` pieces, joined
     for event, data in events:
         if not isinstance(data, dict):
             continue
         index = data.get("index")
         if event == "content_block_start" and isinstance(index, int):
-            block = dict(as_dict(data.get("content_block")))
-            block["_json"] = ""
-            blocks[index] = block
+            blocks[index] = cast(AnthropicBlock, dict(as_dict(data.get("content_block"))))
+            pieces[index] = ""
         elif event == "content_block_delta" and index in blocks:
             delta = as_dict(data.get("delta"))
             if delta.get("type") == "text_delta":
                 blocks[index]["text"] = blocks[index].get("text", "") + str(delta.get("text", ""))
             elif delta.get("type") == "input_json_delta":
-                blocks[index]["_json"] += str(delta.get("partial_json", ""))
-    content = []
-    for _, block in sorted(blocks.items()):
+                pieces[index] += str(delta.get("partial_json", ""))
+    content: list[AnthropicBlock] = []
+    for i, block in sorted(blocks.items()):
         if block.get("type") == "tool_use":
-            raw = block.pop("_json")
+            raw = pieces[i]
             block["input"] = raw if raw else (block.get("input") or {})
-        else:
-            block.pop("_json", None)
         content.append(block)
     texts = [
         b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str)
@@ -256,11 +267,11 @@ def responses_stream_message(chunks: Sequence[Any]) -> Message | None:
 # --------------------------------------------------------------------------- write back
 
 
-def anthropic_body(message: Message, like: dict[str, Any] | None = None) -> dict[str, Any]:
+def anthropic_body(message: Message, like: JsonObject | None = None) -> AnthropicMessage:
     """A chat-form assistant message as an Anthropic message (text block, ``tool_use``
     blocks with their arguments as ``input``), keeping ``like``'s id, model and usage."""
     like = like or {}
-    content: list[dict[str, Any]] = []
+    content: list[AnthropicBlock] = []
     if message.get("content"):
         content.append({"type": "text", "text": content_text(message.get("content"))})
     for c in message.get("tool_calls") or ():
@@ -285,11 +296,11 @@ def anthropic_body(message: Message, like: dict[str, Any] | None = None) -> dict
     }
 
 
-def _sse(event: str, data: dict[str, Any]) -> bytes:
+def _sse(event: str, data: JsonObject) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def anthropic_stream(body: dict[str, Any], note: dict[str, Any] | None = None) -> list[bytes]:
+def anthropic_stream(body: AnthropicMessage, note: CallscopeNote | None = None) -> list[bytes]:
     """An Anthropic message as its event stream (``message_start``, one start / delta / stop
     per content block, ``message_delta`` with the stop reason and ``note`` as its
     ``callscope`` field, ``message_stop``)."""
@@ -312,7 +323,7 @@ def anthropic_stream(body: dict[str, Any], note: dict[str, Any] | None = None) -
             _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta})
         )
         out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
-    end: dict[str, Any] = {
+    end: JsonObject = {
         "type": "message_delta",
         "delta": {"stop_reason": body.get("stop_reason"), "stop_sequence": None},
         "usage": {"output_tokens": as_dict(body.get("usage")).get("output_tokens", 0)},
@@ -324,7 +335,7 @@ def anthropic_stream(body: dict[str, Any], note: dict[str, Any] | None = None) -
     return out
 
 
-def annotate_anthropic_stream(chunks: list[Any], note: dict[str, Any]) -> list[Any]:
+def annotate_anthropic_stream(chunks: list[Any], note: CallscopeNote) -> list[Any]:
     """``chunks`` of an Anthropic event stream with ``note`` as the ``callscope`` field of
     its ``message_delta`` event (the one with the stop reason); unchanged when it has none."""
     for i in range(len(chunks) - 1, -1, -1):
@@ -337,10 +348,10 @@ def annotate_anthropic_stream(chunks: list[Any], note: dict[str, Any]) -> list[A
     return chunks
 
 
-def responses_output(message: Message) -> list[dict[str, Any]]:
+def responses_output(message: Message) -> list[ResponsesItem]:
     """A chat-form assistant message as the Responses format's output items (a ``message``
     with its text, a ``function_call`` per call)."""
-    items: list[dict[str, Any]] = []
+    items: list[ResponsesItem] = []
     if message.get("content"):
         items.append(
             {

@@ -86,6 +86,7 @@ from callscope.integrations.verdicts import (
     describe,
     stage_counts,
 )
+from callscope.records import wire
 from callscope.saag.gated import GATED_DEFAULT
 
 # --------------------------------------------------------------------------- Inspect -> OpenAI
@@ -93,10 +94,10 @@ from callscope.saag.gated import GATED_DEFAULT
 
 #: each tool's OpenAI form, once per tool object (reading a ``Tool`` into a ``ToolDef`` parses
 #: its docstring: about as long as the cascade itself)
-_SPECS: WeakKeyDictionary[Any, dict[str, Any]] = WeakKeyDictionary()
+_SPECS: WeakKeyDictionary[Any, wire.ChatTool] = WeakKeyDictionary()
 
 
-def openai_tool(tool: Tool | ToolDef) -> dict[str, Any]:
+def openai_tool(tool: Tool | ToolDef) -> wire.ChatTool:
     """An Inspect tool as an OpenAI one (name, description, the JSON Schema of the
     parameters), the form Inspect's own OpenAI provider sends; kept per tool object."""
     try:
@@ -104,7 +105,7 @@ def openai_tool(tool: Tool | ToolDef) -> dict[str, Any]:
     except (KeyError, TypeError):
         pass
     td = tool if isinstance(tool, ToolDef) else ToolDef(tool)
-    spec = {
+    spec: wire.ChatTool = {
         "type": "function",
         "function": {
             "name": td.name,
@@ -117,12 +118,12 @@ def openai_tool(tool: Tool | ToolDef) -> dict[str, Any]:
     return spec
 
 
-def openai_tools(tools: Sequence[Tool | ToolDef]) -> list[dict[str, Any]]:
+def openai_tools(tools: Sequence[Tool | ToolDef]) -> list[wire.ChatTool]:
     """Inspect tools as OpenAI ``tools`` (:func:`openai_tool`)."""
     return [openai_tool(t) for t in tools]
 
 
-def openai_call(call: ToolCall) -> dict[str, Any]:
+def openai_call(call: ToolCall) -> wire.ChatToolCall:
     """An Inspect tool call as an OpenAI one. A call whose arguments Inspect could not parse
     keeps its parse error as the (unreadable) arguments, so the cascade reports it unread."""
     arguments: Any = call.arguments if call.parse_error is None else call.parse_error
@@ -133,10 +134,10 @@ def openai_call(call: ToolCall) -> dict[str, Any]:
     }
 
 
-def openai_message(m: ChatMessage) -> dict[str, Any] | None:
+def openai_message(m: ChatMessage) -> wire.ChatMessage | None:
     """One Inspect message as an OpenAI one; ``None`` for a tool error (not evidence)."""
     if isinstance(m, ChatMessageAssistant):
-        out: dict[str, Any] = {"role": "assistant", "content": m.text}
+        out: wire.ChatMessage = {"role": "assistant", "content": m.text}
         if m.tool_calls:
             out["tool_calls"] = [openai_call(c) for c in m.tool_calls]
         return out
@@ -149,7 +150,7 @@ def openai_message(m: ChatMessage) -> dict[str, Any] | None:
     return None
 
 
-def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+def openai_messages(messages: Sequence[ChatMessage]) -> list[wire.ChatMessage]:
     """Inspect messages as OpenAI ones (tool errors left out: :func:`openai_message`)."""
     return [o for o in (openai_message(m) for m in messages) if o is not None]
 
@@ -157,10 +158,10 @@ def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- diagnosis
 
 
-def recorded_tools(events: Iterable[Any]) -> dict[str | None, list[dict[str, Any]]]:
+def recorded_tools(events: Iterable[Any]) -> dict[str | None, list[wire.ChatTool]]:
     """The tools each model call of a sample's ``events`` was offered, as OpenAI ``tools``,
     by the id of the assistant message it produced; key ``None``: the last model call's."""
-    out: dict[str | None, list[dict[str, Any]]] = {}
+    out: dict[str | None, list[wire.ChatTool]] = {}
     for e in events:
         if isinstance(e, ModelEvent):
             spec = [
@@ -172,7 +173,7 @@ def recorded_tools(events: Iterable[Any]) -> dict[str | None, list[dict[str, Any
 
 def diagnose_messages(
     messages: Sequence[ChatMessage],
-    tools: Sequence[Tool | ToolDef] | dict[str | None, list[dict[str, Any]]],
+    tools: Sequence[Tool | ToolDef] | dict[str | None, list[wire.ChatTool]],
     grounding: str | None = None,
     final_answer: Collection[str] = FINAL_ANSWER_TOOLS,
 ) -> list[tuple[int, TurnVerdict]]:
@@ -182,7 +183,7 @@ def diagnose_messages(
     was offered); calls of a ``final_answer`` tool are not checked."""
     spec = openai_tools(tools) if not isinstance(tools, dict) else []
     out: list[tuple[int, TurnVerdict]] = []
-    history: list[dict[str, Any]] = []
+    history: list[wire.ChatMessage] = []
     for i, m in enumerate(messages):
         o = openai_message(m)
         if isinstance(m, ChatMessageAssistant) and o is not None:
@@ -262,7 +263,7 @@ def check_call(
     message: str,
     call: ToolCall,
     history: Sequence[ChatMessage],
-    tools: Sequence[Tool | ToolDef] | list[dict[str, Any]],
+    tools: Sequence[Tool | ToolDef] | list[wire.ChatTool],
     grounding: str | None = None,
     final_answer: Collection[str] = FINAL_ANSWER_TOOLS,
 ) -> TurnVerdict:
@@ -280,7 +281,7 @@ def check_call(
     return check(response, spec, openai_messages(before), grounding, final_answer)
 
 
-def offered_tools(call: ToolCall, events: Sequence[Any]) -> list[dict[str, Any]] | None:
+def offered_tools(call: ToolCall, events: Sequence[Any]) -> list[wire.ChatTool] | None:
     """The tools (OpenAI form) the model call that made ``call`` was offered: the latest
     :class:`ModelEvent` whose output carries a call of that id (else the latest one);
     ``None`` when no model call was recorded. Read from the end: the call's own model event

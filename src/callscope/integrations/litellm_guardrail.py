@@ -88,6 +88,7 @@ from callscope.integrations.litellm_routes import (
     stream_out,
 )
 from callscope.integrations.verdicts import acts_on, turn_correction
+from callscope.records.wire import CallscopeNote, ChatCompletion, ChatMessage, ChatRequest
 from callscope.saag.gated import GATED_DEFAULT
 
 MODES = ("annotate", "repair", "block")
@@ -169,14 +170,14 @@ class CallscopeGuardrail(CustomGuardrail):
         self.final_answer = frozenset(final_answer or ())
         super().__init__(**kwargs)
 
-    def check_response(self, data: dict[str, Any], response: Any) -> TurnVerdict:
+    def check_response(self, data: ChatRequest, response: Any) -> TurnVerdict:
         """The guard's verdict on ``response`` (a whole answer of any route's format, or its
         assistant message in the chat form) to the request ``data``."""
         fmt = format_of(response)
         message = fmt.message(response) if fmt is not None else None
         return self._check(data, message if message is not None else as_dict(response))
 
-    def _check(self, data: dict[str, Any], message: dict[str, Any]) -> TurnVerdict:
+    def _check(self, data: ChatRequest, message: ChatMessage) -> TurnVerdict:
         return check(
             message,
             chat_tools(data.get("tools")),
@@ -185,7 +186,7 @@ class CallscopeGuardrail(CustomGuardrail):
             self.final_answer,
         )
 
-    async def _reask(self, data: dict[str, Any], in_proxy: bool = False) -> Any:
+    async def _reask(self, data: ChatRequest, in_proxy: bool = False) -> Any:
         """One re-ask of ``data`` (its ``messages`` the conversation with the correction):
         inside the proxy through its router (the model names of config.yaml), from the SDK
         through ``litellm.acompletion`` with every parameter the caller gave."""
@@ -203,8 +204,8 @@ class CallscopeGuardrail(CustomGuardrail):
         return await litellm.acompletion(messages=data["messages"], **kwargs)
 
     async def _guard(
-        self, data: dict[str, Any], message: dict[str, Any], in_proxy: bool, stream: bool = False
-    ) -> tuple[dict[str, Any] | None, dict[str, Any], TurnVerdict]:
+        self, data: ChatRequest, message: ChatMessage, in_proxy: bool, stream: bool = False
+    ) -> tuple[ChatCompletion | None, CallscopeNote, TurnVerdict]:
         """``(the repaired answer as a chat completion, or None to send the one given; its
         annotation; the first verdict)`` for the assistant ``message`` by the mode, or
         :class:`CallscopeBlocked`: in the proxy, a whole response's as
@@ -224,7 +225,7 @@ class CallscopeGuardrail(CustomGuardrail):
         base = _chat_request(data)
         tools = base.get("tools")
 
-        def chat_fn(messages: list[dict[str, Any]], tools: Sequence[Any] | None) -> Any:
+        def chat_fn(messages: list[ChatMessage], tools: Sequence[Any] | None) -> Any:
             ask = {**base, "messages": [*_system(data), *messages]}
             fut = asyncio.run_coroutine_threadsafe(self._reask(ask, in_proxy), loop)
             return as_dict(fut.result())
@@ -265,8 +266,8 @@ class CallscopeGuardrail(CustomGuardrail):
         return annotate(out, note)
 
     async def _guard_stream(
-        self, data: dict[str, Any], chunks: list[Any], in_proxy: bool
-    ) -> tuple[list[Any], dict[str, Any]]:
+        self, data: ChatRequest, chunks: list[Any], in_proxy: bool
+    ) -> tuple[list[Any], CallscopeNote]:
         """The chunks to send for a held stream (the same ones annotated, or the repaired
         answer as a stream of the same format) and the annotation; unchecked chunks are
         returned with an empty annotation."""
@@ -305,7 +306,7 @@ class CallscopeGuardrail(CustomGuardrail):
             yield item
 
 
-def _chat_request(data: dict[str, Any]) -> dict[str, Any]:
+def _chat_request(data: ChatRequest) -> ChatRequest:
     """The request ``data`` of any route as a chat-completions request to re-ask: its
     ``messages`` (chat form), ``tools`` (OpenAI chat tools) and the sampling keys a re-ask
     sends again."""
@@ -318,7 +319,7 @@ def _chat_request(data: dict[str, Any]) -> dict[str, Any]:
     return {**keep, "tools": tools, "messages": request_messages(data)}
 
 
-def _system(data: dict[str, Any]) -> list[dict[str, Any]]:
+def _system(data: ChatRequest) -> list[ChatMessage]:
     """The system prompt of an Anthropic (``system``) or Responses (``instructions``)
     request, as the re-ask's first message (a chat request keeps its own in
     ``messages``)."""
@@ -326,11 +327,11 @@ def _system(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"role": "system", "content": text}] if text else []
 
 
-def _repair_note(result: RepairResult) -> dict[str, Any]:
+def _repair_note(result: RepairResult) -> CallscopeNote:
     """The annotation of a repair: the final verdict and the record; when a re-ask failed,
     ``error`` says with what (and a warning is logged), so an answer that was never
     repaired is not passed off as one."""
-    note: dict[str, Any] = {"verdict": result.verdict.to_dict(), "repair": result.to_dict()}
+    note: CallscopeNote = {"verdict": result.verdict.to_dict(), "repair": result.to_dict()}
     errors = [a.error for a in result.attempts if a.error]
     if errors:
         note["error"] = f"callscope: the re-ask failed: {errors[-1]}"

@@ -26,6 +26,7 @@ from callscope.integrations.formats import (
     responses_output,
     sse_events,
 )
+from callscope.records.wire import CallscopeNote, ChatCompletion, ChatMessage
 
 
 class GuardedStream:
@@ -33,7 +34,7 @@ class GuardedStream:
     :mod:`callscope.integrations.litellm_guardrail` on ``acompletion(stream=True)``): iterate it as the stream itself (``async for``); its
     ``callscope`` is the annotation (the verdict, a repair's record)."""
 
-    def __init__(self, chunks: list[Any], note: dict[str, Any]) -> None:
+    def __init__(self, chunks: list[Any], note: CallscopeNote) -> None:
         self.chunks = chunks
         self.callscope = note
 
@@ -51,23 +52,23 @@ def is_stream(response: Any) -> bool:
     return hasattr(response, "__aiter__") and format_of(response) is None
 
 
-def rewrite(route: str, response: Any, best: dict[str, Any]) -> Any:
+def rewrite(route: str, response: Any, best: ChatCompletion) -> Any:
     """The whole answer of ``route``'s format holding the repaired chat completion
     ``best`` (:data:`_REWRITE`)."""
     return _REWRITE[route](response, best)
 
 
-def _chat_whole(response: Any, best: dict[str, Any]) -> Any:
+def _chat_whole(response: Any, best: ChatCompletion) -> Any:
     import litellm  # lazy: the host's response type
 
     return litellm.ModelResponse(**best)
 
 
-def _anthropic_whole(response: Any, best: dict[str, Any]) -> Any:
+def _anthropic_whole(response: Any, best: ChatCompletion) -> Any:
     return anthropic_body(message_of(best), as_dict(response))
 
 
-def _responses_whole(response: Any, best: dict[str, Any]) -> Any:
+def _responses_whole(response: Any, best: ChatCompletion) -> Any:
     body = {**as_dict(response), "output": responses_output(message_of(best))}
     try:
         return type(response).model_validate(body)
@@ -76,7 +77,7 @@ def _responses_whole(response: Any, best: dict[str, Any]) -> Any:
 
 
 #: how a repaired answer is written back, by route
-_REWRITE: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+_REWRITE: dict[str, Callable[[Any, ChatCompletion], Any]] = {
     "chat": _chat_whole,
     "messages": _anthropic_whole,
     "responses": _responses_whole,
@@ -84,14 +85,14 @@ _REWRITE: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
 
 
 def stream_out(
-    route: str, chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+    route: str, chunks: list[Any], best: ChatCompletion | None, note: CallscopeNote
 ) -> list[Any]:
     """The chunks to send: ``chunks`` annotated with ``note``, or the repaired answer
     ``best`` as a stream of ``route``'s format (:data:`_STREAM_OUT`)."""
     return _STREAM_OUT[route](chunks, best, note)
 
 
-def _chat_stream(chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]) -> list[Any]:
+def _chat_stream(chunks: list[Any], best: ChatCompletion | None, note: CallscopeNote) -> list[Any]:
     """Chat chunks: the repaired answer as two chunks; the note on the chunk with the finish
     reason."""
     if best is not None:
@@ -108,7 +109,7 @@ def _chat_stream(chunks: list[Any], best: dict[str, Any] | None, note: dict[str,
 
 
 def _anthropic_stream(
-    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+    chunks: list[Any], best: ChatCompletion | None, note: CallscopeNote
 ) -> list[Any]:
     """Anthropic events: the repaired answer as a stream of its own (the first message's
     id and model kept); the note on the ``message_delta`` event."""
@@ -119,7 +120,7 @@ def _anthropic_stream(
 
 
 def _responses_stream(
-    chunks: list[Any], best: dict[str, Any] | None, note: dict[str, Any]
+    chunks: list[Any], best: ChatCompletion | None, note: CallscopeNote
 ) -> list[Any]:
     """A Responses event stream annotated (``note`` on the ``response.completed`` event's
     response), or, repaired, the stream's own ``response.created`` and a
@@ -136,7 +137,7 @@ def _responses_stream(
 
 
 #: how a held stream is sent on, by route
-_STREAM_OUT: dict[str, Callable[[list[Any], dict[str, Any] | None, dict[str, Any]], list[Any]]] = {
+_STREAM_OUT: dict[str, Callable[[list[Any], ChatCompletion | None, CallscopeNote], list[Any]]] = {
     "chat": _chat_stream,
     "messages": _anthropic_stream,
     "responses": _responses_stream,
@@ -155,14 +156,14 @@ def _created(chunk: Any) -> bool:
     )
 
 
-def _as_stream(response: dict[str, Any], first: Any) -> list[Any]:
+def _as_stream(response: ChatCompletion, first: Any) -> list[Any]:
     """A whole chat completion as stream chunks: one carrying the message, one closing it
     with the finish reason."""
     import litellm  # lazy: the host's chunk type
 
     choice = (response.get("choices") or [{}])[0]
     message = choice.get("message") or {}
-    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    delta: ChatMessage = {"role": "assistant", "content": message.get("content")}
     calls = message.get("tool_calls") or []
     if calls:
         delta["tool_calls"] = [
@@ -203,7 +204,7 @@ def _last_choice(chunks: Sequence[Any]) -> int:
     return len(chunks) - 1
 
 
-def annotate(response: Any, value: dict[str, Any]) -> Any:
+def annotate(response: Any, value: CallscopeNote) -> Any:
     """``response`` with ``value`` as its ``callscope`` field (a key of a dict, an attribute
     of an object; else kept in its ``_hidden_params``)."""
     if isinstance(response, dict):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from callscope.models.usage import TokenUsage
+from callscope.records.wire import ChatMessage, ChatTool
 from callscope.types import ModelReply
 
 _usage_lock = threading.Lock()
@@ -103,8 +104,8 @@ class ModelOptions:
 
 
 #: a request's messages (OpenAI-style dicts) and tools (``None``: prompt mode)
-Messages = list[dict[str, Any]]
-Tools = list[dict[str, Any]] | None
+Messages = list[ChatMessage]
+Tools = list[ChatTool] | None
 
 
 class ChatRequest(NamedTuple):

@@ -41,6 +41,7 @@ from callscope.models.base import (
     Tools,
     is_context_overflow,
 )
+from callscope.records.wire import ChatMessage, ChatTool, FunctionCall, JsonObject
 from callscope.types import ModelReply
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def require(
     return cur
 
 
-def normalise_arguments(arguments: Any) -> dict[str, Any] | str:
+def normalise_arguments(arguments: Any) -> JsonObject | str:
     """Tool-call arguments as a dict; a JSON string is decoded, and kept as the raw string
     when it is not a JSON object (so the parser can report it)."""
     if isinstance(arguments, dict):
@@ -242,7 +243,7 @@ def normalise_arguments(arguments: Any) -> dict[str, Any] | str:
     return dumps_safe(arguments, mark=False)
 
 
-def parse_tool_calls(raw: Any, *, backend: str, url: str) -> list[dict[str, Any]] | None:
+def parse_tool_calls(raw: Any, *, backend: str, url: str) -> list[FunctionCall] | None:
     """Normalise ``[{function: {name, arguments}}]`` to ``[{"name", "arguments"}]``;
     ``None`` when there are none."""
     if raw is None:
@@ -251,7 +252,7 @@ def parse_tool_calls(raw: Any, *, backend: str, url: str) -> list[dict[str, Any]
         raise ModelError(
             f"{backend} backend reply from {url} has non-list 'tool_calls'", kind="malformed"
         )
-    calls: list[dict[str, Any]] = []
+    calls: list[FunctionCall] = []
     for i, item in enumerate(raw):
         fn = item.get("function") if isinstance(item, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
@@ -404,8 +405,8 @@ class HTTPChatModel(ChatModel):
 
     def build_request(
         self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
+        messages: list[ChatMessage],
+        tools: list[ChatTool] | None,
         decoding: Decoding,
     ) -> dict[str, Any]:
         """The JSON body sent to :attr:`url`."""

@@ -16,7 +16,8 @@ Split by what the records are about, all importable from here (``from callscope.
 Diagnosis``): :mod:`~callscope.records.verdicts` (stages, failure kinds, one call's verdict, a
 ``score`` row), :mod:`~callscope.records.answers` (an answer's verdict: its calls and their
 diagnoses, its stored form), :mod:`~callscope.records.runs` (the loop's attempts and outcomes, multi-turn
-conversations), :mod:`~callscope.records.tau2` (τ²-bench).
+conversations), :mod:`~callscope.records.tau2` (τ²-bench), :mod:`~callscope.records.wire` (the
+wire shapes: OpenAI chat, Anthropic Messages, OpenAI Responses, as ``TypedDict``\\ s).
 """
 
 from callscope.records.answers import *  # noqa: F403
@@ -27,5 +28,7 @@ from callscope.records.tau2 import *  # noqa: F403
 from callscope.records.tau2 import __all__ as _tau2
 from callscope.records.verdicts import *  # noqa: F403
 from callscope.records.verdicts import __all__ as _verdicts
+from callscope.records.wire import *  # noqa: F403
+from callscope.records.wire import __all__ as _wire
 
-__all__ = [*_verdicts, *_answers, *_runs, *_tau2]
+__all__ = [*_verdicts, *_answers, *_runs, *_tau2, *_wire]

@@ -17,10 +17,11 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from callscope.records.wire import FunctionSpec, JsonObject
 from callscope.saag.registry_names import NameTable, name_table, nearest, trigrams
 
 #: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
-_Shape = tuple[list[str], list[str], frozenset[str], dict[str, Any]]
+_Shape = tuple[list[str], list[str], frozenset[str], JsonObject]
 
 
 class RegistryIndex:
@@ -30,15 +31,17 @@ class RegistryIndex:
 
     __slots__ = ("source", "size", "specs", "by_name", "_table", "_shapes")
 
-    def __init__(self, source: Sequence[Any], specs: bool, by_name: dict[str, Any]) -> None:
+    def __init__(
+        self, source: Sequence[Any], specs: bool, by_name: dict[str, FunctionSpec]
+    ) -> None:
         self.source = source
         self.size = len(source)
         self.specs = specs
         self.by_name = by_name
         self._table: NameTable | None = None
-        self._shapes: dict[int, tuple[dict[str, Any], _Shape]] = {}
+        self._shapes: dict[int, tuple[FunctionSpec, _Shape]] = {}
 
-    def shape(self, spec: dict[str, Any]) -> _Shape:
+    def shape(self, spec: FunctionSpec) -> _Shape:
         """``(A_req, A_all, set(A_all), properties)`` of one spec of this registry, read
         once per spec (:func:`schema_params`, :func:`spec_properties`)."""
         hit = self._shapes.get(id(spec))
@@ -83,7 +86,7 @@ def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
             _index_cache.move_to_end(key)
             _last_index = (source, specs, idx)
             return idx
-    by_name: dict[str, Any] = {}
+    by_name: dict[str, FunctionSpec] = {}
     if specs:  # one pass; the names' strings are made on the first NCS (:meth:`table`)
         for f in source:
             raw = f.get("name")
@@ -126,7 +129,7 @@ def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None
     return nearest_name(name, index_of(registry, specs=False))
 
 
-def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
+def schema_params(spec: FunctionSpec) -> tuple[list[str], list[str]]:
     """(A_req, A_all) from a function spec's JSON schema, in schema order."""
     params = spec.get("parameters") or {}
     props = params.get("properties") if isinstance(params, dict) else None
@@ -136,7 +139,7 @@ def schema_params(spec: dict[str, Any]) -> tuple[list[str], list[str]]:
     return a_req, a_all
 
 
-def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] | None:
+def find_spec(functions: Sequence[FunctionSpec], name: Any) -> FunctionSpec | None:
     """The first spec in ``functions`` named ``name`` (``None`` when there is none); a
     string name in a list or tuple is looked up in the registry's index."""
     if isinstance(name, str) and isinstance(functions, list | tuple):
@@ -147,7 +150,7 @@ def find_spec(functions: Sequence[dict[str, Any]], name: Any) -> dict[str, Any] 
     return None
 
 
-def required_params(functions: Sequence[dict[str, Any]] | None, name: Any) -> list[str]:
+def required_params(functions: Sequence[FunctionSpec] | None, name: Any) -> list[str]:
     """A_req of the first spec in ``functions`` named ``name`` (``[]`` when there is none):
     ``schema_params(find_spec(functions, name) or {})[0]``, read once per spec of a list or
     tuple registry (its index). The caller must not modify the list."""
@@ -160,7 +163,7 @@ def required_params(functions: Sequence[dict[str, Any]] | None, name: Any) -> li
     return schema_params(find_spec(functions, name) or {})[0]
 
 
-def spec_properties(spec: dict[str, Any]) -> dict[str, Any]:
+def spec_properties(spec: FunctionSpec) -> JsonObject:
     """The ``properties`` of a function spec's parameter schema (``{}`` when it has none or
     they are not an object)."""
     params = spec.get("parameters")

@@ -35,6 +35,14 @@ from callscope.guard.upstream import (
     as_async,
     error_reply,
 )
+from callscope.records.wire import (
+    CallRow,
+    ChatCompletion,
+    ChatMessage,
+    ChatRequest,
+    FunctionCall,
+    JsonObject,
+)
 
 #: the extra top-level field of a completion the proxy changed (the package docstring)
 EXTRA_FIELD = "callscope"
@@ -99,7 +107,7 @@ class ClientWatch:
             self._tasks.discard(task)
 
 
-def tools_of(request: dict[str, Any]) -> list[Any]:
+def tools_of(request: ChatRequest) -> list[Any]:
     """The request's ``tools``, or its legacy ``functions`` as tools (``[]`` for neither)."""
     tools = request.get("tools")
     if tools:
@@ -111,8 +119,8 @@ def tools_of(request: dict[str, Any]) -> list[Any]:
 
 
 def _legacy_as_tool_calls(
-    data: dict[str, Any], message: dict[str, Any], call: dict[str, Any]
-) -> dict[str, Any]:
+    data: ChatCompletion, message: ChatMessage, call: FunctionCall
+) -> ChatCompletion | ChatMessage:
     """``data`` with its legacy ``function_call`` as the one entry of ``tool_calls`` (what
     the check reads); ``data`` itself is not changed."""
     legacy = {"id": "function_call", "type": "function", "function": call}
@@ -123,7 +131,7 @@ def _legacy_as_tool_calls(
     return as_tools
 
 
-def _checked_form(data: dict[str, Any]) -> dict[str, Any]:
+def _checked_form(data: ChatCompletion) -> ChatCompletion | ChatMessage:
     """The answer as the repair reads it: a legacy ``function_call`` as ``tool_calls``."""
     try:
         message = message_of(data)
@@ -228,7 +236,7 @@ class Guard:
 
     def _judge(
         self, first: UpstreamReply, tools: list[Any], messages: list[Any]
-    ) -> UpstreamReply | tuple[dict[str, Any], TurnVerdict]:
+    ) -> UpstreamReply | tuple[ChatCompletion, TurnVerdict]:
         """Read upstream's answer and check its calls: the reply to send as it is (an answer
         without calls, or one that cannot be read), or the answer and its verdict. A legacy
         ``message.function_call`` is checked as the one call it is."""
@@ -258,9 +266,9 @@ class Guard:
 
     def _decide(
         self,
-        request: dict[str, Any],
+        request: ChatRequest,
         headers: Headers,
-        data: dict[str, Any],
+        data: ChatCompletion,
         first: UpstreamReply,
         messages: list[Any],
         tools: Any,
@@ -272,7 +280,7 @@ class Guard:
         cfg = self.config
         deadline = time.monotonic() + cfg.repair_timeout
 
-        def ask(convo: list[dict[str, Any]], _tools: Any) -> dict[str, Any]:
+        def ask(convo: list[ChatMessage], _tools: Any) -> ChatCompletion:
             if gone is not None and gone.is_set():
                 raise ClientGone("the client went away: nothing more is asked")
             left = deadline - time.monotonic()
@@ -344,14 +352,14 @@ class Guard:
                 raise ClientGone("the client went away during a re-ask") from None
 
     def _passed(
-        self, request: dict[str, Any], data: Any, first: UpstreamReply, verdict: TurnVerdict
+        self, request: ChatRequest, data: Any, first: UpstreamReply, verdict: TurnVerdict
     ) -> UpstreamReply:
         _, record = self._record(request, _single(data, verdict), "passed")
         reply = UpstreamReply(first.status, first.headers, first.content, record)
         return with_header(reply, "passed", verdict)
 
     def _record(
-        self, request: dict[str, Any], result: RepairResult, decision: str
+        self, request: ChatRequest, result: RepairResult, decision: str
     ) -> tuple[str, Callable[[], None] | None]:
         """The decision's request id, and what records it: run once the reply is sent
         (``UpstreamReply.on_sent``), so that a reply that never reached the client is never
@@ -369,7 +377,7 @@ class Guard:
         return request_id, record
 
 
-def _appended(content: bytes, extra: dict[str, Any]) -> bytes | None:
+def _appended(content: bytes, extra: JsonObject) -> bytes | None:
     """The JSON object ``content`` (already read: an object without :data:`EXTRA_FIELD`)
     with ``"callscope": extra`` as its last member, or ``None`` when its text does not end
     the object plainly (then it is encoded again)."""
@@ -382,12 +390,12 @@ def _appended(content: bytes, extra: dict[str, Any]) -> bytes | None:
     return head + separator + field + b"}"
 
 
-def _single(data: dict[str, Any], verdict: TurnVerdict) -> RepairResult:
+def _single(data: ChatCompletion, verdict: TurnVerdict) -> RepairResult:
     """The record of a response that passed as it came (nothing re-asked)."""
     return RepairResult(data, verdict, 1, "passed", [RepairAttempt(1, [], data, verdict)])
 
 
-def call_list(verdict: TurnVerdict) -> list[dict[str, Any]]:
+def call_list(verdict: TurnVerdict) -> list[CallRow]:
     """Each call of a checked answer by position: ``{"position", "name", "stage",
     "reasons"}`` (the ``calls`` of the extra field)."""
     return [

@@ -13,9 +13,9 @@ reads (the deciding call's diagnosis at the top)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from callscope.records.verdicts import Diagnosis
 from callscope.types import ToolCall
@@ -182,27 +182,41 @@ def verdict_to_dict(verdict: AnswerVerdict) -> dict[str, Any]:
     return base
 
 
-def verdict_record(verdict: AnswerVerdict, grounding: str) -> dict[str, Any]:
+class StoredVerdict(TypedDict):
+    """An answer's verdict as the store keeps it, version 3 (:func:`verdict_record`)."""
+
+    version: int
+    #: each checked call's diagnosis (``Diagnosis.to_dict``), in the answer's order; an
+    #: unreadable call's with :data:`UNREAD_KEY`
+    checked: list[dict[str, object]]
+    no_call: NoCall | None
+    parse_error: str | None
+    expect_call: bool | None
+    #: the name of the stage-3 mode the calls were diagnosed in
+    grounding: str
+
+
+def verdict_record(verdict: AnswerVerdict, grounding: str) -> StoredVerdict:
     """The answer's verdict as an attempt stores it (version :data:`VERDICT_VERSION`): each
     checked call's diagnosis in the answer's order, an unreadable one with
     :data:`UNREAD_KEY` (why the parser could not read it, ``None``: no call at all), and
     ``no_call``, ``parse_error``, ``expect_call``, ``grounding`` (the stage-3 mode's name).
     The calls themselves are the attempt's ``parsed``; with them this is everything
     :func:`callscope.saag.score.verdict_row` computes a row from."""
-    checked = []
+    checked: list[dict[str, object]] = []
     for c in verdict.checked:
-        entry = c.diagnosis.to_dict()
+        entry: dict[str, object] = c.diagnosis.to_dict()
         if c.call is None:
             entry[UNREAD_KEY] = c.reason
         checked.append(entry)
-    return {
-        VERSION_KEY: VERDICT_VERSION,
-        "checked": checked,
-        "no_call": verdict.no_call,
-        "parse_error": verdict.parse_error,
-        "expect_call": verdict.expect_call,
-        "grounding": grounding,
-    }
+    return StoredVerdict(
+        version=VERDICT_VERSION,
+        checked=checked,
+        no_call=verdict.no_call,
+        parse_error=verdict.parse_error,
+        expect_call=verdict.expect_call,
+        grounding=grounding,
+    )
 
 
 def is_record(stored: object) -> bool:
@@ -211,7 +225,7 @@ def is_record(stored: object) -> bool:
 
 
 def verdict_from_dict(
-    stored: dict[str, Any], calls: Sequence[ToolCall], parse_error: str | None = None
+    stored: Mapping[str, Any], calls: Sequence[ToolCall], parse_error: str | None = None
 ) -> AnswerVerdict:
     """The verdict stored in any version, with the answer's parsed ``calls``: version 3
     (:func:`verdict_record`) as it was decided; version 2 (:func:`verdict_to_dict`) with
@@ -253,6 +267,7 @@ def verdict_from_dict(
 __all__ = [
     "VERDICT_VERSION",
     "VERSION_KEY",
+    "StoredVerdict",
     "UNREAD_KEY",
     "PASSED_DEPTH",
     "NoCall",

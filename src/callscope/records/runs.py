@@ -106,7 +106,9 @@ class Outcome:
             row["error_kind"] = self.error_kind
         return row
 
-    def stored_rows(self, model: str, scale: int | None) -> tuple[dict[str, Any], ScoreRow | None]:
+    def stored_rows(
+        self, model: str, scale: int | None
+    ) -> tuple[dict[str, object], ScoreRow | None]:
         """The ``final`` and ``first`` the run store keeps for this outcome. When every scored
         attempt keeps its verdict whole (version 3,
         :func:`~callscope.records.answers.verdict_record`: the store keeps it without its
@@ -116,7 +118,7 @@ class Outcome:
         :meth:`export_row` and the first attempt's row, as before."""
         export = self.export_row(model, scale)
         if all(a.row is None or is_record(a.diagnosis) for a in self.attempts):
-            own = {k: export[k] for k in EXPORT_KEYS if k in export}
+            own: dict[str, object] = {k: export[k] for k in EXPORT_KEYS if k in export}
             return {ROW_AT: self.final_at, **own}, None
         return export, self.attempts[0].row if self.attempts else None
 

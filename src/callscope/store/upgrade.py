@@ -39,7 +39,7 @@ re-derived and names them (:func:`rederived_line`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from callscope.errors import StoreSchemaError
@@ -58,7 +58,7 @@ NO_CALL_FROM_TEXT = 3
 _VERDICT_KEYS = ("answer", "stage", "solved", "answer_solved", "parse_error")
 
 
-def _no_readable_call(row: dict[str, Any]) -> bool:
+def _no_readable_call(row: Mapping[str, Any]) -> bool:
     """A score row of an answer without a readable call (stored by any version)."""
     calls = row.get("calls")
     if calls is None:  # a row made before answers were the unit: one call or none
@@ -97,7 +97,7 @@ class Rederiver:
             self._cases = {c.id: c for c in self._store.iter_cases()}
         return self._cases.get(case_id)
 
-    def attempt_view(self, case_id: str, a: dict[str, Any]) -> None:
+    def attempt_view(self, case_id: str, a: MutableMapping[str, Any]) -> None:
         """An attempt dict as stored, read as this code reads it (changed in place): one that
         stored its verdict whole (version 3) gets its ``row`` computed from it
         (:func:`~callscope.saag.score.verdict_row`) and its ``diagnosis`` as the version-2
@@ -113,7 +113,7 @@ class Rederiver:
         a["diagnosis"] = verdict_to_dict(verdict)
 
     @staticmethod
-    def outcome_rows(o: dict[str, Any], attempts: Sequence[dict[str, Any]]) -> None:
+    def outcome_rows(o: MutableMapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> None:
         """An outcome dict whose rows were not stored (its ``final`` holds :data:`~callscope.records.runs.ROW_AT`)
         gets them from its attempts (read by :meth:`attempt_view`), changed in place:
         ``first`` the first attempt's row, ``final`` the answering attempt's row (``{"id"}``

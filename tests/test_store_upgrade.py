@@ -1,11 +1,12 @@
 """A run directory written by older code is read by this code with the same report tables,
-byte for byte. ``store_main`` was written by the code before issue 48: ``tests/fixtures/store_main`` is the replayed run of
-``conftest.build_run`` (lexical stage 3; the paper's modes and the gated one; the payload
-case) as that code wrote it, with the tables its ``callscope report`` wrote
-(``expected_tables``; how it was made: ``tests/fixtures/make_store_main.py``). Here
-``callscope report`` (a subprocess, this tree's code) reads a copy of that store and must
-write every table file the same. ``store_v2`` is the gated mode's run as the first round of
-issue 48 wrote it (verdict version 2 beside each attempt's score row and diagnosis dict)."""
+byte for byte: ``tests/fixtures/store_main`` is the replayed run of ``conftest.build_run``
+(lexical stage 3; the paper's modes and the gated one; the payload case) as the code before
+issue 48 wrote it, ``store_v2`` its gated mode as the first round of issue 48 wrote it
+(verdict version 2 beside each attempt's score row and the outcome's rows), each with the
+tables its ``callscope report`` wrote (``expected_tables``; how they were made:
+``tests/fixtures/make_store_main.py``). Here ``callscope report`` (a subprocess, this tree's
+code) reads a copy of each store and must write every table file the same; and the same run
+written afresh by this code (the verdict stored once, no row) reports and exports the same."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ included) scores anything again (issue 36, item 7, moved here from the report by
 **Verdict version 3** (:func:`~callscope.records.answers.verdict_record`, what the SAAG loop
 writes): an attempt stores its verdict once and no ``score`` row; its outcome stores only its
 own keys (:data:`~callscope.records.runs.EXPORT_KEYS`) and which attempt answers
-(:data:`~callscope.records.runs.ROW_AT`), no ``first`` or ``final`` row. When read, each attempt's row is computed from
-its verdict, its parsed calls and its case (:func:`callscope.saag.score.verdict_row`, the one
+(:data:`~callscope.records.runs.ROW_AT`), no ``first`` or ``final`` row. When read, each
+attempt's row is computed from its verdict, its parsed calls and its case (:func:`callscope.saag.score.verdict_row`, the one
 function from a verdict to a row: no cascade), its ``diagnosis`` is the version-2 view
 (:func:`~callscope.records.answers.verdict_to_dict`), and the outcome's ``first`` and
 ``final`` rows are those of its first and answering attempts (:meth:`Rederiver.outcome_rows`).
@@ -30,7 +30,8 @@ like. A run directory records the cascade version of each model's loop outcomes
 records have none and are never re-derived). For a model scored before
 :data:`NO_CALL_FROM_TEXT`, every stored attempt whose row holds no readable call is scored
 again from its stored reply, as the loop scores it today
-(:func:`callscope.saag.score.score_parsed`, the case's own expectation: :meth:`Rederiver.attempts`);
+(:func:`callscope.saag.score.score_parsed`, the case's own expectation:
+:meth:`Rederiver.attempts`);
 its row and diagnosis are replaced when the answer, stage or solve differ, and the outcome is
 marked ``rederived``. Attempts with readable calls keep their stored diagnoses (the report
 never re-runs the cascade on them). The report's first screen says how many answers were
@@ -114,8 +115,8 @@ class Rederiver:
 
     @staticmethod
     def outcome_rows(o: MutableMapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> None:
-        """An outcome dict whose rows were not stored (its ``final`` holds :data:`~callscope.records.runs.ROW_AT`)
-        gets them from its attempts (read by :meth:`attempt_view`), changed in place:
+        """An outcome dict whose rows were not stored (its ``final`` holds
+        :data:`~callscope.records.runs.ROW_AT`) gets them from its attempts (read by :meth:`attempt_view`), changed in place:
         ``first`` the first attempt's row, ``final`` the answering attempt's row (``{"id"}``
         when none was scored) with the outcome's own keys, as
         :meth:`~callscope.records.runs.Outcome.export_row` made it."""

@@ -262,9 +262,19 @@ def _as_version_2(run: Path, old_row: dict[str, Any], loop: bool = True) -> None
     """Make ``run``'s one outcome read as a cascade version 2 store recorded it: the model's
     configuration says version 2 and attempt 1's row (and the outcome's first and final rows)
     hold ``old_row``'s verdict, solved at attempt 1. ``loop=False``: no configuration at all,
-    as the guard and chat logs record outcomes."""
+    as the guard and chat logs record outcomes. That code stored each attempt's row and a
+    version-2 verdict beside it, and the outcome's rows: they are written back as this
+    code reads them, then edited."""
     import sqlite3  # lazy: only these tests edit a store by hand
 
+    from callscope.store.run_store import RunStore
+
+    store = RunStore(run)
+    try:
+        [outcome] = store.outcomes()
+        [read] = store.attempts(outcome["model"], outcome["case_id"], outcome["mode"])
+    finally:
+        store.close()
     db = sqlite3.connect(run / "store.sqlite")
     try:
         [(key, config)] = db.execute("SELECT key, value FROM meta WHERE key LIKE 'config:%'")
@@ -276,13 +286,13 @@ def _as_version_2(run: Path, old_row: dict[str, Any], loop: bool = True) -> None
             db.execute("DELETE FROM meta WHERE key=?", (key,))
         [(data,)] = db.execute("SELECT data FROM attempts")
         attempt = json.loads(data)
-        attempt["row"] = {**attempt["row"], **old_row}
+        attempt["row"] = {**read["row"], **old_row}
+        attempt["diagnosis"] = read["diagnosis"]
         db.execute("UPDATE attempts SET data=?", (json.dumps(attempt),))
-        [(final,)] = db.execute("SELECT final FROM outcomes")
         db.execute(
             "UPDATE outcomes SET final=?, first=?, solved_at=1",
             (
-                json.dumps({**json.loads(final), **old_row, "solved_at": 1}),
+                json.dumps({**outcome["final"], **old_row, "solved_at": 1}),
                 json.dumps(attempt["row"]),
             ),
         )

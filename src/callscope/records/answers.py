@@ -5,22 +5,31 @@ the answer's stage, and how good it is (:func:`answer_rank`, the correction loop
 and regression rule). The SAAG loop and the guard decide with it
 (:mod:`callscope.saag.correction`), ``score`` rows are made from it
 (:mod:`callscope.saag.score`), and the run store keeps it in its one stored form
-(:func:`verdict_to_dict`; :func:`verdict_from_dict` reads every form stored so far: a
-diagnosis of one call from before answers were the unit, and the answer form, version
-:data:`VERDICT_VERSION`)."""
+(:func:`verdict_record`, version :data:`VERDICT_VERSION`: everything a ``score`` row is
+computed from, so the store keeps no row beside it; :func:`verdict_from_dict` reads every
+form stored so far: a diagnosis of one call from before answers were the unit, the answer
+form of version 2, and version 3). :func:`verdict_to_dict` is the version-2 view the report
+reads (the deciding call's diagnosis at the top)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from callscope.records.verdicts import Diagnosis
 from callscope.types import ToolCall
 
-#: the stored form :func:`verdict_to_dict` writes: 1 = one call's diagnosis (before issue 28),
+#: the stored form :func:`verdict_record` writes: 1 = one call's diagnosis (before issue 28),
 #: 2 = the deciding call's diagnosis with every call's (``answer_calls``) and ``no_call``
-VERDICT_VERSION = 2
+#: (:func:`verdict_to_dict`; stored beside a ``score`` row), 3 = every call's diagnosis with
+#: why an unreadable one could not be read, ``no_call``, ``parse_error``, ``expect_call`` and
+#: the grounding mode: the whole verdict, its row computed when read (issue 48)
+VERDICT_VERSION = 3
+#: the key of a stored verdict's version (absent: version 1 or 2)
+VERSION_KEY = "version"
+#: the key of an unreadable call's entry in a version-3 verdict: why it could not be read
+UNREAD_KEY = "unread"
 
 #: the depth of a call that passed every stage (one past stage 3)
 PASSED_DEPTH = 4
@@ -155,10 +164,11 @@ def deciding_call(verdict: AnswerVerdict) -> CheckedCall | None:
 
 
 def verdict_to_dict(verdict: AnswerVerdict) -> dict[str, Any]:
-    """The answer's verdict as an attempt stores it (``Attempt.diagnosis``): the deciding
-    call's diagnosis (:func:`deciding_call`; what readers of one diagnosis per attempt see,
-    as before), plus ``answer_calls`` (every checked call's diagnosis, by position) and
-    ``no_call``. A clean abstention stores stage 0 with FNEM = -1 (no name: nothing failed,
+    """The answer's verdict in version 2's form (what the guard's records store beside their
+    row, and the view the store gives a version-3 verdict as an attempt's ``diagnosis`` when
+    it reads it): the deciding call's diagnosis (:func:`deciding_call`; what readers of one
+    diagnosis per attempt see, as before), plus ``answer_calls`` (every checked call's
+    diagnosis, by position) and ``no_call``. A clean abstention stores stage 0 with FNEM = -1 (no name: nothing failed,
     nothing was called)."""
     deciding = deciding_call(verdict)
     base = (
@@ -172,13 +182,72 @@ def verdict_to_dict(verdict: AnswerVerdict) -> dict[str, Any]:
     return base
 
 
+class StoredVerdict(TypedDict):
+    """An answer's verdict as the store keeps it, version 3 (:func:`verdict_record`)."""
+
+    version: int
+    #: each checked call's diagnosis (``Diagnosis.to_dict``), in the answer's order; an
+    #: unreadable call's with :data:`UNREAD_KEY`
+    checked: list[dict[str, object]]
+    no_call: NoCall | None
+    parse_error: str | None
+    expect_call: bool | None
+    #: the name of the stage-3 mode the calls were diagnosed in
+    grounding: str
+
+
+def verdict_record(verdict: AnswerVerdict, grounding: str) -> StoredVerdict:
+    """The answer's verdict as an attempt stores it (version :data:`VERDICT_VERSION`): each
+    checked call's diagnosis in the answer's order, an unreadable one with
+    :data:`UNREAD_KEY` (why the parser could not read it, ``None``: no call at all), and
+    ``no_call``, ``parse_error``, ``expect_call``, ``grounding`` (the stage-3 mode's name).
+    The calls themselves are the attempt's ``parsed``; with them this is everything
+    :func:`callscope.saag.score.verdict_row` computes a row from."""
+    checked: list[dict[str, object]] = []
+    for c in verdict.checked:
+        entry: dict[str, object] = c.diagnosis.to_dict()
+        if c.call is None:
+            entry[UNREAD_KEY] = c.reason
+        checked.append(entry)
+    return StoredVerdict(
+        version=VERDICT_VERSION,
+        checked=checked,
+        no_call=verdict.no_call,
+        parse_error=verdict.parse_error,
+        expect_call=verdict.expect_call,
+        grounding=grounding,
+    )
+
+
+def is_record(stored: object) -> bool:
+    """A verdict stored whole (:func:`verdict_record`): its row is computed when read."""
+    return isinstance(stored, dict) and stored.get(VERSION_KEY) == VERDICT_VERSION
+
+
 def verdict_from_dict(
-    stored: dict[str, Any], calls: Sequence[ToolCall], parse_error: str | None
+    stored: Mapping[str, Any], calls: Sequence[ToolCall], parse_error: str | None = None
 ) -> AnswerVerdict:
-    """The verdict :func:`verdict_to_dict` stored, with the answer's parsed ``calls``. A
+    """The verdict stored in any version, with the answer's parsed ``calls``: version 3
+    (:func:`verdict_record`) as it was decided; version 2 (:func:`verdict_to_dict`) with
+    ``parse_error`` from the attempt's row and ``expect_call`` ``False`` (neither was
+    stored: an unreadable call's reason is lost, and the row beside it says the rest); a
     diagnosis stored before answers were the unit (no ``answer_calls``) is the verdict on
     the answer's first call, as the loop scored it then."""
     from_dict = Diagnosis.from_dict
+    if stored.get(VERSION_KEY) == VERDICT_VERSION:
+        readable = iter(calls)
+        return AnswerVerdict(
+            checked=tuple(
+                CheckedCall(None, from_dict(d), d[UNREAD_KEY])
+                if UNREAD_KEY in d
+                else CheckedCall(next(readable, None), from_dict(d))
+                for d in stored["checked"]
+            ),
+            calls=tuple(calls),
+            parse_error=stored.get("parse_error"),
+            no_call=stored.get("no_call"),
+            expect_call=stored.get("expect_call"),
+        )
     per_call = stored.get("answer_calls")
     if per_call is None:
         checked: tuple[CheckedCall, ...] = (
@@ -197,6 +266,9 @@ def verdict_from_dict(
 
 __all__ = [
     "VERDICT_VERSION",
+    "VERSION_KEY",
+    "StoredVerdict",
+    "UNREAD_KEY",
     "PASSED_DEPTH",
     "NoCall",
     "CheckedCall",
@@ -207,5 +279,7 @@ __all__ = [
     "answer_rank",
     "deciding_call",
     "verdict_to_dict",
+    "verdict_record",
+    "is_record",
     "verdict_from_dict",
 ]

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from callscope.core.serde import Record
+from callscope.records.answers import is_record
 from callscope.records.verdicts import ScoreRow
 from callscope.types import ACTION_CLASSES, OTHER, Mode
 
@@ -42,6 +43,9 @@ class Attempt:
 EXPORT_KEYS = (
     "attempts", "mode", "solved_at", "model", "scale", "answer_at", "stop", "error", "error_kind",
 )  # fmt: skip
+#: the key of an outcome stored without its rows (:meth:`Outcome.stored_rows`) that names its
+#: answering attempt (:attr:`Outcome.final_at`; its ``final`` row is computed when read)
+ROW_AT = "$row_at"
 
 
 @dataclass
@@ -61,14 +65,19 @@ class Outcome:
     stop: str | None = None
 
     @property
+    def final_at(self) -> int | None:
+        """The attempt whose row is the answer's: ``answer_at`` when set (and scored), else
+        the last scored one; ``None`` when no attempt was scored."""
+        scored = [a.attempt for a in self.attempts if a.row is not None]
+        if self.answer_at is not None and self.answer_at in scored:
+            return self.answer_at
+        return scored[-1] if scored else None
+
+    @property
     def final_row(self) -> ScoreRow | None:
-        """The answer's score row: attempt ``answer_at`` when set, else the last scored one."""
-        if self.answer_at is not None:
-            for a in self.attempts:
-                if a.attempt == self.answer_at and a.row is not None:
-                    return a.row
-        rows = [a.row for a in self.attempts if a.row is not None]
-        return rows[-1] if rows else None
+        """The answer's score row: that of attempt :attr:`final_at`."""
+        at = self.final_at
+        return next((a.row for a in self.attempts if a.attempt == at), None)
 
     @property
     def solved_at(self) -> int | None:
@@ -96,6 +105,22 @@ class Outcome:
             row["error"] = self.error
             row["error_kind"] = self.error_kind
         return row
+
+    def stored_rows(
+        self, model: str, scale: int | None
+    ) -> tuple[dict[str, object], ScoreRow | None]:
+        """The ``final`` and ``first`` the run store keeps for this outcome. When every scored
+        attempt keeps its verdict whole (version 3,
+        :func:`~callscope.records.answers.verdict_record`: the store keeps it without its
+        row), only the outcome's own keys (:data:`EXPORT_KEYS`) and :data:`ROW_AT`, and no
+        ``first``: the rows are computed when read (:mod:`callscope.store.upgrade`).
+        Otherwise (the guard's records, whose rows are more than their verdicts) the
+        :meth:`export_row` and the first attempt's row, as before."""
+        export = self.export_row(model, scale)
+        if all(a.row is None or is_record(a.diagnosis) for a in self.attempts):
+            own: dict[str, object] = {k: export[k] for k in EXPORT_KEYS if k in export}
+            return {ROW_AT: self.final_at, **own}, None
+        return export, self.attempts[0].row if self.attempts else None
 
 
 # --------------------------------------------------------------------------- multi-turn

@@ -42,7 +42,7 @@ from callscope.models.base import ChatModel, Decoding, RequestContext
 from callscope.models.prompting import assistant_turn, initial_messages
 from callscope.parse import parse_output
 from callscope.records import Attempt, Outcome
-from callscope.records.answers import verdict_from_dict, verdict_to_dict
+from callscope.records.answers import verdict_from_dict, verdict_record
 from callscope.saag.correction import (
     AnswerVerdict,
     Policy,
@@ -50,6 +50,7 @@ from callscope.saag.correction import (
     decide,
 )
 from callscope.saag.gated import GatedSettings, gated_settings
+from callscope.saag.groundings import get_grounding
 from callscope.saag.score import score_parsed
 from callscope.types import Case, Mode, ModelReply, ParseResult, Style, ToolCall
 
@@ -77,16 +78,20 @@ def _scored_attempt(
     latency: float,
     grounding: str | None,
 ) -> Attempt:
+    """Attempt ``n`` scored: its verdict in the form the store keeps (the only thing it
+    keeps of it: :func:`~callscope.records.answers.verdict_record`) and, for the loop and
+    the export, its row (the store computes it again when read)."""
     parsed = parse_output(reply)
+    mode = get_grounding(grounding)
     # the loop asks for a tool call unless the case says no call is right (gold [])
-    verdict, row = score_parsed(parsed, case, grounding, expect_call=case.expects_call is not False)
+    verdict, row = score_parsed(parsed, case, mode, expect_call=case.expects_call is not False)
     return Attempt(
         attempt=n,
         messages=[dict(m) for m in messages],
         reply=reply.to_dict(),
         parsed=[c.to_dict() for c in parsed.calls],
         row=row,
-        diagnosis=verdict_to_dict(verdict),
+        diagnosis=verdict_record(verdict, mode.name),
         latency_s=latency,
     )
 

@@ -42,6 +42,8 @@ from callscope.core.jsonl import ESCAPED_KEY
 from callscope.errors import RunDirBusy, StoreSchemaError
 from callscope.models.usage import TokenUsage
 from callscope.records import Outcome
+from callscope.records.answers import is_record
+from callscope.records.runs import ROW_AT
 from callscope.store.conversations import ConversationStore
 from callscope.store.schema import (
     MAX_CHAIN,
@@ -241,7 +243,7 @@ class RunStore(ConversationStore):
 
     def save_outcome(self, model: str, scale: int | None, outcome: Outcome) -> None:
         """Write one outcome and all its attempts atomically (replacing an earlier try)."""
-        first = outcome.attempts[0].row if outcome.attempts else None
+        final, first = outcome.stored_rows(model, scale)  # verdict version 3: no rows
         key = (sql_text(model), sql_text(outcome.case_id), sql_text(outcome.mode))
         with self.transaction():
             self._db.execute("DELETE FROM attempts WHERE model=? AND case_id=? AND mode=?", key)
@@ -260,7 +262,7 @@ class RunStore(ConversationStore):
                     outcome.solved_at,
                     sql_text(outcome.error),
                     sql_text(outcome.error_kind),
-                    encode(outcome.export_row(model, scale)),
+                    encode(final),
                     encode(first),
                 ),
             )
@@ -345,6 +347,8 @@ class RunStore(ConversationStore):
         prior: tuple[str, list[Any]] | None = None
         for a in outcome.attempts:
             d = a.to_dict()
+            if is_record(a.diagnosis):  # the verdict stored whole: its row is computed when read
+                del d["row"]
             messages = d.get("messages")
             if not isinstance(messages, list):
                 out.append((a, (self._attempt_json(d), None)))
@@ -360,14 +364,24 @@ class RunStore(ConversationStore):
     def outcomes(
         self, model: str | None = None, *, stream: bool = False
     ) -> Iterator[dict[str, Any]]:
-        """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded.
-        ``stream=True`` reads the rows one at a time instead of all up front (constant memory;
-        read-only: write nothing to the store until the iterator is exhausted).
+        """Outcome rows: ``final`` (export row) and ``first`` (attempt-1 score row) decoded,
+        computed from the attempts' verdicts where they were not stored
+        (:mod:`callscope.store.upgrade`). ``stream=True`` reads the rows one at a time instead
+        of all up front (constant memory; read-only: write nothing to the store until the
+        iterator is exhausted).
 
         In a stable order that does not depend on when each finished (so a resumed or
         concurrent run reads, exports and reports exactly as a serial one): by model, then
         the case's position in :meth:`cases`, then mode (``direct, binary, structured``, others
         by name), then case id."""
+        for o, _ in self._outcomes(model, stream):
+            yield o
+
+    def _outcomes(
+        self, model: str | None, stream: bool
+    ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]] | None]]:
+        """:meth:`outcomes`, each with the attempts read to compute its rows (``None``: its
+        rows were stored)."""
         sql = (
             "SELECT model, case_id, mode, scale, n_attempts, solved_at, error, error_kind,"
             " final, first FROM outcomes"
@@ -398,7 +412,11 @@ class RunStore(ConversationStore):
             d = dict(zip(cols, (from_sql(v) for v in r), strict=True))
             d["final"] = decode(d["final"])
             d["first"] = decode(d["first"])
-            yield d
+            attempts = None
+            if isinstance(d["final"], dict) and ROW_AT in d["final"]:  # rows from the verdicts
+                attempts = self.attempts(d["model"], d["case_id"], d["mode"], with_messages=False)
+                self._upgrade().outcome_rows(d, attempts)
+            yield d, attempts
 
     # ---------------------------------------------------------------- the versioned reader
 
@@ -415,8 +433,9 @@ class RunStore(ConversationStore):
         upgraded on the way (:mod:`callscope.store.upgrade`; the outcome is then marked
         ``rederived``). Read-only, like ``stream=True``."""
         upgrade = self._upgrade()
-        for o in self.outcomes(stream=True):
-            attempts = self.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
+        for o, attempts in self._outcomes(None, True):
+            if attempts is None:
+                attempts = self.attempts(o["model"], o["case_id"], o["mode"], with_messages=False)
             upgrade.outcome(o, attempts)
             yield o, attempts
 
@@ -448,6 +467,7 @@ class RunStore(ConversationStore):
             d = self._attempt_value(data)
             if ref is not None and with_messages:
                 d["messages"] = self._history(ref)
+            self._upgrade().attempt_view(case_id, d)  # a verdict stored whole: its row
             out.append(d)
         return out
 

@@ -30,7 +30,6 @@ same string (:func:`~callscope.store.schema.from_sql`), so keys stay exact and r
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sqlite3
 import threading
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from callscope.core.jsonl import ESCAPED_KEY
-from callscope.errors import RunDirBusy, StoreSchemaError
+from callscope.errors import StoreSchemaError
 from callscope.models.usage import TokenUsage
 from callscope.records import Outcome
 from callscope.records.answers import is_record
@@ -62,10 +61,8 @@ from callscope.store.schema import (
     split_texts,
     sql_text,
 )
+from callscope.store.writer_lock import WRITER_LOCK, lock_run_dir  # noqa: F401 (importable from here)
 from callscope.types import Case
-
-#: the file whose exclusive lock marks a run directory's one writer
-WRITER_LOCK = ".writer.lock"
 
 
 class RunStore(ConversationStore):
@@ -144,24 +141,10 @@ class RunStore(ConversationStore):
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def lock_writer(self) -> None:
-        """Take the run directory's writer lock (``.writer.lock``, an exclusive ``flock``
-        held until :meth:`close` or the process ends), or raise
-        :class:`~callscope.errors.RunDirBusy`: two ``callscope run``/``serve`` writing one
-        run directory would each send every case and disagree on the counts (issue 47
-        point 14). Readers (``report``) take no lock."""
-        if getattr(self, "_writer_lock", None) is not None:
-            return
-        path = self.run_dir / WRITER_LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunDirBusy(
-                f"{self.run_dir} is being written by another callscope process (run or "
-                "serve); wait for it to finish or pick another -o"
-            ) from None
-        self._writer_lock: int | None = fd
+        """Take the run directory's writer lock, held until :meth:`close`
+        (:func:`~callscope.store.writer_lock.lock_run_dir`: ``RunDirBusy`` when taken)."""
+        if getattr(self, "_writer_lock", None) is None:
+            self._writer_lock: int | None = lock_run_dir(self.run_dir)
 
     def close(self) -> None:
         with self._lock:

@@ -38,9 +38,10 @@ def test_bfcl_panel_of_the_two_published_models() -> None:
         assert row["acc_source"] == "cases"
     assert p.cell("glyphh-ada-1.1", "base").row["gar_case"] == 1.0
     mp = p.cell("glyphh-ada-1.1", "miss_param")
-    assert (mp.row["gar_case"], mp.delta) == (0.0, pytest.approx(0.475))
+    # GAR − Acc, the single-model table's sign: below 0 is the bound violation
+    assert (mp.row["gar_case"], mp.delta) == (0.0, pytest.approx(-0.475))
     assert "bound violation (Acc > GAR)" in mp.flags()
-    assert mp.delta_lo is not None and mp.delta_lo < 0.475 < mp.delta_hi
+    assert mp.delta_lo is not None and mp.delta_lo < -0.475 < mp.delta_hi
     airev = p.cell("airev-ai/AIREV-Agent-0.8B", "base").row
     assert (airev["n"], airev["gar_case_k"], airev["acc"]) == (200, 171, None)
 

@@ -108,7 +108,7 @@ def test_three_model_panel_in_one_store_resumes(tmp_path, cases, monkeypatch) ->
         ("scripted:asker", "base"): (0.0, 0.0),
         ("scripted:asker", "miss_param"): (1.0, 0.0),
     }
-    assert p.cell("scripted:asker", "miss_param").delta == -1.0
+    assert p.cell("scripted:asker", "miss_param").delta == 1.0  # GAR − Acc: large slack
     assert "large slack" in p.cell("scripted:asker", "miss_param").flags()
     store = RunStore(tmp_path / "panel")
     try:
@@ -188,7 +188,7 @@ def _check_panel_report(run_dir, monkeypatch) -> None:
         "1",
         "100.0 [20.7, 100.0]",
         "0.0 [0.0, 79.3]",
-        "-100.0 [-100.0, +12.2]",
+        "+100.0 [-12.2, +100.0]",
     ]
     assert "miss_param: " in asker[9] and "large slack" in asker[9]
     gold = _cells(page, "scripted:gold", "panel-0")

@@ -515,7 +515,7 @@ def test_airline_single_file_gar_acc_wilson_and_bound(tmp_path: Path) -> None:
     ]
     md = tau2_markdown(result)
     assert "| airline | REFUSE | 2 | 50.0 [9.5, 90.5] | 100.0 [34.2, 100.0] | -50.0 |" in md
-    assert "bound violation (Acc > GAR)" in md
+    assert "bound violation (Acc &gt; GAR)" in md  # a Markdown cell escapes < > & (issue 47)
 
 
 def test_airline_emission_classes_stage_mix_and_write_tools(tmp_path: Path) -> None:

@@ -34,9 +34,15 @@ class Attempt:
     error: str | None = None
     error_kind: str | None = None
     latency_s: float = 0.0
+    #: the guard's action class of the turn (:mod:`callscope.guard.record`; ``None`` for the
+    #: loop's attempts, and then not stored): its row is :func:`callscope.saag.score.turn_row`
+    action: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        if d["action"] is None:
+            del d["action"]
+        return d
 
 
 #: the keys :meth:`Outcome.export_row` adds to the final score row (the outcome's, not the row's)

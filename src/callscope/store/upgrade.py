@@ -47,7 +47,7 @@ from callscope.errors import StoreSchemaError
 from callscope.parse import parse_output
 from callscope.records.answers import is_record, verdict_from_dict, verdict_to_dict
 from callscope.records.runs import EXPORT_KEYS, ROW_AT
-from callscope.saag.score import score_parsed, verdict_row
+from callscope.saag.score import score_parsed, turn_row, verdict_row
 from callscope.types import Case, ToolCall
 
 if TYPE_CHECKING:
@@ -110,8 +110,12 @@ class Rederiver:
         if case is None:
             raise StoreSchemaError(f"{self._store.path}: case {case_id!r} of a verdict is missing")
         verdict = verdict_from_dict(stored, [ToolCall(**c) for c in a.get("parsed") or []])
-        a["row"] = verdict_row(verdict, case, stored["grounding"])
-        a["diagnosis"] = verdict_to_dict(verdict)
+        action = a.get("action")
+        if action is None:  # the loop's attempt
+            a["row"] = verdict_row(verdict, case, stored["grounding"])
+        else:  # a turn the guard checked: its action and stages beside the answer's row
+            a["row"] = turn_row(verdict, case, stored["grounding"], action)
+        a["diagnosis"] = verdict_to_dict(verdict) if verdict.checked or action is None else None
 
     @staticmethod
     def outcome_rows(o: MutableMapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> None:

@@ -13,8 +13,14 @@ function from a verdict to a row: no cascade), its ``diagnosis`` is the version-
 (:func:`~callscope.records.answers.verdict_to_dict`), and the outcome's ``first`` and
 ``final`` rows are those of its first and answering attempts (:meth:`Rederiver.outcome_rows`).
 
-**Versions 1 and 2** (a store written before this, and the guard's records, whose rows hold
-the guard's ``action`` and ``stages`` too) stored each attempt's row beside its verdict and
+The guard's records (:mod:`callscope.guard.record`, ``callscope serve`` and chat logs) store
+their verdicts the same way, with the turn's action class in the attempt's own ``action``:
+their row is the guard's (:func:`callscope.saag.score.turn_row`: the answer's row with
+``action`` and ``stages``; a turn without a checked call only its ``answer``, ``stage``
+``None`` and no ``diagnosis``).
+
+**Versions 1 and 2** (a store written before this, the guard's included, whose rows held the
+guard's ``action`` and ``stages`` too) stored each attempt's row beside its verdict and
 the outcome's ``first`` and ``final`` rows: they are read as stored. Their verdicts lack why
 an unreadable call could not be read, ``expect_call`` and the grounding mode, so no row is
 computed from them; the row stored beside them is what that code decided.

@@ -78,3 +78,61 @@ def test_a_guard_store_keeps_the_verdict_once_and_reports_the_same(tmp_path: Pat
     assert rows[1]["missing"] == ["city"]
     got = _report(run_dir)
     assert [n for n, table in _expected().items() if got[n] != table] == []
+
+
+def _response(message: dict[str, object]) -> dict[str, object]:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", **message}}]}
+
+
+def test_a_turn_answered_in_prose_is_stored_once_and_read_as_unchecked(tmp_path: Path) -> None:
+    """A re-ask the model answers in prose (asking the user) keeps its verdict once too; read,
+    its row says nothing was checked (``stage`` ``None``, the answer ``abstained``, the
+    guard's ``ASK``) and it has no diagnosis, as the row stored beside it said before."""
+    from test_proxy import TOOLS
+
+    from callscope.guard.check import check
+    from callscope.guard.record import guard_records
+    from callscope.guard.repair import RepairAttempt, RepairResult
+
+    messages = [{"role": "user", "content": "What's the weather in Paris in celsius?"}]
+    call = {"name": "get_weather", "arguments": json.dumps({"unit": "celsius"})}
+    first = _response({"content": None, "tool_calls": [{"id": "c1", "function": call}]})
+    prose = _response({"content": "Which city do you mean exactly?"})
+    v1, v2 = check(first, TOOLS, messages), check(prose, TOOLS, messages)
+    result = RepairResult(
+        prose,
+        v2,
+        2,
+        "asked",
+        [
+            RepairAttempt(1, messages, first, v1, feedback="fix"),
+            RepairAttempt(2, messages, prose, v2),
+        ],
+    )
+    case, outcome = guard_records("req-1", result)
+    store = RunStore(tmp_path / "run")
+    try:
+        store.add_cases([case])
+        store.save_outcome("m", None, outcome)
+        read = store.attempts("m", "req-1", "gated")
+        (final,) = list(store.outcomes())
+    finally:
+        store.close()
+    db = sqlite3.connect(tmp_path / "run" / "store.sqlite")
+    stored = [json.loads(d) for (d,) in db.execute("SELECT data FROM attempts ORDER BY attempt")]
+    db.close()
+    assert [("row" in a, a["diagnosis"]["version"], a["action"]) for a in stored] == [
+        (False, 3, "TOOL_CALL"),
+        (False, 3, "ASK"),
+    ]
+    assert read[1]["row"] == {
+        "id": "req-1",
+        "stage": None,
+        "answer": "abstained",
+        "action": "ASK",
+        "stages": [],
+    }
+    assert read[1]["diagnosis"] is None
+    assert (read[0]["row"]["stage"], read[0]["row"]["missing"]) == (2, ["city"])
+    assert [a["row"] for a in read] == [a.row for a in outcome.attempts]
+    assert final["first"] == read[0]["row"] and final["final"]["stage"] is None

@@ -286,8 +286,9 @@ def write_chatlog_store(
                 messages=t.messages,
                 reply={"text": t.verdict.content, "tool_calls": t.response.get("tool_calls")},
                 parsed=[c.to_dict() for c in t.verdict.tool_calls],
-                row=verdict_row(case_id, t.verdict, name),
-                diagnosis=stored_verdict(t.verdict),
+                row=verdict_row(case, t.verdict, name),
+                diagnosis=stored_verdict(t.verdict, name),
+                action=t.verdict.action,
             )
             store.add_cases([case])
             store.save_outcome(t.model, None, Outcome(case_id, GUARD_MODE, [attempt]))

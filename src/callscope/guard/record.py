@@ -3,12 +3,14 @@
 Each checked response becomes one :class:`~callscope.types.Case` (the user's query and the
 request's functions, no gold) and one :class:`~callscope.records.Outcome` in mode
 ``structured`` whose attempts are the asks of the repair (one attempt when nothing was
-re-asked). An attempt's ``row`` is the ``score`` row of the turn's answer
-(:func:`callscope.saag.score.answer_row`: ``stage`` the earliest failing stage over its calls,
-the top-level metrics those of the call it comes from, ``calls`` each call's verdict by
-position) with the turn's ``action`` and ``stages`` (each call's stage, by position) added; its
-``diagnosis`` is the stored answer verdict (:func:`callscope.saag.answer.verdict_to_dict`: the
-deciding call's diagnosis plus ``answer_calls``, every call's, by position).
+re-asked). An attempt stores the turn's answer verdict once (``diagnosis``, version 3:
+:func:`callscope.records.answers.verdict_record`) and the turn's ``action`` class in its own
+field (:attr:`callscope.records.Attempt.action`), and no row: its ``score`` row
+(:func:`callscope.saag.score.turn_row`: the answer's row, ``stage`` the earliest failing stage
+over its calls, the top-level metrics those of the call it comes from, ``calls`` each call's
+verdict by position, with the turn's ``action`` and ``stages``, each call's stage by position)
+is computed when the store is read (:mod:`callscope.store.upgrade`), as the SAAG loop's.
+A store written before (a row beside a version-2 verdict) is read as stored.
 
 :class:`StoreWriter` writes them on a background thread, so a proxied request never waits
 for SQLite.
@@ -28,10 +30,10 @@ from typing import Any
 from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.repair import RepairResult
 from callscope.models.http import evaluated_tokens, int_or_none
-from callscope.records import Attempt, Outcome
-from callscope.records.answers import verdict_to_dict
+from callscope.records import Attempt, Outcome, ScoreRow
+from callscope.records.answers import StoredVerdict, verdict_record
 from callscope.saag.groundings import get_grounding
-from callscope.saag.score import answer_row
+from callscope.saag.score import turn_row
 from callscope.store.run_store import RunStore
 from callscope.types import Case
 
@@ -40,23 +42,20 @@ from callscope.types import Case
 GUARD_MODE = "gated"
 
 
-def verdict_row(case_id: str, verdict: TurnVerdict, grounding: str | None) -> dict[str, Any]:
-    """The ``score`` row of a turn (:func:`~callscope.saag.score.answer_row` of its answer:
-    ``stage``, ``answer``, ``calls`` each call's verdict by position, ``repeated``) plus
-    ``action`` and ``stages`` (each call's stage, by position). A turn without a call (a
-    re-asked answer in prose) has ``stage`` ``None``: nothing was checked."""
-    if not verdict.calls:
-        row: dict[str, Any] = {"id": case_id, "stage": None, "answer": verdict.no_call}
-    else:
-        row = answer_row(case_id, verdict.answer, get_grounding(grounding).name)
-    row.update(action=verdict.action, stages=[c.stage for c in verdict.calls])
-    return row
+def verdict_row(case: Case, verdict: TurnVerdict, grounding: str | None) -> ScoreRow:
+    """The ``score`` row of a turn (:func:`~callscope.saag.score.turn_row`: the answer's row,
+    :func:`~callscope.saag.score.answer_row`, with ``action`` and ``stages``, each call's
+    stage by position): what the store computes again when it reads the turn's stored
+    verdict. A turn without a call (a re-asked answer in prose) has ``stage`` ``None``:
+    nothing was checked."""
+    return turn_row(verdict.answer, case, get_grounding(grounding).name, verdict.action)
 
 
-def stored_verdict(verdict: TurnVerdict) -> dict[str, Any] | None:
-    """The diagnosis an attempt stores for a turn: the answer's verdict
-    (:func:`~callscope.saag.answer.verdict_to_dict`), ``None`` for a turn without a call."""
-    return verdict_to_dict(verdict.answer) if verdict.calls else None
+def stored_verdict(verdict: TurnVerdict, grounding: str | None) -> StoredVerdict:
+    """The verdict an attempt stores for a turn, once (version 3,
+    :func:`~callscope.records.answers.verdict_record`); the turn's ``action`` is the
+    attempt's own field, so the store keeps no row beside it."""
+    return verdict_record(verdict.answer, get_grounding(grounding).name)
 
 
 def _reply(response: Any) -> dict[str, Any] | None:
@@ -116,10 +115,11 @@ def guard_records(
                 messages=a.messages,
                 reply=_reply(a.response),
                 parsed=[c.to_dict() for c in a.verdict.tool_calls],
-                row=verdict_row(case_id, a.verdict, grounding),
-                diagnosis=stored_verdict(a.verdict),
+                row=verdict_row(case, a.verdict, grounding),
+                diagnosis=stored_verdict(a.verdict, grounding),
                 feedback=a.feedback,
                 latency_s=a.latency_s,
+                action=a.verdict.action,
             )
         )
     return case, Outcome(case_id=case_id, mode=GUARD_MODE, attempts=attempts)

@@ -164,8 +164,8 @@ def deciding_call(verdict: AnswerVerdict) -> CheckedCall | None:
 
 
 def verdict_to_dict(verdict: AnswerVerdict) -> dict[str, Any]:
-    """The answer's verdict in version 2's form (what the guard's records store beside their
-    row, and the view the store gives a version-3 verdict as an attempt's ``diagnosis`` when
+    """The answer's verdict in version 2's form (what the guard's records stored beside their
+    row before they stored version 3, and the view the store gives a version-3 verdict as an attempt's ``diagnosis`` when
     it reads it): the deciding call's diagnosis (:func:`deciding_call`; what readers of one
     diagnosis per attempt see, as before), plus ``answer_calls`` (every checked call's
     diagnosis, by position) and ``no_call``. A clean abstention stores stage 0 with FNEM = -1 (no name: nothing failed,

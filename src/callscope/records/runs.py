@@ -34,9 +34,15 @@ class Attempt:
     error: str | None = None
     error_kind: str | None = None
     latency_s: float = 0.0
+    #: the guard's action class of the turn (:mod:`callscope.guard.record`; ``None`` for the
+    #: loop's attempts, and then not stored): its row is :func:`callscope.saag.score.turn_row`
+    action: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        if d["action"] is None:
+            del d["action"]
+        return d
 
 
 #: the keys :meth:`Outcome.export_row` adds to the final score row (the outcome's, not the row's)
@@ -114,8 +120,8 @@ class Outcome:
         :func:`~callscope.records.answers.verdict_record`: the store keeps it without its
         row), only the outcome's own keys (:data:`EXPORT_KEYS`) and :data:`ROW_AT`, and no
         ``first``: the rows are computed when read (:mod:`callscope.store.upgrade`).
-        Otherwise (the guard's records, whose rows are more than their verdicts) the
-        :meth:`export_row` and the first attempt's row, as before."""
+        Otherwise (a verdict in an older form) the :meth:`export_row` and the first attempt's
+        row, as before."""
         export = self.export_row(model, scale)
         if all(a.row is None or is_record(a.diagnosis) for a in self.attempts):
             own: dict[str, object] = {k: export[k] for k in EXPORT_KEYS if k in export}

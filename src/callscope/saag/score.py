@@ -89,6 +89,20 @@ def verdict_row(verdict: AnswerVerdict, case: Case, grounding: str) -> ScoreRow:
     return row
 
 
+def turn_row(verdict: AnswerVerdict, case: Case, grounding: str, action: str) -> ScoreRow:
+    """The ``score`` row of a turn the guard checked (:mod:`callscope.guard.record`): the
+    answer's row (:func:`verdict_row`) with the guard's ``action`` class and ``stages`` (each
+    checked call's stage, by position). A turn without a checked call (prose, a final answer)
+    has ``stage`` ``None`` and only its ``answer``: the guard checked nothing."""
+    stages = [c.diagnosis.stage for c in verdict.checked]
+    if not stages:
+        return {"id": case.id, "stage": None, "answer": verdict.no_call, "action": action,
+                "stages": stages}  # fmt: skip
+    row = verdict_row(verdict, case, grounding)
+    row.update(action=action, stages=stages)
+    return row
+
+
 def diagnosis_row(
     case_id: str, d: Diagnosis, grounding: str, parse_error: str | None = None
 ) -> ScoreRow:

@@ -13,8 +13,14 @@ function from a verdict to a row: no cascade), its ``diagnosis`` is the version-
 (:func:`~callscope.records.answers.verdict_to_dict`), and the outcome's ``first`` and
 ``final`` rows are those of its first and answering attempts (:meth:`Rederiver.outcome_rows`).
 
-**Versions 1 and 2** (a store written before this, and the guard's records, whose rows hold
-the guard's ``action`` and ``stages`` too) stored each attempt's row beside its verdict and
+The guard's records (:mod:`callscope.guard.record`, ``callscope serve`` and chat logs) store
+their verdicts the same way, with the turn's action class in the attempt's own ``action``:
+their row is the guard's (:func:`callscope.saag.score.turn_row`: the answer's row with
+``action`` and ``stages``; a turn without a checked call only its ``answer``, ``stage``
+``None`` and no ``diagnosis``).
+
+**Versions 1 and 2** (a store written before this, the guard's included, whose rows held the
+guard's ``action`` and ``stages`` too) stored each attempt's row beside its verdict and
 the outcome's ``first`` and ``final`` rows: they are read as stored. Their verdicts lack why
 an unreadable call could not be read, ``expect_call`` and the grounding mode, so no row is
 computed from them; the row stored beside them is what that code decided.
@@ -47,7 +53,7 @@ from callscope.errors import StoreSchemaError
 from callscope.parse import parse_output
 from callscope.records.answers import is_record, verdict_from_dict, verdict_to_dict
 from callscope.records.runs import EXPORT_KEYS, ROW_AT
-from callscope.saag.score import score_parsed, verdict_row
+from callscope.saag.score import score_parsed, turn_row, verdict_row
 from callscope.types import Case, ToolCall
 
 if TYPE_CHECKING:
@@ -110,8 +116,12 @@ class Rederiver:
         if case is None:
             raise StoreSchemaError(f"{self._store.path}: case {case_id!r} of a verdict is missing")
         verdict = verdict_from_dict(stored, [ToolCall(**c) for c in a.get("parsed") or []])
-        a["row"] = verdict_row(verdict, case, stored["grounding"])
-        a["diagnosis"] = verdict_to_dict(verdict)
+        action = a.get("action")
+        if action is None:  # the loop's attempt
+            a["row"] = verdict_row(verdict, case, stored["grounding"])
+        else:  # a turn the guard checked: its action and stages beside the answer's row
+            a["row"] = turn_row(verdict, case, stored["grounding"], action)
+        a["diagnosis"] = verdict_to_dict(verdict) if verdict.checked or action is None else None
 
     @staticmethod
     def outcome_rows(o: MutableMapping[str, Any], attempts: Sequence[Mapping[str, Any]]) -> None:

@@ -189,7 +189,9 @@ def test_capability_check_first_in_cli_markdown_and_html(tmp_path):
     md = (tmp_path / "o" / "calibration-from-bfcl.md").read_text()
     assert md.startswith("**Capability check failed")
     row = next(line for line in md.splitlines() if line.startswith("| miss_param"))
-    assert "capability check failed (ASK emitted 0x < 10); bound violation" in row
+    assert (
+        "capability check failed (ASK emitted 0x &lt; 10); bound violation" in row
+    )  # Markdown escapes < > &
     page = (tmp_path / "o" / "report.html").read_text()
     assert page.index("Capability check failed") < page.index("GAR and Acc per category")
     # emissions: base 2 calls, miss_param one call and one [] -> 1 of 4 empty

@@ -20,6 +20,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from fakeserver import FakeServer  # noqa: E402
 
+#: the request the scripted upstream answers: a ``get_weather(city)`` tool and a user asking
+#: for Paris (OpenAI chat form)
+WEATHER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "The weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+WEATHER_MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+
 
 def _chunk(delta: dict, finish: str | None = None) -> str:
     body = {

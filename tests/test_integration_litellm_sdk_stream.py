@@ -24,28 +24,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scripted_routes import RouteModel  # noqa: E402
+from scripted_routes import WEATHER_MESSAGES, WEATHER_TOOLS, RouteModel  # noqa: E402
 
 from callscope.integrations.litellm_guardrail import (  # noqa: E402
     CallscopeBlocked,
     CallscopeGuardrail,
 )
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+TOOLS, MESSAGES = WEATHER_TOOLS, WEATHER_MESSAGES
 
 
 async def _city(stream) -> str | None:

@@ -476,7 +476,7 @@ def test_a_check_that_fails_passes_upstreams_answer_on_marked_error(
     def broken(*_: Any, **__: Any) -> Any:
         raise ZeroDivisionError("planted")
 
-    monkeypatch.setattr(proxy.decide, "check", broken)
+    monkeypatch.setattr(proxy.heavy, "check", broken)
     direct = httpx.post(upstream.url + "/chat/completions", content=chat("good"), timeout=30)
     config = proxy.ProxyConfig(upstream=upstream.url, port=0, run_dir=tmp_path / "run")
     with proxy.serving(config) as server:

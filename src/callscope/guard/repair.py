@@ -127,12 +127,14 @@ def repair(
     k: int = DEFAULT_REPAIR_ATTEMPTS,
     grounding: str | Grounding | None = None,
     first: Any = None,
+    first_verdict: TurnVerdict | None = None,
     settings: GatedSettings | None = GATED_DEFAULT,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> RepairResult:
-    """Ask ``chat_fn`` (or take ``first``, an answer already had), then re-ask with the
-    correction up to ``k`` times while the answer fails; return the best answer and the record.
+    """Ask ``chat_fn`` (or take ``first``, an answer already had, and ``first_verdict``, its
+    verdict when already checked), then re-ask with the correction up to ``k`` times while the
+    answer fails; return the best answer and the record.
 
     ``settings`` are the gated mode's ingredients used here (``confident_only``, ``keep_right``,
     ``stop_on_regression``, ``repeat_patience``, ``explain_parse``; the answer is always the
@@ -146,7 +148,9 @@ def repair(
     base = [dict(m) for m in messages]
     t0 = clock()
     response = chat_fn(list(base), tools) if first is None else first
-    verdict = check(response, tools, base, grounding)
+    verdict = (
+        first_verdict if first_verdict is not None else check(response, tools, base, grounding)
+    )
     attempts = [RepairAttempt(1, base, response, verdict, latency_s=clock() - t0)]
     if not verdict.checked:
         return RepairResult(response, verdict, 1, "no_call", attempts)

@@ -27,6 +27,7 @@ import contextlib
 import itertools
 import json
 import re
+import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -208,8 +209,14 @@ class HTTPUpstream:
     def client(self) -> httpx.AsyncClient:
         """The next pool's client, in turn."""
         if not self._clients:
+            # one TLS context for every pool, and none for plain HTTP: each client loading
+            # the CA bundle itself stalled the first request's event loop 0.7 s (16 x 42 ms)
+            verify: ssl.SSLContext | bool = (
+                httpx.create_ssl_context(trust_env=False) if self.base.scheme == "https" else False
+            )
             self._clients = [
-                httpx.AsyncClient(limits=self._limits, trust_env=False) for _ in range(self._pools)
+                httpx.AsyncClient(limits=self._limits, trust_env=False, verify=verify)
+                for _ in range(self._pools)
             ]
         return self._clients[next(self._turn) % self._pools]
 

@@ -74,8 +74,9 @@ What it checks, and what it does not:
 
 The stack: an ASGI application (:class:`ProxyApp`, no framework: one endpoint and a
 pass-through need none) served by uvicorn (its h11 parser, a listen backlog of 2048, one
-event loop; the checks and repairs, which are CPU work over model text, run on worker
-threads) with an ``httpx.AsyncClient`` to upstream. SIGINT and SIGTERM stop it gracefully:
+event loop; an answer over 64 KiB is read and checked in one of two worker processes, since
+``json`` holds the interpreter lock for a whole decode, and repairs run on worker threads)
+with an ``httpx.AsyncClient`` to upstream. SIGINT and SIGTERM stop it gracefully:
 no new connections, every request in flight answered, then every decision written.
 
 Every decision is recorded in a run store (:mod:`callscope.guard.record`) once its reply has
@@ -84,6 +85,7 @@ a SAAG run, and never an outcome the client did not get.
 
 The package, by job: :mod:`~callscope.guard.proxy.config` (:class:`ProxyConfig`),
 :mod:`~callscope.guard.proxy.request` (the request checks),
+:mod:`~callscope.guard.proxy.heavy` (reading and checking an answer; the worker processes),
 :mod:`~callscope.guard.proxy.decide` (:class:`Guard`: check, repair, record),
 :mod:`~callscope.guard.proxy.app` (:class:`ProxyApp`, ASGI),
 :mod:`~callscope.guard.proxy.protocol` (:class:`GuardedH11Protocol`) and
@@ -98,13 +100,13 @@ from callscope.guard.proxy.decide import (
     CALLS_HEADER,
     EXTRA_FIELD,
     GUARD_HEADER,
-    INLINE_CHECK_BYTES,
     NOTE_HEADER,
     UPSTREAM_FAILURES,
     Guard,
     call_list,
     calls_header,
 )
+from callscope.guard.proxy.heavy import INLINE_CHECK_BYTES
 from callscope.guard.proxy.protocol import GuardedH11Protocol
 from callscope.guard.proxy.request import (
     CHAT_PATHS,

@@ -47,6 +47,8 @@ STORE_HEADER = "X-Callscope-Store"
 #: methods never relayed (405): TRACE and TRACK echo a request (credentials included),
 #: CONNECT would open a tunnel
 REFUSED_METHODS = frozenset({"TRACE", "TRACK", "CONNECT"})
+#: a reply body is sent in pieces of at most this many bytes
+SEND_PIECE = 1024 * 1024
 
 
 class ProxyApp:
@@ -107,6 +109,7 @@ class ProxyApp:
         self._closed = True
         with contextlib.suppress(Exception):
             await self.guard.upstream.aclose()
+        await anyio.to_thread.run_sync(self.guard.heavy.close)
         if self.writer is not None:
             await anyio.to_thread.run_sync(self.writer.close)
 
@@ -208,6 +211,7 @@ class ProxyApp:
             "in_flight": self._in_flight,
             "memory_used": self.budget.used,
             "memory_bound": self.budget.limit,
+            "checked_in_workers": self.guard.heavy.done,
         }
         if health is not None:
             data.update(
@@ -315,6 +319,14 @@ async def send_reply(send: Send, reply: UpstreamReply, close: bool = False) -> N
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-    await send({"type": "http.response.body", "body": reply.content, "more_body": False})
+    body, view, start = reply.content, memoryview(reply.content), 0
+    # a large body in pieces: each waits for the socket to drain, so a 60 MB answer is never
+    # one long copy into the transport's buffer while other requests wait (issue 47 point 6)
+    while len(body) - start > SEND_PIECE:
+        piece = bytes(view[start : start + SEND_PIECE])
+        await send({"type": "http.response.body", "body": piece, "more_body": True})
+        start += SEND_PIECE
+    last = body if start == 0 else bytes(view[start:])
+    await send({"type": "http.response.body", "body": last, "more_body": False})
     if reply.on_sent is not None:
         reply.on_sent()

@@ -14,13 +14,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from callscope.core.jsonl import TooDeep, dumps_safe
-from callscope.guard.check import TurnVerdict, check, message_of
+from callscope.core.jsonl import dumps_safe
+from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.proxy.config import ProxyConfig, log
+from callscope.guard.proxy.heavy import (
+    INLINE_CHECK_BYTES,
+    HeavyChecks,
+    judge,
+    legacy_as_tool_calls,
+)
 from callscope.guard.proxy.request import loads_answer, loads_request, request_error
 from callscope.guard.record import StoreWriter
 from callscope.guard.repair import RepairAttempt, RepairResult, repair
@@ -40,7 +45,6 @@ from callscope.records.wire import (
     ChatCompletion,
     ChatMessage,
     ChatRequest,
-    FunctionCall,
     JsonObject,
 )
 
@@ -54,12 +58,8 @@ CALLS_HEADER = "X-Callscope-Guard-Calls"
 #: calls whose arguments are an object, not the JSON string the OpenAI format requires
 #: (``arguments-not-a-string=0,2``; only fixed words and digits reach it)
 NOTE_HEADER = "X-Callscope-Guard-Note"
-#: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms);
-#: a larger one, and every repair, on a worker thread so that small requests keep moving
-INLINE_CHECK_BYTES = 64 * 1024
-#: larger answers read and checked at once, each on a worker thread
-HEAVY_CHECKS = 2
-
+#: white space before an answer's closing brace read back at most (more: encoded again)
+_MAX_CLOSING_SPACE = 64
 #: how each upstream failure is answered: its decision (and error type), status, wording
 UPSTREAM_FAILURES: dict[type[Exception], tuple[str, int, str]] = {
     UpstreamTimeout: ("upstream_timeout", 504, "timed out"),
@@ -118,19 +118,6 @@ def tools_of(request: ChatRequest) -> list[Any]:
     return []
 
 
-def _legacy_as_tool_calls(
-    data: ChatCompletion, message: ChatMessage, call: FunctionCall
-) -> ChatCompletion | ChatMessage:
-    """``data`` with its legacy ``function_call`` as the one entry of ``tool_calls`` (what
-    the check reads); ``data`` itself is not changed."""
-    legacy = {"id": "function_call", "type": "function", "function": call}
-    as_tools = {**message, "tool_calls": [legacy]}
-    choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        return {**data, "choices": [{**choices[0], "message": as_tools}, *choices[1:]]}
-    return as_tools
-
-
 def _checked_form(data: ChatCompletion) -> ChatCompletion | ChatMessage:
     """The answer as the repair reads it: a legacy ``function_call`` as ``tool_calls``."""
     try:
@@ -139,7 +126,7 @@ def _checked_form(data: ChatCompletion) -> ChatCompletion | ChatMessage:
         return data
     legacy = message.get("function_call")
     if not message.get("tool_calls") and isinstance(legacy, dict):
-        return _legacy_as_tool_calls(data, message, legacy)
+        return legacy_as_tool_calls(data, message, legacy)
     return data
 
 
@@ -155,15 +142,8 @@ class Guard:
         self.writer = writer
         self._ids = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
-        #: large answers are read and checked at most this many at a time (point 6 of
-        #: issue 47: three 60 MB answers on the event loop stalled every other request)
-        self._heavy_limiter: anyio.CapacityLimiter | None = None
-
-    @property
-    def _heavy(self) -> anyio.CapacityLimiter:
-        if self._heavy_limiter is None:  # made inside the event loop, on first use
-            self._heavy_limiter = anyio.CapacityLimiter(HEAVY_CHECKS)
-        return self._heavy_limiter
+        #: large answers are read and checked in worker processes (issue 47 point 6)
+        self.heavy = HeavyChecks()
 
     def count(self, decision: str) -> None:
         if self.writer is not None:
@@ -215,15 +195,14 @@ class Guard:
             return first
         messages = request.get("messages") or []
         try:
-            if len(first.content) <= INLINE_CHECK_BYTES:  # ~0.3 ms: no thread hop
-                judged = self._judge(first, tools, messages)
-            else:  # a large answer is read and checked off the event loop, two at a time
-                judged = await anyio.to_thread.run_sync(
-                    self._judge, first, tools, messages, limiter=self._heavy
-                )
-            if isinstance(judged, UpstreamReply):
-                return judged
-            data, verdict = judged
+            if len(first.content) <= INLINE_CHECK_BYTES:  # ~0.3 ms: no hop
+                judged = judge(first.content, tools, messages, cfg.grounding)
+            else:  # read and checked in a worker process: json holds the lock meanwhile
+                judged = await self.heavy.judge(first.content, tools, messages, cfg.grounding)
+            if judged.outcome != "checked":
+                return self._unchecked(first, judged.outcome)
+            data, verdict = judged.data, judged.verdict
+            assert verdict is not None
             if verdict.passed:
                 return self._passed(request, data, first, verdict)
             return await anyio.to_thread.run_sync(
@@ -234,35 +213,14 @@ class Guard:
             log(f"check failed, answer passed on unchecked: {type(exc).__name__}: {exc}")
             return with_header(first, "error")
 
-    def _judge(
-        self, first: UpstreamReply, tools: list[Any], messages: list[Any]
-    ) -> UpstreamReply | tuple[ChatCompletion, TurnVerdict]:
-        """Read upstream's answer and check its calls: the reply to send as it is (an answer
-        without calls, or one that cannot be read), or the answer and its verdict. A legacy
-        ``message.function_call`` is checked as the one call it is."""
-        try:
-            data = loads_answer(first.content)
-        except ValueError as exc:
-            if isinstance(exc, TooDeep):
-                self.count("upstream_invalid")
-                return error_reply(
-                    502, "upstream answer is nested too deeply to read", "upstream_invalid"
-                )
-            self.count("unchecked")
-            return first
-        try:
-            message = message_of(data)
-        except (TypeError, ValueError):
-            self.count("unchecked")
-            return first
-        checked = data
-        if not message.get("tool_calls"):
-            legacy = message.get("function_call")
-            if not isinstance(legacy, dict):
-                self.count("unchecked")
-                return with_header(first, "unchecked")
-            checked = _legacy_as_tool_calls(data, message, legacy)
-        return data, check(checked, tools, messages, self.config.grounding)
+    def _unchecked(self, first: UpstreamReply, outcome: str) -> UpstreamReply:
+        """The counted reply to an answer :func:`judge` could not check (its ``outcome``)."""
+        if outcome == "too_deep":
+            self.count("upstream_invalid")
+            message = "upstream answer is nested too deeply to read"
+            return error_reply(502, message, "upstream_invalid")
+        self.count("unchecked")
+        return first if outcome == "unreadable" else with_header(first, "unchecked")
 
     def _decide(
         self,
@@ -304,6 +262,7 @@ class Guard:
             k=cfg.attempts,
             grounding=cfg.grounding,
             first=_checked_form(data),
+            first_verdict=verdict,  # checked already (in a worker process when large)
             deadline=deadline,
         )
         decision = "repaired" if result.passed else "unrepaired"
@@ -380,14 +339,21 @@ class Guard:
 def _appended(content: bytes, extra: JsonObject) -> bytes | None:
     """The JSON object ``content`` (already read: an object without :data:`EXTRA_FIELD`)
     with ``"callscope": extra`` as its last member, or ``None`` when its text does not end
-    the object plainly (then it is encoded again)."""
-    end = content.rstrip()
+    the object plainly (then it is encoded again). One copy of ``content``: a 60 MB answer
+    copied four times held the interpreter lock for 0.2 s (issue 47 point 6)."""
+    end = content.rstrip()  # ``content`` itself unless whitespace follows the object
     if not end.endswith(b"}") or json.detect_encoding(content[:4]) != "utf-8":
         return None
-    head = end[:-1].rstrip()
-    separator = b"" if head.endswith(b"{") else b", "
+    cut = len(end) - 1
+    for _ in range(_MAX_CLOSING_SPACE):  # the space before the closing brace
+        if not (cut and end[cut - 1] in b" \t\r\n"):
+            break
+        cut -= 1
+    else:
+        return None
+    separator = b"" if end[cut - 1 : cut] == b"{" else b", "
     field = f'"{EXTRA_FIELD}": '.encode() + dumps_safe(extra, mark=False).encode()
-    return head + separator + field + b"}"
+    return b"".join((memoryview(end)[:cut], separator, field, b"}"))
 
 
 def _single(data: ChatCompletion, verdict: TurnVerdict) -> RepairResult:

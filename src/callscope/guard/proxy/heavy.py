@@ -1,0 +1,143 @@
+"""Reading and checking an upstream answer (:func:`judge`, a pure function), and the worker
+processes that do it for large answers (:class:`HeavyChecks`).
+
+``json`` holds the interpreter lock for the whole of a decode: on a thread, one 60 MB answer
+stops the event loop for ~0.2 s, and three at once stopped every other request for seconds
+(issue 47, point 6). An answer over :data:`INLINE_CHECK_BYTES` is therefore read and checked
+in one of :data:`HEAVY_WORKERS` worker processes (started on the first such answer), and only
+what it found comes back: the answer's value and its verdict (unpickled in ~1/10 of the time
+the JSON decode takes: a string is one copy). A worker that dies (killed, out of memory)
+breaks only its pool: the answer in hand is checked on a thread, and the next large answer
+starts a new pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+
+from callscope.core.jsonl import TooDeep
+from callscope.guard.check import TurnVerdict, check, message_of
+from callscope.guard.proxy.request import loads_answer
+from callscope.records.wire import ChatCompletion, ChatMessage, FunctionCall
+
+#: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms);
+#: a larger one in a worker process
+INLINE_CHECK_BYTES = 64 * 1024
+#: how much lower the workers' priority is than the server's (``os.nice``)
+WORKER_NICENESS = 10
+#: worker processes for large answers (each holds at most one answer, ~3x its size, at once)
+HEAVY_WORKERS = 2
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What reading and checking one upstream answer found. ``outcome``: ``checked`` (then
+    ``data`` is the answer and ``verdict`` its calls' verdict), ``unreadable`` (not JSON, or
+    no first choice's message), ``too_deep`` (nested past the reader's bound) or
+    ``no_calls`` (a message without ``tool_calls`` or a legacy ``function_call``)."""
+
+    outcome: str
+    data: Any = None
+    verdict: TurnVerdict | None = None
+
+
+def legacy_as_tool_calls(
+    data: ChatCompletion, message: ChatMessage, call: FunctionCall
+) -> ChatCompletion | ChatMessage:
+    """``data`` with its legacy ``function_call`` as the one entry of ``tool_calls`` (what
+    the check reads); ``data`` itself is not changed."""
+    legacy = {"id": "function_call", "type": "function", "function": call}
+    as_tools = {**message, "tool_calls": [legacy]}
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return {**data, "choices": [{**choices[0], "message": as_tools}, *choices[1:]]}
+    return as_tools
+
+
+def judge(content: bytes, tools: list[Any], messages: list[Any], grounding: str | None) -> Judged:
+    """Read upstream's answer ``content`` and check its calls against ``tools`` and the
+    conversation ``messages``. A legacy ``message.function_call`` is checked as the one call
+    it is."""
+    try:
+        data = loads_answer(content)
+    except TooDeep:
+        return Judged("too_deep")
+    except ValueError:
+        return Judged("unreadable")
+    try:
+        message = message_of(data)
+    except (TypeError, ValueError):
+        return Judged("unreadable")
+    checked = data
+    if not message.get("tool_calls"):
+        legacy = message.get("function_call")
+        if not isinstance(legacy, dict):
+            return Judged("no_calls")
+        checked = legacy_as_tool_calls(data, message, legacy)
+    return Judged("checked", data, check(checked, tools, messages, grounding))
+
+
+def _quiet_worker() -> None:
+    """A worker's start: a lower priority than the server's, so that on a busy machine the
+    event loop is not the one kept waiting for a core; Ctrl-C reaches the whole process
+    group, and the server, not each worker, decides what it ends."""
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class HeavyChecks:
+    """:func:`judge` in worker processes (module docstring). :attr:`done` counts the answers
+    they checked (``/callscope/health`` shows it)."""
+
+    def __init__(self, workers: int = HEAVY_WORKERS) -> None:
+        self.workers = workers
+        self.done = 0
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                # spawn: a fork of a process running threads (uvicorn's, the store writer's)
+                # may copy a lock another thread holds
+                self._pool = concurrent.futures.ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_quiet_worker,
+                )
+            return self._pool
+
+    async def judge(
+        self, content: bytes, tools: list[Any], messages: list[Any], grounding: str | None
+    ) -> Judged:
+        pool = self._executor()
+        try:
+            future = pool.submit(judge, content, tools, messages, grounding)
+            judged = await asyncio.wrap_future(future)
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            return await anyio.to_thread.run_sync(judge, content, tools, messages, grounding)
+        self.done += 1
+        return judged
+
+    def close(self) -> None:
+        """End the workers (an answer they are checking is dropped: its client has gone)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

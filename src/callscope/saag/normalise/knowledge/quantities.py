@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from callscope.core.paths import pint_dir
-from callscope.saag.normalise.knowledge.base import Match, StatedText
+from callscope.saag.normalise.knowledge.base import Match, StatedText, long_lived
 
 PINT = "pint"
 #: a number directly followed (at most one space) by a unit-like token
@@ -104,9 +104,9 @@ def units() -> Any:
     try:
         folder = pint_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        return pint.UnitRegistry(cache_folder=folder)
+        return long_lived(pint.UnitRegistry(cache_folder=folder))
     except Exception:  # an unwritable or broken cache: pint parses its definitions itself
-        return pint.UnitRegistry()
+        return long_lived(pint.UnitRegistry())
 
 
 _DEFINITION = re.compile(r"^\s*([^\s=#@;]+)\s*=(.*)$")

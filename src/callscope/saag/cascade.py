@@ -187,6 +187,8 @@ def _mode_key(mode: Grounding) -> Any:
     if type(mode) is LexicalGrounding:
         return "lexical"
     if type(mode) is RegistryGrounding and type(mode.disabled) is frozenset:
+        if not mode.disabled and mode.name == "registry":
+            return "registry"  # the default mode as named: an atomic key the collector untracks
         return ("registry", mode.name, mode.disabled)
     return mode
 

@@ -226,6 +226,16 @@ def _quantities(text: str) -> list[tuple[str, Any, bool]]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _container(unit: str) -> Any:
+    """The unit expression ``unit`` as pint reads it for ``Quantity.to(unit)`` (the same
+    ``to_units_container`` call), read once: ``to`` parses a string on every call, and the
+    readings of a request convert each quantity to several units."""
+    from pint.util import to_units_container  # lazy: pint is loaded by the quantity already
+
+    return to_units_container(unit, units())
+
+
 def _unprefixed(q: Any) -> Any:
     """``q`` in its unit without an SI prefix (100 µF as 0.0001 farad), or ``None``."""
     try:
@@ -234,7 +244,7 @@ def _unprefixed(q: Any) -> Any:
         return None
     if not prefix or suffix:
         return None
-    return q.to(name)
+    return q.to(_container(name))
 
 
 def _readings(q: Any) -> list[tuple[float, str]]:
@@ -249,7 +259,7 @@ def _readings(q: Any) -> list[tuple[float, str]]:
         out.append((float(base.magnitude), f"{base.units}"))
         kind = str(q.dimensionality)
         for target in TARGETS.get(kind, ()):
-            out.append((float(q.to(target).magnitude), target))
+            out.append((float(q.to(_container(target)).magnitude), target))
     except Exception:  # a conversion pint refuses
         pass
     return [x for x in out if math.isfinite(x[0])]

@@ -251,12 +251,12 @@ def extrinsic(
     if key is not None:
         hit = _scores.get(key)
         if hit is not None and hit[0] is gold and hit[1] is functions:
-            return _prf(*hit[2])  # a new dict from the kept counts
+            return hit[2].copy()  # type: ignore[return-value]
     counts = arg_counts(call, gold, functions)
     scores = _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
     if key is not None:
         with _gold_lock:
-            _scores[key] = (gold, functions, tuple(counts))
+            _scores[key] = (gold, functions, scores.copy())  # type: ignore[arg-type]
             while len(_scores) > SCORE_CACHE_SIZE:
                 _scores.popitem(last=False)
     return scores
@@ -265,8 +265,7 @@ def extrinsic(
 #: scores kept for repeated requests (the same call against the same gold and registry
 #: objects: a case set scored again, a correction loop), oldest out first
 SCORE_CACHE_SIZE = 16384
-#: kept as the counts (a plain tuple of atomic values, which the collector untracks)
-_scores: OrderedDict[tuple[Any, ...], tuple[Any, Any, tuple[int, int, int, bool]]] = OrderedDict()
+_scores: OrderedDict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = OrderedDict()
 
 
 def _score_key(call: ToolCall, gold: dict[str, Any], functions: Any) -> tuple[Any, ...] | None:

@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import fields
+from operator import itemgetter
 from typing import Any
 
 from callscope.parse import MAX_ARGUMENT_DEPTH
@@ -157,15 +158,20 @@ _LIST_AT = tuple((i, k) for i, k in enumerate(_FIELDS) if k in _LISTS)
 _DICT_AT = tuple((i, k) for i, k in enumerate(_FIELDS) if k in _DICTS)
 
 
+#: a diagnosis's field values in field order, in one C call
+_FIELD_VALUES = itemgetter(*_FIELDS)
+
+
 def _kept(d: Diagnosis) -> tuple[Any, ...]:
     """A verdict as the cache keeps it: its field values in order, lists as tuples and dicts
     as tuples of pairs (immutable values the garbage collector stops walking: a cache of
     thousands of verdicts must not slow every other allocation)."""
-    values = d.__dict__
-    return tuple(
-        tuple(values[k]) if k in _LISTS else tuple(values[k].items()) if k in _DICTS else values[k]
-        for k in _FIELDS
-    )
+    values = list(_FIELD_VALUES(d.__dict__))
+    for i, _ in _LIST_AT:
+        values[i] = tuple(values[i])
+    for i, _ in _DICT_AT:
+        values[i] = tuple(values[i].items())
+    return tuple(values)
 
 
 def _revived(kept: tuple[Any, ...]) -> Diagnosis:
@@ -187,6 +193,8 @@ def _mode_key(mode: Grounding) -> Any:
     if type(mode) is LexicalGrounding:
         return "lexical"
     if type(mode) is RegistryGrounding and type(mode.disabled) is frozenset:
+        if not mode.disabled and mode.name == "registry":
+            return "registry"  # the default mode as named: an atomic key the collector untracks
         return ("registry", mode.name, mode.disabled)
     return mode
 

@@ -214,7 +214,8 @@ class RegistryGrounding:
         key = scalar_key(value)
         if key is None:
             return self._stated_in(value, ev, knowledge)
-        key = ("stated", self.disabled, knowledge, key)
+        # no rule off: None, so that the key holds atomic values only (the collector untracks it)
+        key = ("stated", self.disabled or None, knowledge, key)
         hit = ev.memo.get(key, _MISSING)
         if hit is _MISSING:
             hit = self._stated_in(value, ev, knowledge)

@@ -26,6 +26,7 @@ from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
     Match,
     StatedText,
+    long_lived,
     name_stated,
     upper_tokens,
 )
@@ -52,7 +53,7 @@ def airports() -> dict[str, dict[str, Any]]:
     try:
         table = json.loads(kept.read_text(encoding="utf-8"))
         if isinstance(table, dict) and all(isinstance(r, dict) for r in table.values()):
-            return table
+            return long_lived(table)
     except (OSError, ValueError):
         pass
     table = {
@@ -66,7 +67,7 @@ def airports() -> dict[str, dict[str, Any]]:
         tmp.replace(kept)  # atomic: a concurrent reader sees the old file or the whole new one
     except OSError:
         pass
-    return table
+    return long_lived(table)
 
 
 @lru_cache(maxsize=1)
@@ -76,7 +77,7 @@ def _by_city() -> dict[str, tuple[dict[str, Any], ...]]:
         city = str(record.get("city") or "").strip()
         if city:
             out.setdefault(city.lower(), []).append(record)
-    return {k: tuple(v) for k, v in out.items()}
+    return long_lived({k: tuple(v) for k, v in out.items()})
 
 
 def _source(record: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
     Match,
     StatedText,
+    long_lived,
     name_stated,
 )
 from callscope.saag.normalise.knowledge.countries import place_named
@@ -70,10 +71,12 @@ def table() -> _Table:
                 by_abbr.setdefault(_letters(alias), []).append(city)
             else:
                 by_name.setdefault(alias.lower(), []).append(city)
-    return _Table(
-        str(raw["source"]),
-        {k: tuple(v) for k, v in by_name.items()},
-        {k: tuple(v) for k, v in by_abbr.items()},
+    return long_lived(
+        _Table(
+            str(raw["source"]),
+            {k: tuple(v) for k, v in by_name.items()},
+            {k: tuple(v) for k, v in by_abbr.items()},
+        )
     )
 
 

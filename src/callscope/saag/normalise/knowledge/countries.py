@@ -15,7 +15,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated, upper_tokens
+from callscope.saag.normalise.knowledge.base import (
+    Match,
+    StatedText,
+    long_lived,
+    name_stated,
+    upper_tokens,
+)
 
 ISO_3166_1 = "pycountry (ISO 3166-1)"
 US_STATES = "us (US states)"
@@ -60,7 +66,7 @@ def _us_states() -> tuple[dict[str, State], dict[str, State]]:
     import us  # lazy: only values shaped like a state load the table
 
     states = [State(s.name, s.abbr) for s in us.states.STATES_AND_TERRITORIES]
-    return {s.code: s for s in states}, {s.name.lower(): s for s in states}
+    return long_lived(({s.code: s for s in states}, {s.name.lower(): s for s in states}))
 
 
 @lru_cache(maxsize=1024)

@@ -15,7 +15,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated, upper_tokens
+from callscope.saag.normalise.knowledge.base import (
+    Match,
+    StatedText,
+    long_lived,
+    name_stated,
+    upper_tokens,
+)
 from callscope.saag.normalise.knowledge.countries import country_names
 
 ISO_4217 = "Babel (CLDR) / pycountry (ISO 4217)"
@@ -59,7 +65,7 @@ def _by_name() -> dict[str, str]:
     for code in Locale("en").currencies:
         for name in currency_names(code):
             out.setdefault(name.lower(), code)
-    return out
+    return long_lived(out)
 
 
 def _symbol_stated(symbol: str, query: str) -> bool:

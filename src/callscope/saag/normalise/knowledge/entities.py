@@ -43,7 +43,7 @@ from typing import NamedTuple
 from callscope.core.registry import Registry
 from callscope.saag.normalise.knowledge import cities, tickers
 from callscope.saag.normalise.knowledge.airports import airports
-from callscope.saag.normalise.knowledge.base import MAX_SPAN_WORDS
+from callscope.saag.normalise.knowledge.base import MAX_SPAN_WORDS, long_lived
 from callscope.saag.normalise.knowledge.countries import ISO_3166_1, US_STATES, country_names
 
 #: names longer than this are not looked up
@@ -232,7 +232,7 @@ _TABLES: tuple[EntityTable, ...] = tuple(ENTITY_TABLES[name] for name in ENTITY_
 @lru_cache(maxsize=16)
 def _index(table: str) -> Index:
     """The table named ``table``, loaded once."""
-    return ENTITY_TABLES[table].load()
+    return long_lived(ENTITY_TABLES[table].load())
 
 
 @lru_cache(maxsize=4096)

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from callscope.core.paths import pint_dir
-from callscope.saag.normalise.knowledge.base import Match, StatedText
+from callscope.saag.normalise.knowledge.base import Match, StatedText, long_lived
 
 PINT = "pint"
 #: a number directly followed (at most one space) by a unit-like token
@@ -104,9 +104,9 @@ def units() -> Any:
     try:
         folder = pint_dir()
         folder.mkdir(parents=True, exist_ok=True)
-        return pint.UnitRegistry(cache_folder=folder)
+        return long_lived(pint.UnitRegistry(cache_folder=folder))
     except Exception:  # an unwritable or broken cache: pint parses its definitions itself
-        return pint.UnitRegistry()
+        return long_lived(pint.UnitRegistry())
 
 
 _DEFINITION = re.compile(r"^\s*([^\s=#@;]+)\s*=(.*)$")
@@ -226,6 +226,16 @@ def _quantities(text: str) -> list[tuple[str, Any, bool]]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _container(unit: str) -> Any:
+    """The unit expression ``unit`` as pint reads it for ``Quantity.to(unit)`` (the same
+    ``to_units_container`` call), read once: ``to`` parses a string on every call, and the
+    readings of a request convert each quantity to several units."""
+    from pint.util import to_units_container  # lazy: pint is loaded by the quantity already
+
+    return to_units_container(unit, units())
+
+
 def _unprefixed(q: Any) -> Any:
     """``q`` in its unit without an SI prefix (100 µF as 0.0001 farad), or ``None``."""
     try:
@@ -234,7 +244,7 @@ def _unprefixed(q: Any) -> Any:
         return None
     if not prefix or suffix:
         return None
-    return q.to(name)
+    return q.to(_container(name))
 
 
 def _readings(q: Any) -> list[tuple[float, str]]:
@@ -249,7 +259,7 @@ def _readings(q: Any) -> list[tuple[float, str]]:
         out.append((float(base.magnitude), f"{base.units}"))
         kind = str(q.dimensionality)
         for target in TARGETS.get(kind, ()):
-            out.append((float(q.to(target).magnitude), target))
+            out.append((float(q.to(_container(target)).magnitude), target))
     except Exception:  # a conversion pint refuses
         pass
     return [x for x in out if math.isfinite(x[0])]

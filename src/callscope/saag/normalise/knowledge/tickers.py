@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated
+from callscope.saag.normalise.knowledge.base import Match, StatedText, long_lived, name_stated
 
 _SYMBOL = re.compile(r"[A-Z]{1,5}(?:\.[A-Z])?")
 
@@ -27,7 +27,7 @@ _SYMBOL = re.compile(r"[A-Z]{1,5}(?:\.[A-Z])?")
 def table() -> tuple[str, dict[str, tuple[str, ...]]]:
     """The committed table: its source, and symbol -> the company's names (read once)."""
     raw = json.loads(Path(__file__).with_name("tickers.json").read_text(encoding="utf-8"))
-    return str(raw["source"]), {symbol: tuple(names) for symbol, names in raw["rows"]}
+    return long_lived((str(raw["source"]), {symbol: tuple(names) for symbol, names in raw["rows"]}))
 
 
 class Tickers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated
+from callscope.saag.normalise.knowledge.base import Match, StatedText, long_lived, name_stated
 
 TZ_DATABASE = "the IANA tz database (zoneinfo)"
 
@@ -19,7 +19,7 @@ def zone_names() -> frozenset[str]:
     """Every IANA zone name this Python knows (``zoneinfo.available_timezones``)."""
     import zoneinfo  # lazy: only values with a "/" read the zone list
 
-    return frozenset(zoneinfo.available_timezones())
+    return long_lived(frozenset(zoneinfo.available_timezones()))
 
 
 class Timezones:

@@ -52,6 +52,7 @@ from callscope.parse import parse_output
 from callscope.saag.cascade import diagnose
 from callscope.saag.extrinsic import extrinsic
 from callscope.saag.groundings import GROUNDINGS, get_grounding
+from callscope.saag.normalise.knowledge.base import own_the_process
 
 
 def _work() -> list[tuple[Any, dict[str, Any], str, tuple[Any, ...]]]:
@@ -85,6 +86,7 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, metavar="N")
     ap.add_argument("--registry-seconds", type=float, default=0.5, help="per size; 0: skip")
     args = ap.parse_args()
+    own_the_process()  # as the `callscope` command does: its knowledge tables are frozen
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     every = _work()
     checker = ast_checker()

@@ -207,8 +207,12 @@ def _wanted(argv: Sequence[str]) -> list[str] | None:
 
 
 def main() -> None:
-    """The ``callscope`` console script."""
+    """The ``callscope`` console script (a process callscope owns: its knowledge tables are
+    frozen once loaded, :func:`~callscope.saag.normalise.knowledge.base.own_the_process`)."""
+    from callscope.saag.normalise.knowledge.base import own_the_process
+
     route_warnings_safely()
+    own_the_process()
     build_app(_wanted(sys.argv[1:]))()
 
 

@@ -21,21 +21,35 @@ MAX_SPAN_WORDS = 5
 _T = TypeVar("_T")
 
 
+#: whether :func:`long_lived` freezes: on only in a process callscope owns (its console
+#: script, :func:`own_the_process`), never inside a host's process (an agent, LiteLLM)
+_FREEZE = False
+
+
+def own_the_process() -> None:
+    """Say that this process is callscope's own (the ``callscope`` command, a benchmark):
+    the knowledge tables loaded from now on are frozen (:func:`long_lived`)."""
+    global _FREEZE
+    _FREEZE = True
+
+
 def long_lived(table: _T) -> _T:
-    """``table``, just loaded for the rest of the process, after moving every object alive to
-    the garbage collector's permanent generation (``gc.freeze()``): each knowledge loader
-    returns through it, once per process (issue 49).
+    """``table``, just loaded for the rest of the process; in a process callscope owns
+    (:func:`own_the_process`), after moving every object alive to the garbage collector's
+    permanent generation (``gc.freeze()``): each knowledge loader returns through it, once
+    per process (issue 49).
 
     Why: the tables hold hundreds of thousands of objects that live as long as the process,
     and CPython's collector walked them all on every full collection. The caches of a first
     pass over new requests grow the heap and bring such collections: on BFCL's cold half
     (``benchmarks/bfcl_throughput.py``) one cost ~180 ms, about 30 us a call, and ~28 ms with
-    the tables frozen. The effect is process-wide, on purpose: whatever is alive when a table
-    loads (the caller's own data too) is no longer walked. Reference counting still frees
-    those objects; only a reference cycle among them that becomes garbage later stays in
-    memory, until the caller runs ``gc.unfreeze()`` (after which the next full collection
-    walks, and frees, everything again)."""
-    gc.freeze()
+    the tables frozen. The effect is process-wide: whatever is alive when a table loads is no
+    longer walked, and a reference cycle among those objects that becomes garbage later stays
+    in memory until ``gc.unfreeze()``. That is harmless in callscope's own command, which
+    holds little else, and a slow leak in a host's long-running process (an agent, a LiteLLM
+    server: its requests in flight would be frozen too), so a library import never freezes."""
+    if _FREEZE:
+        gc.freeze()
     return table
 
 

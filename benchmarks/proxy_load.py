@@ -14,7 +14,10 @@ measures, in one run:
 Beside them, in 1 and 3, the floor of the stack: a bare pass-through ASGI app on the same
 uvicorn and httpx (no check, no record), so what callscope itself adds is visible.
 4. a 20 MB completion through the proxy, while small requests run one after another beside
-   it (goal: under 2 s; the small requests' p50 within 2x of their p50 alone).
+   it (goal: under 2 s; the small requests' p50 within 2x of their p50 alone);
+5. ``GET /callscope/health`` every 20 ms from another process, alone and while three answers
+   with 60 MB of arguments each go through the proxy at once (issue 47 point 6: the wait of
+   unrelated requests while large answers are read and checked).
 
 Timings depend on the machine and its load (printed with ``uptime``); nothing here is a test.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import itertools
 import json
 import os
 import signal
@@ -51,13 +55,15 @@ TOOLS = [
     }
 ]
 BIG_CHARS = 20_000_000
+#: the arguments of the ``model: huge`` answer (issue 47 point 6: 60 MB of arguments)
+HUGE_CHARS = 60 * 1024 * 1024
 
 
-def _completion(content: str | None) -> bytes:
+def _completion(content: str | None, arguments: str = '{"city": "Paris"}') -> bytes:
     call = {
         "id": "c0",
         "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        "function": {"name": "get_weather", "arguments": arguments},
     }
     message = {"role": "assistant", "content": content, "tool_calls": [call]}
     return json.dumps(
@@ -91,12 +97,13 @@ def upstream_main(port: int) -> None:
 
     small = _completion(None)
     big = _completion("It is sunny. " * (BIG_CHARS // 13))
+    huge = _completion(None, json.dumps({"city": "x" * HUGE_CHARS}))
 
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] != "http":
             return
         body = await _body(receive)
-        out = big if b'"big"' in body else small
+        out = big if b'"big"' in body else huge if b'"huge"' in body else small
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(out))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": out})
@@ -111,12 +118,30 @@ def floor_main(up_port: int, port: int, http: str = "h11", loop: str = "asyncio"
     this is callscope's own cost."""
     import uvicorn
 
-    client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{up_port}", timeout=60)
+    from callscope.guard import upstream
+
+    # the proxy's own pool layout (pools taken in turn), so the floor differs only by callscope
+    # (read from the code under test: an earlier commit had other values, or none)
+    pools = upstream.UPSTREAM_POOLS
+    per_pool = upstream.UPSTREAM_CONNECTIONS // pools
+    limits = httpx.Limits(
+        max_connections=per_pool,
+        max_keepalive_connections=per_pool,
+        keepalive_expiry=getattr(upstream, "UPSTREAM_KEEPALIVE_S", 5.0),
+    )
+    clients = [
+        httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{up_port}", timeout=60, limits=limits, verify=False
+        )
+        for _ in range(pools)
+    ]
+    turn = itertools.count()
 
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] != "http":
             return
         body = await _body(receive)
+        client = clients[next(turn) % len(clients)]
         r = await client.post(scope["path"], content=body)
         headers = [
             (b"content-type", b"application/json"),
@@ -224,6 +249,46 @@ async def _big_beside_small(url: str) -> tuple[float, list[float]]:
         return big_s, small
 
 
+async def _gets(url: str, seconds: float, done: asyncio.Event | None = None) -> list[float]:
+    """GET ``url`` every 20 ms for ``seconds`` (or until ``done``): each one's seconds."""
+    times: list[float] = []
+    end = time.perf_counter() + seconds
+    async with httpx.AsyncClient(timeout=120) as client:
+        while time.perf_counter() < end and not (done is not None and done.is_set()):
+            t = time.perf_counter()
+            (await client.get(url)).raise_for_status()
+            times.append(time.perf_counter() - t)
+            await asyncio.sleep(0.02)
+    return times
+
+
+async def _gets_beside_huge(health: str, url: str) -> list[float]:
+    """:func:`_gets` while three answers with 60 MB of arguments go through the proxy. The
+    GETs run in another process: this one's event loop is busy reading 180 MB."""
+    probe = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "_gets", health, stdout=asyncio.subprocess.PIPE
+    )
+    await asyncio.sleep(1.0)
+    async with httpx.AsyncClient(timeout=300) as client:
+        posts = [client.post(url + "/chat/completions", content=_request("huge")) for _ in range(3)]
+        replies = await asyncio.gather(*posts)
+    assert all(r.status_code == 200 for r in replies), [r.status_code for r in replies]
+    probe.send_signal(signal.SIGTERM)
+    out, _ = await probe.communicate()
+    return json.loads(out)
+
+
+def gets_main(url: str) -> None:
+    """The GET process of :func:`_gets_beside_huge`: GETs until SIGTERM, then their times."""
+    done = asyncio.Event()
+
+    async def run() -> list[float]:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
+        return await _gets(url, 600.0, done)
+
+    print(json.dumps(asyncio.run(run())))
+
+
 def _ms(x: float) -> str:
     return f"{x * 1000:8.2f}"
 
@@ -305,6 +370,15 @@ def main() -> None:
             f"(x{b50 / a50:.2f}, goal <= 2; max beside {_ms(max(beside)).strip()} ms, "
             f"{len(beside)} requests)"
         )
+        print("\n5. GET /callscope/health every 20 ms, alone and beside three 60 MB answers")
+        health = proxy.removesuffix("/v1") + "/callscope/health"
+        rows = [("alone", asyncio.run(_gets(health, 2.0)))]
+        # the first three start the proxy's worker processes; the second three find them
+        rows.append(("beside 1st", asyncio.run(_gets_beside_huge(health, proxy))))
+        rows.append(("beside 2nd", asyncio.run(_gets_beside_huge(health, proxy))))
+        print(f"{'':12}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}")
+        for name, t in rows:
+            print(f"{name:12}{len(t):6d}{_ms(_pct(t, 0.5))}{_ms(_pct(t, 0.99))}{_ms(max(t))}")
         print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     finally:
         px.send_signal(signal.SIGTERM)
@@ -318,6 +392,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "_upstream":
         upstream_main(int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "_gets":
+        gets_main(sys.argv[2])
     elif len(sys.argv) in (4, 6) and sys.argv[1] == "_floor":
         floor_main(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:6])
     else:

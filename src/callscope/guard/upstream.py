@@ -176,10 +176,17 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
 
 
 #: connections to upstream at most, and how many pools they are split over: httpx's pool
-#: scans every connection it holds for each request it places (O(pool) per request, most of
-#: the proxy's CPU in a 200-wide burst with one pool of 512), so requests take pools in turn
+#: scans every connection it holds for each request it places, and asks each idle one
+#: whether upstream closed it (two system calls), so requests take pools in turn. At 16 pools
+#: of 32 that scan was a fifth of the proxy's CPU in a 200-wide burst; at 64 of 8 the
+#: burst's p99 halved (issue 49 point 4, docs/performance.md)
 UPSTREAM_CONNECTIONS = 512
-UPSTREAM_POOLS = 16
+UPSTREAM_POOLS = 64
+#: seconds an idle upstream connection is kept: under uvicorn's default keep-alive of 5 s,
+#: so the proxy drops a connection before such an upstream closes it under a request (a
+#: request written to a connection upstream closed is never sent again: it may have started
+#: generating; at httpx's default of 5 s, one burst of 500 in three lost one that way)
+UPSTREAM_KEEPALIVE_S = 4.0
 
 
 class HTTPUpstream:
@@ -201,7 +208,11 @@ class HTTPUpstream:
             raise ValueError(f"--upstream must be an http(s) URL, not {redacted_url(base_url)!r}")
         self._pools = max(1, min(pools, max_connections))
         per_pool = max(1, max_connections // self._pools)
-        self._limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+        self._limits = httpx.Limits(
+            max_connections=per_pool,
+            max_keepalive_connections=per_pool,
+            keepalive_expiry=UPSTREAM_KEEPALIVE_S,
+        )
         self._clients: list[httpx.AsyncClient] = []
         self._turn = itertools.count()
 

@@ -362,14 +362,16 @@ def main() -> None:
 
         print("\n4. a 20 MB completion beside small requests at concurrency 1")
         alone = asyncio.run(_sequential(proxy, 100))
-        big_s, beside = asyncio.run(_big_beside_small(proxy))
-        print(f"20 MB completion through the proxy: {big_s:.2f} s (goal < 2)")
-        a50, b50 = statistics.median(alone), statistics.median(beside)
-        print(
-            f"small requests: p50 alone {_ms(a50).strip()} ms, beside it {_ms(b50).strip()} ms "
-            f"(x{b50 / a50:.2f}, goal <= 2; max beside {_ms(max(beside)).strip()} ms, "
-            f"{len(beside)} requests)"
-        )
+        # the first answer over 1 MiB starts the proxy's worker processes; the second finds them
+        for which in ("1st", "2nd"):
+            big_s, beside = asyncio.run(_big_beside_small(proxy))
+            print(f"20 MB completion through the proxy, {which}: {big_s:.2f} s (goal < 2)")
+            a50, b50 = statistics.median(alone), statistics.median(beside)
+            print(
+                f"  small requests: p50 alone {_ms(a50).strip()} ms, beside it "
+                f"{_ms(b50).strip()} ms (x{b50 / a50:.2f}, goal <= 2; max beside "
+                f"{_ms(max(beside)).strip()} ms, {len(beside)} requests)"
+            )
         print("\n5. GET /callscope/health every 20 ms, alone and beside three 60 MB answers")
         health = proxy.removesuffix("/v1") + "/callscope/health"
         rows = [("alone", asyncio.run(_gets(health, 2.0)))]

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -283,19 +284,28 @@ def test_unrelated_requests_are_answered_while_huge_answers_are_checked(tmp_path
         concurrent.futures.ThreadPoolExecutor(3) as pool,
     ):
         health_url = served.url.removesuffix("/v1") + "/callscope/health"
-        assert httpx.get(health_url, timeout=60).json()["checked_in_workers"] == 0
+
+        def health() -> dict[str, Any]:
+            return httpx.get(health_url, timeout=60).json()
+
+        assert (health()["check_workers"], health()["checked_in_workers"]) == ("not started", 0)
+        # the first large answer starts the workers and, as they start, is checked on a thread
+        first = httpx.post(served.url + "/chat/completions", content=chat("huge"), timeout=300)
+        assert first.headers[GUARD_HEADER] == "unrepaired"
+        assert health()["checked_in_workers"] == 0
+        assert wait_until(lambda: health()["check_workers"] == "ready", timeout=120)
         heavy = [
             pool.submit(
                 httpx.post, served.url + "/chat/completions", content=chat("huge"), timeout=300
             )
             for _ in range(3)
         ]
-        assert wait_until(lambda: len(up.requests) == 3, timeout=60)
+        assert wait_until(lambda: len(up.requests) == 4, timeout=60)
         models = httpx.get(served.url + "/models", timeout=300)
         pending_when_answered = sum(not f.done() for f in heavy)
         replies = [f.result() for f in heavy]
         small = httpx.post(served.url + "/chat/completions", content=chat("ok"), timeout=60)
-        health = httpx.get(health_url, timeout=60).json()
+        after = health()
     assert models.status_code == 200
     assert pending_when_answered >= 1
     assert {r.headers[GUARD_HEADER] for r in replies} == {"unrepaired"}  # too large to read
@@ -303,7 +313,51 @@ def test_unrelated_requests_are_answered_while_huge_answers_are_checked(tmp_path
     assert all(len(r.content) > 60 * 1024 * 1024 for r in replies)
     assert {r.json()["callscope"]["stage"] for r in replies} == {1}
     assert small.headers[GUARD_HEADER] == "passed"
-    assert health["checked_in_workers"] == 3  # the small answer was checked in the server
+    assert after["checked_in_workers"] == 3  # the small answer was checked in the server
+
+
+def _check_workers(pid: int) -> list[int]:
+    """The process ids of ``callscope serve``'s worker processes (not multiprocessing's
+    resource tracker)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [
+        int(c)
+        for c in children
+        if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes().replace(b"\0", b" ")
+    ]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+def test_a_check_worker_killed_costs_no_answer(tmp_path: Path) -> None:
+    """A worker process killed (the OOM killer, an operator): the large answer in hand is
+    checked on a thread and answered, its decision recorded, and the next large answer
+    starts new workers."""
+    with (
+        raw_upstream(huge_mb=2) as up,
+        callscope_serve(up.url, tmp_path / "run", "--attempts", "0") as served,
+    ):
+        health_url = served.url.removesuffix("/v1") + "/callscope/health"
+
+        def huge() -> httpx.Response:
+            return httpx.post(served.url + "/chat/completions", content=chat("huge"), timeout=300)
+
+        huge()  # starts the workers
+        assert wait_until(
+            lambda: httpx.get(health_url, timeout=60).json()["check_workers"] == "ready", 120
+        )
+        workers = _check_workers(served.proc.pid)  # one or two: started as they are needed
+        assert workers
+        for worker in workers:
+            os.kill(worker, signal.SIGKILL)
+        replies = [huge() for _ in range(2)]
+        assert wait_until(
+            lambda: httpx.get(health_url, timeout=60).json()["check_workers"] == "ready", 120
+        )
+        last = huge()
+        new_workers = _check_workers(served.proc.pid)
+    assert [r.headers[GUARD_HEADER] for r in [*replies, last]] == ["unrepaired"] * 3
+    assert new_workers and not set(new_workers) & set(workers)
+    assert decisions(tmp_path / "run")["unrepaired"] == 4
 
 
 # --------------------------------------------------------------------------- points 9-11

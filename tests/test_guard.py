@@ -161,6 +161,20 @@ def test_evidence_is_the_user_text_and_tool_results_not_the_system_prompt() -> N
     ) == [SPEC]
 
 
+def test_requests_with_the_same_tools_share_one_registry() -> None:
+    """An agent sends its tools with every request, each time as new objects: the guard reads
+    them as one registry (the cascade's caches, keyed by the list, then hold one copy and
+    index it once), and tools that differ, or are not JSON, get their own."""
+    first = functions_of(json.loads(json.dumps(TOOLS)))
+    again = functions_of(json.loads(json.dumps(TOOLS)))
+    assert again is first and again == functions_of(TOOLS)
+    other = json.loads(json.dumps(TOOLS))
+    other[0]["function"]["description"] = "another text"
+    assert functions_of(other) is not first
+    not_json = [{"type": "function", "function": {**SPEC, "default": object()}}]
+    assert functions_of(not_json) is not functions_of(not_json)
+
+
 class Scripted:
     """A chat function answering from a script, recording what it was sent."""
 

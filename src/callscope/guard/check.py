@@ -45,6 +45,7 @@ from typing import Any
 
 from callscope.calibration.classify import classify_emission
 from callscope.calibration.classify.emission import holds_native_call
+from callscope.guard.inputs import content_text, evidence_of, functions_of
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis, FailureKind
@@ -253,51 +254,6 @@ def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, 
         else:
             kept.append(tc)
     return (kept, tuple(final)) if final else (native_calls, ())
-
-
-def functions_of(tools: Sequence[Any] | None) -> list[FunctionSpec]:
-    """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
-    {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries
-    without a string name are left out."""
-    out: list[FunctionSpec] = []
-    for tool in tools or ():
-        if not isinstance(tool, dict):
-            continue
-        spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
-        if isinstance(spec.get("name"), str) and spec["name"]:
-            out.append(spec)
-    return out
-
-
-def content_text(content: Any) -> str:
-    """The text of a message's ``content``: a string, or the text parts of a list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else p
-            for p in content
-        ]
-        return "\n".join(p for p in parts if isinstance(p, str))
-    return ""
-
-
-def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:
-    """(query, context) of a request: the last user message's text, and the earlier user
-    messages and tool results, in order."""
-    texts: list[tuple[str, str]] = []
-    for m in messages or ():
-        if not isinstance(m, dict):
-            continue
-        role = m.get("role")
-        if role in ("user", "tool", "function"):
-            text = content_text(m.get("content"))
-            if text:
-                texts.append((role, text))
-    last_user = max((i for i, (role, _) in enumerate(texts) if role == "user"), default=None)
-    if last_user is None:
-        return "", [t for _, t in texts]
-    return texts[last_user][1], [t for i, (_, t) in enumerate(texts) if i != last_user]
 
 
 def message_of(response: Any) -> ChatMessage:

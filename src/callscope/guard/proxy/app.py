@@ -211,6 +211,7 @@ class ProxyApp:
             "in_flight": self._in_flight,
             "memory_used": self.budget.used,
             "memory_bound": self.budget.limit,
+            "check_workers": self.guard.heavy.state,
             "checked_in_workers": self.guard.heavy.done,
         }
         if health is not None:

@@ -22,6 +22,7 @@ from callscope.guard.check import TurnVerdict, message_of
 from callscope.guard.proxy.config import ProxyConfig, log
 from callscope.guard.proxy.heavy import (
     INLINE_CHECK_BYTES,
+    THREAD_CHECK_BYTES,
     HeavyChecks,
     judge,
     legacy_as_tool_calls,
@@ -195,8 +196,13 @@ class Guard:
             return first
         messages = request.get("messages") or []
         try:
-            if len(first.content) <= INLINE_CHECK_BYTES:  # ~0.3 ms: no hop
+            size = len(first.content)
+            if size <= INLINE_CHECK_BYTES:  # ~0.3 ms: no hop
                 judged = judge(first.content, tools, messages, cfg.grounding)
+            elif size <= THREAD_CHECK_BYTES:  # a few ms of the lock at most: a thread
+                judged = await anyio.to_thread.run_sync(
+                    judge, first.content, tools, messages, cfg.grounding
+                )
             else:  # read and checked in a worker process: json holds the lock meanwhile
                 judged = await self.heavy.judge(first.content, tools, messages, cfg.grounding)
             if judged.outcome != "checked":

@@ -3,12 +3,13 @@ processes that do it for large answers (:class:`HeavyChecks`).
 
 ``json`` holds the interpreter lock for the whole of a decode: on a thread, one 60 MB answer
 stops the event loop for ~0.2 s, and three at once stopped every other request for seconds
-(issue 47, point 6). An answer over :data:`INLINE_CHECK_BYTES` is therefore read and checked
+(issue 47, point 6). An answer over :data:`THREAD_CHECK_BYTES` is therefore read and checked
 in one of :data:`HEAVY_WORKERS` worker processes (started on the first such answer), and only
-what it found comes back: the answer's value and its verdict (unpickled in ~1/10 of the time
-the JSON decode takes: a string is one copy). A worker that dies (killed, out of memory)
-breaks only its pool: the answer in hand is checked on a thread, and the next large answer
-starts a new pool.
+what it found comes back: the answer's value and its verdict (unpickled in about a third of
+the time the JSON decode takes: a string is one copy). The workers start with the first large
+answer, which, like any other while they start, is checked on a thread. A worker that dies
+(killed, out of memory) breaks only its pool: the answer in hand is checked on a thread, and
+the next large answer starts a new pool.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.proxy.request import loads_answer
 from callscope.records.wire import ChatCompletion, ChatMessage, FunctionCall
 
-#: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms);
-#: a larger one in a worker process
+#: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms)
 INLINE_CHECK_BYTES = 64 * 1024
+#: one up to this size on a worker thread (its decode holds the lock a few ms at most); a
+#: larger one in a worker process
+THREAD_CHECK_BYTES = 1024 * 1024
 #: how much lower the workers' priority is than the server's (``os.nice``)
 WORKER_NICENESS = 10
 #: worker processes for large answers (each holds at most one answer, ~3x its size, at once)
@@ -97,17 +100,35 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _up() -> bool:
+    """A worker's first task: done once the workers have started (imports included)."""
+    return True
+
+
 class HeavyChecks:
-    """:func:`judge` in worker processes (module docstring). :attr:`done` counts the answers
-    they checked (``/callscope/health`` shows it)."""
+    """:func:`judge` in worker processes (module docstring). The workers start with the first
+    large answer; until they are up (about a second, once), large answers are checked on a
+    thread, so no answer waits for them. :attr:`done` counts the answers they checked and
+    :attr:`state` says whether they are up (``/callscope/health`` shows both)."""
 
     def __init__(self, workers: int = HEAVY_WORKERS) -> None:
         self.workers = workers
         self.done = 0
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._up: concurrent.futures.Future[bool] | None = None
         self._lock = threading.Lock()
 
-    def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
+    @property
+    def state(self) -> str:
+        """``not started``, ``starting`` or ``ready``."""
+        up = self._up
+        if self._pool is None or up is None:
+            return "not started"
+        return "ready" if up.done() else "starting"
+
+    def _ready_pool(self) -> concurrent.futures.ProcessPoolExecutor | None:
+        """The pool once its workers are up, else ``None`` (the pool started if it was not,
+        and dropped if its start failed)."""
         with self._lock:
             if self._pool is None:
                 # spawn: a fork of a process running threads (uvicorn's, the store writer's)
@@ -117,27 +138,41 @@ class HeavyChecks:
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_quiet_worker,
                 )
-            return self._pool
+                self._up = self._pool.submit(_up)
+            pool, up = self._pool, self._up
+        assert up is not None
+        if not up.done():
+            return None
+        if up.exception() is not None:
+            self._drop(pool)
+            return None
+        return pool
+
+    def _drop(self, pool: concurrent.futures.ProcessPoolExecutor) -> None:
+        """Forget a broken pool: the next large answer starts another."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = self._up = None
+        pool.shutdown(wait=False, cancel_futures=True)
 
     async def judge(
         self, content: bytes, tools: list[Any], messages: list[Any], grounding: str | None
     ) -> Judged:
-        pool = self._executor()
-        try:
-            future = pool.submit(judge, content, tools, messages, grounding)
-            judged = await asyncio.wrap_future(future)
-        except BrokenProcessPool:
-            with self._lock:
-                if self._pool is pool:
-                    self._pool = None
-            pool.shutdown(wait=False, cancel_futures=True)
-            return await anyio.to_thread.run_sync(judge, content, tools, messages, grounding)
-        self.done += 1
-        return judged
+        pool = self._ready_pool()
+        if pool is not None:
+            try:
+                future = pool.submit(judge, content, tools, messages, grounding)
+                judged = await asyncio.wrap_future(future)
+            except BrokenProcessPool:  # a worker died: this answer on a thread
+                self._drop(pool)
+            else:
+                self.done += 1
+                return judged
+        return await anyio.to_thread.run_sync(judge, content, tools, messages, grounding)
 
     def close(self) -> None:
         """End the workers (an answer they are checking is dropped: its client has gone)."""
         with self._lock:
-            pool, self._pool = self._pool, None
+            pool, self._pool, self._up = self._pool, None, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,83 @@
+"""What a request gives the guard's check (:mod:`callscope.guard.check`): its registry
+(:func:`functions_of`, one list per registry content) and its evidence (:func:`evidence_of`:
+the query and the context stage 3 may ground values in)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from callscope.records.wire import FunctionSpec
+
+#: registries kept by their content (:func:`functions_of`), oldest out first
+REGISTRY_CACHE_SIZE = 64
+_registries: OrderedDict[str, list[FunctionSpec]] = OrderedDict()
+_registries_lock = threading.Lock()
+
+
+def functions_of(tools: Sequence[Any] | None) -> list[FunctionSpec]:
+    """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
+    {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries
+    without a string name are left out.
+
+    One list per registry content, of the last :data:`REGISTRY_CACHE_SIZE`: an agent sends
+    the same tools with every request, each time as new objects, and the cascade's caches
+    (the registry index, the verdicts) are keyed by the list. Without this each request built
+    its registry's index again, and every cached verdict held its own copy of the tools
+    (issue 49 point 4). The list returned may be another request's: it is read, never
+    changed. Tools that are not JSON (a library caller's own objects) get a list of their own.
+    """
+    out: list[FunctionSpec] = []
+    for tool in tools or ():
+        if not isinstance(tool, dict):
+            continue
+        spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        if isinstance(spec.get("name"), str) and spec["name"]:
+            out.append(spec)
+    try:
+        key = json.dumps(out, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return out
+    with _registries_lock:
+        kept = _registries.get(key)
+        if kept is not None:
+            _registries.move_to_end(key)
+            return kept
+        _registries[key] = out
+        if len(_registries) > REGISTRY_CACHE_SIZE:
+            _registries.popitem(last=False)
+    return out
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's ``content``: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else p
+            for p in content
+        ]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:
+    """(query, context) of a request: the last user message's text, and the earlier user
+    messages and tool results, in order."""
+    texts: list[tuple[str, str]] = []
+    for m in messages or ():
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if role in ("user", "tool", "function"):
+            text = content_text(m.get("content"))
+            if text:
+                texts.append((role, text))
+    last_user = max((i for i, (role, _) in enumerate(texts) if role == "user"), default=None)
+    if last_user is None:
+        return "", [t for _, t in texts]
+    return texts[last_user][1], [t for i, (_, t) in enumerate(texts) if i != last_user]

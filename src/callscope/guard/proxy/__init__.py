@@ -74,8 +74,9 @@ What it checks, and what it does not:
 
 The stack: an ASGI application (:class:`ProxyApp`, no framework: one endpoint and a
 pass-through need none) served by uvicorn (its h11 parser, a listen backlog of 2048, one
-event loop; an answer over 64 KiB is read and checked in one of two worker processes, since
-``json`` holds the interpreter lock for a whole decode, and repairs run on worker threads)
+event loop; an answer up to 64 KiB is checked on the loop, one up to 1 MiB on a worker
+thread, a larger one in one of two worker processes, since ``json`` holds the interpreter
+lock for a whole decode; repairs run on worker threads)
 with an ``httpx.AsyncClient`` to upstream. SIGINT and SIGTERM stop it gracefully:
 no new connections, every request in flight answered, then every decision written.
 

@@ -25,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from callscope.core.jsonl import TooDeep
@@ -116,6 +117,8 @@ class HeavyChecks:
         self.done = 0
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._up: concurrent.futures.Future[bool] | None = None
+        #: large answers checked on threads at once while there are no workers (as many)
+        self._threads: anyio.CapacityLimiter | None = None
         self._lock = threading.Lock()
 
     @property
@@ -168,7 +171,11 @@ class HeavyChecks:
             else:
                 self.done += 1
                 return judged
-        return await anyio.to_thread.run_sync(judge, content, tools, messages, grounding)
+        if self._threads is None:  # made inside the event loop, on first use
+            self._threads = anyio.CapacityLimiter(self.workers)
+        return await anyio.to_thread.run_sync(
+            judge, content, tools, messages, grounding, limiter=self._threads
+        )
 
     def close(self) -> None:
         """End the workers (an answer they are checking is dropped: its client has gone)."""

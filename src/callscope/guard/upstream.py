@@ -179,13 +179,13 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
 #: scans every connection it holds for each request it places, and asks each idle one
 #: whether upstream closed it (two system calls), so requests take pools in turn. At 16 pools
 #: of 32 that scan was a fifth of the proxy's CPU in a 200-wide burst; at 64 of 8 the
-#: burst's p99 halved (issue 49 point 4, docs/performance.md)
+#: burst's p99 fell by about a third (issue 49 point 4, docs/performance.md)
 UPSTREAM_CONNECTIONS = 512
 UPSTREAM_POOLS = 64
 #: seconds an idle upstream connection is kept: under uvicorn's default keep-alive of 5 s,
 #: so the proxy drops a connection before such an upstream closes it under a request (a
 #: request written to a connection upstream closed is never sent again: it may have started
-#: generating; at httpx's default of 5 s, one burst of 500 in three lost one that way)
+#: generating; at httpx's default of 5 s, bursts of 500 lost 0 to 5 requests that way)
 UPSTREAM_KEEPALIVE_S = 4.0
 
 

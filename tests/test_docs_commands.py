@@ -180,7 +180,12 @@ def _env(tmp: Path) -> dict[str, str]:
     package first, and caches in the scratch directory."""
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
+    # a script, not a symbolic link: Python finds its virtual environment next to the path it
+    # was started by, and a link in another folder to a venv's link to the base interpreter
+    # starts the base interpreter without the venv's packages
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
     exe = shutil.which("callscope")
     if exe is None:
         shim = bin_dir / "callscope"

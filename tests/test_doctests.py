@@ -29,7 +29,7 @@ DOCTEST_MODULES = (
     "callscope.core.jsonl",
     "callscope.core.text",
     "callscope.core.table",
-    "callscope.guard.upstream",
+    "callscope.guard.upstream_url",
     "callscope.guard.upstream_answer",
     "callscope.parse.literals",
     "callscope.parse.no_call",

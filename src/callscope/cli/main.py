@@ -209,6 +209,7 @@ def _wanted(argv: Sequence[str]) -> list[str] | None:
 def main() -> None:
     """The ``callscope`` console script (a process callscope owns: its knowledge tables are
     frozen once loaded, :func:`~callscope.saag.normalise.knowledge.base.own_the_process`)."""
+    # lazy: stage 3's word tables stay unloaded for a command that never grounds a value
     from callscope.saag.normalise.knowledge.base import own_the_process
 
     route_warnings_safely()

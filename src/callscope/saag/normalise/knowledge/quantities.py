@@ -247,21 +247,51 @@ def _unprefixed(q: Any) -> Any:
     return q.to(_container(name))
 
 
-def _readings(q: Any) -> list[tuple[float, str]]:
-    """The magnitudes of ``q`` (each with its unit) in its own unit, without its SI prefix, in
-    SI base units and in the usual units of its kind (:data:`TARGETS`)."""
-    out = [(float(q.magnitude), f"{q.units}")]
+def _converted(q: Any) -> list[tuple[Any, str]]:
+    """``q`` itself, then ``q`` without its SI prefix, in SI base units and in the usual units
+    of its kind (:data:`TARGETS`), each with its unit's name, up to the first conversion pint
+    refuses."""
+    out = [(q, f"{q.units}")]
     try:
         plain = _unprefixed(q)
         if plain is not None:
-            out.append((float(plain.magnitude), f"{plain.units}"))
+            out.append((plain, f"{plain.units}"))
         base = q.to_base_units()
-        out.append((float(base.magnitude), f"{base.units}"))
+        out.append((base, f"{base.units}"))
         kind = str(q.dimensionality)
         for target in TARGETS.get(kind, ()):
-            out.append((float(q.to(_container(target)).magnitude), target))
+            out.append((q.to(_container(target)), target))
     except Exception:  # a conversion pint refuses
         pass
+    return out
+
+
+@lru_cache(maxsize=256)
+def _factors(unit: Any) -> tuple[tuple[float, str], ...] | None:
+    """What :func:`_converted` makes of 1.0 ``unit``: each reading's factor and unit name, or
+    ``None`` when a unit on the way has an offset or a logarithm (temperatures, decibels).
+    pint converts a multiplicative unit by one product, ``magnitude * factor``
+    (``PlainRegistry._convert``), and 1.0 times the factor is the factor: a magnitude times
+    these factors gives pint's floats bit for bit, without pint's per-call parsing and
+    look-ups."""
+    out = []
+    for reading, name in _converted(units().Quantity(1.0, unit)):
+        if not getattr(reading, "_is_multiplicative", False):  # pint's own test; else: pint
+            return None
+        out.append((reading.magnitude, name))
+    return tuple(out)
+
+
+def _readings(q: Any) -> list[tuple[float, str]]:
+    """The magnitudes of ``q`` (each with its unit) in its own unit, without its SI prefix, in
+    SI base units and in the usual units of its kind (:data:`TARGETS`): a multiplicative
+    unit's by its :func:`_factors`, others by pint."""
+    factors = _factors(q.units)
+    if factors is None:
+        out = [(float(x.magnitude), name) for x, name in _converted(q)]
+    else:
+        magnitude = float(q.magnitude)
+        out = [(float(magnitude * factor), name) for factor, name in factors]
     return [x for x in out if math.isfinite(x[0])]
 
 

@@ -153,6 +153,14 @@ def _maybe_unit(token: str) -> bool:
     return False
 
 
+#: words of letters written with spaces ("San Francisco", "square feet"): pint reads them as
+#: a product of units
+_SPACED_WORDS = re.compile(r"[A-Za-z]+(?: +[A-Za-z]+)+")
+#: the words pint's parser reads as no unit of their own: powers ("square metre", "metre
+#: cubed"), "per" and "dimensionless"
+_NO_UNIT_WORDS = frozenset({"square", "sq", "cubic", "squared", "cubed", "per", "dimensionless"})
+
+
 @lru_cache(maxsize=1)
 def _prefix_set() -> frozenset[str]:
     return frozenset(_pint_names()[1])
@@ -177,6 +185,10 @@ def _unit(token: str, spaced: bool) -> Any:
     try:
         if not any(c in token for c in "/^ *") and not units().parse_unit_name(token):
             return None  # no unit of that name (pint's fast path; parse_units is ~50x slower)
+        if _SPACED_WORDS.fullmatch(token) and not all(
+            w in _NO_UNIT_WORDS or units().parse_unit_name(w) for w in token.split()
+        ):
+            return None  # pint multiplies spaced words: one it cannot name fails the whole
         unit = units().parse_units(token)
     except Exception:  # pint raises several kinds for words that are no unit
         return None

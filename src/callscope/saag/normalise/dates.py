@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from callscope.saag.normalise.numbers import WORD_TOKEN
+from callscope.saag.normalise.numbers import ANY_DIGIT, WORD_TOKEN
 
 _MONTHS = {
     m: i + 1
@@ -79,14 +79,11 @@ def durations(text: str) -> tuple[int, ...]:
     """The durations ``text`` states, in minutes ("3 nights" -> 4320, "2 hours" -> 120; one
     regex scan): a date or time it also states, moved by one of them, is stated too
     (:func:`relative_dates`, :func:`time_evidence`)."""
-    if _ANY_DIGIT.search(text) is None:
+    if ANY_DIGIT.search(text) is None:
         return ()
     return tuple(
         int(m.group(1)) * _DURATION_MINUTES[m.group(2)[0].lower()] for m in _DURATION.finditer(text)
     )
-
-
-_ANY_DIGIT = re.compile(r"\d")
 
 
 def _valid(y: int | None, m: int, d: int) -> bool:
@@ -117,7 +114,7 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
     """The dates ``text`` states as ``(year or None, month, day)`` (numeric dates in either
     day/month order, "March 14th", "14th of March 2023", "2023 April 21st"), and the years it
     states anywhere."""
-    if _ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
+    if ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
         return frozenset(), frozenset()
     out = _numeric_dates(text)
     for m in _MONTH_DAY.finditer(text):
@@ -154,7 +151,7 @@ def without_dates(text: str) -> str:
     """``text`` with its full dates and times of day blanked ("4 people on April 23, 2023 at
     10:00" -> "4 people on   at  "): the numbers left are stated as numbers, not as parts
     of a date or a time. A year or a month on its own stays. One regex pass per form."""
-    if _ANY_DIGIT.search(text) is None:
+    if ANY_DIGIT.search(text) is None:
         return text
     for form in _DATE_AND_TIME_FORMS:
         text = form.sub(" ", text)
@@ -167,7 +164,7 @@ def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     March, 2024") states a day, not a month, and is not listed (:func:`month_year_stated`
     still reads its month, but not that month's first day)."""
     out: set[tuple[int, int]] = set()
-    if _ANY_DIGIT.search(text) is None:
+    if ANY_DIGIT.search(text) is None:
         return frozenset()
     for x in _MONTH_YEAR.finditer(text):
         if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
@@ -209,7 +206,7 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     moved by a duration the text states ("9:00 ... duration 3 hours" states 12:00) within the
     same day."""
     out: set[tuple[int, int]] = set()
-    if _ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
+    if ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
         return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
     for m in _TIME_12.finditer(text):
         h, mi = int(m.group(1)), int(m.group(2) or 0)

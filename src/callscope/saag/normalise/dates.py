@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from callscope.core.text import may_hold
 from callscope.saag.normalise.numbers import ANY_DIGIT, WORD_TOKEN
 
 _MONTHS = {
@@ -29,6 +30,8 @@ _MONTHS = {
     for m in names
 }
 _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+#: what every month name of :data:`_MONTHS` starts with: a text without one names no month
+_MONTH_STARTS = frozenset(m[:3] for m in _MONTHS)
 _ORD = r"(?:st|nd|rd|th)?"
 _Y_FIRST = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _Y_LAST = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4}|\d{2})(?!\d)")
@@ -55,7 +58,10 @@ _TIME_WORDS = re.compile(
     r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s(?:o'clock\s)?in\sthe\s(morning|afternoon|evening|night)\b",
     re.I,
 )
+#: what :data:`_TIME_WORDS` needs one of
+_DAY_PARTS = ("morning", "afternoon", "evening", "night")
 _NOON = re.compile(r"\b(noon|midday)\b", re.I)
+_NOON_WORDS = ("noon", "midday")
 _TIME_24 = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d])")
 _VALUE_TIME = re.compile(
     r"(?:^|[T\s])(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$"
@@ -117,18 +123,27 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
     if ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
         return frozenset(), frozenset()
     out = _numeric_dates(text)
-    for m in _MONTH_DAY.finditer(text):
-        x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(1).lower()], int(m.group(2)))
-        if _valid(*x):
-            out.add(x)
-    for m in _DAY_MONTH.finditer(text):
-        x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(2).lower()], int(m.group(1)))
-        if _valid(*x):
-            out.add(x)
-    for m in _YEAR_MONTH_DAY.finditer(text):
-        x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
-        if _valid(*x):
-            out.add(x)
+    if may_hold(text, _MONTH_STARTS):  # the patterns of a month's name
+        for m in _MONTH_DAY.finditer(text):
+            x = (
+                int(m.group(3)) if m.group(3) else None,
+                _MONTHS[m.group(1).lower()],
+                int(m.group(2)),
+            )
+            if _valid(*x):
+                out.add(x)
+        for m in _DAY_MONTH.finditer(text):
+            x = (
+                int(m.group(3)) if m.group(3) else None,
+                _MONTHS[m.group(2).lower()],
+                int(m.group(1)),
+            )
+            if _valid(*x):
+                out.add(x)
+        for m in _YEAR_MONTH_DAY.finditer(text):
+            x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
+            if _valid(*x):
+                out.add(x)
     years = frozenset(int(y) for y in _YEAR.findall(text))
     return frozenset(out), years
 
@@ -145,6 +160,10 @@ _DATE_AND_TIME_FORMS = (
     _TIME_WORDS,
     _TIME_24,
 )
+#: the forms of :data:`_DATE_AND_TIME_FORMS` without a month's name, in the same order
+_NUMERIC_FORMS = tuple(
+    f for f in _DATE_AND_TIME_FORMS if f not in (_MONTH_DAY, _DAY_MONTH, _YEAR_MONTH_DAY)
+)
 
 
 def without_dates(text: str) -> str:
@@ -153,7 +172,9 @@ def without_dates(text: str) -> str:
     of a date or a time. A year or a month on its own stays. One regex pass per form."""
     if ANY_DIGIT.search(text) is None:
         return text
-    for form in _DATE_AND_TIME_FORMS:
+    # a blank never makes a month's name: a text without one stays without one
+    forms = _DATE_AND_TIME_FORMS if may_hold(text, _MONTH_STARTS) else _NUMERIC_FORMS
+    for form in forms:
         text = form.sub(" ", text)
     return text
 
@@ -166,7 +187,7 @@ def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     out: set[tuple[int, int]] = set()
     if ANY_DIGIT.search(text) is None:
         return frozenset()
-    for x in _MONTH_YEAR.finditer(text):
+    for x in _MONTH_YEAR.finditer(text) if may_hold(text, _MONTH_STARTS) else ():
         if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
             out.add((int(x.group(2)), _MONTHS[x.group(1).lower()]))  # not "19th of March, 2024"
     for x in _NUMERIC_MONTH_YEAR.finditer(text):
@@ -200,6 +221,10 @@ def month_year_stated(
     return (year, month) in month_years or any(y == year and mo == month for y, mo, _ in dates)
 
 
+def _noon(text: str) -> bool:
+    return may_hold(text, _NOON_WORDS) and _NOON.search(text) is not None
+
+
 def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     """The clock times ``text`` states as ``(hour 0-23, minute)``: "7 PM", "10:00 a.m.",
     "11.00 a.m.", "19:00", and, in a text of at most :data:`MAX_MOVED` times, each of them
@@ -207,17 +232,17 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     same day."""
     out: set[tuple[int, int]] = set()
     if ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
-        return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
+        return frozenset({(12, 0)}) if _noon(text) else frozenset()
     for m in _TIME_12.finditer(text):
         h, mi = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= h <= 12 and mi < 60:
             out.add(((h % 12) + (12 if m.group(3).lower() == "p" else 0), mi))
-    for m in _TIME_WORDS.finditer(text):
+    for m in _TIME_WORDS.finditer(text) if may_hold(text, _DAY_PARTS) else ():
         h, mi = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= h <= 12 and mi < 60:
             pm = m.group(3).lower() != "morning" and h != 12
             out.add((h + 12 if pm else h % 12, mi))
-    if _NOON.search(text):
+    if _noon(text):
         out.add((12, 0))
     for m in _TIME_24.finditer(text):
         h, mi = int(m.group(1)), int(m.group(2))

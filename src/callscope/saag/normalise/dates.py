@@ -144,7 +144,11 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
             x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
             if _valid(*x):
                 out.add(x)
-    years = frozenset(int(y) for y in _YEAR.findall(text))
+    years = (
+        frozenset(int(y) for y in _YEAR.findall(text))
+        if "19" in text or "20" in text  # what a year starts with
+        else frozenset()
+    )
     return frozenset(out), years
 
 
@@ -190,7 +194,7 @@ def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     for x in _MONTH_YEAR.finditer(text) if may_hold(text, _MONTH_STARTS) else ():
         if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
             out.add((int(x.group(2)), _MONTHS[x.group(1).lower()]))  # not "19th of March, 2024"
-    for x in _NUMERIC_MONTH_YEAR.finditer(text):
+    for x in _NUMERIC_MONTH_YEAR.finditer(text) if "/" in text or "-" in text else ():
         m, y = (x.group(1), x.group(2)) if x.group(1) else (x.group(4), x.group(3))
         if 1 <= int(m) <= 12:
             out.add((int(y), int(m)))
@@ -244,7 +248,7 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
             out.add((h + 12 if pm else h % 12, mi))
     if _noon(text):
         out.add((12, 0))
-    for m in _TIME_24.finditer(text):
+    for m in _TIME_24.finditer(text) if ":" in text else ():
         h, mi = int(m.group(1)), int(m.group(2))
         if h < 24 and mi < 60:
             out.add((h, mi))

@@ -11,7 +11,7 @@ written forms of a digit string."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 #: number words no number grammar reads: a word that means one number on its own
@@ -83,6 +83,11 @@ ANY_DIGIT = re.compile(r"\d")
 _SHORT_YEAR = re.compile(r"(?<![\w'])['‘’](\d{2})(?![\w'])")
 
 
+def _holds_any(text: str, needles: Iterable[str]) -> bool:
+    """``text`` holds one of ``needles`` (a test before a scan that needs one)."""
+    return any(x in text for x in needles)
+
+
 def as_number(tok: str) -> int | float:
     clean = tok.replace(",", "")
     return float(clean) if "." in clean or "e" in clean.lower() else int(clean)
@@ -93,6 +98,8 @@ def _word_numbers(text: str) -> list[int | float]:
     "quarterly" -> 4, "February" -> 2 (cardinals and ordinals in words, "a hundred" too, are
     text2num's: :func:`_in_digits`)."""
     out: list[int | float] = []
+    if not _holds_any(text, _NUMBER_WORDS):
+        return out
     for word in WORD_TOKEN.findall(text):
         if word not in _NUMBER_WORDS:
             continue
@@ -158,17 +165,18 @@ def number_evidence(
         text, lowered, converted = blank(text), blank(lowered), blank(converted)
     for source in (lowered, converted) if converted != lowered else (lowered,):
         _digit_numbers(source, out)
-    if ANY_DIGIT.search(text) is not None:
+    # each pattern below needs a digit, and one of the characters it is tested for
+    if ANY_DIGIT.search(text) is not None and _holds_any(text, "NSEW"):
         for m in _HEMISPHERE.finditer(text):
             if m.group(2) in "SW":
                 out.append(-as_number(m.group(1)))
     if ANY_DIGIT.search(lowered) is not None:
-        for m in _SPACED_MINUS.finditer(lowered):
+        for m in _SPACED_MINUS.finditer(lowered) if _holds_any(lowered, "-−") else ():
             out.append(-as_number(m.group(1)))
-        for m in _SHORT_YEAR.finditer(lowered):
+        for m in _SHORT_YEAR.finditer(lowered) if _holds_any(lowered, "'‘’") else ():
             y = int(m.group(1))
             out.append(2000 + y if y < 50 else 1900 + y)
-        for m in _FRACTION.finditer(lowered):
+        for m in _FRACTION.finditer(lowered) if "/" in lowered else ():
             num, den = int(m.group(1)), int(m.group(2))
             if den:
                 out.append(num / den)

@@ -347,9 +347,9 @@ class Quantities:
                 number = float(value)
             except OverflowError:  # an integer no float holds is no stated quantity
                 return None
-            if not math.isfinite(number) or _QUANTITY.search(text.query) is None:
+            if not math.isfinite(number):
                 return None
-            for words, _, readings in stated_quantities(text.query):
+            for words, _, readings in stated_quantities(text.query):  # () without a quantity
                 for r, unit in readings:
                     if same_number(number, r):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")

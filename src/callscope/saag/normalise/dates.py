@@ -36,6 +36,10 @@ _ORD = r"(?:st|nd|rd|th)?"
 _Y_FIRST = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _Y_LAST = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4}|\d{2})(?!\d)")
 _COMPACT_DATE = re.compile(r"(?<!\d)(\d{4})-?(\d{2})(\d{2})(?!\d)")  # "20230101", "2023-0101"
+#: what :data:`_Y_FIRST` and :data:`_Y_LAST` hold, and :data:`_COMPACT_DATE`: simple patterns
+#: that scan fast (no look-behind at every character), tried first
+_SEPARATED = re.compile(r"\d[-/.]\d")
+_FOUR_DIGITS = re.compile(r"\d\d\d\d")
 _MONTH_DAY = re.compile(
     rf"\b({_MONTH_RE})\.?[\s.]?(?:the\s)?(\d{{1,2}}){_ORD}(?!\d)(?:,?\s?(\d{{4}}))?", re.I
 )
@@ -103,13 +107,14 @@ def _year(y: str) -> int:
 
 def _numeric_dates(text: str) -> set[Date]:
     out: set[Date] = set()
-    for m in _Y_FIRST.finditer(text):
-        y, a, b = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
-    for m in _Y_LAST.finditer(text):
-        a, b, y = int(m.group(1)), int(m.group(2)), _year(m.group(3))
-        out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
-    for m in _COMPACT_DATE.finditer(text):
+    if _SEPARATED.search(text) is not None:  # what both separated forms hold
+        for m in _Y_FIRST.finditer(text):
+            y, a, b = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
+        for m in _Y_LAST.finditer(text):
+            a, b, y = int(m.group(1)), int(m.group(2)), _year(m.group(3))
+            out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
+    for m in _COMPACT_DATE.finditer(text) if _FOUR_DIGITS.search(text) else ():
         x = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
         if _valid(*x):
             out.add(x)

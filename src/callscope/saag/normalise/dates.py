@@ -58,6 +58,8 @@ _VALUE_MONTH_YEAR = re.compile(
     r"(\d{1,2})[-/.](\d{4})|(\d{4})[-/.](\d{1,2})|(\d{4})-(\d{1,2})-0?1(?:T00:00(?::00)?Z?)?"
 )
 _TIME_12 = re.compile(r"(?<!\d)(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+#: what :data:`_TIME_12` holds ("a", "p" and "m" have no other case under ``re.I``), tried first
+_TIME_12_SHAPE = re.compile(r"\d(?:[:.]\d\d)?\s*[aApP]\.?\s?[mM]")
 _TIME_WORDS = re.compile(
     r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s(?:o'clock\s)?in\sthe\s(morning|afternoon|evening|night)\b",
     re.I,
@@ -242,7 +244,7 @@ def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     out: set[tuple[int, int]] = set()
     if ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
         return frozenset({(12, 0)}) if _noon(text) else frozenset()
-    for m in _TIME_12.finditer(text):
+    for m in _TIME_12.finditer(text) if _TIME_12_SHAPE.search(text) else ():
         h, mi = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= h <= 12 and mi < 60:
             out.add(((h % 12) + (12 if m.group(3).lower() == "p" else 0), mi))

@@ -373,3 +373,34 @@ def test_the_kept_airport_table_is_rebuilt_when_unreadable_and_read_when_kept(
         assert ap.airports()["JFK"]["city"] == "New York"
     finally:
         ap.airports.cache_clear()
+
+
+def test_readings_by_factors_are_pints_own_floats() -> None:
+    """A multiplicative unit's readings come from factors pint gives for 1.0 (issue 49): the
+    same floats as pint's conversions, bit for bit; an offset unit is still converted by pint."""
+    from callscope.saag.normalise.knowledge.quantities import _factors, _readings, units
+
+    for magnitude, unit in ((5.0, "km"), (150.0, "lb"), (5.5, "ft"), (100.0, "uF"), (65.0, "mph")):
+        q = units().Quantity(magnitude, unit)
+        assert _factors(q.units) is not None
+        readings = dict((name, value) for value, name in _readings(q))
+        assert readings[str(q.to_base_units().units)] == q.to_base_units().magnitude
+    q = units().Quantity(150.0, "lb")
+    assert dict((n, v) for v, n in _readings(q))["kilogram"] == q.to("kilogram").magnitude
+    assert _factors(units().Quantity(25.0, "degC").units) is None  # offset: pint converts
+
+
+def test_a_spaced_phrase_is_a_unit_only_when_pint_names_each_word() -> None:
+    from callscope.saag.normalise.units import unit_group
+
+    assert unit_group("San Francisco") is None
+    for phrase, same in (("square feet", "square foot"), ("kilowatt hour", "kWh"), ("N m", "J")):
+        assert unit_group(phrase) is not None and unit_group(phrase) == unit_group(same)
+
+
+def test_a_country_is_found_by_its_names_only() -> None:
+    from callscope.saag.normalise.knowledge.countries import country_by_name
+
+    assert country_by_name("Japan").alpha_2 == "JP"
+    assert country_by_name("Bolivia, Plurinational State of").alpha_2 == "BO"
+    assert country_by_name("Japn") is None and country_by_name("Chicago") is None

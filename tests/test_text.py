@@ -76,3 +76,11 @@ def test_python_calls_reject_non_literals_and_non_calls(text: str) -> None:
     with pytest.raises(ValueError):
         read_python_calls(text)
     assert not is_python_call_list(text)
+
+
+def test_may_hold_reads_ascii_in_small_letters_and_scans_any_other_text() -> None:
+    from callscope.core.text import may_hold
+
+    assert may_hold("Due in MARCH", ("mar",)) and not may_hold("Due in 5 days", ("mar",))
+    # re.I reads "ſ" as "s": a text with other characters than ASCII is always scanned
+    assert may_hold("ſeptember 5", ("xyz",))

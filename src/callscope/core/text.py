@@ -48,6 +48,21 @@ def normalize_text(text: str) -> str:
     return normalize_quotes(text).lower()
 
 
+def may_hold(text: str, needles: Iterable[str]) -> bool:
+    """Whether a case-insensitive pattern (``re.I``) that matches only where one of the
+    lower-case ASCII ``needles`` occurs may match in ``text``: a cheap test before a slow
+    scan. An ASCII text must hold a needle in its lower case; any other text may match
+    (``re.I`` also reads "ſ" as "s", "K" as "k", "ı" as "i"), and is scanned.
+
+    >>> may_hold("Meet at Noon", ("noon", "midday")), may_hold("Meet at 5", ("noon",))
+    (True, False)
+    """
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(n in low for n in needles)
+
+
 def strip_think(text: str, replacement: str = " ") -> str:
     """``text`` with every ``<think>...</think>`` block replaced by ``replacement``."""
     return _THINK.sub(replacement, text)

@@ -18,6 +18,7 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from callscope.saag.normalise.knowledge.entities import other_entities_named
+from callscope.saag.normalise.numbers import ANY_DIGIT
 
 #: a number token of the query: ``84.50``, ``1,000``, ``-3``, ``.5``; the minus sign counts
 #: only when no word character precedes it (so ``5-3`` holds 5 and 3, not -3).
@@ -116,6 +117,8 @@ def number_tokens(query: str) -> list[float | int]:
     [15, 1084.5, 5, 3, -2]
     """
     out: list[float | int] = []
+    if ANY_DIGIT.search(query) is None:  # every token holds a digit (a fast scan first)
+        return out
     for tok in NUMBER_TOKEN.findall(query):
         clean = tok.replace(",", "")
         try:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from callscope.saag.normalise.numbers import WORD_TOKEN
+from callscope.core.text import may_hold
+from callscope.saag.normalise.numbers import ANY_DIGIT, WORD_TOKEN
 
 _MONTHS = {
     m: i + 1
@@ -29,10 +30,16 @@ _MONTHS = {
     for m in names
 }
 _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+#: what every month name of :data:`_MONTHS` starts with: a text without one names no month
+_MONTH_STARTS = frozenset(m[:3] for m in _MONTHS)
 _ORD = r"(?:st|nd|rd|th)?"
 _Y_FIRST = re.compile(r"(?<!\d)(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?!\d)")
 _Y_LAST = re.compile(r"(?<!\d)(\d{1,2})[-/.](\d{1,2})[-/.](\d{4}|\d{2})(?!\d)")
 _COMPACT_DATE = re.compile(r"(?<!\d)(\d{4})-?(\d{2})(\d{2})(?!\d)")  # "20230101", "2023-0101"
+#: what :data:`_Y_FIRST` and :data:`_Y_LAST` hold, and :data:`_COMPACT_DATE`: simple patterns
+#: that scan fast (no look-behind at every character), tried first
+_SEPARATED = re.compile(r"\d[-/.]\d")
+_FOUR_DIGITS = re.compile(r"\d\d\d\d")
 _MONTH_DAY = re.compile(
     rf"\b({_MONTH_RE})\.?[\s.]?(?:the\s)?(\d{{1,2}}){_ORD}(?!\d)(?:,?\s?(\d{{4}}))?", re.I
 )
@@ -51,11 +58,16 @@ _VALUE_MONTH_YEAR = re.compile(
     r"(\d{1,2})[-/.](\d{4})|(\d{4})[-/.](\d{1,2})|(\d{4})-(\d{1,2})-0?1(?:T00:00(?::00)?Z?)?"
 )
 _TIME_12 = re.compile(r"(?<!\d)(\d{1,2})(?:[:.](\d{2}))?\s*([ap])\.?\s?m\b\.?", re.I)
+#: what :data:`_TIME_12` holds ("a", "p" and "m" have no other case under ``re.I``), tried first
+_TIME_12_SHAPE = re.compile(r"\d(?:[:.]\d\d)?\s*[aApP]\.?\s?[mM]")
 _TIME_WORDS = re.compile(
     r"(?<!\d)(\d{1,2})(?::(\d{2}))?\s(?:o'clock\s)?in\sthe\s(morning|afternoon|evening|night)\b",
     re.I,
 )
+#: what :data:`_TIME_WORDS` needs one of
+_DAY_PARTS = ("morning", "afternoon", "evening", "night")
 _NOON = re.compile(r"\b(noon|midday)\b", re.I)
+_NOON_WORDS = ("noon", "midday")
 _TIME_24 = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?![\d])")
 _VALUE_TIME = re.compile(
     r"(?:^|[T\s])(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$"
@@ -79,14 +91,11 @@ def durations(text: str) -> tuple[int, ...]:
     """The durations ``text`` states, in minutes ("3 nights" -> 4320, "2 hours" -> 120; one
     regex scan): a date or time it also states, moved by one of them, is stated too
     (:func:`relative_dates`, :func:`time_evidence`)."""
-    if _ANY_DIGIT.search(text) is None:
+    if ANY_DIGIT.search(text) is None:
         return ()
     return tuple(
         int(m.group(1)) * _DURATION_MINUTES[m.group(2)[0].lower()] for m in _DURATION.finditer(text)
     )
-
-
-_ANY_DIGIT = re.compile(r"\d")
 
 
 def _valid(y: int | None, m: int, d: int) -> bool:
@@ -100,13 +109,14 @@ def _year(y: str) -> int:
 
 def _numeric_dates(text: str) -> set[Date]:
     out: set[Date] = set()
-    for m in _Y_FIRST.finditer(text):
-        y, a, b = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
-    for m in _Y_LAST.finditer(text):
-        a, b, y = int(m.group(1)), int(m.group(2)), _year(m.group(3))
-        out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
-    for m in _COMPACT_DATE.finditer(text):
+    if _SEPARATED.search(text) is not None:  # what both separated forms hold
+        for m in _Y_FIRST.finditer(text):
+            y, a, b = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
+        for m in _Y_LAST.finditer(text):
+            a, b, y = int(m.group(1)), int(m.group(2)), _year(m.group(3))
+            out |= {x for x in ((y, a, b), (y, b, a)) if _valid(*x)}
+    for m in _COMPACT_DATE.finditer(text) if _FOUR_DIGITS.search(text) else ():
         x = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
         if _valid(*x):
             out.add(x)
@@ -117,22 +127,35 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
     """The dates ``text`` states as ``(year or None, month, day)`` (numeric dates in either
     day/month order, "March 14th", "14th of March 2023", "2023 April 21st"), and the years it
     states anywhere."""
-    if _ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
+    if ANY_DIGIT.search(text) is None:  # every pattern below needs a digit
         return frozenset(), frozenset()
     out = _numeric_dates(text)
-    for m in _MONTH_DAY.finditer(text):
-        x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(1).lower()], int(m.group(2)))
-        if _valid(*x):
-            out.add(x)
-    for m in _DAY_MONTH.finditer(text):
-        x = (int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(2).lower()], int(m.group(1)))
-        if _valid(*x):
-            out.add(x)
-    for m in _YEAR_MONTH_DAY.finditer(text):
-        x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
-        if _valid(*x):
-            out.add(x)
-    years = frozenset(int(y) for y in _YEAR.findall(text))
+    if may_hold(text, _MONTH_STARTS):  # the patterns of a month's name
+        for m in _MONTH_DAY.finditer(text):
+            x = (
+                int(m.group(3)) if m.group(3) else None,
+                _MONTHS[m.group(1).lower()],
+                int(m.group(2)),
+            )
+            if _valid(*x):
+                out.add(x)
+        for m in _DAY_MONTH.finditer(text):
+            x = (
+                int(m.group(3)) if m.group(3) else None,
+                _MONTHS[m.group(2).lower()],
+                int(m.group(1)),
+            )
+            if _valid(*x):
+                out.add(x)
+        for m in _YEAR_MONTH_DAY.finditer(text):
+            x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
+            if _valid(*x):
+                out.add(x)
+    years = (
+        frozenset(int(y) for y in _YEAR.findall(text))
+        if "19" in text or "20" in text  # what a year starts with
+        else frozenset()
+    )
     return frozenset(out), years
 
 
@@ -148,15 +171,21 @@ _DATE_AND_TIME_FORMS = (
     _TIME_WORDS,
     _TIME_24,
 )
+#: the forms of :data:`_DATE_AND_TIME_FORMS` without a month's name, in the same order
+_NUMERIC_FORMS = tuple(
+    f for f in _DATE_AND_TIME_FORMS if f not in (_MONTH_DAY, _DAY_MONTH, _YEAR_MONTH_DAY)
+)
 
 
 def without_dates(text: str) -> str:
     """``text`` with its full dates and times of day blanked ("4 people on April 23, 2023 at
     10:00" -> "4 people on   at  "): the numbers left are stated as numbers, not as parts
     of a date or a time. A year or a month on its own stays. One regex pass per form."""
-    if _ANY_DIGIT.search(text) is None:
+    if ANY_DIGIT.search(text) is None:
         return text
-    for form in _DATE_AND_TIME_FORMS:
+    # a blank never makes a month's name: a text without one stays without one
+    forms = _DATE_AND_TIME_FORMS if may_hold(text, _MONTH_STARTS) else _NUMERIC_FORMS
+    for form in forms:
         text = form.sub(" ", text)
     return text
 
@@ -167,12 +196,12 @@ def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     March, 2024") states a day, not a month, and is not listed (:func:`month_year_stated`
     still reads its month, but not that month's first day)."""
     out: set[tuple[int, int]] = set()
-    if _ANY_DIGIT.search(text) is None:
+    if ANY_DIGIT.search(text) is None:
         return frozenset()
-    for x in _MONTH_YEAR.finditer(text):
+    for x in _MONTH_YEAR.finditer(text) if may_hold(text, _MONTH_STARTS) else ():
         if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
             out.add((int(x.group(2)), _MONTHS[x.group(1).lower()]))  # not "19th of March, 2024"
-    for x in _NUMERIC_MONTH_YEAR.finditer(text):
+    for x in _NUMERIC_MONTH_YEAR.finditer(text) if "/" in text or "-" in text else ():
         m, y = (x.group(1), x.group(2)) if x.group(1) else (x.group(4), x.group(3))
         if 1 <= int(m) <= 12:
             out.add((int(y), int(m)))
@@ -203,26 +232,30 @@ def month_year_stated(
     return (year, month) in month_years or any(y == year and mo == month for y, mo, _ in dates)
 
 
+def _noon(text: str) -> bool:
+    return may_hold(text, _NOON_WORDS) and _NOON.search(text) is not None
+
+
 def time_evidence(text: str) -> frozenset[tuple[int, int]]:
     """The clock times ``text`` states as ``(hour 0-23, minute)``: "7 PM", "10:00 a.m.",
     "11.00 a.m.", "19:00", and, in a text of at most :data:`MAX_MOVED` times, each of them
     moved by a duration the text states ("9:00 ... duration 3 hours" states 12:00) within the
     same day."""
     out: set[tuple[int, int]] = set()
-    if _ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
-        return frozenset({(12, 0)}) if _NOON.search(text) else frozenset()
-    for m in _TIME_12.finditer(text):
+    if ANY_DIGIT.search(text) is None:  # every pattern but noon's needs a digit
+        return frozenset({(12, 0)}) if _noon(text) else frozenset()
+    for m in _TIME_12.finditer(text) if _TIME_12_SHAPE.search(text) else ():
         h, mi = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= h <= 12 and mi < 60:
             out.add(((h % 12) + (12 if m.group(3).lower() == "p" else 0), mi))
-    for m in _TIME_WORDS.finditer(text):
+    for m in _TIME_WORDS.finditer(text) if may_hold(text, _DAY_PARTS) else ():
         h, mi = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= h <= 12 and mi < 60:
             pm = m.group(3).lower() != "morning" and h != 12
             out.add((h + 12 if pm else h % 12, mi))
-    if _NOON.search(text):
+    if _noon(text):
         out.add((12, 0))
-    for m in _TIME_24.finditer(text):
+    for m in _TIME_24.finditer(text) if ":" in text else ():
         h, mi = int(m.group(1)), int(m.group(2))
         if h < 24 and mi < 60:
             out.add((h, mi))

@@ -11,7 +11,7 @@ written forms of a digit string."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 #: number words no number grammar reads: a word that means one number on its own
@@ -74,8 +74,18 @@ _HEMISPHERE = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?°?\s?([NSEW])\b")
 _SPACED_MINUS = re.compile(r"(?:^|[\s(=,])[-−]\s(\d+(?:\.\d+)?)(?![\d.])")
 #: hyphens and quotes around words: spaces for text2num ("four-star", "'nine'")
 _JOINERS = re.compile(r"(?<=[a-z])-(?=[a-z])|['\"‘’“”](?=[a-z])|(?<=[a-z])['\"‘’“”]")
+#: the characters :data:`_JOINERS` replaces: a text without them is left as it is
+_JOINER_CHARS = "-'\"‘’“”"
+#: any digit: every pattern of digits here and in :mod:`.dates` needs one (a text without one
+#: is not scanned for them)
+ANY_DIGIT = re.compile(r"\d")
 #: a year written with an apostrophe ("songs from '19")
 _SHORT_YEAR = re.compile(r"(?<![\w'])['‘’](\d{2})(?![\w'])")
+
+
+def _holds_any(text: str, needles: Iterable[str]) -> bool:
+    """``text`` holds one of ``needles`` (a test before a scan that needs one)."""
+    return any(x in text for x in needles)
 
 
 def as_number(tok: str) -> int | float:
@@ -88,6 +98,8 @@ def _word_numbers(text: str) -> list[int | float]:
     "quarterly" -> 4, "February" -> 2 (cardinals and ordinals in words, "a hundred" too, are
     text2num's: :func:`_in_digits`)."""
     out: list[int | float] = []
+    if not _holds_any(text, _NUMBER_WORDS):
+        return out
     for word in WORD_TOKEN.findall(text):
         if word not in _NUMBER_WORDS:
             continue
@@ -107,8 +119,11 @@ def _in_digits(lowered: str) -> str:
         return lowered
     from text_to_num import alpha2digit  # lazy: a compiled library, loaded on first request
 
-    try:  # "four-star", "'nine'": text2num reads words between spaces only
-        return str(alpha2digit(_JOINERS.sub(" ", lowered), "en", threshold=0))
+    joined = (  # "four-star", "'nine'": text2num reads words between spaces only
+        _JOINERS.sub(" ", lowered) if any(c in lowered for c in _JOINER_CHARS) else lowered
+    )
+    try:
+        return str(alpha2digit(joined, "en", threshold=0))
     except Exception:  # a text the library cannot read: its digits are read as they are
         return lowered
 
@@ -116,6 +131,8 @@ def _in_digits(lowered: str) -> str:
 def _digit_numbers(lowered: str, out: list[int | float]) -> None:
     """The digit tokens of ``lowered`` with what their suffix makes of them (a percentage
     as a fraction too, a scale word multiplied), appended to ``out``."""
+    if ANY_DIGIT.search(lowered) is None:
+        return
     for m in _NUM.finditer(lowered):
         sign, body, suffix = m.group(1), m.group(2), m.group(3)
         try:
@@ -148,17 +165,21 @@ def number_evidence(
         text, lowered, converted = blank(text), blank(lowered), blank(converted)
     for source in (lowered, converted) if converted != lowered else (lowered,):
         _digit_numbers(source, out)
-    for m in _HEMISPHERE.finditer(text):
-        if m.group(2) in "SW":
+    # each pattern below needs a digit, and one of the characters it is tested for
+    if ANY_DIGIT.search(text) is not None and _holds_any(text, "NSEW"):
+        for m in _HEMISPHERE.finditer(text):
+            if m.group(2) in "SW":
+                out.append(-as_number(m.group(1)))
+    if ANY_DIGIT.search(lowered) is not None:
+        for m in _SPACED_MINUS.finditer(lowered) if _holds_any(lowered, "-−") else ():
             out.append(-as_number(m.group(1)))
-    for m in _SPACED_MINUS.finditer(lowered):
-        out.append(-as_number(m.group(1)))
-    for m in _SHORT_YEAR.finditer(lowered):
-        out.append(2000 + int(m.group(1)) if int(m.group(1)) < 50 else 1900 + int(m.group(1)))
-    for m in _FRACTION.finditer(lowered):
-        num, den = int(m.group(1)), int(m.group(2))
-        if den:
-            out.append(num / den)
+        for m in _SHORT_YEAR.finditer(lowered) if _holds_any(lowered, "'‘’") else ():
+            y = int(m.group(1))
+            out.append(2000 + y if y < 50 else 1900 + y)
+        for m in _FRACTION.finditer(lowered) if "/" in lowered else ():
+            num, den = int(m.group(1)), int(m.group(2))
+            if den:
+                out.append(num / den)
     out.extend(_word_numbers(lowered))
     seen: set[float | int] = set()
     uniq: list[int | float] = []

@@ -86,10 +86,20 @@ def us_state_by_name(name: str) -> State | None:
     return _us_states()[1].get(name.lower())
 
 
+@lru_cache(maxsize=1)
+def _country_names_lowered() -> frozenset[str]:
+    """Every country's names (:func:`country_names`) in small letters: no other name is a
+    country's (pycountry's ``lookup`` is a scan of every record for a name it lacks)."""
+    countries = _pycountry().countries
+    return long_lived(frozenset(x.lower() for c in countries for x in country_names(c)))
+
+
 @lru_cache(maxsize=4096)
 def country_by_name(name: str) -> Any:
     """The country named ``name`` (name, common or official name; any case), else ``None``."""
     if not name[:1].isupper() or len(name) > 60 or len(name) < 4:
+        return None
+    if name.lower() not in _country_names_lowered():
         return None
     try:
         found = _pycountry().countries.lookup(name)

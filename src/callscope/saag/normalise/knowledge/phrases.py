@@ -8,7 +8,7 @@ phrase pattern, the number it states and why, and each match is evidence like a 
 kept to phrases whose number is their meaning in any domain, not an inference about one
 problem: "a deck of 52 cards" stating 13 hearts is left to the judge.
 
-Only number values are looked up; the request is scanned once per phrase (linear, its first
+Only number values are looked up; the request is scanned at most once per phrase (linear, its first
 :data:`MAX_SCAN` characters) and what it holds is kept per request. Multiples of pi match at the
 decimals the value itself has (at most 4, as pint's conversions do): 6.2832 for "2 pi".
 
@@ -20,13 +20,15 @@ import math
 import re
 from functools import lru_cache
 
+from callscope.core.text import may_hold
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 from callscope.saag.normalise.knowledge.quantities import same_number
 
 SOURCE = "callscope's phrase table"
 
-#: (pattern, number, why): phrases that state a number in any domain
-PHRASES: tuple[tuple[re.Pattern[str], float, str], ...] = (
+#: (pattern, number, why, needles): phrases that state a number in any domain, each with the
+#: words one of which every match holds (a text without them is not scanned: ``may_hold``)
+PHRASES: tuple[tuple[re.Pattern[str], float, str, tuple[str, ...]], ...] = (
     (
         re.compile(
             r"\b(?:(?:starts?|started|starting|from|at) rest|(?:from )?(?:a )?standstill"
@@ -35,6 +37,7 @@ PHRASES: tuple[tuple[re.Pattern[str], float, str], ...] = (
         ),
         0,
         "a body at rest, or dropped, has velocity 0",
+        ("rest", "standstill", "dropped"),
     ),
     (
         re.compile(
@@ -43,6 +46,7 @@ PHRASES: tuple[tuple[re.Pattern[str], float, str], ...] = (
         ),
         1,
         "once per unit of time",
+        ("every", "each", "once", "per"),
     ),
 )
 #: the request is read up to here (the parser's scan bound)
@@ -79,11 +83,11 @@ def _stated(query: str) -> tuple[tuple[str, float, str], ...]:
     values looked up."""
     head = query[:MAX_SCAN]
     out = []
-    for pattern, stated, why in PHRASES:
-        m = pattern.search(head)
+    for pattern, stated, why, needles in PHRASES:
+        m = pattern.search(head) if may_hold(head, needles) else None
         if m is not None:
             out.append((m.group(0), float(stated), why))
-    for m in _PI.finditer(head):
+    for m in _PI.finditer(head) if may_hold(head, ("pi",)) else ():  # (or "π": not ASCII)
         times = float(m.group(1)) if m.group(1) else 1.0
         if times > 0:
             out.append((m.group(0), times * math.pi, ""))

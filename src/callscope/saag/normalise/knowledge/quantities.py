@@ -153,6 +153,14 @@ def _maybe_unit(token: str) -> bool:
     return False
 
 
+#: words of letters written with spaces ("San Francisco", "square feet"): pint reads them as
+#: a product of units
+_SPACED_WORDS = re.compile(r"[A-Za-z]+(?: +[A-Za-z]+)+")
+#: the words pint's parser reads as no unit of their own: powers ("square metre", "metre
+#: cubed"), "per" and "dimensionless"
+_NO_UNIT_WORDS = frozenset({"square", "sq", "cubic", "squared", "cubed", "per", "dimensionless"})
+
+
 @lru_cache(maxsize=1)
 def _prefix_set() -> frozenset[str]:
     return frozenset(_pint_names()[1])
@@ -177,6 +185,10 @@ def _unit(token: str, spaced: bool) -> Any:
     try:
         if not any(c in token for c in "/^ *") and not units().parse_unit_name(token):
             return None  # no unit of that name (pint's fast path; parse_units is ~50x slower)
+        if _SPACED_WORDS.fullmatch(token) and not all(
+            w in _NO_UNIT_WORDS or units().parse_unit_name(w) for w in token.split()
+        ):
+            return None  # pint multiplies spaced words: one it cannot name fails the whole
         unit = units().parse_units(token)
     except Exception:  # pint raises several kinds for words that are no unit
         return None
@@ -247,21 +259,51 @@ def _unprefixed(q: Any) -> Any:
     return q.to(_container(name))
 
 
-def _readings(q: Any) -> list[tuple[float, str]]:
-    """The magnitudes of ``q`` (each with its unit) in its own unit, without its SI prefix, in
-    SI base units and in the usual units of its kind (:data:`TARGETS`)."""
-    out = [(float(q.magnitude), f"{q.units}")]
+def _converted(q: Any) -> list[tuple[Any, str]]:
+    """``q`` itself, then ``q`` without its SI prefix, in SI base units and in the usual units
+    of its kind (:data:`TARGETS`), each with its unit's name, up to the first conversion pint
+    refuses."""
+    out = [(q, f"{q.units}")]
     try:
         plain = _unprefixed(q)
         if plain is not None:
-            out.append((float(plain.magnitude), f"{plain.units}"))
+            out.append((plain, f"{plain.units}"))
         base = q.to_base_units()
-        out.append((float(base.magnitude), f"{base.units}"))
+        out.append((base, f"{base.units}"))
         kind = str(q.dimensionality)
         for target in TARGETS.get(kind, ()):
-            out.append((float(q.to(_container(target)).magnitude), target))
+            out.append((q.to(_container(target)), target))
     except Exception:  # a conversion pint refuses
         pass
+    return out
+
+
+@lru_cache(maxsize=256)
+def _factors(unit: Any) -> tuple[tuple[float, str], ...] | None:
+    """What :func:`_converted` makes of 1.0 ``unit``: each reading's factor and unit name, or
+    ``None`` when a unit on the way has an offset or a logarithm (temperatures, decibels).
+    pint converts a multiplicative unit by one product, ``magnitude * factor``
+    (``PlainRegistry._convert``), and 1.0 times the factor is the factor: a magnitude times
+    these factors gives pint's floats bit for bit, without pint's per-call parsing and
+    look-ups."""
+    out = []
+    for reading, name in _converted(units().Quantity(1.0, unit)):
+        if not getattr(reading, "_is_multiplicative", False):  # pint's own test; else: pint
+            return None
+        out.append((reading.magnitude, name))
+    return tuple(out)
+
+
+def _readings(q: Any) -> list[tuple[float, str]]:
+    """The magnitudes of ``q`` (each with its unit) in its own unit, without its SI prefix, in
+    SI base units and in the usual units of its kind (:data:`TARGETS`): a multiplicative
+    unit's by its :func:`_factors`, others by pint."""
+    factors = _factors(q.units)
+    if factors is None:
+        out = [(float(x.magnitude), name) for x, name in _converted(q)]
+    else:
+        magnitude = float(q.magnitude)
+        out = [(float(magnitude * factor), name) for factor, name in factors]
     return [x for x in out if math.isfinite(x[0])]
 
 
@@ -305,9 +347,9 @@ class Quantities:
                 number = float(value)
             except OverflowError:  # an integer no float holds is no stated quantity
                 return None
-            if not math.isfinite(number) or _QUANTITY.search(text.query) is None:
+            if not math.isfinite(number):
                 return None
-            for words, _, readings in stated_quantities(text.query):
+            for words, _, readings in stated_quantities(text.query):  # () without a quantity
                 for r, unit in readings:
                     if same_number(number, r):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")

@@ -404,3 +404,45 @@ def test_a_closed_call_too_long_to_read_is_not_called_cut_off():
         ("get_weather", "the call get_weather( does not parse: a closing bracket does not "
          "match its opening one"),
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("odd", "plain"),
+    [
+        ("ſeptember 5", "September 5"),  # a long s folds to s
+        ("Kept on June 5", "Kept on June 5"),  # a Kelvin sign folds to k (not a month)
+        ("the 5th of ſeptember 2024", "the 5th of September 2024"),
+        ("since ſeptember 2024", "since September 2024"),
+    ],
+)
+def test_letters_that_only_fold_to_a_month_never_raise(odd: str, plain: str) -> None:
+    """Stage 3's date patterns match case-insensitively, so they also read letters that only
+    fold to a month's name; the month table once raised KeyError on them (a crash of the
+    check, the proxy's ``guard_error``). They are read as the plain spelling is."""
+    from callscope.guard.check import check
+    from callscope.saag.normalise.dates import date_evidence, month_year_evidence
+
+    assert date_evidence(odd) == date_evidence(plain)
+    assert month_year_evidence(odd) == month_year_evidence(plain)
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "book",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"date": {"type": "string"}},
+                    "required": ["date"],
+                },
+            },
+        }
+    ]
+    call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "book", "arguments": '{"date": "2024-09-05"}'},
+    }
+    answer = {"role": "assistant", "content": None, "tool_calls": [call]}
+    odd_verdict = check(answer, tools, [{"role": "user", "content": f"Book it for {odd}"}])
+    plain_verdict = check(answer, tools, [{"role": "user", "content": f"Book it for {plain}"}])
+    assert odd_verdict.stage == plain_verdict.stage

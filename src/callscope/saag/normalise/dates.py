@@ -81,6 +81,13 @@ _DURATION = re.compile(
 _DURATION_MINUTES = {"n": 24 * 60, "d": 24 * 60, "w": 7 * 24 * 60, "h": 60, "m": 1}
 
 
+def _month_number(name: str) -> int | None:
+    """The month a name the patterns matched names, or ``None``: they match case-insensitively,
+    and so also read letters that only fold to a month's ("ſeptember" with a long s, a Kelvin
+    sign for k, a dotless i), which model text may hold: never a ``KeyError``."""
+    return _MONTHS.get(name.casefold())
+
+
 #: a duration moves the dates (or times) of a text that states at most this many of them: a
 #: text of many dates and one duration ("6 days") would otherwise state a date six days after
 #: each of them, most of them by chance
@@ -132,24 +139,19 @@ def date_evidence(text: str) -> tuple[frozenset[Date], frozenset[int]]:
     out = _numeric_dates(text)
     if may_hold(text, _MONTH_STARTS):  # the patterns of a month's name
         for m in _MONTH_DAY.finditer(text):
-            x = (
-                int(m.group(3)) if m.group(3) else None,
-                _MONTHS[m.group(1).lower()],
-                int(m.group(2)),
-            )
-            if _valid(*x):
+            month = _month_number(m.group(1))
+            x = (int(m.group(3)) if m.group(3) else None, month, int(m.group(2)))
+            if month is not None and _valid(*x):
                 out.add(x)
         for m in _DAY_MONTH.finditer(text):
-            x = (
-                int(m.group(3)) if m.group(3) else None,
-                _MONTHS[m.group(2).lower()],
-                int(m.group(1)),
-            )
-            if _valid(*x):
+            month = _month_number(m.group(2))
+            x = (int(m.group(3)) if m.group(3) else None, month, int(m.group(1)))
+            if month is not None and _valid(*x):
                 out.add(x)
         for m in _YEAR_MONTH_DAY.finditer(text):
-            x = (int(m.group(1)), _MONTHS[m.group(2).lower()], int(m.group(3)))
-            if _valid(*x):
+            month = _month_number(m.group(2))
+            x = (int(m.group(1)), month, int(m.group(3)))
+            if month is not None and _valid(*x):
                 out.add(x)
     years = (
         frozenset(int(y) for y in _YEAR.findall(text))
@@ -199,8 +201,12 @@ def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     if ANY_DIGIT.search(text) is None:
         return frozenset()
     for x in _MONTH_YEAR.finditer(text) if may_hold(text, _MONTH_STARTS) else ():
-        if _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None:
-            out.add((int(x.group(2)), _MONTHS[x.group(1).lower()]))  # not "19th of March, 2024"
+        month = _month_number(x.group(1))
+        if (
+            month is not None
+            and _DAY_BEFORE.search(text, max(0, x.start() - 16), x.start()) is None
+        ):
+            out.add((int(x.group(2)), month))  # not "19th of March, 2024"
     for x in _NUMERIC_MONTH_YEAR.finditer(text) if "/" in text or "-" in text else ():
         m, y = (x.group(1), x.group(2)) if x.group(1) else (x.group(4), x.group(3))
         if 1 <= int(m) <= 12:
@@ -228,7 +234,10 @@ def month_year_stated(
         m = _MONTH_YEAR.fullmatch(v)
         if m is None:
             return False
-        year, month = int(m.group(2)), _MONTHS[m.group(1).lower()]
+        named = _month_number(m.group(1))
+        if named is None:
+            return False
+        year, month = int(m.group(2)), named
     return (year, month) in month_years or any(y == year and mo == month for y, mo, _ in dates)
 
 

@@ -360,6 +360,32 @@ def test_a_check_worker_killed_costs_no_answer(tmp_path: Path) -> None:
     assert decisions(tmp_path / "run")["unrepaired"] == 4
 
 
+def test_a_large_re_ask_is_read_in_the_workers_too(tmp_path: Path) -> None:
+    """An upstream that answers a re-ask with a large answer again: the repair's re-ask is
+    decoded in the check workers like the first answer (on the repair's thread it would hold
+    the interpreter lock for the whole decode), and the repair ends as it would."""
+    with (
+        raw_upstream(huge_mb=2) as up,
+        callscope_serve(up.url, tmp_path / "run", "--attempts", "1") as served,
+    ):
+        health_url = served.url.removesuffix("/v1") + "/callscope/health"
+
+        def health() -> dict[str, Any]:
+            return httpx.get(health_url, timeout=60).json()
+
+        def huge() -> httpx.Response:
+            return httpx.post(served.url + "/chat/completions", content=chat("huge"), timeout=300)
+
+        huge()  # starts the workers
+        assert wait_until(lambda: health()["check_workers"] == "ready", timeout=120)
+        before = health()["checked_in_workers"]
+        reply = huge()
+        after = health()["checked_in_workers"]
+    assert reply.headers[GUARD_HEADER] == "unrepaired"
+    assert reply.json()["callscope"]["attempts"] == 2
+    assert after - before == 2  # the first answer and the re-ask's
+
+
 # --------------------------------------------------------------------------- points 9-11
 
 

@@ -259,6 +259,8 @@ class Guard:
             )
             if not 200 <= reply.status < 300:
                 raise RuntimeError(f"upstream answered {reply.status}")
+            if len(reply.content) > THREAD_CHECK_BYTES:  # decoded in a worker, as the first
+                return anyio.from_thread.run(self.heavy.run, loads_answer, reply.content)
             return loads_answer(reply.content)
 
         result = repair(

@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import signal
 import threading
+from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -107,8 +108,8 @@ def _up() -> bool:
 
 
 class HeavyChecks:
-    """:func:`judge` in worker processes (module docstring). The workers start with the first
-    large answer; until they are up (about a second, once), large answers are checked on a
+    """:func:`judge` (or another reader, :meth:`run`) in worker processes (module docstring).
+    The workers start with the first large answer; until they are up (about a second, once), large answers are checked on a
     thread, so no answer waits for them. :attr:`done` counts the answers they checked and
     :attr:`state` says whether they are up (``/callscope/health`` shows both)."""
 
@@ -161,21 +162,25 @@ class HeavyChecks:
     async def judge(
         self, content: bytes, tools: list[Any], messages: list[Any], grounding: str | None
     ) -> Judged:
+        """:func:`judge` in a worker (on a thread while there is none)."""
+        judged: Judged = await self.run(judge, content, tools, messages, grounding)
+        return judged
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in a worker, or on a thread while there is none (``fn``: a
+        module-level function, its arguments and result picklable)."""
         pool = self._ready_pool()
         if pool is not None:
             try:
-                future = pool.submit(judge, content, tools, messages, grounding)
-                judged = await asyncio.wrap_future(future)
-            except BrokenProcessPool:  # a worker died: this answer on a thread
+                result = await asyncio.wrap_future(pool.submit(fn, *args))
+            except BrokenProcessPool:  # a worker died: this one on a thread
                 self._drop(pool)
             else:
                 self.done += 1
-                return judged
+                return result
         if self._threads is None:  # made inside the event loop, on first use
             self._threads = anyio.CapacityLimiter(self.workers)
-        return await anyio.to_thread.run_sync(
-            judge, content, tools, messages, grounding, limiter=self._threads
-        )
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._threads)
 
     def close(self) -> None:
         """End the workers (an answer they are checking is dropped: its client has gone)."""

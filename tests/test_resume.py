@@ -33,6 +33,36 @@ FUNC = {
 }
 
 
+class Hold:
+    """Answers past the first ``after`` wait until :meth:`release`: a run cannot finish before
+    the test's kill, however starved the test's poller is (a full suite on a loaded machine
+    once saw a whole run end before its kill at the 4th outcome)."""
+
+    def __init__(self) -> None:
+        self.after: int | None = None
+        self.answered = 0
+        self.lock = threading.Lock()
+        self.gate = threading.Event()
+
+    def reset(self, after: int | None = None) -> None:
+        with self.lock:
+            self.after, self.answered = after, 0
+            self.gate.clear()
+
+    def wait_turn(self) -> None:
+        with self.lock:
+            self.answered += 1
+            held = self.after is not None and self.answered > self.after
+        if held:
+            self.gate.wait(60)
+
+    def release(self) -> None:
+        self.gate.set()
+
+
+HOLD = Hold()
+
+
 class SlowModelHandler(BaseHTTPRequestHandler):
     # slow enough that a kill after the 4th outcome lands mid-way even on a loaded machine
     # (at 0.08 s the whole run took ~1 s, and a starved poller once saw it finish first)
@@ -44,6 +74,7 @@ class SlowModelHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         time.sleep(self.delay)
+        HOLD.wait_turn()
         msgs = body["messages"]
         city = msgs[1]["content"].split("in ")[-1].rstrip("?")
         args = {"city": city} if len(msgs) == 2 else {"city": city, "unit": "celsius"}
@@ -68,6 +99,7 @@ class SlowModelHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
+    HOLD.reset()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), SlowModelHandler)
     httpd.daemon_threads = True
     t = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -129,12 +161,21 @@ def count_outcomes(store: Path) -> int:
 
 
 def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> int:
+    """Start ``cmd``, send ``sig`` once ``at_least`` outcomes are stored, and return its exit
+    status. The server holds every answer after the ``2 * at_least + 2``-th until then (with
+    two requests at once and at most two per outcome, those answers complete ``at_least``
+    outcomes), so the kill lands mid-way on any machine."""
+    HOLD.reset(after=2 * at_least + 2)
     env = {**os.environ, "OPENAI_API_KEY": "test"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
-    while count_outcomes(store) < at_least and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    proc.send_signal(sig)
+    try:
+        while count_outcomes(store) < at_least and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before the kill"
+        proc.send_signal(sig)
+    finally:
+        HOLD.release()  # what is in flight is answered (SIGINT: the run ends it gracefully)
     proc.wait(timeout=30)
     return proc.returncode
 

@@ -35,8 +35,7 @@ FUNC = {
 
 class Hold:
     """Answers past the first ``after`` wait until :meth:`release`: a run cannot finish before
-    the test's kill, however starved the test's poller is (a full suite on a loaded machine
-    once saw a whole run end before its kill at the 4th outcome)."""
+    the test's kill, however fast the machine or starved the test's poller."""
 
     def __init__(self) -> None:
         self.after: int | None = None

@@ -64,8 +64,6 @@ def enum_member(value: Any, enum: Iterable[Any]) -> bool:
     """``value`` is a member of ``enum`` up to form (case and punctuation of a string, a
     number written as a string): what the registry mode reads as "in the enum". A string is
     looked up in the enum's index (:func:`_enum_strings`), not compared member by member."""
-    if not enum:
-        return False
     if type(value) is str and isinstance(enum, tuple | list):
         try:
             words, others = _enum_strings(tuple(enum))

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -162,6 +164,27 @@ def count_outcomes(store: Path) -> int:
         return 0
 
 
+@contextmanager
+def sigint_as_at_a_terminal() -> Iterator[None]:
+    """Children started inside get SIGINT as a shell with job control gives them: the
+    default, which Python turns into ``KeyboardInterrupt``. A suite started as a background
+    job without job control (``(pytest &)``, ``sh -c 'pytest &'``) inherits SIGINT *ignored*
+    (POSIX, for asynchronous commands), and so would every ``callscope run`` it starts: that
+    run rightly keeps ignoring a Ctrl-C meant for the foreground job, and a test sending it
+    SIGINT would see it finish instead. An ignored disposition survives ``exec`` and a
+    handler does not, so a handler set here while the child is started reaches it as the
+    default."""
+    before = signal.getsignal(signal.SIGINT)
+    if before != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> int:
     """Start ``cmd``, send ``sig`` once ``at_least`` outcomes are stored, and return its exit
     status. The server holds every answer after the ``2 * at_least + 2``-th until then (with
@@ -169,7 +192,8 @@ def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> int:
     outcomes), so the kill lands mid-way on any machine."""
     HOLD.reset(after=2 * at_least + 2)
     env = {**os.environ, "OPENAI_API_KEY": "test"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with sigint_as_at_a_terminal():
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     try:
         while count_outcomes(store) < at_least and time.time() < deadline and proc.poll() is None:

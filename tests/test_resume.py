@@ -62,9 +62,6 @@ class Hold:
 
 
 HOLD = Hold()
-#: the killed run's signal masks at the kill (``/proc/PID/status``), said when a kill did not
-#: stop the run
-KILLED_STATE: dict[str, str] = {}
 
 
 class SlowModelHandler(BaseHTTPRequestHandler):
@@ -185,9 +182,19 @@ def sigint_as_at_a_terminal() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
-def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> int:
+def signal_state(pid: int) -> str:
+    """What process ``pid`` does with signals (Linux ``/proc``: the blocked, ignored and
+    caught masks), for a failure message; ``""`` elsewhere."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        return ""
+    fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+    return " ".join(f"{k} {fields[k].strip()}" for k in ("SigBlk", "SigIgn", "SigCgt"))
+
+
+def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> tuple[int, str]:
     """Start ``cmd``, send ``sig`` once ``at_least`` outcomes are stored, and return its exit
-    status. The server holds every answer after the ``2 * at_least + 2``-th until then (with
+    status and its :func:`signal_state` at the kill. The server holds every answer after the ``2 * at_least + 2``-th until then (with
     two requests at once and at most two per outcome, those answers complete ``at_least``
     outcomes), so the kill lands mid-way on any machine."""
     HOLD.reset(after=2 * at_least + 2)
@@ -199,16 +206,12 @@ def kill_midway(cmd: list[str], store: Path, sig: int, at_least: int) -> int:
         while count_outcomes(store) < at_least and time.time() < deadline and proc.poll() is None:
             time.sleep(0.02)
         assert proc.poll() is None, "the run ended before the kill"
-        KILLED_STATE.clear()
-        status = Path(f"/proc/{proc.pid}/status")  # Linux: what the run did with signals
-        if status.exists():
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
-            KILLED_STATE.update({k: fields[k].strip() for k in ("SigBlk", "SigIgn", "SigCgt")})
+        state = signal_state(proc.pid)
         proc.send_signal(sig)
     finally:
         HOLD.release()  # what is in flight is answered (SIGINT: the run ends it gracefully)
     proc.wait(timeout=30)
-    return proc.returncode
+    return proc.returncode, state
 
 
 def check_complete(out: Path) -> None:
@@ -244,9 +247,9 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path, server, sig) ->
     write_cases(cases)
     out = tmp_path / "run"
     cmd = command(cases, out, server)
-    rc = kill_midway(cmd, out / "store.sqlite", sig, at_least=4)
+    rc, state = kill_midway(cmd, out / "store.sqlite", sig, at_least=4)
     partial = count_outcomes(out / "store.sqlite")
-    assert 4 <= partial < N_CASES * len(MODES), f"the kill did not stop the run: {KILLED_STATE}"
+    assert 4 <= partial < N_CASES * len(MODES), f"the kill did not stop the run: {state}"
     if sig == signal.SIGINT:  # the cases in flight finish, then the run says so and ends
         assert rc == 130
     else:  # no handler: the run ends at once, as killed

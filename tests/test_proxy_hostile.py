@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -201,6 +202,64 @@ def test_a_burst_of_200_concurrent_requests_is_answered_in_full(
             statuses = list(pool.map(one, range(200)))
     assert statuses == [200] * 200
     assert decisions(tmp_path / "run") == {"passed": 200}
+
+
+def read_response(s: socket.socket, wait: float) -> bytes:
+    """One answer with a ``Content-Length`` off a kept-alive connection; what came before
+    the server closed (or reset) it, if it did."""
+    s.settimeout(wait)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    except (TimeoutError, ConnectionResetError):
+        return data
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_kept_alive_connection_outlives_a_clients_idle_expiry_and_its_lag(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """A client counts a connection's idle time from when it has read an answer, the server
+    from when it wrote it. httpx (so the OpenAI SDK) reuses a connection idle up to 5 s by
+    its own count, and a client whose event loop is busy reads late. Here the answer waits
+    4 s unread, then the next request goes 1.5 s after it is read: idle 1.5 s to the client,
+    5.5 s to the server. At uvicorn's keep-alive of 5 s the proxy had closed the connection
+    and the request was reset, never reaching the proxy: first bursts of 1,000 requests at
+    concurrency 400 lost one that way (``httpx.ReadError``, 999 decisions stored)."""
+    body = chat("good")
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body)
+    ) + body
+    with (
+        callscope_serve(upstream.url, tmp_path / "run") as served,
+        socket.create_connection(("127.0.0.1", served.port), timeout=10) as s,
+    ):
+        s.sendall(request)
+        assert select.select([s], [], [], 30)[0]  # the answer has arrived: the server's clock
+        time.sleep(4.0)  # it waits unread: the client's loop is busy
+        first = read_response(s, 10)
+        time.sleep(1.5)  # the client's clock: idle 1.5 s, well within its 5 s
+        s.sendall(request)
+        second = read_response(s, 10)
+    assert status_line(first) == b"HTTP/1.1 200 OK"
+    assert status_line(second) == b"HTTP/1.1 200 OK", second
+    assert decisions(tmp_path / "run") == {"passed": 2}
 
 
 def test_a_20_mb_completion_is_checked_and_answered(upstream: Upstream, tmp_path: Path) -> None:

@@ -117,6 +117,7 @@ from callscope.guard.proxy.request import (
 )
 from callscope.guard.proxy.server import (
     BACKLOG,
+    KEEP_ALIVE_S,
     MAX_CONNECTIONS,
     SWITCH_INTERVAL_S,
     ListenError,
@@ -135,6 +136,7 @@ __all__ = [
     "EXTRA_FIELD",
     "GUARD_HEADER",
     "INLINE_CHECK_BYTES",
+    "KEEP_ALIVE_S",
     "MAX_CONCURRENT",
     "MAX_CONNECTIONS",
     "MAX_HEADERS",

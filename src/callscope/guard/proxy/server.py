@@ -25,6 +25,15 @@ from callscope.guard.upstream import HTTPUpstream, LocalUpstream
 BACKLOG = 2048
 #: connections held at once (idle kept-alive ones too); beyond it uvicorn answers 503 itself
 MAX_CONNECTIONS = 4096
+#: seconds a kept-alive connection may sit idle before the proxy closes it. Well above the
+#: idle expiry of the clients agents use (httpx, so the OpenAI SDK: 5 s; aiohttp: 15 s): a
+#: client counts idle time from when it has read an answer, the server from when it wrote
+#: it, and a client whose event loop is busy reads late (a burst of 1,000 at concurrency
+#: 400 stalled httpx's loop 4.4 s). At uvicorn's 5 s the proxy closed connections such a
+#: client had just sent a request on: the request never reached the proxy and the client got
+#: a reset (``httpx.ReadError``): 4 of 10 first bursts lost one request; at 30 s a client
+#: would have to lag 25 s past its own expiry
+KEEP_ALIVE_S = 30
 #: the thread switch interval while serving (Python's default is 5 ms): after each socket
 #: call the event loop waits for the GIL while the store writer's thread or a check runs, and
 #: at 5 ms that wait was most of a passing answer's added latency (3 ms per send, profiled)
@@ -84,7 +93,7 @@ class ProxyServer:
                 access_log=False,
                 backlog=BACKLOG,
                 limit_concurrency=MAX_CONNECTIONS,
-                timeout_keep_alive=5,
+                timeout_keep_alive=KEEP_ALIVE_S,
                 timeout_graceful_shutdown=None,
             ),
         )

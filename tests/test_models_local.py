@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from callscope.errors import ModelError
+from callscope.errors import ConfigError, ModelError
 from callscope.models.base import Decoding
 from callscope.models.registry import load_model
 from callscope.models.weights import (
@@ -140,6 +140,8 @@ def test_registry_errors_for_local_forms(tmp_path):
         with pytest.raises(ModelError, match="cannot load GGUF model") as err:
             model.engine()
         assert err.value.kind == "setup"
+        with pytest.raises(ConfigError, match="n_batch must be a positive number of tokens"):
+            load_model(f"gguf:{junk}", n_batch=0)
 
 
 # ----------------------------------------------------------------------------- real model

@@ -1,8 +1,9 @@
 """The embedded model: a GGUF file run in-process by llama-cpp-python.
 
 Greedy decoding (temperature from :class:`Decoding`, 0 by default) with a fixed seed,
-``n_threads = os.cpu_count()``, ``n_ctx`` 16384 by default (BFCL multi-turn prompts reach ~8k tokens), the chat template stored in the
-GGUF. One ``Llama`` object is kept per model file per process.
+``n_threads = os.cpu_count()``, ``n_ctx`` 16384 by default (BFCL multi-turn prompts reach ~8k
+tokens), ``n_batch`` 512 (llama.cpp's prompt chunk: ``exact`` re-use below works on its grid),
+the chat template stored in the GGUF. One ``Llama`` object is kept per model file per process.
 
 No prompt prefix is computed twice while its state fits the bound (issue 31): llama-cpp-python
 re-uses the KV cache of the prefix a prompt shares with the live context (what it computed
@@ -73,7 +74,7 @@ from callscope.types import ModelReply
 _INSTALL_HINT = 'pip install -e ".[local]"'
 
 _registry_lock = threading.Lock()
-_engines: dict[tuple[str, int, int], _Engine] = {}
+_engines: dict[tuple[str, int, int, int], _Engine] = {}
 
 
 def llama_cpp_available() -> bool:
@@ -119,7 +120,9 @@ class _Engine:
     least one evaluated token (llama-cpp-python re-evaluates the last prompt token when the
     whole prompt is restored), so sampling reads fresh logits."""
 
-    def __init__(self, path: Path, n_ctx: int, n_threads: int, seed: int, cache_bytes: int) -> None:
+    def __init__(
+        self, path: Path, n_ctx: int, n_threads: int, seed: int, cache_bytes: int, n_batch: int
+    ) -> None:
         require_llama_cpp()
         import llama_cpp  # heavy import, only when a local model is used
         from llama_cpp import Llama
@@ -160,6 +163,7 @@ class _Engine:
                 n_ctx=n_ctx,
                 n_threads=n_threads,
                 n_threads_batch=n_threads,
+                n_batch=n_batch,
                 seed=seed,
                 verbose=False,
             )
@@ -351,17 +355,28 @@ class _Engine:
         return ok
 
 
+def _engine_key(path: Path, n_ctx: int, n_threads: int, n_batch: int) -> tuple[str, int, int, int]:
+    return (str(Path(path).resolve()), int(n_ctx), int(n_threads), int(n_batch))
+
+
 def get_engine(
-    path: Path, *, n_ctx: int, n_threads: int, seed: int, cache_bytes: int | None = None
+    path: Path,
+    *,
+    n_ctx: int,
+    n_threads: int,
+    seed: int,
+    cache_bytes: int | None = None,
+    n_batch: int = 512,
 ) -> _Engine:
-    """The process-wide engine for this model file and context size (loaded on first use);
-    ``cache_bytes`` (when given) sets the bound of its kept prefix states."""
-    key = (str(Path(path).resolve()), int(n_ctx), int(n_threads))
+    """The process-wide engine for this model file, context size, thread count and prompt chunk
+    (loaded on first use); ``cache_bytes`` (when given) sets the bound of its kept prefix
+    states."""
+    key = _engine_key(path, n_ctx, n_threads, n_batch)
     with _registry_lock:
         engine = _engines.get(key)
         if engine is None:
             bound = prefix_cache_bytes() if cache_bytes is None else cache_bytes
-            engine = _Engine(Path(path), n_ctx, n_threads, seed, bound)
+            engine = _Engine(Path(path), n_ctx, n_threads, seed, bound, n_batch)
             _engines[key] = engine
         elif cache_bytes is not None and cache_bytes != engine.states.capacity_bytes:
             with engine.lock:
@@ -369,12 +384,12 @@ def get_engine(
         return engine
 
 
-_OPTIONS = ("n_ctx", "n_threads", "seed", "prefix_cache_mb", "kv_reuse")
+_OPTIONS = ("n_ctx", "n_threads", "n_batch", "seed", "prefix_cache_mb", "kv_reuse")
 
 
 def local_options(extra: Mapping[str, Any]) -> dict[str, Any]:
     """The :class:`LocalModel` keyword options among ``load_model``'s options (``n_ctx``,
-    ``n_threads``, ``seed``, ``prefix_cache_mb``, ``kv_reuse``; unset ones are left to the
+    ``n_threads``, ``n_batch``, ``seed``, ``prefix_cache_mb``, ``kv_reuse``; unset ones are left to the
     defaults)."""
     return {k: extra[k] for k in _OPTIONS if extra.get(k) is not None}
 
@@ -396,6 +411,7 @@ class LocalModel(ChatModel):
         spec: str | None = None,
         n_ctx: int = 16384,
         n_threads: int | None = None,
+        n_batch: int = 512,
         seed: int = 0,
         prefix_cache_mb: float | None = None,
         kv_reuse: str | None = None,
@@ -407,6 +423,9 @@ class LocalModel(ChatModel):
         self.spec = spec or f"gguf:{self.path}"
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or os.cpu_count() or 1)
+        self.n_batch = int(n_batch)
+        if self.n_batch < 1:
+            raise ConfigError(f"n_batch must be a positive number of tokens, not {n_batch!r}")
         self.seed = int(seed)
         if kv_reuse is None:
             kv_reuse = os.environ.get(KV_REUSE_ENV) or "prefix"
@@ -422,7 +441,7 @@ class LocalModel(ChatModel):
 
     @classmethod
     def from_spec(cls, path: str, options: BackendOptions) -> LocalModel:
-        """``gguf:<path>`` (``~`` expanded); options ``n_ctx``, ``n_threads``, ``seed``,
+        """``gguf:<path>`` (``~`` expanded); options ``n_ctx``, ``n_threads``, ``n_batch``, ``seed``,
         ``prefix_cache_mb``, ``kv_reuse``."""
         return cls(Path(path).expanduser(), spec=options.spec, **local_options(options.extra))
 
@@ -434,12 +453,13 @@ class LocalModel(ChatModel):
             n_threads=self.n_threads,
             seed=self.seed,
             cache_bytes=self.prefix_cache_bytes,
+            n_batch=self.n_batch,
         )
 
     def prefix_stats(self) -> PrefixStats | None:
         """What the engine's kept prefix states did so far (shared by every ``LocalModel`` of
         the same model file in this process); ``None`` before the weights are loaded."""
-        key = (str(self.path.resolve()), self.n_ctx, self.n_threads)
+        key = _engine_key(self.path, self.n_ctx, self.n_threads, self.n_batch)
         with _registry_lock:
             engine = _engines.get(key)
         return engine.states.stats if engine is not None else None

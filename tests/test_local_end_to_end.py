@@ -66,6 +66,10 @@ MT_IDS = (
     "multi_turn_miss_param_100",
     "multi_turn_miss_func_121",
 )
+#: the tokens an emission may take: the 0.5B writes its call within its first ~40 tokens
+#: (``[add_to_watchlist(stock="Nvidia")]``, a fenced call after one sentence) and then explains
+#: it; at ~11 tokens a second beside a 3,000-token prompt, each token past the call is CI time
+MT_TOKENS = 64
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +101,7 @@ def test_multi_turn_each_category_end_to_end(tmp_path, cached, mt_cases) -> None
         mt_cases,
         style="prompt",
         max_steps=3,
-        decoding=Decoding(max_tokens=128),
+        decoding=Decoding(max_tokens=MT_TOKENS),
         show_progress=False,
     )
     assert ran == 4
@@ -129,7 +133,7 @@ def test_probes_against_baseline_on_the_embedded_model(tmp_path, cached, mt_case
                 [case],
                 style="prompt",
                 max_steps=3,
-                decoding=Decoding(max_tokens=128),
+                decoding=Decoding(max_tokens=MT_TOKENS),
                 probe=p,
                 show_progress=False,
             )

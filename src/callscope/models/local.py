@@ -1,9 +1,10 @@
 """The embedded model: a GGUF file run in-process by llama-cpp-python.
 
 Greedy decoding (temperature from :class:`Decoding`, 0 by default) with a fixed seed,
-``n_threads = os.cpu_count()``, ``n_ctx`` 16384 by default (BFCL multi-turn prompts reach ~8k
-tokens), ``n_batch`` 512 (llama.cpp's prompt chunk: ``exact`` re-use below works on its grid),
-the chat template stored in the GGUF. One ``Llama`` object is kept per model file per process.
+``n_threads = os.cpu_count()`` (``$CALLSCOPE_THREADS`` sets another default), ``n_ctx``
+16384 by default (BFCL multi-turn prompts reach ~8k tokens), ``n_batch`` 512 (llama.cpp's
+prompt chunk: ``exact`` re-use below works on its grid), the chat template stored in the
+GGUF. One ``Llama`` object is kept per model file per process.
 
 No prompt prefix is computed twice while its state fits the bound (issue 31): llama-cpp-python
 re-uses the KV cache of the prefix a prompt shares with the live context (what it computed
@@ -100,6 +101,11 @@ def require_llama_cpp() -> None:
 KV_REUSE_MODES = ("prefix", "last", "exact", "none")
 #: the environment variable that sets the default ``kv_reuse``
 KV_REUSE_ENV = "CALLSCOPE_KV_REUSE"
+#: the environment variable that sets the default ``n_threads`` (else ``os.cpu_count()``): a
+#: process sharing the machine with other work (a test worker beside another) gives llama.cpp
+#: fewer threads than cores, since its threads wait for each other at every step and one that
+#: loses its core stalls the rest
+THREADS_ENV = "CALLSCOPE_THREADS"
 #: the token that opens a chat message in the embedded models' template (ChatML, Qwen) and in
 #: other common GGUF templates (Llama 3, Gemma): the first that is one token marks where a
 #: prompt's first message (the system prompt with its registry or documentation) ends
@@ -394,6 +400,16 @@ def local_options(extra: Mapping[str, Any]) -> dict[str, Any]:
     return {k: extra[k] for k in _OPTIONS if extra.get(k) is not None}
 
 
+def _threads_from_env() -> int | None:
+    """:data:`THREADS_ENV` as a positive thread count (unset or empty: ``None``)."""
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"${THREADS_ENV} must be a positive number of threads, not {text!r}")
+    return int(text)
+
+
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) else None
 
@@ -422,7 +438,7 @@ class LocalModel(ChatModel):
         require_llama_cpp()
         self.spec = spec or f"gguf:{self.path}"
         self.n_ctx = int(n_ctx)
-        self.n_threads = int(n_threads or os.cpu_count() or 1)
+        self.n_threads = int(n_threads or _threads_from_env() or os.cpu_count() or 1)
         self.n_batch = int(n_batch)
         if self.n_batch < 1:
             raise ConfigError(f"n_batch must be a positive number of tokens, not {n_batch!r}")

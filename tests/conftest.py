@@ -255,21 +255,19 @@ def skip_summary(reasons: list[str]) -> str | None:
 
 def pytest_configure(config) -> None:
     """Under pytest-xdist (``-n``, as ``pyproject.toml``'s ``addopts`` ask), the embedded model
-    gets the cores the other workers leave it, one each: llama.cpp's threads wait for each
-    other at every step, so a thread that loses its core to another worker stalls the rest (a
-    model test ran ~2.5x slower beside a busy core). ``$CALLSCOPE_THREADS``, when set, wins."""
+    gets one worker's share of the cores: llama.cpp's threads wait for each other at every
+    step, so a thread that loses its core to another worker stalls the rest (a model test ran
+    ~2.5x slower beside a busy core). ``$CALLSCOPE_THREADS``, when set, wins."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     if workers > 1 and not os.environ.get(THREADS_ENV):
-        os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) - (workers - 1)))
+        os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """The embedded model's tests first and in one pytest-xdist group (``--dist loadgroup``):
-    one worker runs them from the start, one after another (they share the loaded weights and
-    its kept prefixes), while the other workers take the rest of the suite."""
+    """The embedded model's tests first: their modules (``--dist loadfile`` keeps a module on
+    one worker, so its tests share the loaded weights and kept prefixes) start at once instead
+    of ending the run on one worker while the others are idle."""
     model = [item for item in items if item.get_closest_marker("model")]
-    for item in model:
-        item.add_marker(pytest.mark.xdist_group("model"))
     items[:] = model + [item for item in items if not item.get_closest_marker("model")]
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from callscope.errors import ConfigError, ModelError
 from callscope.models.base import Decoding
+from callscope.models.local import THREADS_ENV
 from callscope.models.registry import load_model
 from callscope.models.weights import (
     MODELS,
@@ -144,6 +145,21 @@ def test_registry_errors_for_local_forms(tmp_path):
             load_model(f"gguf:{junk}", n_batch=0)
 
 
+def test_threads_default_from_the_environment(tmp_path, monkeypatch):
+    pytest.importorskip("llama_cpp", reason="the local extra is not installed")
+    weights = tmp_path / "w.gguf"
+    weights.write_bytes(b"not loaded: the weights load on first use")
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert load_model(f"gguf:{weights}").n_threads == 3
+    assert load_model(f"gguf:{weights}", n_threads=5).n_threads == 5  # the option wins
+    monkeypatch.setenv(THREADS_ENV, "")
+    assert load_model(f"gguf:{weights}").n_threads == os.cpu_count()
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(ConfigError, match=rf"\$CALLSCOPE_THREADS must be .* not '{bad}'"):
+            load_model(f"gguf:{weights}")
+
+
 # ----------------------------------------------------------------------------- real model
 
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -177,7 +193,7 @@ def qwen():
 @pytest.mark.model
 def test_real_prompt_mode_call(qwen):
     assert (qwen.supports_native_tools, qwen.max_concurrency) == (False, 1)
-    assert qwen.n_threads == os.cpu_count()
+    assert qwen.n_threads == int(os.environ.get(THREADS_ENV) or os.cpu_count())
     reply = qwen.chat(
         [
             {"role": "system", "content": SYSTEM},

@@ -159,8 +159,8 @@ def load_model(
     """Build the backend named by ``spec`` (see the module docstring for the forms).
 
     ``timeout`` (seconds per request) and ``retries`` (extra attempts after the first)
-    apply to the HTTP backends. Backend options in ``opts``: ``n_ctx``, ``n_threads``, ``n_batch``,
-    ``seed``, ``cache_dir`` (local); ``max_concurrency`` and ``num_ctx`` (ollama);
+    apply to the HTTP backends. Backend options in ``opts``: ``n_ctx``, ``n_threads``,
+    ``n_batch``, ``seed``, ``cache_dir`` (local); ``max_concurrency`` and ``num_ctx`` (ollama);
     ``max_concurrency`` and ``max_tokens_field`` (openai); ``source_spec``,
     ``native_tools`` (replay); ``backoff_base``, ``backoff_cap``, ``retry_after_cap``
     (HTTP retries). Raises ``ConfigError`` for an unknown form, ``ModelError`` when a

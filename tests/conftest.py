@@ -264,9 +264,11 @@ def pytest_configure(config) -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """The embedded model's tests first: their modules (``--dist loadfile`` keeps a module on
-    one worker, so its tests share the loaded weights and kept prefixes) start at once instead
-    of ending the run on one worker while the others are idle."""
+    """The embedded model's tests first, so their modules, the suite's longest work, start at
+    once instead of ending the run on one worker while the other is idle: ``--dist loadfile``
+    keeps a module on one worker (its tests share the loaded weights and kept prefixes), and
+    ``--no-loadscope-reorder`` hands modules out in collection order (xdist would otherwise
+    start with the modules of most tests)."""
     model = [item for item in items if item.get_closest_marker("model")]
     items[:] = model + [item for item in items if not item.get_closest_marker("model")]
 

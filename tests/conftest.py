@@ -273,6 +273,23 @@ def pytest_collection_modifyitems(config, items) -> None:
     items[:] = model + [item for item in items if not item.get_closest_marker("model")]
 
 
+def pytest_sessionfinish(session) -> None:
+    """In a pytest-xdist worker: its screenshots go to the controller, which prints where they
+    are (:func:`pytest_terminal_summary`)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        from chromium import SAVED  # lazy: the browser helpers, only for the summary line
+
+        workeroutput["screenshots"] = [str(p) for p in SAVED]
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the controller, a worker done
+def pytest_testnodedown(node, error) -> None:
+    from chromium import SAVED  # lazy: the browser helpers, only for the summary line
+
+    SAVED.extend(Path(p) for p in getattr(node, "workeroutput", {}).get("screenshots", ()))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """One line at the end of the run naming what was skipped and how to enable it."""
     line = skip_summary(skip_reasons(terminalreporter.stats.get("skipped", [])))

@@ -269,8 +269,10 @@ def pytest_collection_modifyitems(config, items) -> None:
     keeps a module on one worker (its tests share the loaded weights and kept prefixes), and
     ``--no-loadscope-reorder`` hands modules out in collection order (xdist would otherwise
     start with the modules of most tests)."""
-    model = [item for item in items if item.get_closest_marker("model")]
-    items[:] = model + [item for item in items if not item.get_closest_marker("model")]
+    model, rest = [], []
+    for item in items:
+        (model if item.get_closest_marker("model") else rest).append(item)
+    items[:] = model + rest
 
 
 def pytest_sessionfinish(session) -> None:

@@ -125,6 +125,14 @@ async def bomb(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
     await w.drain()
 
 
+async def stream_bomb(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """:func:`bomb` as a gzipped event stream."""
+    body = up.bomb
+    headers = [("content-type", "text/event-stream"), ("content-encoding", "gzip")]
+    w.write(head("200 OK", [*headers, ("content-length", str(len(body)))]) + body)
+    await w.drain()
+
+
 SSE_TEXT = b'data: {"choices": [{"delta": {"content": "Bonjour"}}]}\n\ndata: [DONE]\n\n'
 
 
@@ -182,6 +190,61 @@ async def partial(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> Non
 
 async def switching(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
     w.write(head("101 Switching Protocols", [("upgrade", "websocket"), ("connection", "upgrade")]))
+    await w.drain()
+
+
+async def status_999(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A status no HTTP server can write back (h11 reads any three digits)."""
+    w.write(head("999 Odd", [("content-type", "text/event-stream"), ("connection", "close")]))
+    w.write(SSE_TEXT)
+    await w.drain()
+
+
+async def zstd(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """An answer in a content coding nobody asked for (its bytes are never decoded)."""
+    body = b"\x28\xb5\x2f\xfd" + bytes(60)  # zstd's magic number, then anything
+    headers = [("content-type", "text/event-stream"), ("content-encoding", "zstd")]
+    w.write(head("200 OK", [*headers, ("content-length", str(len(body)))]) + body)
+    await w.drain()
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+async def cut_mid_event(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """A chunked event stream: one whole event and half of the next ``data:`` line, then the
+    connection closed before the stream's last chunk (upstream broke off)."""
+    w.write(
+        head("200 OK", [("content-type", "text/event-stream"), ("transfer-encoding", "chunked")])
+    )
+    whole = b'data: {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}\n\n'
+    w.write(_chunk(whole + b'data: {"choices": [{"index": 0, "delta": {"con'))
+    await w.drain()
+    await asyncio.sleep(0.2)
+
+
+async def flood_stream(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """Events of 64 KiB as fast as the reader takes them, until the reader goes away."""
+    w.write(head("200 OK", [("content-type", "text/event-stream"), ("connection", "close")]))
+    event = b'data: {"choices": [{"delta": {"content": "' + b"x" * 65536 + b'"}}]}\n\n'
+    try:
+        while True:
+            w.write(event)
+            await w.drain()
+    except (ConnectionError, OSError):
+        with up.lock:
+            up.closed_streams += 1
+
+
+async def held_events(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
+    """One event, then the rest only once the test says its client has read that one (at
+    most 10 s): a proxy that reads a stream whole before relaying it is caught waiting."""
+    w.write(head("200 OK", [("content-type", "text/event-stream"), ("connection", "close")]))
+    w.write(b'event: response.created\ndata: {"type": "response.created"}\n\n')
+    await w.drain()
+    up.released = await asyncio.get_running_loop().run_in_executor(None, up.release.wait, 10)
+    w.write(b'event: response.completed\ndata: {"type": "response.completed"}\n\n')
     await w.drain()
 
 
@@ -307,6 +370,12 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "early_close": early_close,
     "partial": partial,
     "switching": switching,
+    "status_999": status_999,
+    "zstd": zstd,
+    "cut_mid_event": cut_mid_event,
+    "flood_stream": flood_stream,
+    "held_events": held_events,
+    "stream_bomb": stream_bomb,
 }
 
 
@@ -321,6 +390,10 @@ class RawUpstream:
     port: int = 0
     huge_mb: int = 0
     readers: dict[int, asyncio.StreamReader] = field(default_factory=dict)
+    #: :func:`held_events`: set by the test once its client has read the first event;
+    #: ``released``: whether that came before the behaviour's 10 s ran out
+    release: threading.Event = field(default_factory=threading.Event)
+    released: bool | None = None
 
     def __post_init__(self) -> None:
         self.bomb = gzip_bomb(self.bomb_mb) if self.bomb_mb else b""

@@ -33,6 +33,7 @@ import httpx
 from callscope.core.jsonl import loads_bounded
 from callscope.guard.budget import charge
 from callscope.guard.upstream_answer import (  # noqa: F401 (importable from here)
+    ACCEPT_ENCODING,
     DECODE_STEP,
     HOP,
     OWN_HEADER_PREFIX,
@@ -41,6 +42,7 @@ from callscope.guard.upstream_answer import (  # noqa: F401 (importable from her
     end_headers,
     overran,
     raw_end_headers,
+    unusable,
 )
 from callscope.guard.upstream_url import (  # noqa: F401 (importable from here)
     MAX_TARGET_CHARS,
@@ -82,7 +84,13 @@ class UpstreamTooLarge(Exception):
     """Upstream's answer, decoded, is over the proxy's ``max_reply_bytes``."""
 
 
-class UpstreamOverrun(UpstreamUnreachable):
+class UpstreamInvalid(UpstreamUnreachable):
+    """Upstream's answer cannot be relayed whatever its body holds: a status outside
+    100-599, a content coding the proxy did not ask for
+    (:func:`~callscope.guard.upstream_answer.unusable`)."""
+
+
+class UpstreamOverrun(UpstreamInvalid):
     """Upstream sent bytes beyond the answer it declared (a second response to one request, or
     a ``Content-Length`` shorter than its body): the answer is not trusted and the connection
     is never used again, so no later request can read those bytes as its own answer."""
@@ -155,7 +163,12 @@ class HTTPUpstream:
                 httpx.create_ssl_context(trust_env=False) if self.base.scheme == "https" else False
             )
             self._clients = [
-                httpx.AsyncClient(limits=self._limits, trust_env=False, verify=verify)
+                httpx.AsyncClient(
+                    limits=self._limits,
+                    trust_env=False,
+                    verify=verify,
+                    headers={"accept-encoding": ACCEPT_ENCODING},
+                )
                 for _ in range(self._pools)
             ]
         return self._clients[next(self._turn) % self._pools]
@@ -177,11 +190,18 @@ class HTTPUpstream:
     async def _open(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
         """Send ``request``, the response's head read (the body still to read). Sent a second
         time only when it never reached upstream: the connection could not be made, or the
-        request could not be written (a kept-alive connection upstream had closed)."""
+        request could not be written (a kept-alive connection upstream had closed). An answer
+        no client could be given (:func:`~callscope.guard.upstream_answer.unusable`) is
+        closed unread: :class:`UpstreamInvalid`."""
         try:
-            return await client.send(request, stream=True)
+            response = await client.send(request, stream=True)
         except (httpx.ConnectError, httpx.WriteError):
-            return await client.send(request, stream=True)
+            response = await client.send(request, stream=True)
+        problem = unusable(response)
+        if problem is not None:
+            await response.aclose()
+            raise UpstreamInvalid(problem)
+        return response
 
     def _too_large(self) -> UpstreamTooLarge:
         return UpstreamTooLarge(
@@ -251,7 +271,7 @@ class HTTPUpstream:
             raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
 
         async def chunks() -> AsyncIterator[bytes]:
-            decoded = response.aiter_bytes()
+            decoded = decoded_chunks(response)  # bounded steps, as an answer read whole
             size = 0
             while True:
                 try:

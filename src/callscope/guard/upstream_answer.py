@@ -43,6 +43,12 @@ HOP = frozenset(
 OWN_HEADER_PREFIX = b"x-callscope-"
 #: decoded bytes at most per step when the proxy decodes gzip or deflate itself
 DECODE_STEP = 1024 * 1024
+#: the content codings the proxy asks upstream for (``Accept-Encoding``) and accepts back:
+#: the ones :func:`decoded_chunks` inflates in bounded steps. httpx would also offer ``br``
+#: and ``zstd`` where their packages are installed, and decode them a whole network read at
+#: once: 49 KB of zstd is 1 GiB
+ACCEPT_ENCODING = "gzip, deflate"
+_DECODED = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -71,13 +77,39 @@ async def overran(response: httpx.Response) -> bool:
     return True
 
 
+def unusable(response: httpx.Response) -> str | None:
+    """Why the proxy cannot relay ``response`` whatever its body holds, or ``None``: a status
+    outside HTTP's 100-599 (h11 reads any three digits; no server can write the status line
+    back), or a content coding the proxy did not ask for (:data:`ACCEPT_ENCODING`; several
+    codings stacked included), which it could only relay still encoded or decode whole.
+
+    >>> unusable(httpx.Response(600)), unusable(httpx.Response(200))
+    ("upstream answered status 600, outside HTTP's 100-599", None)
+    >>> unusable(httpx.Response(200, headers={"Content-Encoding": "zstd"}))
+    "upstream answered in the 'zstd' content coding, which the proxy did not ask for (it accepts gzip, deflate)"
+    """
+    if not 100 <= response.status_code <= 599:
+        return f"upstream answered status {response.status_code}, outside HTTP's 100-599"
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    if coding not in _DECODED:
+        shown = coding[:40].encode("ascii", "replace").decode()
+        return (
+            f"upstream answered in the {shown!r} content coding, which the proxy did not ask "
+            f"for (it accepts {ACCEPT_ENCODING})"
+        )
+    return None
+
+
 async def decoded_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
     """``response``'s body decoded, at most :data:`DECODE_STEP` bytes at a time for gzip and
     deflate (httpx's decoder inflates a whole network read at once: 64 KiB of a gzip bomb
-    is 64 MiB, before any bound could look at it); other encodings by httpx."""
+    is 64 MiB, before any bound could look at it); a body with no coding as it came. Any
+    other coding is an ``httpx.DecodingError`` (:func:`unusable` says so before the body)."""
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("gzip", "x-gzip", "deflate"):
-        async for chunk in response.aiter_bytes():
+        if encoding not in _DECODED:
+            raise httpx.DecodingError(f"the {encoding[:40]!r} content coding is not accepted")
+        async for chunk in response.aiter_raw():
             yield chunk
         return
     wbits = 31 if encoding != "deflate" else 15

@@ -29,15 +29,17 @@ What it checks, and what it does not:
   is read and judged all the same (Ollama writes objects), and said:
   ``X-Callscope-Guard-Note: arguments-not-a-string=0`` (the positions).
 - Not checked, passed through unchanged: answers without tool calls, requests without
-  tools, streaming requests (``"stream": true`` in the parsed body, however it is spelled;
-  relayed chunk by chunk as upstream's server-sent events, decoded; an upstream that fails
-  mid-stream ends the stream with one last ``data: {"error": ...}`` event, never a second
-  HTTP response; a client that goes away ends the upstream request at once and frees its
-  slot), choices after the first (``n > 1``), every other endpoint and method, and error
+  tools, streaming requests on any endpoint (``"stream": true`` in the parsed body, however
+  it is spelled; relayed as upstream's server-sent events, decoded, a whole event at a time
+  (:mod:`callscope.guard.proxy.events`); an upstream that fails mid-stream ends the stream
+  with one last ``data: {"error": ...}`` event, never a second HTTP response; a client that
+  goes away ends the upstream request at once and frees its slot, and one that stops reading
+  holds it ``upstream_timeout`` and 1 s at most), choices after the first (``n > 1``), every other endpoint and method, and error
   statuses (returned with upstream's status and body). An upstream that does not finish
   within ``upstream_timeout`` (one deadline for the whole request, not per read) is answered
   504; an unreachable upstream, one that broke off its answer, an answer over
-  ``max_reply_bytes`` once decoded (``upstream_too_large``) or too deeply nested to read
+  ``max_reply_bytes`` once decoded (``upstream_too_large``), too deeply nested to read, with
+  a status outside 100-599 or in a content coding the proxy did not ask for
   (``upstream_invalid``) 502, each with an OpenAI-style ``error`` object. Upstream's header
   bytes are relayed as sent, less hop-by-hop ones and every ``X-Callscope-*`` header (an
   upstream cannot forge the verdict); a request is sent upstream a second time only when it

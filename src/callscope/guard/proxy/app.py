@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -16,12 +17,14 @@ from callscope.core.jsonl import dumps_safe
 from callscope.guard.budget import MemoryBudget, OverBudget, request_ledger
 from callscope.guard.proxy.config import ProxyConfig
 from callscope.guard.proxy.decide import UPSTREAM_FAILURES, ClientWatch, Guard
+from callscope.guard.proxy.events import WholeEvents, is_event_stream
 from callscope.guard.proxy.request import (
     CHAT_PATHS,
     BodyError,
     Receive,
     Scope,
     Send,
+    asks_to_stream,
     conn_tokens,
     header_error,
     loads_request,
@@ -49,6 +52,9 @@ STORE_HEADER = "X-Callscope-Store"
 REFUSED_METHODS = frozenset({"TRACE", "TRACK", "CONNECT"})
 #: a reply body is sent in pieces of at most this many bytes
 SEND_PIECE = 1024 * 1024
+#: seconds past ``--upstream-timeout`` that a stream's client may take to read what was sent,
+#: and then to take the last error event, before the proxy lets it go
+STREAM_GRACE_S = 1.0
 
 
 class ProxyApp:
@@ -159,6 +165,11 @@ class ProxyApp:
                     if answered is None:  # the client left: nothing to send or record
                         return
                     reply = answered
+            elif method == "POST" and asks_to_stream(body):
+                # another endpoint's stream (the Responses API, legacy completions): not
+                # checked, relayed as it comes, never read whole first
+                await self._stream(target, body, headers, receive, send)
+                return
             else:
                 reply = await guard.upstream.forward(
                     method, target, body, headers, self.config.upstream_timeout
@@ -244,14 +255,14 @@ class ProxyApp:
         server told to stop ends it too, with a last ``error`` event."""
         guard = self.guard
         guard.count("stream")
-        started: list[bool] = []
+        state = _StreamState()
         stopped = False
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                if not relayed.is_set():
+                if not relayed.is_set() and not state.failed:  # else counted as failed
                     guard.count("stream_abandoned")
                 tg.cancel_scope.cancel()
 
@@ -265,47 +276,93 @@ class ProxyApp:
             relayed = anyio.Event()
             tg.start_soon(watch)
             tg.start_soon(stop)
-            await self._relay(target, body, headers, send, started)
+            await self._relay(target, body, headers, send, state)
             relayed.set()
             tg.cancel_scope.cancel()
         if stopped and not relayed.is_set():
             message = "the proxy is shutting down"
-            if started:
-                event = b"\n\ndata: " + error_body(message, "shutting_down") + b"\n\n"
-                await send({"type": "http.response.body", "body": event, "more_body": False})
+            if state.began:
+                await send(error_event(message, "shutting_down"))
             else:
                 await send_reply(send, error_reply(503, message, "shutting_down"), close=True)
 
     async def _relay(
-        self, target: str, body: bytes, headers: Headers, send: Send, began: list[bool]
+        self, target: str, body: bytes, headers: Headers, send: Send, state: _StreamState
     ) -> None:
+        """Relay upstream's stream: an event stream a whole event at a time
+        (:class:`~callscope.guard.proxy.events.WholeEvents`), so that a last ``error`` event
+        always reaches the client's parser whole. ``--upstream-timeout`` bounds the whole
+        stream, the client's reading included: a client that stops reading holds upstream
+        :data:`STREAM_GRACE_S` past it at most, then the stream is ended."""
         guard = self.guard
-        started = False
-        try:
-            async with guard.upstream.stream(
-                target, body, headers, self.config.upstream_timeout
-            ) as (status, up_headers, chunks):
-                await send({"type": "http.response.start", "status": status, "headers": up_headers})
-                started = True
-                began.append(True)
-                async for chunk in chunks:
-                    if chunk:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
-            kind, status, what = UPSTREAM_FAILURES[type(exc)]
-            guard.count("stream_error")
-            if not started:
-                await send_reply(send, error_reply(status, f"upstream {what}: {exc}", kind))
+        timeout = self.config.upstream_timeout
+        ended = False
+        # upstream's own deadline (reading it) comes first; this one ends a stream whose
+        # client stopped reading, the proxy blocked on sending to it
+        with anyio.move_on_after(timeout + STREAM_GRACE_S):
+            try:
+                async with guard.upstream.stream(target, body, headers, timeout) as (
+                    status,
+                    up_headers,
+                    chunks,
+                ):
+                    if not 200 <= status < 300:
+                        guard.count("upstream_error")
+                    start = {"type": "http.response.start", "status": status}
+                    await send({**start, "headers": up_headers})
+                    state.began = True
+                    events = WholeEvents() if is_event_stream(up_headers) else None
+                    async for chunk in chunks:
+                        ready = chunk if events is None else events.feed(chunk)
+                        if ready:
+                            await send(
+                                {"type": "http.response.body", "body": ready, "more_body": True}
+                            )
+                    rest = b"" if events is None else events.rest()
+            except (UpstreamTimeout, UpstreamUnreachable, UpstreamTooLarge) as exc:
+                kind, status, what = UPSTREAM_FAILURES[type(exc)]
+                guard.count("stream_error")
+                state.failed = ended = True
+                if not state.began:
+                    await send_reply(send, error_reply(status, f"upstream {what}: {exc}", kind))
+                    return
+                # the stream has begun: end it with one last event, never a second response
+                await send(error_event(f"upstream {what} mid-stream: {exc}", kind))
                 return
-            # the 200 stream has begun: end it with one last event, never a second response
-            event = b"\n\ndata: " + error_body(f"upstream {what} mid-stream: {exc}", kind)
-            event += b"\n\n"
-            await send({"type": "http.response.body", "body": event, "more_body": False})
+            except BadTarget as exc:
+                ended = True
+                await send_reply(send, guard.bad_request(400, str(exc)))
+                return
+            ended = True
+            await send({"type": "http.response.body", "body": rest, "more_body": False})
             return
-        except BadTarget as exc:
-            await send_reply(send, guard.bad_request(400, str(exc)))
+        if ended:  # the deadline came while the last message was being sent
             return
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        guard.count("stream_error")
+        state.failed = True
+        message = f"the stream was not read within {timeout:g} s (--upstream-timeout)"
+        with anyio.move_on_after(STREAM_GRACE_S):  # a client still not reading is let go
+            if state.began:
+                await send(error_event(message, "upstream_timeout"))
+            else:
+                await send_reply(send, error_reply(504, message, "upstream_timeout"))
+
+
+@dataclass
+class _StreamState:
+    """Where a relayed stream stands: its response has begun (a failure is then a last
+    event, not a response); it has failed (counted ``stream_error``: a client that leaves
+    then is not counted again)."""
+
+    began: bool = False
+    failed: bool = False
+
+
+def error_event(message: str, kind: str) -> dict[str, Any]:
+    """The last body message of a stream that has begun: one ``error`` event (after a blank
+    line, so that it is an event of its own), never a second response."""
+    event = b"\n\ndata: " + error_body(message, kind) + b"\n\n"
+    return {"type": "http.response.body", "body": event, "more_body": False}
 
 
 async def send_reply(send: Send, reply: UpstreamReply, close: bool = False) -> None:

@@ -33,6 +33,7 @@ from callscope.guard.repair import RepairAttempt, RepairResult, repair
 from callscope.guard.upstream import (
     Headers,
     Upstream,
+    UpstreamInvalid,
     UpstreamOverrun,
     UpstreamReply,
     UpstreamTimeout,
@@ -66,6 +67,7 @@ UPSTREAM_FAILURES: dict[type[Exception], tuple[str, int, str]] = {
     UpstreamTimeout: ("upstream_timeout", 504, "timed out"),
     UpstreamUnreachable: ("upstream_unreachable", 502, "unreachable"),
     UpstreamTooLarge: ("upstream_too_large", 502, "answer too large"),
+    UpstreamInvalid: ("upstream_invalid", 502, "answer not usable"),
     UpstreamOverrun: ("upstream_invalid", 502, "answer not trusted"),
 }
 #: ``Guard.chat``'s default: the request body is still to be parsed

@@ -85,6 +85,22 @@ def loads_request(body: bytes) -> Any:
     return loads_bounded(text, decoder=_REQUEST_DECODER)
 
 
+def asks_to_stream(body: bytes) -> bool:
+    """The request ``body`` is a JSON object with ``"stream": true`` (read from the parsed
+    body: ``"\\u0073tream"`` is the same key); a body that is no JSON object does not.
+
+    >>> asks_to_stream(b'{"input": "hi", "stream": true}'), asks_to_stream(b"stream")
+    (True, False)
+    """
+    if body.lstrip()[:1] != b"{":
+        return False
+    try:
+        request = loads_request(body)
+    except ValueError:
+        return False
+    return isinstance(request, dict) and request.get("stream") is True
+
+
 def loads_answer(body: bytes) -> Any:
     """An upstream answer's JSON, by the one bounded reader (the same errors as
     :func:`loads_request`; a ``NaN`` is read: the parser refuses it inside a call's

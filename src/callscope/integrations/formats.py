@@ -1,5 +1,7 @@
-"""The API formats a host routes besides chat completions, read into (and written back from)
-the OpenAI chat form :func:`callscope.guard.check.check` takes, free of any host package.
+"""The API formats a host routes, read into (and written back from) the OpenAI chat form
+:func:`callscope.guard.check.check` takes, free of any host package. An answer of the wrong
+shape (``"content": 5``, a delta whose ``index`` is a list) reads as an answer without a
+call, never as an exception inside the host.
 
 LiteLLM's proxy serves the same model on ``/v1/chat/completions``, ``/v1/messages``
 (Anthropic's Messages format) and ``/v1/responses`` (OpenAI's Responses format), whole and
@@ -63,6 +65,12 @@ def _call(call_id: Any, name: Any, arguments: Any) -> ChatToolCall:
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _items(value: Any) -> list[Any]:
+    """``value`` when it is a list, else no items (an answer of the wrong shape reads as
+    empty, never as an error inside the host)."""
+    return value if isinstance(value, list) else []
 
 
 def _message(text: str, calls: list[ChatToolCall]) -> Message:
@@ -157,7 +165,7 @@ def request_messages(data: ChatRequest) -> list[ChatMessage]:
 def _anthropic_message(body: AnthropicMessage) -> Message:
     texts: list[str] = []
     calls: list[ChatToolCall] = []
-    for block in body.get("content") or ():
+    for block in _items(body.get("content")):
         block = as_dict(block)
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
@@ -169,7 +177,7 @@ def _anthropic_message(body: AnthropicMessage) -> Message:
 def _responses_message(body: ResponsesResponse) -> Message:
     texts: list[str] = []
     calls: list[ChatToolCall] = []
-    for item in body.get("output") or ():
+    for item in _items(body.get("output")):
         item = as_dict(item)
         if item.get("type") == "function_call":
             calls.append(_call(item.get("call_id"), item.get("name"), item.get("arguments")))
@@ -215,13 +223,17 @@ def anthropic_stream_message(chunks: Sequence[Any]) -> Message | None:
         if not isinstance(data, dict):
             continue
         index = data.get("index")
-        if event == "content_block_start" and isinstance(index, int):
+        if not isinstance(index, int):  # a list or an object is no block's index
+            continue
+        if event == "content_block_start":
             blocks[index] = cast(AnthropicBlock, dict(as_dict(data.get("content_block"))))
             pieces[index] = ""
         elif event == "content_block_delta" and index in blocks:
             delta = as_dict(data.get("delta"))
             if delta.get("type") == "text_delta":
-                blocks[index]["text"] = blocks[index].get("text", "") + str(delta.get("text", ""))
+                text = blocks[index].get("text")
+                text = text if isinstance(text, str) else ""
+                blocks[index]["text"] = text + str(delta.get("text", ""))
             elif delta.get("type") == "input_json_delta":
                 pieces[index] += str(delta.get("partial_json", ""))
     content: list[AnthropicBlock] = []
@@ -414,16 +426,67 @@ def _is_responses(obj: Any) -> bool:
 
 
 def _chat_message(obj: Any) -> Message | None:
-    choices = as_dict(obj).get("choices") or [{}]
-    msg = as_dict(choices[0]).get("message")
+    choices = _items(as_dict(obj).get("choices"))
+    msg = as_dict(choices[0]).get("message") if choices else None
     return msg if isinstance(msg, dict) else None
+
+
+def chat_stream_message(chunks: Sequence[Any]) -> Message | None:
+    """The assistant message a chat-completions stream assembles to, as the ``openai`` SDK
+    assembles it for its user: the first choice's ``content`` pieces joined; each tool call
+    gathered by its ``index`` (its position in the delta when it has none), its ``id`` as
+    first given, its ``name`` and ``arguments`` pieces joined. ``None`` when no chunk has a
+    first choice. (LiteLLM's ``stream_chunk_builder`` drops a call whose first delta has no
+    ``id``, which the client still receives: the guard then let it through unchecked.)
+
+    >>> chat_stream_message([
+    ...     {"choices": [{"index": 0, "delta": {"tool_calls": [
+    ...         {"index": 0, "function": {"name": "get_", "arguments": '{"city": '}}]}}]},
+    ...     {"choices": [{"index": 0, "delta": {"tool_calls": [
+    ...         {"index": 0, "function": {"name": "weather", "arguments": '"Paris"}'}}]}}]},
+    ... ])["tool_calls"][0]["function"]
+    {'name': 'get_weather', 'arguments': '{"city": "Paris"}'}
+    """
+    seen = False
+    text: list[str] = []
+    calls: dict[Any, dict[str, Any]] = {}
+    for chunk in chunks:
+        choice = next(
+            (
+                as_dict(c)
+                for c in _items(as_dict(chunk).get("choices"))
+                if as_dict(c).get("index", 0) == 0
+            ),
+            None,
+        )
+        if choice is None:
+            continue
+        seen = True
+        delta = as_dict(choice.get("delta"))
+        if isinstance(delta.get("content"), str):
+            text.append(delta["content"])
+        for position, piece in enumerate(_items(delta.get("tool_calls"))):
+            piece = as_dict(piece)
+            index = piece.get("index")
+            key = index if type(index) is int else ("position", position)
+            call = calls.setdefault(key, {"id": None, "name": "", "arguments": ""})
+            if call["id"] is None and piece.get("id") is not None:
+                call["id"] = piece["id"]
+            function = as_dict(piece.get("function"))
+            for part in ("name", "arguments"):
+                if isinstance(function.get(part), str):
+                    call[part] += function[part]
+    if not seen:
+        return None
+    found = [_call(c["id"], c["name"], c["arguments"]) for c in calls.values()]
+    return _message("".join(text), found)
 
 
 #: the formats of the routes, by name (module docstring)
 FORMATS: dict[str, ApiFormat] = {
     f.name: f
     for f in (
-        ApiFormat("chat", _is_chat, _is_chat, _chat_message, lambda chunks: None),
+        ApiFormat("chat", _is_chat, _is_chat, _chat_message, chat_stream_message),
         ApiFormat(
             "messages",
             _is_anthropic,

@@ -65,12 +65,18 @@ are :mod:`callscope.integrations.litellm_routes`'s.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import functools
 import logging
+import threading
 from collections.abc import AsyncGenerator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
+from callscope.core.text import utf8_safe
 from callscope.guard.check import TurnVerdict, check, content_text
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairResult, repair
 from callscope.integrations.formats import (
@@ -111,6 +117,23 @@ _ROUTER_KEYS = (
 
 log = logging.getLogger("callscope.integrations.litellm")
 
+#: threads that run repairs, callscope's own: a repair blocks its thread until its re-ask
+#: (a coroutine on the event loop) is answered, and litellm runs part of every
+#: ``acompletion`` on the loop's default executor. Repairs on that executor took every one of
+#: its workers at (CPUs + 4) concurrent repairs, and their re-asks then waited for a worker
+#: forever, the host's other requests with them. More repairs than this wait their turn.
+REPAIR_THREADS = 32
+_repair_pool: ThreadPoolExecutor | None = None
+_repair_pool_lock = threading.Lock()
+
+
+def _repair_threads() -> ThreadPoolExecutor:
+    global _repair_pool
+    with _repair_pool_lock:
+        if _repair_pool is None:
+            _repair_pool = ThreadPoolExecutor(REPAIR_THREADS, thread_name_prefix="callscope-repair")
+        return _repair_pool
+
 
 class CallscopeBlocked(Exception):
     """A response whose tool calls the gate acts on, refused in ``block`` mode, from the SDK
@@ -122,14 +145,15 @@ class CallscopeBlocked(Exception):
     status_code = 400
 
     def __init__(self, verdict: TurnVerdict, correction: str | None = None) -> None:
-        fix = correction or verdict.correction or "a tool call failed"
+        # what the host writes as JSON carries no lone surrogate (no UTF-8 text can)
+        fix = utf8_safe(correction or verdict.correction or "a tool call failed")
         self.message = f"callscope: tool call failed: {fix}"
         super().__init__(self.message)
         self.verdict = verdict
         self.detail = {
             "error": "callscope: tool call failed",
             "correction": fix,
-            "verdict": verdict.to_dict(),
+            "verdict": utf8_safe(verdict.to_dict()),
         }
         self.provider_specific_fields = {"callscope": self.detail}
 
@@ -215,7 +239,7 @@ class CallscopeGuardrail(CustomGuardrail):
         verdict = self._check(data, message)
         acted = acts_on(verdict, self.settings)
         if self.callscope_mode == "annotate" or not acted:
-            return None, {"verdict": verdict.to_dict()}, verdict
+            return None, {"verdict": utf8_safe(verdict.to_dict())}, verdict
         if self.callscope_mode == "block":
             blocked = CallscopeBlocked(verdict, turn_correction(verdict, self.settings))
             if in_proxy and not stream:
@@ -230,7 +254,7 @@ class CallscopeGuardrail(CustomGuardrail):
             fut = asyncio.run_coroutine_threadsafe(self._reask(ask, in_proxy), loop)
             return as_dict(fut.result())
 
-        result = await asyncio.to_thread(
+        run = functools.partial(
             repair,
             chat_fn,
             base["messages"],
@@ -240,8 +264,11 @@ class CallscopeGuardrail(CustomGuardrail):
             first=message,
             settings=self.settings,
         )
+        # on callscope's own threads: a repair waits on its re-ask, and the re-ask needs the
+        # loop's default executor (litellm runs part of acompletion there)
+        result = await loop.run_in_executor(_repair_threads(), contextvars.copy_context().run, run)
         best = result.response if result.best_attempt > 1 else None
-        return (best if isinstance(best, dict) else None), _repair_note(result), verdict
+        return (utf8_safe(best) if isinstance(best, dict) else None), _repair_note(result), verdict
 
     async def async_post_call_success_hook(
         self, data: dict, user_api_key_dict: Any, response: Any
@@ -249,21 +276,36 @@ class CallscopeGuardrail(CustomGuardrail):
         """A whole response of any route (chat completions, Anthropic messages, Responses),
         checked and annotated, repaired or refused by the mode; from the SDK, a stream
         (``acompletion(stream=True)``) too: held, checked, and returned as a
-        :class:`GuardedStream` to iterate (or refused before any chunk)."""
+        :class:`GuardedStream` to iterate (or refused before any chunk). A check that fails
+        (a bug, an answer no reader expected) lets the answer through as it came, logged and
+        annotated with ``error``: callscope never breaks the call it guards."""
         if not data.get("tools"):
             return response
         in_proxy = user_api_key_dict is not None
         if is_stream(response):
             chunks = [item async for item in response]
-            out, note = await self._guard_stream(data, chunks, in_proxy)
+            try:
+                out, note = await self._guard_stream(data, chunks, in_proxy)
+            except Exception as exc:
+                if _refusal(exc):
+                    raise
+                return GuardedStream(chunks, _failed(exc))
             return GuardedStream(out, note)
-        fmt = format_of(response)
-        message = fmt.message(response) if fmt is not None else None
-        if fmt is None or message is None:
-            return response
-        best, note, _ = await self._guard(data, message, in_proxy)
-        out = response if best is None else rewrite(fmt.name, response, best)
-        return annotate(out, note)
+        try:
+            fmt = format_of(response)
+            message = fmt.message(response) if fmt is not None else None
+            if fmt is None or message is None:
+                return response
+            best, note, _ = await self._guard(data, message, in_proxy)
+            out = response if best is None else rewrite(fmt.name, response, best)
+            return annotate(out, note)
+        except Exception as exc:
+            if _refusal(exc):
+                raise
+            note = _failed(exc)
+        with contextlib.suppress(Exception):  # a response that cannot take the note either
+            return annotate(response, note)
+        return response
 
     async def _guard_stream(
         self, data: ChatRequest, chunks: list[Any], in_proxy: bool
@@ -274,13 +316,7 @@ class CallscopeGuardrail(CustomGuardrail):
         fmt = stream_format_of(chunks)
         if fmt is None:
             return chunks, {}
-        if fmt.name == "chat":
-            import litellm  # lazy: the host's stream assembler
-
-            built = litellm.stream_chunk_builder(chunks, messages=data.get("messages"))
-            message = fmt.message(built) if built is not None else None
-        else:
-            message = fmt.stream_message(chunks)
+        message = fmt.stream_message(chunks)
         if message is None:
             return chunks, {}
         best, note, _ = await self._guard(data, message, in_proxy, stream=True)
@@ -299,9 +335,15 @@ class CallscopeGuardrail(CustomGuardrail):
                 yield item
             return
         chunks = [item async for item in response]
-        out, _ = await self._guard_stream(
-            request_data, chunks, in_proxy=user_api_key_dict is not None
-        )
+        try:
+            out, _ = await self._guard_stream(
+                request_data, chunks, in_proxy=user_api_key_dict is not None
+            )
+        except Exception as exc:
+            if _refusal(exc):
+                raise
+            _failed(exc)
+            out = chunks  # as they came, as without callscope
         for item in out:
             yield item
 
@@ -331,7 +373,9 @@ def _repair_note(result: RepairResult) -> CallscopeNote:
     """The annotation of a repair: the final verdict and the record; when a re-ask failed,
     ``error`` says with what (and a warning is logged), so an answer that was never
     repaired is not passed off as one."""
-    note: CallscopeNote = {"verdict": result.verdict.to_dict(), "repair": result.to_dict()}
+    note: CallscopeNote = utf8_safe(
+        {"verdict": result.verdict.to_dict(), "repair": result.to_dict()}
+    )
     errors = [a.error for a in result.attempts if a.error]
     if errors:
         note["error"] = f"callscope: the re-ask failed: {errors[-1]}"
@@ -341,6 +385,20 @@ def _repair_note(result: RepairResult) -> CallscopeNote:
             "passed" if result.passed else "still fails",
         )
     return note
+
+
+def _refusal(exc: BaseException) -> bool:
+    """``exc`` is block mode's refusal (:class:`CallscopeBlocked`, or the proxy's exception
+    raised from one), which the host is meant to get; any other exception of the check is a
+    failure of callscope's own."""
+    return isinstance(exc, CallscopeBlocked) or isinstance(exc.__cause__, CallscopeBlocked)
+
+
+def _failed(exc: Exception) -> CallscopeNote:
+    """The annotation of a check that failed (logged with its traceback): the answer goes
+    through as it came."""
+    log.error("callscope: the check failed; the answer goes through unchecked", exc_info=exc)
+    return {"error": f"callscope: the check failed ({type(exc).__name__}); the answer is unchecked"}
 
 
 def _truthy(value: Any) -> bool:

@@ -173,7 +173,8 @@ class ResponsesResponse(TypedDict, total=False):
 
 class CallscopeNote(TypedDict, total=False):
     """The ``callscope`` field a host integration puts on an answer: the verdict, a
-    repair's record, and ``error`` when a re-ask failed."""
+    repair's record, and ``error`` when a re-ask failed or the check itself did (the answer
+    then goes through as it came)."""
 
     verdict: JsonObject
     repair: JsonObject

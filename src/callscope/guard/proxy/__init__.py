@@ -34,8 +34,9 @@ What it checks, and what it does not:
   (:mod:`callscope.guard.proxy.events`); an upstream that fails mid-stream ends the stream
   with one last ``data: {"error": ...}`` event, never a second HTTP response; a client that
   goes away ends the upstream request at once and frees its slot, and one that stops reading
-  holds it ``upstream_timeout`` and 1 s at most), choices after the first (``n > 1``), every other endpoint and method, and error
-  statuses (returned with upstream's status and body). An upstream that does not finish
+  holds it ``upstream_timeout`` and 1 s at most), choices after the first (``n > 1``),
+  every other endpoint and method, and error statuses (returned with upstream's status and
+  body). An upstream that does not finish
   within ``upstream_timeout`` (one deadline for the whole request, not per read) is answered
   504; an unreachable upstream, one that broke off its answer, an answer over
   ``max_reply_bytes`` once decoded (``upstream_too_large``), too deeply nested to read, with

@@ -57,6 +57,9 @@ DOCTEST_MODULES = (
     "callscope.cli.main",
     "callscope.report.sections",
     "callscope.runs.progress",
+    "callscope.integrations.formats",
+    "callscope.guard.proxy.request",
+    "callscope.guard.proxy.events",
 )
 
 _EXAMPLE = re.compile(r"^\s*>>> ", re.M)

@@ -17,15 +17,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from callscope.guard.check import message_of
-from callscope.integrations.formats import (
+from callscope.integrations.format_writers import (
     annotate_anthropic_stream,
     anthropic_body,
     anthropic_stream,
-    as_dict,
-    format_of,
     responses_output,
-    sse_events,
 )
+from callscope.integrations.formats import as_dict, format_of, sse_events
 from callscope.records.wire import CallscopeNote, ChatCompletion, ChatMessage
 
 

@@ -70,6 +70,11 @@ UPSTREAM_FAILURES: dict[type[Exception], tuple[str, int, str]] = {
     UpstreamInvalid: ("upstream_invalid", 502, "answer not usable"),
     UpstreamOverrun: ("upstream_invalid", 502, "answer not trusted"),
 }
+#: repairs run at once, on worker threads of their own: a repair's thread waits on each
+#: re-ask, and a blocking upstream (the embedded model) answers on anyio's default worker
+#: threads (40). On those threads too, 40 repairs at once took every one, and each re-ask
+#: then waited forever for a thread. More repairs than this wait their turn.
+REPAIR_THREADS = 32
 #: ``Guard.chat``'s default: the request body is still to be parsed
 UNREAD: Any = object()
 
@@ -147,6 +152,8 @@ class Guard:
         self._prefix = uuid.uuid4().hex[:8]
         #: large answers are read and checked in worker processes (issue 47 point 6)
         self.heavy = HeavyChecks()
+        #: the repairs' own worker threads (:data:`REPAIR_THREADS`)
+        self._repairs: anyio.CapacityLimiter | None = None
 
     def count(self, decision: str) -> None:
         if self.writer is not None:
@@ -213,8 +220,19 @@ class Guard:
             assert verdict is not None
             if verdict.passed:
                 return self._passed(request, data, first, verdict)
+            if self._repairs is None:  # made inside the event loop, on first use
+                self._repairs = anyio.CapacityLimiter(REPAIR_THREADS)
             return await anyio.to_thread.run_sync(
-                self._decide, request, headers, data, first, messages, tools, verdict, gone
+                self._decide,
+                request,
+                headers,
+                data,
+                first,
+                messages,
+                tools,
+                verdict,
+                gone,
+                limiter=self._repairs,
             )
         except Exception as exc:  # noqa: BLE001 - the agent gets upstream's answer, marked
             self.count("guard_error")

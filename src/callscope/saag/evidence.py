@@ -122,6 +122,19 @@ class Evidence:
     def times(self) -> frozenset[tuple[int, int]]:
         return n.time_evidence(self.query)
 
+    def dates_state(self, value: str) -> bool:
+        """The request states the date, time or month of a year ``value`` names
+        (:func:`~callscope.saag.normalise.date_time_stated`,
+        :func:`~callscope.saag.normalise.month_year_stated`). The value is read first: one
+        that names none (``may_state_...``) is stated by no text, and the request's dates and
+        times are then not read."""
+        return (
+            n.may_state_date_time(value) and n.date_time_stated(value, *self.dates, self.times)
+        ) or (
+            n.may_state_month_year(value)
+            and n.month_year_stated(value, self.month_years, self.dates[0])
+        )
+
     @cached_property
     def context_evidence(self) -> Evidence | None:
         return Evidence("\n".join(self.context)) if self.context else None

@@ -215,11 +215,21 @@ class RegistryGrounding:
         if key is None:
             return self._stated_in(value, ev, knowledge)
         # no rule off: None, so that the key holds atomic values only (the collector untracks it)
-        key = ("stated", self.disabled or None, knowledge, key)
-        hit = ev.memo.get(key, _MISSING)
+        off = self.disabled or None
+        hit = ev.memo.get(("stated", off, knowledge, key), _MISSING)
         if hit is _MISSING:
-            hit = self._stated_in(value, ev, knowledge)
-            ev.remember(key, hit)
+            # the rules with knowledge are those without it, then knowledge: each answer gives
+            # the other ("knowledge" is None without it; None without it leaves knowledge only)
+            other = ev.memo.get(("stated", off, not knowledge, key), _MISSING)
+            if other is _MISSING:
+                hit = self._stated_in(value, ev, knowledge)
+            elif not knowledge:
+                hit = None if other == "knowledge" else other
+            else:
+                hit = other if other is not None else self._known(value, ev)
+            ev.remember(("stated", off, knowledge, key), hit)
+            if knowledge:
+                ev.remember(("stated", off, False, key), None if hit == "knowledge" else hit)
         return hit  # type: ignore[no-any-return]
 
     def _stated_in(self, value: Any, ev: Evidence, knowledge: bool = True) -> str | None:
@@ -246,10 +256,7 @@ class RegistryGrounding:
             notes = n.spelled_notes(value)
             if notes is not None and n.words_state(notes, ev.words):
                 return "normalised"  # "C#" for "C sharp major"
-            if digits and (
-                n.date_time_stated(value, *ev.dates, ev.times)
-                or n.month_year_stated(value, ev.month_years, ev.dates[0])
-            ):
+            if digits and ev.dates_state(value):
                 return "normalised"
             words = n.norm_words(value).split()
             if words and all(n.stem(w) in ev.stems for w in words):
@@ -258,7 +265,11 @@ class RegistryGrounding:
             unit = n.unit_group(value)
             if unit is not None and unit in ev.units:
                 return "unit"
-        if knowledge and "knowledge" not in self.disabled:
+        return self._known(value, ev) if knowledge else None
+
+    def _known(self, value: Any, ev: Evidence) -> str | None:
+        """``knowledge`` when a library links the scalar to the request's words (the last rule)."""
+        if "knowledge" not in self.disabled:
             found = n.knowledge_match(value, ev)
             if found is not None:
                 key = scalar_key(value)
@@ -307,7 +318,7 @@ class RegistryGrounding:
         siblings: frozenset[Any] = frozenset(),
     ) -> str | None:
         enum = n.schema_enum(schema)
-        member = enum_member(value, enum)
+        member = bool(enum) and enum_member(value, enum)
         if enum and not member and "enum" not in self.disabled:
             return None  # outside the parameter's enum: the registry itself rules it out
         reason = self._stated(value, ev)

@@ -311,6 +311,28 @@ def spans(
     return tuple(sorted(out))
 
 
+def may_state_date_time(value: str) -> bool:
+    """Whether :func:`date_time_stated` can hold for ``value`` in any text: the value is short
+    enough and holds a numeric date or a time of day (its own first tests, which read the value
+    alone). False means false whatever the text states, so the text's dates and times need not
+    be read (each costs a few regex scans of a new request)."""
+    v = value.strip()
+    return len(v) <= 40 and (bool(_numeric_dates(v)) or _VALUE_TIME.search(v) is not None)
+
+
+def may_state_month_year(value: str) -> bool:
+    """Whether :func:`month_year_stated` can hold for ``value`` in any text: the value is short
+    enough and names a month of a year or a month's first day (its own tests on the value
+    alone; see :func:`may_state_date_time`)."""
+    v = value.strip()
+    if len(v) > 24:
+        return False
+    if _VALUE_MONTH_YEAR.fullmatch(v) is not None:
+        return True
+    m = _MONTH_YEAR.fullmatch(v)
+    return m is not None and _month_number(m.group(1)) is not None
+
+
 def date_time_stated(
     value: str, dates: frozenset[Date], years: frozenset[int], times: frozenset[tuple[int, int]]
 ) -> bool:

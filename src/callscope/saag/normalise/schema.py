@@ -5,6 +5,7 @@ Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from callscope.saag.normalise.numbers import as_number
@@ -26,11 +27,16 @@ def schema_defaults(schema: dict[str, Any] | None) -> tuple[Any, ...]:
     celsius)"). Numbers in descriptions are returned as numbers."""
     if not isinstance(schema, dict):
         return ()
-    out: list[Any] = []
-    if "default" in schema:
-        out.append(schema["default"])
     desc = schema.get("description")
-    if isinstance(desc, str) and "default" in desc.lower():
+    found = _described_defaults(desc) if isinstance(desc, str) else ()
+    return (schema["default"], *found) if "default" in schema else found
+
+
+@lru_cache(maxsize=4096)
+def _described_defaults(desc: str) -> tuple[Any, ...]:
+    """The defaults a description states (:func:`schema_defaults`), read once per description."""
+    out: list[Any] = []
+    if "default" in desc.lower():
         for m in _DEFAULT_IN_DESCRIPTION.finditer(desc[:4000]):
             connector, number, word = m.group(1), m.group(5), m.group(6)
             quoted = m.group(2) or m.group(3) or m.group(4)

@@ -76,6 +76,18 @@ def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
     return rw, {k: tuple(v) for k, v in starts.items()}
 
 
+@lru_cache(maxsize=512)
+def _respaced(words: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The request's words run together two and three at a time, and its words (at most
+    :data:`MAX_REQUEST_WORDS`): every string a value's letters must equal to be the request's
+    words with other spacing (:meth:`Spellings.match`), so that a value equal to none of them
+    is looked up only for a slip."""
+    rw = _request_words(words)[0]
+    runs = {a + b for a, b in zip(rw, rw[1:], strict=False)}
+    runs |= {a + b + c for a, b, c in zip(rw, rw[1:], rw[2:], strict=False)}
+    return frozenset(runs), frozenset(rw)
+
+
 @lru_cache(maxsize=1024)
 def _known_name(value: str) -> str | None:
     """Which table knows ``value`` as a place's own name ("Chicago": GeoNames; "Germany":
@@ -104,6 +116,12 @@ class Spellings:
             return None
         rw, starts = _request_words(text.words)
         joined = "".join(vw)
+        # a match is a slip of a name a table knows, or the same letters as 2-3 request words
+        # (or as one, for a value of several words): a value that can be neither is no match
+        if _known_name(value) is None:
+            runs, single = _respaced(text.words)
+            if len(joined) < 6 or not (joined in runs or (len(vw) > 1 and joined in single)):
+                return None
         for i in starts.get(vw[0][0], ()):  # a slip keeps the first letter
             edits = 0
             for j, word in enumerate(vw):

@@ -24,7 +24,7 @@ from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
 from callscope.saag import intrinsic as m
-from callscope.saag.evidence import Evidence
+from callscope.saag.evidence import MEMO_MAX_CHARS, Evidence
 from callscope.saag.groundings import (
     DEFAULT_GROUNDING,
     GROUNDINGS,
@@ -199,6 +199,32 @@ def _mode_key(mode: Grounding) -> Any:
     return mode
 
 
+#: the two built-in modes by name (entries of a read-only registry), one object each: they
+#: hold their settings and nothing else, so one object serves every call that names them
+_named_modes: dict[Any, Grounding] = {}
+
+
+def _named_mode(name: Any) -> Grounding:
+    """The mode ``name`` names (:func:`get_grounding`); a built-in one is kept."""
+    mode = get_grounding(name)
+    if name in ("registry", "lexical") and type(mode) in (LexicalGrounding, RegistryGrounding):
+        _named_modes[name] = mode
+    return mode
+
+
+def _soft(value: str, evidence: Evidence) -> bool:
+    """:func:`~callscope.saag.grounding.soft_drift` of an ungrounded string over the evidence's
+    text, remembered per request (:attr:`Evidence.memo`): the calls of one case repeat their
+    flagged values, and the answer depends on the value and the text alone."""
+    key = ("soft", value) if len(value) <= MEMO_MAX_CHARS else None
+    hit = evidence.memo.get(key) if key is not None else None
+    if hit is None:
+        hit = g.soft_drift(value, evidence.all_text)
+        if key is not None:
+            evidence.remember(key, hit)
+    return hit
+
+
 def diagnose(
     call: ToolCall | None,
     functions: list[dict[str, Any]],
@@ -251,7 +277,7 @@ def diagnose(
         if hit is not None and hit[0] is functions and (hit[1] is named or hit[1] == named):
             return _revived(hit[2])
     if mode is None:
-        mode = get_grounding(named)
+        mode = _named_modes.get(named) or _named_mode(named)
     d = _diagnose(call, functions, query, mode, context, judge)
     if key is not None:
         kept = _kept(d)
@@ -348,7 +374,7 @@ def _diagnose(
             leaf = verdict.leaf
             if g.is_number(leaf):
                 d.numeric.append(p)
-            elif leaf is None or not g.soft_drift(str(leaf), all_text):
+            elif leaf is None or not _soft(str(leaf), evidence):
                 d.hard.append(p)
             else:
                 d.soft.append(p)

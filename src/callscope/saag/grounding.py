@@ -117,9 +117,12 @@ def number_tokens(query: str) -> list[float | int]:
     [15, 1084.5, 5, 3, -2]
     """
     out: list[float | int] = []
-    if ANY_DIGIT.search(query) is None:  # every token holds a digit (a fast scan first)
+    first = ANY_DIGIT.search(query)
+    if first is None:  # every token holds a digit (a fast scan first)
         return out
-    for tok in NUMBER_TOKEN.findall(query):
+    # a token starts at most two characters before its first digit ("-.5"), and the
+    # look-behind reads what precedes the scan's start: the same tokens, the prefix unscanned
+    for tok in NUMBER_TOKEN.findall(query, max(0, first.start() - 2)):
         clean = tok.replace(",", "")
         try:
             out.append(int(clean) if _INT_TOKEN.fullmatch(clean) else float(clean))

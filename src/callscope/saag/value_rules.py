@@ -110,8 +110,17 @@ def named_in_word(value: Any, words: str) -> bool:
     v = n.norm_words(value).strip()
     if len(v) < 4 or " " in v:
         return False
-    m = re.search(r"(?<!\S)" + re.escape(v) + r"(\S*)", words)
-    return m is not None and 0 < len(m.group(1)) <= len(v)
+    # the first ``(?<!\S)v(\S*)`` of ``words`` by string search: no pattern compiled per value
+    i = words.find(v)
+    while i > 0 and not words[i - 1].isspace():
+        i = words.find(v, i + 1)
+    if i < 0:
+        return False
+    end = i + len(v)
+    rest = words[end : end + len(v) + 1]  # the word's rest must be 1..len(v) characters
+    if not rest or rest[0].isspace():
+        return False
+    return len(rest) <= len(v) or any(c.isspace() for c in rest)
 
 
 def equal_values(a: Any, b: Any) -> bool:

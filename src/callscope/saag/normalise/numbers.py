@@ -131,9 +131,12 @@ def _in_digits(lowered: str) -> str:
 def _digit_numbers(lowered: str, out: list[int | float]) -> None:
     """The digit tokens of ``lowered`` with what their suffix makes of them (a percentage
     as a fraction too, a scale word multiplied), appended to ``out``."""
-    if ANY_DIGIT.search(lowered) is None:
+    first = ANY_DIGIT.search(lowered)
+    if first is None:
         return
-    for m in _NUM.finditer(lowered):
+    # a match starts at most two characters before a digit ("-.5"); the look-behind reads the
+    # characters before the scan's start, so scanning from there finds the same matches
+    for m in _NUM.finditer(lowered, max(0, first.start() - 2)):
         sign, body, suffix = m.group(1), m.group(2), m.group(3)
         try:
             n = as_number(body)

@@ -93,6 +93,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "[length] / [time]": ("meter / second", "kilometer / hour", "mile / hour"),
 }
 _MAX_QUANTITIES = 32
+_DIGIT = re.compile(r"\d")
 
 
 @lru_cache(maxsize=1)
@@ -313,7 +314,8 @@ def stated_quantities(
 ) -> tuple[tuple[str, Any, tuple[tuple[float, str], ...]], ...]:
     """Every quantity ``query`` states with its readings (computed once per request); the
     reading a written number already gives is left out (the number rules see it)."""
-    if _QUANTITY.search(query) is None:
+    first = _DIGIT.search(query)  # a quantity starts with its number, at most a "-" before
+    if first is None or _QUANTITY.search(query, max(0, first.start() - 1)) is None:
         return ()
     return tuple(
         (words, q, tuple(_readings(q))[1 if written else 0 :])
@@ -322,15 +324,23 @@ def stated_quantities(
 
 
 def same_number(value: float, reading: float) -> bool:
+    """``reading`` is ``value``: equal, within 1e-9 relative, or equal after rounding to the
+    decimals ``value`` itself has (1 to 4: :func:`_decimals`)."""
     if value == reading or abs(value - reading) <= 1e-9 * max(abs(value), abs(reading)):
         return True
+    decimals = _decimals(value)
+    return (
+        decimals is not None and abs(reading) >= 10**-decimals and round(reading, decimals) == value
+    )
+
+
+def _decimals(value: float) -> int | None:
+    """The decimals ``value`` is written with (its ``repr``) when 1 to 4, else ``None``."""
     text = repr(value)
     if "e" in text or "." not in text:
-        return False
+        return None
     decimals = len(text.split(".")[1])
-    return (
-        1 <= decimals <= 4 and abs(reading) >= 10**-decimals and round(reading, decimals) == value
-    )
+    return decimals if 1 <= decimals <= 4 else None
 
 
 class Quantities:
@@ -349,9 +359,19 @@ class Quantities:
                 return None
             if not math.isfinite(number):
                 return None
-            for words, _, readings in stated_quantities(text.query):  # () without a quantity
-                for r, unit in readings:
-                    if same_number(number, r):
+            stated = stated_quantities(text.query)  # () without a quantity
+            places = _decimals(number) if stated else None
+            for words, _, readings in stated:
+                for r, unit in readings:  # same_number(number, r), the value's decimals read once
+                    if (
+                        number == r
+                        or abs(number - r) <= 1e-9 * max(abs(number), abs(r))
+                        or (
+                            places is not None
+                            and abs(r) >= 10**-places
+                            and round(r, places) == number
+                        )
+                    ):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")
             return None
         if not value[:1].isdigit() and value[:1] != "-":

@@ -228,8 +228,6 @@ class RegistryGrounding:
             else:
                 hit = other if other is not None else self._known(value, ev)
             ev.remember(("stated", off, knowledge, key), hit)
-            if knowledge:
-                ev.remember(("stated", off, False, key), None if hit == "knowledge" else hit)
         return hit  # type: ignore[no-any-return]
 
     def _stated_in(self, value: Any, ev: Evidence, knowledge: bool = True) -> str | None:

@@ -70,22 +70,27 @@ class NumberIndex:
     tolerance window (and exactly, by :func:`numbers_equal`); values a float cannot hold are
     checked one by one."""
 
+    #: tuples of numbers in slots: one object the collector walks per index, not five (an
+    #: index is kept per request, two or three of them)
+    __slots__ = ("_keys", "_other", "_values")
+
     def __init__(self, numbers: tuple[float | int, ...]) -> None:
         pairs: list[tuple[float, float | int]] = []
-        self._other: list[float | int] = []
+        other: list[float | int] = []
         for x in numbers:
             try:
                 f = float(x)
             except OverflowError:
-                self._other.append(x)
+                other.append(x)
                 continue
             if math.isfinite(f):
                 pairs.append((f, x))
             else:
-                self._other.append(x)
+                other.append(x)
         pairs.sort(key=lambda p: p[0])
-        self._keys = [p[0] for p in pairs]
-        self._values = [p[1] for p in pairs]
+        self._other = tuple(other)
+        self._keys = tuple(p[0] for p in pairs)
+        self._values = tuple(p[1] for p in pairs)
 
     def contains(self, value: float | int) -> bool:
         try:

@@ -76,18 +76,6 @@ def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
     return rw, {k: tuple(v) for k, v in starts.items()}
 
 
-@lru_cache(maxsize=512)
-def _respaced(words: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The request's words run together two and three at a time, and its words (at most
-    :data:`MAX_REQUEST_WORDS`): every string a value's letters must equal to be the request's
-    words with other spacing (:meth:`Spellings.match`), so that a value equal to none of them
-    is looked up only for a slip."""
-    rw = _request_words(words)[0]
-    runs = {a + b for a, b in zip(rw, rw[1:], strict=False)}
-    runs |= {a + b + c for a, b, c in zip(rw, rw[1:], rw[2:], strict=False)}
-    return frozenset(runs), frozenset(rw)
-
-
 @lru_cache(maxsize=1024)
 def _known_name(value: str) -> str | None:
     """Which table knows ``value`` as a place's own name ("Chicago": GeoNames; "Germany":
@@ -103,6 +91,23 @@ def _known_name(value: str) -> str | None:
     return None
 
 
+def _slipped(vw: list[str], rw: tuple[str, ...], i: int, value: str, known: str) -> Match | None:
+    """The request's words from ``i`` on as a slip of the value's words ``vw`` (at least one
+    edit; ``known``: the table that knows ``value``), unless they name another entity."""
+    edits = 0
+    for j, word in enumerate(vw):
+        d = _slip(word, rw[i + j]) if i + j < len(rw) else None
+        if d is None:
+            return None
+        edits += d
+    if not edits:
+        return None
+    words = " ".join(rw[i : i + len(vw)])
+    if another_entity(words, value):  # "Austria" is no slip
+        return None
+    return Match(words, value, f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}")
+
+
 class Spellings:
     """A string value the request writes with a slip of the keyboard or other spacing."""
 
@@ -116,26 +121,16 @@ class Spellings:
             return None
         rw, starts = _request_words(text.words)
         joined = "".join(vw)
-        # a match is a slip of a name a table knows, or the same letters as 2-3 request words
-        # (or as one, for a value of several words): a value that can be neither is no match
-        if _known_name(value) is None:
-            runs, single = _respaced(text.words)
-            if len(joined) < 6 or not (joined in runs or (len(vw) > 1 and joined in single)):
-                return None
+        # a slip is read only into a name a table knows: for any other value the slip scan
+        # cannot match, and only the same letters with other spacing (6 or more) are looked for
+        known = _known_name(value)
+        if known is None and len(joined) < 6:
+            return None
         for i in starts.get(vw[0][0], ()):  # a slip keeps the first letter
-            edits = 0
-            for j, word in enumerate(vw):
-                d = _slip(word, rw[i + j]) if i + j < len(rw) else None
-                if d is None:
-                    break
-                edits += d
-            else:
-                known = _known_name(value) if edits else None
-                if known is not None:
-                    words = " ".join(rw[i : i + len(vw)])
-                    if not another_entity(words, value):  # "Austria" is no slip
-                        note = f"{SOURCE}, {edits} edit{'s' * (edits > 1)}; {known}"
-                        return Match(words, value, note)
+            if known is not None:
+                found = _slipped(vw, rw, i, value, known)
+                if found is not None:
+                    return found
             if len(joined) >= 6:  # the same letters with other spacing: 2-3 request words
                 run = rw[i]
                 for k in range(i + 1, min(i + 3, len(rw))):

@@ -369,12 +369,12 @@ class RegistryGrounding:
         if "default" not in self.disabled and not others_stated:
             defaults = n.schema_defaults(schema)
             if any(equal_values(value, d) for d in defaults):
-                if g.is_number(value):
+                if g.is_number(value) and not enum:  # (with an enum, no number vetoes it)
                     claimed = numbers_claimed(arguments, param)
                     claimed += [x * 100 for x in claimed]  # "4%" is claimed by 0.04
                     stated = (*ev.free_numbers, *counted_numbers(param, ev.words))
                     free = [x for x in stated if not number_stated(x, claimed)]
-                    if free and not enum:  # the request writes a number no argument uses
+                    if free:  # the request writes a number no argument uses
                         return None
                 return "default"
         return None

@@ -70,6 +70,9 @@ _SUFFIX_SCALE = {
 _NUMBER_WORDS = frozenset({*_SINGLE, *_FREQUENCIES, *_MONTH_NUMBERS})
 #: a coordinate with its hemisphere: south and west are negative ("118.24 W" states -118.24)
 _HEMISPHERE = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)\s?°?\s?([NSEW])\b")
+#: what every :data:`_HEMISPHERE` match holds (its last digit and letter), without the
+#: look-behind that slows a scan: tried first
+_HEMISPHERE_SHAPE = re.compile(r"\d\s?°?\s?[NSEW]\b")
 #: a number after a spaced minus sign ("y = 3x^2 + 2x - 4" states -4)
 _SPACED_MINUS = re.compile(r"(?:^|[\s(=,])[-−]\s(\d+(?:\.\d+)?)(?![\d.])")
 #: hyphens and quotes around words: spaces for text2num ("four-star", "'nine'")
@@ -169,7 +172,7 @@ def number_evidence(
     for source in (lowered, converted) if converted != lowered else (lowered,):
         _digit_numbers(source, out)
     # each pattern below needs a digit, and one of the characters it is tested for
-    if ANY_DIGIT.search(text) is not None and _holds_any(text, "NSEW"):
+    if ANY_DIGIT.search(text) is not None and _HEMISPHERE_SHAPE.search(text) is not None:
         for m in _HEMISPHERE.finditer(text):
             if m.group(2) in "SW":
                 out.append(-as_number(m.group(1)))

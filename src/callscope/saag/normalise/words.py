@@ -68,7 +68,7 @@ def stem(word: str) -> str:
 
 def stems(text_words: str) -> frozenset[str]:
     """The stems of the words of a :func:`norm_words` result."""
-    return frozenset(stem(w) for w in text_words.split())
+    return frozenset(map(stem, text_words.split()))
 
 
 #: a musical note with a sharp or flat sign ("C#", "Bb"; not "Cb" inside a word)

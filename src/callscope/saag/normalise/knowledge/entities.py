@@ -56,7 +56,6 @@ MAX_OTHER_ENTITIES = 32
 _CODE = re.compile(r"[A-Z]{2,5}(?:\.[A-Z])?")
 _CODE_TOKEN = re.compile(r"(?<![A-Za-z0-9.])[A-Z]{2,5}(?:\.[A-Z])?(?![A-Za-z0-9])")
 _WORD = re.compile(r"[^\W\d_][\w.'-]*")
-_POSSESSIVE = re.compile(r"'s$")
 
 
 class Entity(NamedTuple):
@@ -118,6 +117,12 @@ class _CityKeys(Mapping[str, frozenset[str]]):
 
     def __getitem__(self, form: str) -> frozenset[str]:
         return frozenset({c.name.lower() for c in self._by_name[form]})
+
+    def get(self, form: str, default: frozenset[str] | None = None) -> frozenset[str] | None:  # type: ignore[override]
+        """``Mapping.get`` without its ``KeyError``: most spans a text is read for name no
+        city, and raising and catching one costs more than the look-up."""
+        found = self._by_name.get(form)
+        return default if found is None else frozenset({c.name.lower() for c in found})
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._by_name)
@@ -287,7 +292,9 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
             run = f"{run} {word}" if run else word
             if len(run) > MAX_NAME_CHARS + 2:
                 break  # no name is this long (and the runs only grow)
-            span = _POSSESSIVE.sub("", run.rstrip(".,'-"))
+            span = run.rstrip(".,'-")
+            if span.endswith("'s"):  # a possessive: "Paris's" names Paris
+                span = span[:-2]
             keys = found.get(span)
             if keys is None:
                 keys = found[span] = t.keys(span)

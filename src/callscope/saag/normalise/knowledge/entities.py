@@ -285,6 +285,7 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
                 out.append((code, keys))
         return tuple(out)
     words = _words(text)
+    index, none = _index(table).keys, frozenset[str]()
     found: dict[str, frozenset[str]] = {}
     for i in range(len(words)):
         run = ""
@@ -296,8 +297,9 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
             if span.endswith("'s"):  # a possessive: "Paris's" names Paris
                 span = span[:-2]
             keys = found.get(span)
-            if keys is None:
-                keys = found[span] = t.keys(span)
+            if keys is None:  # t.keys(span): words spaced by one space, so the form is lower()
+                named = span[:1].isalpha() or any(c.isalpha() for c in span)
+                keys = found[span] = index.get(span.lower(), none) if named else none
             if keys:
                 out.append((span, keys))
     return tuple(dict.fromkeys(out))

@@ -267,6 +267,20 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _one_word(run: str) -> str:
+    """A run of words as a name: trailing punctuation and a possessive cut ("Paris's")."""
+    span = run.rstrip(".,'-")
+    return span[:-2] if span.endswith("'s") else span
+
+
+@lru_cache(maxsize=16)
+def _first_words(table: str) -> frozenset[str]:
+    """The first words of a name table's look-up forms: a run of a text's words names an
+    entity of the table only when its first word is one of them (one look-up per word, not
+    one per run), or, for a run of one word, when that word cut as a name is."""
+    return long_lived(frozenset(form.split(" ", 1)[0] for form in _index(table).keys))
+
+
 @lru_cache(maxsize=256)
 def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """The spans of ``text`` that name an entity of ``table``, each with its keys: runs of at
@@ -285,17 +299,17 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
                 out.append((code, keys))
         return tuple(out)
     words = _words(text)
-    index, none = _index(table).keys, frozenset[str]()
+    index, none, first = _index(table).keys, frozenset[str](), _first_words(table)
     found: dict[str, frozenset[str]] = {}
     for i in range(len(words)):
+        if words[i].lower() not in first and _one_word(words[i]).lower() not in first:
+            continue  # no name starts with this word: no run from here names an entity
         run = ""
         for word in words[i : i + MAX_SPAN_WORDS]:
             run = f"{run} {word}" if run else word
             if len(run) > MAX_NAME_CHARS + 2:
                 break  # no name is this long (and the runs only grow)
-            span = run.rstrip(".,'-")
-            if span.endswith("'s"):  # a possessive: "Paris's" names Paris
-                span = span[:-2]
+            span = _one_word(run)
             keys = found.get(span)
             if keys is None:  # t.keys(span): words spaced by one space, so the form is lower()
                 named = span[:1].isalpha() or any(c.isalpha() for c in span)

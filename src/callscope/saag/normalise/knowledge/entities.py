@@ -247,7 +247,15 @@ def entities_named(name: str) -> frozenset[Entity]:
     name = name.strip()
     if not name or len(name) > MAX_NAME_CHARS:
         return frozenset()
-    return frozenset(Entity(t.kind, k) for t in _TABLES for k in t.keys(name))
+    # EntityTable.keys of every table, its two look-up forms (names, codes) computed once
+    named = " ".join(name.lower().split()) if any(c.isalpha() for c in name) else None
+    code = name if _CODE.fullmatch(name) else None
+    out = []
+    for t in _TABLES:
+        form = code if t.codes else named
+        if form:
+            out += [Entity(t.kind, k) for k in _index(t.name).keys.get(form, ())]
+    return frozenset(out)
 
 
 def another_entity(name: str, value: str) -> bool:

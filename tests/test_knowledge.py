@@ -404,3 +404,25 @@ def test_a_country_is_found_by_its_names_only() -> None:
     assert country_by_name("Japan").alpha_2 == "JP"
     assert country_by_name("Bolivia, Plurinational State of").alpha_2 == "BO"
     assert country_by_name("Japn") is None and country_by_name("Chicago") is None
+
+
+def test_the_unit_name_test_answers_as_pint_does() -> None:
+    """``_named_by_pint`` runs pint's own test (a prefix, a unit name, a suffix) over fewer
+    pairs than pint (issue 49, the cold pass), reading pint's registry tables: on every unit
+    name bare, plural and behind every prefix, and on every word of the BFCL requests, it
+    answers as ``parse_unit_name`` does (a pint that reads names otherwise fails here)."""
+    import re
+
+    from callscope.benchmarks.bfcl.single import load_bfcl_single
+    from callscope.saag.normalise.knowledge.quantities import _named_by_pint, units
+
+    reg = units()
+    names = sorted(reg._units)
+    words = {w for name in names for w in (name, name + "s", name.upper(), name[:-1])}
+    words |= {p + name for p in reg._prefixes for name in names[::7]}
+    words |= {w for c in load_bfcl_single() for w in re.findall(r"[^\W\d_]+", c.query)}
+    words |= {"e", "u", "re", "kilometers", "km", "mph", "Paris", "uF", "µF", "kWh", "sq"}
+    differ = [w for w in sorted(words) if _named_by_pint(w) != bool(reg.parse_unit_name(w))]
+    assert len(words) > 10_000
+    assert differ == []
+    assert _named_by_pint("kilometers") and _named_by_pint("mph") and not _named_by_pint("Paris")

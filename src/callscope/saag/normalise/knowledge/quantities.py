@@ -203,10 +203,18 @@ def _named_by_pint(word: str) -> bool:
     starts with, not every prefix and suffix pair (~15 us a new word). pint itself answers
     for a registry read otherwise (case-insensitive, suffixes that name something)."""
     reg = units()
-    prefixes, suffixes = reg._prefixes, reg._suffixes
-    if not reg.case_sensitive or any(suffixes.values()):
+    # pint's own tables (private: a pint that keeps them elsewhere is asked itself)
+    prefixes = getattr(reg, "_prefixes", None)
+    suffixes = getattr(reg, "_suffixes", None)
+    names = getattr(reg, "_units", None)
+    if (
+        not isinstance(prefixes, dict)
+        or not isinstance(suffixes, dict)
+        or names is None
+        or not getattr(reg, "case_sensitive", False)
+        or any(suffixes.values())
+    ):
         return bool(reg.parse_unit_name(word))
-    names = reg._units
     for size in _registry_prefix_sizes():
         if size > len(word) or word[:size] not in prefixes:
             continue
@@ -356,12 +364,13 @@ def stated_quantities(
     )
 
 
-def same_number(value: float, reading: float) -> bool:
+def same_number(value: float, reading: float, places: int | None | bool = False) -> bool:
     """``reading`` is ``value``: equal, within 1e-9 relative, or equal after rounding to the
-    decimals ``value`` itself has (1 to 4: :func:`_decimals`)."""
+    decimals ``value`` itself has (1 to 4: :func:`_decimals`; ``places``: those decimals
+    when the caller has read them already, for a value compared with many readings)."""
     if value == reading or abs(value - reading) <= 1e-9 * max(abs(value), abs(reading)):
         return True
-    decimals = _decimals(value)
+    decimals = _decimals(value) if places is False else places
     return (
         decimals is not None and abs(reading) >= 10**-decimals and round(reading, decimals) == value
     )
@@ -393,18 +402,10 @@ class Quantities:
             if not math.isfinite(number):
                 return None
             stated = stated_quantities(text.query)  # () without a quantity
-            places = _decimals(number) if stated else None
+            places = _decimals(number) if stated else None  # read once, not once a reading
             for words, _, readings in stated:
-                for r, unit in readings:  # same_number(number, r), the value's decimals read once
-                    if (
-                        number == r
-                        or abs(number - r) <= 1e-9 * max(abs(number), abs(r))
-                        or (
-                            places is not None
-                            and abs(r) >= 10**-places
-                            and round(r, places) == number
-                        )
-                    ):
+                for r, unit in readings:
+                    if same_number(number, r, places):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")
             return None
         if not value[:1].isdigit() and value[:1] != "-":

@@ -24,7 +24,7 @@ from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
 from callscope.saag import intrinsic as m
-from callscope.saag.evidence import MEMO_MAX_CHARS, Evidence
+from callscope.saag.evidence import Evidence, scalar_key
 from callscope.saag.groundings import (
     DEFAULT_GROUNDING,
     GROUNDINGS,
@@ -201,14 +201,16 @@ def _mode_key(mode: Grounding) -> Any:
 
 #: the two built-in modes by name (entries of a read-only registry), one object each: they
 #: hold their settings and nothing else, so one object serves every call that names them
-_named_modes: dict[Any, Grounding] = {}
+_named_modes: dict[str, Grounding] = {}
 
 
-def _named_mode(name: Any) -> Grounding:
+def _named_mode(name: str) -> Grounding:
     """The mode ``name`` names (:func:`get_grounding`); a built-in one is kept."""
-    mode = get_grounding(name)
-    if name in ("registry", "lexical") and type(mode) in (LexicalGrounding, RegistryGrounding):
-        _named_modes[name] = mode
+    mode = _named_modes.get(name)
+    if mode is None:
+        mode = get_grounding(name)
+        if name in ("registry", "lexical") and type(mode) in (LexicalGrounding, RegistryGrounding):
+            _named_modes[name] = mode
     return mode
 
 
@@ -216,12 +218,12 @@ def _soft(value: str, evidence: Evidence) -> bool:
     """:func:`~callscope.saag.grounding.soft_drift` of an ungrounded string over the evidence's
     text, remembered per request (:attr:`Evidence.memo`): the calls of one case repeat their
     flagged values, and the answer depends on the value and the text alone."""
-    key = ("soft", value) if len(value) <= MEMO_MAX_CHARS else None
-    hit = evidence.memo.get(key) if key is not None else None
+    key = scalar_key(value)
+    hit = evidence.memo.get(("soft", key)) if key is not None else None
     if hit is None:
         hit = g.soft_drift(value, evidence.all_text)
         if key is not None:
-            evidence.remember(key, hit)
+            evidence.remember(("soft", key), hit)
     return hit
 
 
@@ -277,7 +279,7 @@ def diagnose(
         if hit is not None and hit[0] is functions and (hit[1] is named or hit[1] == named):
             return _revived(hit[2])
     if mode is None:
-        mode = _named_modes.get(named) or _named_mode(named)
+        mode = _named_mode(named)
     d = _diagnose(call, functions, query, mode, context, judge)
     if key is not None:
         kept = _kept(d)

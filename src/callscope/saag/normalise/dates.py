@@ -214,6 +214,31 @@ def month_year_evidence(text: str) -> frozenset[tuple[int, int]]:
     return frozenset(out)
 
 
+def _value_month_year(value: str) -> tuple[int, int, bool] | None:
+    """The year and month a string names as a month of a year ("04-2022", "2022-04", "Apr
+    2022") or as a month's first day ("2022-07-01"; the flag), or ``None``: what
+    :func:`month_year_stated` compares."""
+    v = value.strip()
+    if len(v) > 24:
+        return None
+    m = _VALUE_MONTH_YEAR.fullmatch(v)
+    if m is not None:
+        g = m.groups()
+        if g[4]:  # the first day of a month
+            return int(g[4]), int(g[5]), True
+        year, month = (int(g[1]), int(g[0])) if g[0] else (int(g[2]), int(g[3]))
+        return year, month, False
+    m = _MONTH_YEAR.fullmatch(v)
+    named = _month_number(m.group(1)) if m is not None else None
+    return None if m is None or named is None else (int(m.group(2)), named, False)
+
+
+def may_state_month_year(value: str) -> bool:
+    """Whether :func:`month_year_stated` can hold for ``value`` in any text (it names a month
+    of a year or a month's first day; see :func:`may_state_date_time`)."""
+    return _value_month_year(value) is not None
+
+
 def month_year_stated(
     value: str, month_years: frozenset[tuple[int, int]], dates: frozenset[Date]
 ) -> bool:
@@ -221,23 +246,12 @@ def month_year_stated(
     states as a month (``month_years``, :func:`month_year_evidence`) or as a day of it
     (``dates``, :func:`date_evidence`); or the first day of a month the text states as a
     month ("2022-07-01" for "since July 2022"; not for a stated day of it)."""
-    v = value.strip()
-    if not (month_years or dates) or len(v) > 24:
+    named = _value_month_year(value) if month_years or dates else None
+    if named is None:
         return False
-    m = _VALUE_MONTH_YEAR.fullmatch(v)
-    if m is not None:
-        g = m.groups()
-        if g[4]:  # the first day of a month
-            return (int(g[4]), int(g[5])) in month_years
-        year, month = (int(g[1]), int(g[0])) if g[0] else (int(g[2]), int(g[3]))
-    else:
-        m = _MONTH_YEAR.fullmatch(v)
-        if m is None:
-            return False
-        named = _month_number(m.group(1))
-        if named is None:
-            return False
-        year, month = int(m.group(2)), named
+    year, month, first_day = named
+    if first_day:
+        return (year, month) in month_years
     return (year, month) in month_years or any(y == year and mo == month for y, mo, _ in dates)
 
 
@@ -311,26 +325,24 @@ def spans(
     return tuple(sorted(out))
 
 
+def _value_date_time(value: str) -> tuple[set[Date], tuple[int, int] | None] | None:
+    """The numeric dates and the time of day a date, time or date-time string names (``None``:
+    it names neither, or is over 40 characters): what :func:`date_time_stated` compares."""
+    v = value.strip()
+    if len(v) > 40:
+        return None
+    vdates = _numeric_dates(v)
+    tm = _VALUE_TIME.search(v)
+    if not vdates and tm is None:
+        return None
+    return vdates, (int(tm.group(1)), int(tm.group(2))) if tm is not None else None
+
+
 def may_state_date_time(value: str) -> bool:
-    """Whether :func:`date_time_stated` can hold for ``value`` in any text: the value is short
-    enough and holds a numeric date or a time of day (its own first tests, which read the value
-    alone). False means false whatever the text states, so the text's dates and times need not
-    be read (each costs a few regex scans of a new request)."""
-    v = value.strip()
-    return len(v) <= 40 and (bool(_numeric_dates(v)) or _VALUE_TIME.search(v) is not None)
-
-
-def may_state_month_year(value: str) -> bool:
-    """Whether :func:`month_year_stated` can hold for ``value`` in any text: the value is short
-    enough and names a month of a year or a month's first day (its own tests on the value
-    alone; see :func:`may_state_date_time`)."""
-    v = value.strip()
-    if len(v) > 24:
-        return False
-    if _VALUE_MONTH_YEAR.fullmatch(v) is not None:
-        return True
-    m = _MONTH_YEAR.fullmatch(v)
-    return m is not None and _month_number(m.group(1)) is not None
+    """Whether :func:`date_time_stated` can hold for ``value`` in any text (it names a numeric
+    date or a time of day). False means false whatever the text states, so the text's dates
+    and times need not be read (each costs a few regex scans of a new request)."""
+    return _value_date_time(value) is not None
 
 
 def date_time_stated(
@@ -341,17 +353,13 @@ def date_time_stated(
     same month and day and either the same year, or no stated year while the text states no
     other year (the year is then the implied current one). Every part the value holds must
     be stated."""
-    v = value.strip()
-    if len(v) > 40:
+    named = _value_date_time(value)
+    if named is None:
         return False
-    vdates = _numeric_dates(v)
-    tm = _VALUE_TIME.search(v)
-    if not vdates and tm is None:
-        return False
-    if tm is not None:
-        h, mi = int(tm.group(1)), int(tm.group(2))
-        whole_day = vdates and (h, mi) in ((0, 0), (23, 59))  # a date's start or end
-        if (h, mi) not in times and not whole_day:
+    vdates, time = named
+    if time is not None:
+        whole_day = vdates and time in ((0, 0), (23, 59))  # a date's start or end
+        if time not in times and not whole_day:
             return False
     if vdates:
         for y, m, d in vdates:

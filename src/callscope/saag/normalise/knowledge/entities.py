@@ -86,9 +86,7 @@ class EntityTable:
 
     def form(self, name: str) -> str | None:
         """``name`` as this table looks it up, or ``None`` when it cannot be in it."""
-        if self.codes:
-            return name if _CODE.fullmatch(name) else None
-        return " ".join(name.lower().split()) if any(c.isalpha() for c in name) else None
+        return _code_form(name) if self.codes else _name_form(name)
 
     def keys(self, name: str) -> frozenset[str]:
         """The keys of the entities ``name`` names in this table (empty: none)."""
@@ -106,6 +104,17 @@ def _indexed(pairs: list[tuple[str, str]], names: list[str]) -> Index:
 
 def _lower(name: str) -> str:
     return " ".join(name.lower().split())
+
+
+def _name_form(name: str) -> str | None:
+    """``name`` as a table of names looks it up (small letters, single spaces; ``None``
+    without a letter)."""
+    return _lower(name) if any(c.isalpha() for c in name) else None
+
+
+def _code_form(name: str) -> str | None:
+    """``name`` as a table of codes looks it up (as written; ``None`` unless code-shaped)."""
+    return name if _CODE.fullmatch(name) else None
 
 
 class _CityKeys(Mapping[str, frozenset[str]]):
@@ -248,8 +257,7 @@ def entities_named(name: str) -> frozenset[Entity]:
     if not name or len(name) > MAX_NAME_CHARS:
         return frozenset()
     # EntityTable.keys of every table, its two look-up forms (names, codes) computed once
-    named = " ".join(name.lower().split()) if any(c.isalpha() for c in name) else None
-    code = name if _CODE.fullmatch(name) else None
+    named, code = _name_form(name), _code_form(name)
     out = []
     for t in _TABLES:
         form = code if t.codes else named
@@ -319,9 +327,9 @@ def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
                 break  # no name is this long (and the runs only grow)
             span = _one_word(run)
             keys = found.get(span)
-            if keys is None:  # t.keys(span): words spaced by one space, so the form is lower()
-                named = span[:1].isalpha() or any(c.isalpha() for c in span)
-                keys = found[span] = index.get(span.lower(), none) if named else none
+            if keys is None:  # t.keys(span), the table's index read once
+                form = _name_form(span)
+                keys = found[span] = index.get(form, none) if form else none
             if keys:
                 out.append((span, keys))
     return tuple(dict.fromkeys(out))

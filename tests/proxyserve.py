@@ -6,22 +6,22 @@ store is complete when the block has ended."""
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: the banner ``callscope serve`` prints on stderr once its socket listens
+BANNER = re.compile(r"callscope guard on http://127\.0\.0\.1:(\d+)/v1")
 
 
 @dataclass
@@ -29,7 +29,11 @@ class Served:
     url: str  # the base URL, with /v1
     port: int
     proc: subprocess.Popen[str]
+    readers: list[threading.Thread]  # drain stdout and stderr while it serves
+    out: list[str]
+    err: list[str]
     stdout: str = ""  # what it printed, once stopped
+    stderr: str = ""  # what it said on stderr, once stopped
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 30) -> tuple[int, str]:
         """Send ``sig``, wait for the exit; the exit code and stderr (stdout in
@@ -37,20 +41,35 @@ class Served:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
-            out, err = self.proc.communicate(timeout=timeout)
+            self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, err = self.proc.communicate()
-        self.stdout += out or ""
-        return self.proc.returncode, err
+            self.proc.wait()
+        for reader in self.readers:
+            reader.join()
+        self.stdout, self.stderr = "".join(self.out), "".join(self.err)
+        return self.proc.returncode, self.stderr
+
+
+def _drain(stream: IO[str], into: list[str], banner: list[int], said: threading.Event) -> None:
+    """Keep what ``stream`` says in ``into`` (a pipe nobody reads fills, and the server
+    would block writing to it); the first banner's port in ``banner``. ``said`` is set at
+    the banner or at the end of the stream (the server exited)."""
+    for line in stream:
+        into.append(line)
+        if not banner and (found := BANNER.search(line)):
+            banner.append(int(found.group(1)))
+            said.set()
+    said.set()
 
 
 @contextlib.contextmanager
 def callscope_serve(
     upstream_url: str, out: Path, *options: str, wrap: list[str] | None = None
 ) -> Iterator[Served]:
-    """``wrap``: a command the server runs under (``["prlimit", "--fsize=..."]``)."""
-    port = free_port()
+    """``wrap``: a command the server runs under (``["prlimit", "--fsize=..."]``). The server
+    binds a port of its own choosing (``--port 0``) and says which in its banner: a port
+    picked here and bound there could be taken meanwhile (by another test worker's server)."""
     cmd = [
         *(wrap or []),
         sys.executable,
@@ -58,21 +77,27 @@ def callscope_serve(
         "from callscope.cli.main import main; main()",
         "serve",
     ]
-    cmd += ["--upstream", upstream_url, "--port", str(port), "--out", str(out), *options]
+    cmd += ["--upstream", upstream_url, "--port", "0", "--out", str(out), *options]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    served = Served(f"http://127.0.0.1:{port}/v1", port, proc)
+    assert proc.stdout is not None and proc.stderr is not None
+    outs: list[str] = []
+    errs: list[str] = []
+    banner: list[int] = []
+    said = threading.Event()
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, outs, [], threading.Event())),
+        threading.Thread(target=_drain, args=(proc.stderr, errs, banner, said)),
+    ]
+    for reader in readers:
+        reader.daemon = True
+        reader.start()
+    if not said.wait(60) or not banner:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"callscope serve did not start: {''.join(errs)}")
+    port = banner[0]
+    served = Served(f"http://127.0.0.1:{port}/v1", port, proc, readers, outs, errs)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(f"callscope serve did not start: {proc.communicate()}")
-            time.sleep(0.05)
         yield served
     finally:
         served.stop()

@@ -18,21 +18,15 @@ in", called it soft); the gated repair corrects it. A slip in a stated value, "L
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
-import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from proxyserve import callscope_serve
 from typer.testing import CliRunner
 
 from callscope.cli import app
@@ -308,45 +302,6 @@ def upstream() -> Iterator[ScriptedUpstream]:
     server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def callscope_serve(upstream_url: str, out: Path) -> Iterator[str]:
-    """``callscope serve`` (the console script's ``main``) in a subprocess in front of
-    ``upstream_url``, its decisions in ``out``; yields its base URL. Stopped with Ctrl-C
-    (SIGINT), as a user stops it: the store is written when the block ends."""
-    port = _free_port()
-    cmd = [sys.executable, "-c", "from callscope.cli.main import main; main()", "serve"]
-    cmd += ["--upstream", upstream_url, "--port", str(port), "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(f"callscope serve did not start: {proc.communicate()}")
-            time.sleep(0.1)
-        yield base
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 def _ask(base: str, scenario: str) -> Any:
     openai = pytest.importorskip("openai")
     client = openai.OpenAI(base_url=base, api_key="test-key", max_retries=0, timeout=20)
@@ -364,7 +319,8 @@ def test_callscope_serve_repairs_the_failing_call_and_keeps_the_passing_one(
     upstream: ScriptedUpstream, tmp_path: Path
 ) -> None:
     out = tmp_path / "proxy-run"
-    with callscope_serve(upstream.url, out) as base:
+    with callscope_serve(upstream.url, out) as served:
+        base = served.url
         both = _ask(base, "both")
         invented = _ask(base, "invented")
         prose = _ask(base, "prose")

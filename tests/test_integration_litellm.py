@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+from ports import server_port
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -193,14 +194,6 @@ def test_sdk_repair_reasks_with_the_callers_own_credentials(monkeypatch, caplog)
 KEY = "sk-" + "5f0c3a9e7b21d48c" * 3
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.timeout(360)
 def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
     """`litellm --config config.yaml` on 127.0.0.1 with the guardrail, upstream a scripted
@@ -231,7 +224,7 @@ def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
         procs, ports = [], {}
         try:
             for mode in ("annotate", "block", "repair"):
-                port = ports[mode] = _free_port()
+                port = ports[mode] = server_port()
                 cfg = tmp_path / f"{mode}.yaml"
                 cfg.write_text(
                     "model_list:\n"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ httpx = pytest.importorskip("httpx")
 openai = pytest.importorskip("openai")
 
 sys.path.insert(0, str(Path(__file__).parent))
+from ports import server_port  # noqa: E402
 from scripted_routes import RouteModel  # noqa: E402
 
 KEY = "sk-" + "7d1e4b0a9c35f862" * 3
@@ -85,18 +85,12 @@ def _config(upstream: str) -> str:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def running_proxy(tmp: Path) -> Iterator[tuple[RouteModel, str]]:
     """The scripted upstream and ``litellm --config`` in front of it on 127.0.0.1: ``(the
     upstream, the proxy's base URL)`` (also what ``benchmarks/hosts_matrix.py`` measures)."""
     with RouteModel() as upstream:
-        port = _free_port()
+        port = server_port()
         cfg = tmp / "config.yaml"
         cfg.write_text(_config(upstream.url))
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": KEY}

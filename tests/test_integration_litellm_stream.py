@@ -31,6 +31,7 @@ openai = pytest.importorskip("openai")
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fakeserver import FakeServer, Step, openai_reply  # noqa: E402
+from ports import server_port  # noqa: E402
 
 TOOLS = [
     {
@@ -91,14 +92,6 @@ def json_call(city: str) -> Step:
     return Step(body=openai_reply(None, [call]))
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _config(upstream: str) -> str:
     guardrails = "".join(
         f"  - guardrail_name: callscope-{mode}\n"
@@ -147,7 +140,7 @@ def _call_of(chunks: list) -> tuple[str | None, str]:
 @pytest.mark.timeout(360)
 def test_stream_true_is_guarded_in_every_mode(tmp_path: Path) -> None:
     with FakeServer() as upstream:
-        port = _free_port()
+        port = server_port()
         cfg = tmp_path / "config.yaml"
         cfg.write_text(_config(upstream.url))
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": KEY}

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from fakeserver import FakeServer, Step, ollama_reply, openai_reply
+from ports import server_port
 
 from callscope.errors import ModelError
 from callscope.models.base import Decoding
@@ -174,9 +173,7 @@ def test_ollama_reply_without_message_is_malformed(server):
 
 
 def test_connection_refused_names_backend_address_and_attempts():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = server_port()  # a port nothing listens on, and nothing will meanwhile
     sleeps = Sleeps()
     model = load_model(
         "ollama:m", base_url=f"127.0.0.1:{port}", retries=2, sleep=sleeps, backoff_base=0.5

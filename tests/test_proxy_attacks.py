@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+from ports import server_port
 from proxyserve import callscope_serve, raw_exchange, read_all
 from rawupstream import SSE_TEXT, chat, raw_upstream
 
@@ -254,9 +255,7 @@ def test_a_post_that_reached_upstream_is_never_sent_twice(tmp_path: Path) -> Non
 
 
 def test_an_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = server_port()  # a port nothing listens on, and nothing will meanwhile
     with callscope_serve(f"http://127.0.0.1:{port}/v1", tmp_path / "run") as served:
         r = httpx.post(served.url + "/chat/completions", content=chat("ok"), timeout=30)
         with socket.create_connection(("127.0.0.1", served.port)) as s:

@@ -94,6 +94,8 @@ def callscope_serve(
     if not said.wait(60) or not banner:
         proc.kill()
         proc.wait()
+        for reader in readers:
+            reader.join(10)
         raise AssertionError(f"callscope serve did not start: {''.join(errs)}")
     port = banner[0]
     served = Served(f"http://127.0.0.1:{port}/v1", port, proc, readers, outs, errs)

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-import httpx
-
 #: the banner ``callscope serve`` prints on stderr once its socket listens
 BANNER = re.compile(r"callscope guard on http://127\.0\.0\.1:(\d+)/v1")
 
@@ -132,10 +130,3 @@ def read_all(s: socket.socket, wait: float) -> bytes:
             break
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def get_ok(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code < 500
-    except httpx.TransportError:
-        return False

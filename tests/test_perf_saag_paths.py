@@ -257,3 +257,41 @@ def test_diagnose_single_pass_hand_case() -> None:
     assert (d.stage, d.numeric, d.hard, d.soft) == (3, ["nights"], ["via"], [])
     assert d.grounded == {"to": "stated"} and d.avem == 1 / 3
     assert d.qslo == 0.25 and d.vhr == (0.0 + 1.0 + 0.75) / 3
+
+
+def test_a_verdict_served_again_is_a_copy_of_its_own() -> None:
+    """The verdict cache hands out a new verdict each time: a caller that changes the lists
+    and dicts of one (a report adding a label, a loop popping a flagged value) changes no
+    later verdict of the same call."""
+    weather = [
+        {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string", "enum": ["C", "F"]},
+                },
+                "required": ["city"],
+            },
+        }
+    ]
+    call = ToolCall("get_weather", {"city": "Paris", "unit": "C"})
+
+    def scored() -> Any:  # lexical: "Paris" is in the request, "C" is not
+        return diagnose(call, weather, "Weather in Paris?", grounding="lexical")
+
+    first, again = scored(), scored()
+    assert again is not first
+    assert (again.stage, again.hard, again.grounded) == (3, ["unit"], {"city": "stated"})
+    again.hard.append("city")
+    again.grounded["unit"] = "forged"
+    again.evidence["unit"] = "forged"
+    third = scored()
+    assert (third.stage, third.hard, third.grounded, third.evidence) == (
+        3,
+        ["unit"],
+        {"city": "stated"},
+        {},
+    )
+    assert third == first

@@ -20,6 +20,9 @@ from typing import IO
 
 #: the banner ``callscope serve`` prints on stderr once its socket listens
 BANNER = re.compile(r"callscope guard on http://127\.0\.0\.1:(\d+)/v1")
+#: a terminal's colour codes, which the banner carries where the environment asks for colour
+#: (``FORCE_COLOR``)
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -55,7 +58,7 @@ def _drain(stream: IO[str], into: list[str], banner: list[int], said: threading.
     the banner or at the end of the stream (the server exited)."""
     for line in stream:
         into.append(line)
-        if not banner and (found := BANNER.search(line)):
+        if not banner and (found := BANNER.search(COLOUR.sub("", line))):
             banner.append(int(found.group(1)))
             said.set()
     said.set()

@@ -52,16 +52,25 @@ class Served:
         return self.proc.returncode, self.stderr
 
 
-def _drain(stream: IO[str], into: list[str], banner: list[int], said: threading.Event) -> None:
+def _banner_port(lines: list[str]) -> int | None:
+    """The port the banner among ``lines`` names (colour codes ignored), or ``None``."""
+    for line in lines:
+        found = BANNER.search(COLOUR.sub("", line))
+        if found is not None:
+            return int(found.group(1))
+    return None
+
+
+def _drain(stream: IO[str], into: list[str], said: threading.Event | None = None) -> None:
     """Keep what ``stream`` says in ``into`` (a pipe nobody reads fills, and the server
-    would block writing to it); the first banner's port in ``banner``. ``said`` is set at
-    the banner or at the end of the stream (the server exited)."""
+    would block writing to it). ``said`` is set at the banner or at the end of the stream
+    (the server exited)."""
     for line in stream:
         into.append(line)
-        if not banner and (found := BANNER.search(COLOUR.sub("", line))):
-            banner.append(int(found.group(1)))
+        if said is not None and not said.is_set() and _banner_port([line]) is not None:
             said.set()
-    said.set()
+    if said is not None:
+        said.set()
 
 
 @contextlib.contextmanager
@@ -83,22 +92,21 @@ def callscope_serve(
     assert proc.stdout is not None and proc.stderr is not None
     outs: list[str] = []
     errs: list[str] = []
-    banner: list[int] = []
     said = threading.Event()
     readers = [
-        threading.Thread(target=_drain, args=(proc.stdout, outs, [], threading.Event())),
-        threading.Thread(target=_drain, args=(proc.stderr, errs, banner, said)),
+        threading.Thread(target=_drain, args=(proc.stdout, outs)),
+        threading.Thread(target=_drain, args=(proc.stderr, errs, said)),
     ]
     for reader in readers:
         reader.daemon = True
         reader.start()
-    if not said.wait(60) or not banner:
+    port = _banner_port(errs) if said.wait(60) else None
+    if port is None:
         proc.kill()
         proc.wait()
         for reader in readers:
             reader.join(10)
         raise AssertionError(f"callscope serve did not start: {''.join(errs)}")
-    port = banner[0]
     served = Served(f"http://127.0.0.1:{port}/v1", port, proc, readers, outs, errs)
     try:
         yield served

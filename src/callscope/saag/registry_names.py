@@ -13,7 +13,6 @@ it.
 from __future__ import annotations
 
 from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 
 from rapidfuzz import fuzz, process
@@ -31,11 +30,12 @@ class NameTable:
     """Stage 1's NCS view of a registry's names, keyed by their content (a registry copied
     into every row of a results file is read once, :func:`name_table`): the names and
     their lowercased forms; for a registry of more than :data:`_SMALL` names, built on the
-    first NCS over it at C level (numpy), their lengths, which are plain (:func:`_plain`)
-    and every lowercased trigram as a sorted posting table; each lowercased whitespace
+    first NCS over it at C level (numpy), the names as an object array (a candidate set is
+    one C-level selection), their lengths, which are plain (:func:`_plain`) and every
+    lowercased trigram as a sorted posting table; each lowercased whitespace
     token's positions (built on the first name that needs them)."""
 
-    __slots__ = ("names", "lowered", "lengths", "plain", "slices", "owner", "_tokens")
+    __slots__ = ("names", "lowered", "column", "lengths", "plain", "slices", "owner", "_tokens")
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -48,6 +48,8 @@ class NameTable:
         import numpy as np  # lazy: only a large registry's unknown name needs it
 
         count = len(self.names)
+        self.column = np.empty(count, dtype=object)
+        self.column[:] = self.names
         self.lengths = np.fromiter(map(len, self.names), dtype=np.int64, count=count)
         self.plain = np.fromiter(map(_plain, self.names), dtype=bool, count=count)
         # every lowercased trigram of every name as one integer (three code points of 21
@@ -163,8 +165,7 @@ def nearest(name: str, table: NameTable) -> tuple[float, str | None]:
         if positions:
             exact.update(np.intersect1d(positions, candidates).tolist())
     n = len(name)
-    picked = candidates.tolist()
-    pool = [names[picked[0]]] if len(picked) == 1 else list(itemgetter(*picked)(names))
+    pool = table.column[candidates]  # the candidates' names (one C-level selection)
     lengths = table.lengths[candidates]
     dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
     # every candidate has a character (it shares a trigram): no length below 1

@@ -22,9 +22,11 @@ wrapped as ``{"type": "function", "function": {...}}``. Text longer than
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import replace
 from typing import Any
 
+from callscope.core.jsonl import copy_json
 from callscope.parse.glaive import read_functioncall
 from callscope.parse.json_calls import (
     call_from_object,
@@ -116,8 +118,67 @@ def _json_or_python(body: str) -> tuple[list[ToolCall], str | None]:
     return found, err
 
 
+#: parsed texts kept for when the same text comes again (a leaderboard's models answering a
+#: case alike: 44% of the 47,373 text answers of the 2024-08 BFCL leaderboard repeat another
+#: answer's text; a case set scored again; a correction loop). A text is kept on its second
+#: sight (the first costs one hash in a set: a results file read once keeps nothing), every
+#: hit returns its own copy (new calls, arguments copied), oldest out first. Bounded: at most
+#: this many texts, each of at most ``_PARSE_MEMO_MAX_CHARS`` characters and
+#: ``_PARSE_MEMO_CHARS`` in all; 0 keeps none
+PARSE_MEMO_SIZE = 16384
+_PARSE_MEMO_MAX_CHARS = 2048
+_PARSE_MEMO_CHARS = 2_000_000
+_parsed: dict[str, ParseResult] = {}
+_parsed_chars = 0
+#: hashes of the texts seen once (cleared when it holds four times the memo's texts)
+_sighted: set[int] = set()
+_parsed_lock = threading.Lock()
+
+
 def parse_text(text: str) -> ParseResult:
-    """Parse raw model text. Returns the calls of the first form that matches."""
+    """Parse raw model text. Returns the calls of the first form that matches (a text parsed
+    before: a copy of what it gave then, :data:`PARSE_MEMO_SIZE`)."""
+    if type(text) is not str or len(text) > _PARSE_MEMO_MAX_CHARS or not PARSE_MEMO_SIZE:
+        return _parse_text(text)
+    kept = _parsed.get(text)
+    if kept is not None:
+        return _copy(kept)
+    key = hash(text)
+    if key not in _sighted:  # first sight: nothing kept
+        if len(_sighted) >= 4 * PARSE_MEMO_SIZE:
+            _sighted.clear()
+        _sighted.add(key)
+        return _parse_text(text)
+    result = _parse_text(text)
+    _keep(text, result)
+    return _copy(result)
+
+
+def _keep(text: str, result: ParseResult) -> None:
+    """Put ``result`` in the memo; the oldest texts out while it holds too many."""
+    global _parsed_chars
+    with _parsed_lock:
+        if text in _parsed:
+            return
+        _parsed[text] = result
+        _parsed_chars += len(text)
+        while len(_parsed) > PARSE_MEMO_SIZE or _parsed_chars > _PARSE_MEMO_CHARS:
+            oldest = next(iter(_parsed))
+            del _parsed[oldest]
+            _parsed_chars -= len(oldest)
+
+
+def _copy(result: ParseResult) -> ParseResult:
+    """``result`` with calls of its own (each call's arguments copied): what the caller
+    changes never reaches the memo."""
+    if not result.calls:
+        return result  # nothing in it can be changed (tuples and strings)
+    calls = tuple(ToolCall(c.name, copy_json(c.arguments)) for c in result.calls)
+    return ParseResult(calls, result.error, result.form, result.unreadable, result.attempts)
+
+
+def _parse_text(text: str) -> ParseResult:
+    """:func:`parse_text` itself (no memo)."""
     if not isinstance(text, str):
         return ParseResult(error=f"output is {type(text).__name__}, not text")
     if len(text) > MAX_INPUT_CHARS:

@@ -50,7 +50,7 @@ class NameTable:
         count = len(self.names)
         self.column = np.empty(count, dtype=object)
         self.column[:] = self.names
-        self.lengths = np.fromiter(map(len, self.names), dtype=np.int64, count=count)
+        self.lengths = np.fromiter(map(len, self.names), dtype=np.float64, count=count)
         self.plain = np.fromiter(map(_plain, self.names), dtype=bool, count=count)
         # every lowercased trigram of every name as one integer (three code points of 21
         # bits), with the position of its name
@@ -166,21 +166,28 @@ def nearest(name: str, table: NameTable) -> tuple[float, str | None]:
             exact.update(np.intersect1d(positions, candidates).tolist())
     n = len(name)
     pool = table.column[candidates]  # the candidates' names (one C-level selection)
-    lengths = table.lengths[candidates]
-    dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.int64, workers=1)[0]
+    lengths = table.lengths[candidates]  # floats: no int-to-float step in what follows
+    dist = process.cdist([name], pool, scorer=Indel.distance, dtype=np.float64, workers=1)[0]
     # every candidate has a character (it shares a trigram): no length below 1
     total = lengths + n
     ratio = 100.0 - 100.0 * dist / total
     shorter = np.minimum(lengths, n)
-    long_ratio = np.maximum(lengths, n) / shorter
+    long_ratio = (total - shorter) / shorter
     near = long_ratio < 1.5
-    one_token = table.plain[candidates] if _plain(name) else np.zeros(len(pool), dtype=bool)
-    known = one_token & near  # the bound is the WRatio itself
-    lcs = (total - dist) * 0.5
-    partial = np.where(one_token, np.minimum(100.0, 200.0 * lcs / (shorter + lcs)), 100.0)
-    cap = np.where(long_ratio <= 8.0, 0.9, 0.6) * partial
+    if _plain(name):
+        one_token = table.plain[candidates]
+        known = one_token & near  # the bound is the WRatio itself
+        lcs = (total - dist) * 0.5
+        partial = 200.0 * lcs / (shorter + lcs)
+        np.minimum(partial, 100.0, out=partial)
+        partial[~one_token] = 100.0
+        cap = np.where(long_ratio <= 8.0, 0.9, 0.6)
+        cap *= partial
+    else:  # no pair is one-token: no known WRatio, every partial ratio at most 100
+        known = np.zeros(len(pool), dtype=bool)
+        cap = np.where(long_ratio <= 8.0, 90.0, 60.0)
     cap[near] = 95.0
-    bound = np.maximum(ratio, cap)
+    bound = np.maximum(ratio, cap, out=cap)
     bound[known] = ratio[known]
     # the best known WRatio is a floor of the best: only the names bounded above it less
     # the slack are walked (all of them when none is known)

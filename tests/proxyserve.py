@@ -31,10 +31,18 @@ class Served:
     port: int
     proc: subprocess.Popen[str]
     readers: list[threading.Thread]  # drain stdout and stderr while it serves
-    out: list[str]
-    err: list[str]
-    stdout: str = ""  # what it printed, once stopped
-    stderr: str = ""  # what it said on stderr, once stopped
+    out: list[str]  # what it printed, line by line
+    err: list[str]  # what it said on stderr, line by line
+
+    @property
+    def stdout(self) -> str:
+        """What it printed so far (all of it once stopped)."""
+        return "".join(self.out)
+
+    @property
+    def stderr(self) -> str:
+        """What it said on stderr so far (all of it once stopped)."""
+        return "".join(self.err)
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 30) -> tuple[int, str]:
         """Send ``sig``, wait for the exit; the exit code and stderr (stdout in
@@ -48,7 +56,6 @@ class Served:
             self.proc.wait()
         for reader in self.readers:
             reader.join()
-        self.stdout, self.stderr = "".join(self.out), "".join(self.err)
         return self.proc.returncode, self.stderr
 
 

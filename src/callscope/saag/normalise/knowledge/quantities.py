@@ -364,13 +364,17 @@ def stated_quantities(
     )
 
 
-def same_number(value: float, reading: float, places: int | None | bool = False) -> bool:
+def same_number(value: float, reading: float) -> bool:
     """``reading`` is ``value``: equal, within 1e-9 relative, or equal after rounding to the
-    decimals ``value`` itself has (1 to 4: :func:`_decimals`; ``places``: those decimals
-    when the caller has read them already, for a value compared with many readings)."""
+    decimals ``value`` itself has (1 to 4: :func:`_decimals`)."""
+    return _same_at(value, reading, _decimals(value))
+
+
+def _same_at(value: float, reading: float, decimals: int | None) -> bool:
+    """:func:`same_number` with ``value``'s decimals read already (a value compared with
+    many readings reads them once)."""
     if value == reading or abs(value - reading) <= 1e-9 * max(abs(value), abs(reading)):
         return True
-    decimals = _decimals(value) if places is False else places
     return (
         decimals is not None and abs(reading) >= 10**-decimals and round(reading, decimals) == value
     )
@@ -405,7 +409,7 @@ class Quantities:
             places = _decimals(number) if stated else None  # read once, not once a reading
             for words, _, readings in stated:
                 for r, unit in readings:
-                    if same_number(number, r, places):
+                    if _same_at(number, r, places):
                         return Match(words, str(value), f"{PINT} ({r:g} {unit})")
             return None
         if not value[:1].isdigit() and value[:1] != "-":

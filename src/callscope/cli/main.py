@@ -208,13 +208,15 @@ def _wanted(argv: Sequence[str]) -> list[str] | None:
 
 def main() -> None:
     """The ``callscope`` console script (a process callscope owns: its knowledge tables are
-    frozen once loaded, :func:`~callscope.saag.normalise.knowledge.base.own_the_process`)."""
+    frozen once loaded, and a batch command collects young objects less often,
+    :func:`~callscope.saag.normalise.knowledge.base.own_the_process`)."""
     # lazy: stage 3's word tables stay unloaded for a command that never grounds a value
     from callscope.saag.normalise.knowledge.base import own_the_process
 
     route_warnings_safely()
-    own_the_process()
-    build_app(_wanted(sys.argv[1:]))()
+    wanted = _wanted(sys.argv[1:])
+    own_the_process(batch=wanted != ["serve"])  # a server keeps the collector's defaults
+    build_app(wanted)()
 
 
 def __getattr__(name: str) -> typer.Typer:

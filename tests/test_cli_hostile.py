@@ -170,3 +170,32 @@ def test_escape_bytes_in_a_model_name_never_reach_the_terminal_or_the_files(
     for path in written:
         data = path.read_bytes()
         assert b"\x1b" not in data and b"\x07" not in data, path
+
+
+# --------------------------------------------------------------------------- issue 49
+
+
+def test_a_long_value_inside_a_long_run_of_its_period_is_scored_in_seconds(tmp_path) -> None:
+    """A model's 100,000-character value that occurs 900,001 times inside one 1,000,000-
+    character word of the request (never at word boundaries) is scored, and so is the next
+    row: each occurrence is tested in one linear scan (``str.find`` from each occurrence
+    compared the whole value again: about 3.4 minutes for this row)."""
+    tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}}, "required": ["city"]}}]  # fmt: skip
+    value, run = "x" * 100_000, "x" * 1_000_000
+    rows = tmp_path / "rows.jsonl"
+    with rows.open("w", encoding="utf-8") as fh:
+        for rid, query in (("long-run", f"Weather in {run}?"), ("oslo", "Weather in Oslo?")):
+            city = value if rid == "long-run" else "Oslo"
+            output = json.dumps({"name": "get_weather", "arguments": {"city": city}})
+            fh.write(json.dumps({"id": rid, "query": query, "functions": tools,
+                                 "output": output}) + "\n")  # fmt: skip
+    out = tmp_path / "scored.jsonl"
+    r = callscope("score", str(rows), "-o", str(out), timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-500:]
+    scored = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    # the value is no word of the request, nor a slip of one: a hard drift; Oslo is stated
+    assert [(s["id"], s["stage"], s["calls"][0]["kinds"]) for s in scored] == [
+        ("long-run", 3, ["hard"]),
+        ("oslo", 0, []),
+    ]

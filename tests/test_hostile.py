@@ -129,6 +129,43 @@ def test_broken_json_reasons_stay_linear_on_hostile_text():
     assert "cut off" in (parse_text(cut).error or "")
 
 
+def test_occurrences_lists_every_overlapping_place_also_past_the_find_steps(monkeypatch):
+    import random
+
+    import callscope.core.text as text_module
+    from callscope.core.text import occurrences
+
+    # "aba" in "abab...ab" (400 characters): at every even position up to 396, 199 places,
+    # past the 64 found by str.find
+    assert list(occurrences("ab" * 200, "aba")) == list(range(0, 397, 2))
+    assert list(occurrences("x" * 100, "xx", 90)) == list(range(90, 99))
+    # the scan alone (no str.find step, or one), against every position tried in turn
+    rng = random.Random(49)
+    for by_find in (0, 1):
+        monkeypatch.setattr(text_module, "OCCURRENCES_BY_FIND", by_find)
+        assert list(occurrences("ab" * 200, "aba")) == list(range(0, 397, 2))
+        for _ in range(3_000):
+            text = "".join(rng.choice("ab x") for _ in range(rng.randrange(0, 30)))
+            needle = "".join(rng.choice("ab x") for _ in range(rng.randrange(1, 5)))
+            every = [i for i in range(len(text)) if text.startswith(needle, i)]
+            assert list(occurrences(text, needle)) == every
+
+
+def test_a_long_value_inside_a_long_run_of_its_period_is_judged_in_linear_time():
+    """A 100,000-character value occurs 900,001 times inside a 1,000,000-character word of
+    the request, never at word boundaries: each occurrence is tested, in one linear scan
+    (``str.find`` from each occurrence compared the whole value again: about 3.4 minutes)."""
+    from callscope.saag.grounding import string_in_query
+    from callscope.saag.value_rules import named_in_word
+
+    value, run = "x" * 100_000, "x" * 1_000_000
+    assert not string_in_query(value, "Weather in " + run + "?")
+    assert string_in_query(value, "Weather in " + run + " or " + value + "?")
+    assert not named_in_word(value, "weather in a" + run)  # never at a word's start
+    assert named_in_word(value, "weather in a" + run + " " + value + "x")
+    # `callscope score` on such a row: tests/test_cli_hostile.py
+
+
 # ------------------------------------------------------------------ item 2: native size cap
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
+from callscope.core.text import occurrences
 from callscope.saag.normalise.knowledge.entities import other_entities_named
 from callscope.saag.normalise.numbers import ANY_DIGIT
 
@@ -174,13 +175,14 @@ def string_in_query(value: str, query: str) -> bool:
     if len(needle) <= 64 and hay.count(needle, start) > 64:
         # many occurrences: one C-level regex scan instead of a Python step per occurrence
         return _bounded(needle).search(hay, start) is not None
-    while start >= 0:
-        end = start + len(needle)
-        before_ok = start == 0 or not _WORD.match(hay[start - 1])
+    # each occurrence in turn, overlapping ones included (linear time: a long periodic value
+    # in a long run of its period occurs at almost every position)
+    for at in occurrences(hay, needle, start):
+        end = at + len(needle)
+        before_ok = at == 0 or not _WORD.match(hay[at - 1])
         after_ok = end == len(hay) or not _WORD.match(hay[end])
         if before_ok and after_ok:
             return True
-        start = hay.find(needle, start + 1)
     return False
 
 

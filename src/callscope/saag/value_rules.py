@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from callscope.core.text import occurrences
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 
@@ -111,9 +112,8 @@ def named_in_word(value: Any, words: str) -> bool:
     if len(v) < 4 or " " in v:
         return False
     # the first ``(?<!\S)v(\S*)`` of ``words`` by string search: no pattern compiled per value
-    i = words.find(v)
-    while i > 0 and not words[i - 1].isspace():
-        i = words.find(v, i + 1)
+    # (each occurrence in turn, in linear time however often ``v`` occurs)
+    i = next((j for j in occurrences(words, v) if j == 0 or words[j - 1].isspace()), -1)
     if i < 0:
         return False
     end = i + len(v)

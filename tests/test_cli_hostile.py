@@ -199,3 +199,34 @@ def test_a_long_value_inside_a_long_run_of_its_period_is_scored_in_seconds(tmp_p
         ("long-run", 3, ["hard"]),
         ("oslo", 0, []),
     ]
+
+
+def test_a_long_argument_in_a_long_conversation_is_scored_in_seconds(tmp_path) -> None:
+    """A 16,000-character argument the request does not state, in a 160,000-character
+    request: rapidfuzz's PartialRatio of the two took minutes (23 s at 10,000 in 100,000);
+    over ``MAX_RATIO_WORK`` it is not aligned (PartialRatio 0: h = 1, a hard drift)."""
+    import random
+
+    rng = random.Random(49)
+
+    def words(n: int) -> str:
+        return " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(n))
+
+    tools = [{"name": "write_file", "parameters": {"type": "object", "properties": {
+        "path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"]}}]  # fmt: skip
+    content, query = words(1_778)[:16_000], "Write it to out.txt. " + words(17_778)[:160_000]
+    output = json.dumps(
+        {"name": "write_file", "arguments": {"path": "out.txt", "content": content}}
+    )
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "long", "query": query, "functions": tools,
+                                "output": output}) + "\n", encoding="utf-8")  # fmt: skip
+    out = tmp_path / "scored.jsonl"
+    r = callscope("score", str(rows), "-o", str(out), timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-500:]
+    scored = json.loads(out.read_text(encoding="utf-8"))
+    # the path is stated (h 0), the content not (h 1): VHR 0.5; its PartialRatio 0: QSLO 0
+    assert (scored["stage"], scored["calls"][0]["kinds"], scored["vhr"], scored["qslo"]) == (
+        3, ["hard"], 0.5, 0.0,
+    )  # fmt: skip

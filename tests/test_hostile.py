@@ -166,6 +166,23 @@ def test_a_long_value_inside_a_long_run_of_its_period_is_judged_in_linear_time()
     # `callscope score` on such a row: tests/test_cli_hostile.py
 
 
+def test_partial_ratio_is_exact_under_its_work_bound_and_zero_over_it():
+    from rapidfuzz import fuzz
+
+    from callscope.saag.grounding import MAX_RATIO_WORK, partial_ratio
+
+    # 256 characters in a text of 1,000,000: 256 * 256 * 1,000,000 is the bound itself
+    assert MAX_RATIO_WORK == 256 * 256 * 1_000_000
+    value = "ab" * 127 + "yz"  # 256 characters, not in the text
+    text = "ab " * 333_333 + "x"  # 1,000,000 characters
+    assert len(value) == 256 and len(text) == 1_000_000
+    assert partial_ratio(value, text) == fuzz.partial_ratio(value, text)
+    # one character more is over it: not aligned, 0 (h = 1, a hard drift)
+    assert partial_ratio(value + "a", text) == 0.0
+    # a shorter string of 64 characters is always aligned (one bit-parallel pass)
+    assert partial_ratio("ab" * 32, text + "ab" * 10**6) == 100.0
+
+
 # ------------------------------------------------------------------ item 2: native size cap
 
 

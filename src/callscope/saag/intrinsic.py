@@ -233,7 +233,8 @@ def qslo(values: Sequence[str], text: str) -> float | None:
         QSLO = (1 / |S|) Σ over i ∈ S of PartialRatio(v_i, Q) / 100
 
     PartialRatio is RapidFuzz's, of the lowercased strings
-    (:func:`callscope.saag.grounding.partial_ratio`); ``None`` when ``S`` is empty. Lexical,
+    (:func:`callscope.saag.grounding.partial_ratio`; 0 for a pair whose alignment would
+    exceed its work bound, a long value in a long text); ``None`` when ``S`` is empty. Lexical,
     not semantic. What the mode changes: under ``lexical`` ``S`` is the paper's (strings that
     fail ExactMatch); under ``registry`` it leaves out every accepted string, and a blank
     optional string (assumed); in both modes ``text`` is the request with the conversation

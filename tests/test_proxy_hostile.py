@@ -47,6 +47,18 @@ QUERY = [{"role": "user", "content": "What's the weather in Paris?"}]
 BIG_CHARS = 20_000_000
 
 
+def _words(seed: int, chars: int) -> str:
+    """Random eight-letter words, ``chars`` characters (the same for a seed)."""
+    import random
+
+    rng = random.Random(seed)
+    return " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(chars // 9 + 1))[:chars]
+
+
+#: an argument of 16,000 characters that a conversation of 160,000 does not state
+LONG_CITY, LONG_MESSAGE = _words(49, 16_000), _words(50, 160_000)
+
+
 def completion(content: str | None, city: str = "Paris") -> dict[str, Any]:
     call = {
         "id": "c0",
@@ -147,6 +159,8 @@ class _Handler(BaseHTTPRequestHandler):
             answer["usage"] = {"prompt_tokens": -5, "completion_tokens": "many"}
             body = json.dumps(answer).encode()
             self._send(body.replace(b"-5", b"9" * 4000))
+        elif model == "long_arg":
+            self._send(json.dumps(completion(None, city=LONG_CITY)).encode())
         elif model == "hold":
             self.server.arrived.release()
             self.server.release.wait(10)
@@ -285,6 +299,23 @@ def test_a_20_mb_completion_is_checked_and_answered(upstream: Upstream, tmp_path
     assert len(r.content) > BIG_CHARS  # passed byte for byte
     assert r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
     assert small.headers[GUARD_HEADER] == "passed"
+
+
+def test_a_long_argument_in_a_long_conversation_is_checked_in_seconds(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """An argument of 16,000 characters the 160,000-character conversation does not state:
+    checked, re-asked and marked unrepaired in seconds (each check aligned the two with
+    rapidfuzz's PartialRatio for minutes before it was bounded: ``MAX_RATIO_WORK``)."""
+    body = json.dumps(
+        {"model": "long_arg", "messages": [{"role": "user", "content": LONG_MESSAGE}],
+         "tools": TOOLS}
+    )  # fmt: skip
+    with callscope_serve(upstream.url, tmp_path / "run") as served:
+        r = httpx.post(served.url + "/chat/completions", content=body, timeout=60)
+    assert (r.status_code, r.headers[GUARD_HEADER]) == (200, "unrepaired")
+    call = r.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert json.loads(call["arguments"]) == {"city": LONG_CITY}
 
 
 # --------------------------------------------------------------------------- item 9, 10

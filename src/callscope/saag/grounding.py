@@ -217,30 +217,21 @@ def exact_match(value: Any, query: str) -> bool:
     return False
 
 
-#: the work a PartialRatio may take, in units of ``s * s * l`` for a shorter string of ``s``
-#: characters and a longer one of ``l``: ``rapidfuzz`` aligns the shorter with every window
-#: of the longer, and its time grows so (on a 2-core machine: 0.04 s for 256 characters in a
-#: 1,000,000-character text, 3.5 s for 5,000 in 50,000, 23 s for 10,000 in 100,000; a shorter
-#: string of at most 64 characters is one bit-parallel pass, 0.01 s at 1,000,000). A pair over
-#: the bound is not aligned: PartialRatio 0 (see :func:`partial_ratio`)
+#: the work a PartialRatio may take, in units of ``s * s * l`` (shorter string ``s``
+#: characters, longer ``l``: rapidfuzz's time grows so; 0.04 s for 256 in 1,000,000, 23 s for
+#: 10,000 in 100,000; at most 64 is one bit-parallel pass). Past it: 0 (:func:`partial_ratio`)
 MAX_RATIO_WORK = 256 * 256 * 1_000_000
-#: a value of at most this many characters has its ratio remembered (a longer one would keep
-#: its text alive in the memo: 2,048 values of a megabyte each are 2 GB)
+#: a longer value's ratio is not remembered (2,048 values of a megabyte each are 2 GB)
 _RATIO_MEMO_CHARS = 2048
 
 
 def partial_ratio(value: str, query: str) -> float:
     """PartialRatio(v, Q) of eqs. 7-8: ``rapidfuzz.fuzz.partial_ratio`` of the lower-cased
     strings, 0-100, the score of the best contiguous alignment of ``value`` within ``query``
-    (pure; the last few thousand pairs of a value up to 2,048 characters are remembered:
-    stage 3 asks for one value's ratio up to four times).
-
-    Bounded (issue 49): when the shorter of the two strings is over 64 characters and the
-    alignment would take more than :data:`MAX_RATIO_WORK` (a value of 5,000 characters in a
-    request and context of 50,000 took 3.5 s, one of 10,000 in 100,000 took 23 s), the
-    score is 0: h(v) = 1 and, for an ungrounded string, a hard drift, as for a value the
-    request does not state. Every pair of a BFCL case, and any value of up to 256
-    characters in a text of up to 1,000,000, is scored exactly.
+    (pure; the last few thousand pairs of a value up to 2,048 characters are remembered).
+    Bounded (issue 49): when the shorter string is over 64 characters and the alignment would
+    take more than :data:`MAX_RATIO_WORK`, the score is 0 (h(v) = 1, a hard drift: as for a
+    value the request does not state). Every BFCL pair is scored exactly.
 
     >>> partial_ratio("Paris", "weather in paris?"), partial_ratio("celsius", "Weather in Paris?")
     (100.0, 40.0)

@@ -125,6 +125,8 @@ def occurrences(text: str, needle: str, start: int = 0) -> Iterator[int]:
     >>> list(occurrences("xxxx", "xx", 1)), list(occurrences("abc", "d"))
     ([1, 2], [])
     """
+    if not needle:
+        raise ValueError("occurrences of an empty string")
     i = text.find(needle, start)
     for _ in range(OCCURRENCES_BY_FIND):
         if i < 0:

@@ -65,6 +65,13 @@ _PIECES = (
 )
 
 
+def random_words(seed: int, chars: int) -> str:
+    """``chars`` characters of random eight-letter words (the same for a seed): a long text
+    that states none of another seed's words (the long-value tests of issue 49)."""
+    rng = random.Random(seed)
+    return " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(chars // 9 + 1))[:chars]
+
+
 def _payloads(marker: Path) -> list[str]:
     """Code that creates ``marker`` if anything evaluates it."""
     m = str(marker)

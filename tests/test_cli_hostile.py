@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostile import random_words
 
 CALLSCOPE = [sys.executable, "-c", "from callscope.cli.main import main; main()"]
 MEMORY_LIMIT = 3 * 1024**3  # the address space a command may take (a run needs < 1 GiB)
@@ -205,17 +206,10 @@ def test_a_long_argument_in_a_long_conversation_is_scored_in_seconds(tmp_path) -
     """A 16,000-character argument the request does not state, in a 160,000-character
     request: rapidfuzz's PartialRatio of the two took minutes (23 s at 10,000 in 100,000);
     over ``MAX_RATIO_WORK`` it is not aligned (PartialRatio 0: h = 1, a hard drift)."""
-    import random
-
-    rng = random.Random(49)
-
-    def words(n: int) -> str:
-        return " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(n))
-
     tools = [{"name": "write_file", "parameters": {"type": "object", "properties": {
         "path": {"type": "string"}, "content": {"type": "string"}},
         "required": ["path", "content"]}}]  # fmt: skip
-    content, query = words(1_778)[:16_000], "Write it to out.txt. " + words(17_778)[:160_000]
+    content, query = random_words(49, 16_000), "Write it to out.txt. " + random_words(50, 160_000)
     output = json.dumps(
         {"name": "write_file", "arguments": {"path": "out.txt", "content": content}}
     )

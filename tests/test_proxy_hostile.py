@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hostile import random_words
 from proxyserve import callscope_serve, raw_exchange, read_all
 
 from callscope.guard.proxy import GUARD_HEADER
@@ -47,16 +48,8 @@ QUERY = [{"role": "user", "content": "What's the weather in Paris?"}]
 BIG_CHARS = 20_000_000
 
 
-def _words(seed: int, chars: int) -> str:
-    """Random eight-letter words, ``chars`` characters (the same for a seed)."""
-    import random
-
-    rng = random.Random(seed)
-    return " ".join("".join(rng.choices("abcdefghij", k=8)) for _ in range(chars // 9 + 1))[:chars]
-
-
 #: an argument of 16,000 characters that a conversation of 160,000 does not state
-LONG_CITY, LONG_MESSAGE = _words(49, 16_000), _words(50, 160_000)
+LONG_CITY, LONG_MESSAGE = random_words(49, 16_000), random_words(50, 160_000)
 
 
 def completion(content: str | None, city: str = "Paris") -> dict[str, Any]:

@@ -40,12 +40,19 @@ correction tells the agent to ask the user for it.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from callscope.calibration.classify import classify_emission
 from callscope.calibration.classify.emission import holds_native_call
-from callscope.guard.inputs import content_text, evidence_of, functions_of
+from callscope.core.memo import transient
+from callscope.guard.inputs import (  # noqa: F401 (functions_of: importable from here)
+    content_text,
+    evidence_of,
+    functions_of,
+    registry_of,
+)
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
 from callscope.records import Diagnosis, FailureKind
@@ -354,8 +361,20 @@ def check(
     :data:`~callscope.saag.groundings.DEFAULT_GROUNDING`). Nothing is evaluated: calls are
     parsed as data (:mod:`callscope.parse`). Calls to a tool named in ``final_answer`` are
     the host's final answer, left out of the verdict (:func:`split_final`)."""
+    functions, kept = registry_of(tools)
+    with nullcontext() if kept else transient():  # (a registry the guard does not keep)
+        return _check(response, functions, messages, grounding, final_answer)
+
+
+def _check(
+    response: Any,
+    functions: list[FunctionSpec],
+    messages: Sequence[Any],
+    grounding: str | Grounding | None,
+    final_answer: Collection[str],
+) -> TurnVerdict:
+    """:func:`check` itself, the request's registry read."""
     message = message_of(response)
-    functions = functions_of(tools)
     query, context = evidence_of(messages)
     text = content_text(message.get("content"))
     native_calls, final = split_final(message.get("tool_calls"), final_answer)

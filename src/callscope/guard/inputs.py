@@ -11,24 +11,41 @@ from collections.abc import Sequence
 from typing import Any
 
 from callscope.records.wire import FunctionSpec
+from callscope.saag.cascade import forget_registry
 
 #: registries kept by their content (:func:`functions_of`), oldest out first
 REGISTRY_CACHE_SIZE = 64
+#: a registry whose JSON is longer than this is not kept (nor is anything the cascade makes of
+#: it): at most 64 registries of 256 K characters, 16 M characters in all, stay in the process
+REGISTRY_MAX_CHARS = 262_144
 _registries: OrderedDict[str, list[FunctionSpec]] = OrderedDict()
 _registries_lock = threading.Lock()
 
 
 def functions_of(tools: Sequence[Any] | None) -> list[FunctionSpec]:
+    """The registry of a request (:func:`registry_of`, without whether it is kept)."""
+    return registry_of(tools)[0]
+
+
+def registry_of(tools: Sequence[Any] | None) -> tuple[list[FunctionSpec], bool]:
     """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
     {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries
-    without a string name are left out.
+    without a string name are left out. And whether it is kept.
 
     One list per registry content, of the last :data:`REGISTRY_CACHE_SIZE`: an agent sends
     the same tools with every request, each time as new objects, and the cascade's caches
     (the registry index, the verdicts) are keyed by the list. Without this each request built
     its registry's index again, and every cached verdict held its own copy of the tools
     (issue 49 point 4). The list returned may be another request's: it is read, never
-    changed. Tools that are not JSON (a library caller's own objects) get a list of their own.
+    changed.
+
+    This cache owns the lifetime of the registries the cascade keeps for the guard: a
+    registry it lets go (the oldest, past :data:`REGISTRY_CACHE_SIZE`) is forgotten by the
+    cascade too (:func:`~callscope.saag.cascade.forget_registry`), and a registry it does not
+    keep (over :data:`REGISTRY_MAX_CHARS` of JSON, or tools that are not JSON: a library
+    caller's own objects) comes with ``False``: the check then runs
+    :func:`~callscope.core.memo.transient`, so that distinct registries, one a request,
+    never pile up in the process.
     """
     out: list[FunctionSpec] = []
     for tool in tools or ():
@@ -40,16 +57,21 @@ def functions_of(tools: Sequence[Any] | None) -> list[FunctionSpec]:
     try:
         key = json.dumps(out, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        return out
+        return out, False
+    if len(key) > REGISTRY_MAX_CHARS:
+        return out, False
     with _registries_lock:
         kept = _registries.get(key)
         if kept is not None:
             _registries.move_to_end(key)
-            return kept
+            return kept, True
         _registries[key] = out
-        if len(_registries) > REGISTRY_CACHE_SIZE:
-            _registries.popitem(last=False)
-    return out
+        gone = (
+            _registries.popitem(last=False)[1] if len(_registries) > REGISTRY_CACHE_SIZE else None
+        )
+    if gone is not None:
+        forget_registry(gone)
+    return out, True
 
 
 def content_text(content: Any) -> str:

@@ -20,6 +20,7 @@ from dataclasses import fields
 from operator import itemgetter
 from typing import Any
 
+from callscope.core.memo import LONG_TEXT, keeping, text_size
 from callscope.parse import MAX_ARGUMENT_DEPTH
 from callscope.records import Diagnosis
 from callscope.saag import grounding as g
@@ -37,6 +38,7 @@ from callscope.saag.groundings import (
 )
 from callscope.saag.registry_index import (  # noqa: F401 (importable from here)
     find_spec,
+    forget_index,
     index_of,
     nearest_candidate,
     nearest_name,
@@ -114,10 +116,18 @@ def grounding_modes() -> tuple[str, ...]:
 #: scored again, a correction loop): bounded (about 1.5 KB a verdict), oldest out first; 0
 #: keeps none (``benchmarks/registry_scale.py`` measures the cascade itself so)
 VERDICT_CACHE_SIZE = 16384
-#: calls whose arguments print longer than this are not kept
+#: calls whose arguments print longer than this are not kept, nor calls on a request and
+#: context longer than :data:`~callscope.core.memo.LONG_TEXT` characters
 _VERDICT_MAX_CHARS = 2048
-_verdicts: OrderedDict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any]]] = OrderedDict()
+#: the characters of request, context and arguments all kept verdicts hold at most (a key
+#: holds its texts: 16,384 requests of 8 KB would hold 128 MB), oldest out first
+VERDICT_CACHE_CHARS = 16 * 2**20
+#: key -> (registry list, mode, kept verdict, the key's characters)
+_verdicts: OrderedDict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any], int]] = (
+    OrderedDict()
+)
 _verdicts_lock = threading.Lock()
+_verdict_chars = 0
 
 
 def _verdict_key(
@@ -145,6 +155,8 @@ def _verdict_key(
         return None
     ctx = tuple(context) if context else ()
     if ctx and not all(type(c) is str for c in ctx):
+        return None
+    if len(query) + text_size(ctx) > LONG_TEXT:
         return None
     named = mode if isinstance(mode, str | tuple) else id(mode)
     return (id(functions), len(functions), query, ctx, named, call.name, args)
@@ -279,13 +291,36 @@ def diagnose(
     if mode is None:
         mode = _named_mode(named)
     d = _diagnose(call, functions, query, mode, context, judge)
-    if key is not None:
-        kept = _kept(d)
-        with _verdicts_lock:
-            _verdicts[key] = (functions, named, kept)
-            while len(_verdicts) > VERDICT_CACHE_SIZE:
-                _verdicts.popitem(last=False)
+    if key is not None and keeping():
+        _keep_verdict(
+            key, (functions, named, _kept(d), len(query) + text_size(key[3]) + len(key[6]))
+        )
     return d
+
+
+def _keep_verdict(
+    key: tuple[Any, ...], entry: tuple[Sequence[Any], Any, dict[str, Any], int]
+) -> None:
+    """Keep a verdict, the oldest out while over :data:`VERDICT_CACHE_SIZE` or
+    :data:`VERDICT_CACHE_CHARS`."""
+    global _verdict_chars
+    with _verdicts_lock:
+        old = _verdicts.pop(key, None)
+        _verdict_chars += entry[3] - (old[3] if old is not None else 0)
+        _verdicts[key] = entry
+        while len(_verdicts) > VERDICT_CACHE_SIZE or _verdict_chars > VERDICT_CACHE_CHARS:
+            _verdict_chars -= _verdicts.popitem(last=False)[1][3]
+
+
+def forget_registry(functions: Sequence[Any]) -> None:
+    """Drop what the cascade keeps of the list ``functions``: its verdicts and its index (its
+    owner lets it go: the guard's registry cache, :func:`callscope.guard.inputs.registry_of`).
+    One pass over the kept verdicts."""
+    global _verdict_chars
+    with _verdicts_lock:
+        for key in [k for k, v in _verdicts.items() if v[0] is functions]:
+            _verdict_chars -= _verdicts.pop(key)[3]
+    forget_index(functions)
 
 
 def _diagnose(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
 
@@ -160,6 +161,6 @@ def scalar_key(value: Any) -> tuple[Any, ...] | None:
     return None
 
 
-@lru_cache(maxsize=g.REQUEST_CACHE_SIZE)
+@text_cache(g.REQUEST_CACHE_SIZE)
 def _evidence(query: str, context: tuple[str, ...]) -> Evidence:
     return Evidence(query, context)

@@ -30,9 +30,9 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from functools import lru_cache
 from typing import Any, NamedTuple, TypedDict
 
+from callscope.core.memo import text_cache
 from callscope.saag.cascade import required_params
 from callscope.saag.grounding import is_number
 from callscope.types import ToolCall
@@ -97,7 +97,7 @@ def bfcl_string_form(s: str) -> str:
 _FORM_MEMO_CHARS = 256
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def _string_form_memo(s: str) -> str:
     return _BFCL_STRIP.sub("", s.lower()).replace("'", '"')
 

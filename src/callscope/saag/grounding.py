@@ -12,11 +12,11 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from functools import lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz, process
 
+from callscope.core.memo import text_cache
 from callscope.core.text import occurrences
 from callscope.saag.normalise.knowledge.entities import other_entities_named
 from callscope.saag.normalise.numbers import ANY_DIGIT
@@ -50,17 +50,17 @@ def is_number(v: Any) -> bool:
 REQUEST_CACHE_SIZE = 2048
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _lower(text: str) -> str:
     return text.lower()
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _number_tokens(query: str) -> tuple[float | int, ...]:
     return tuple(number_tokens(query))
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _has_digit(text: str) -> bool:
     return any(map(str.isdigit, text))
 
@@ -109,7 +109,7 @@ class NumberIndex:
         return any(numbers_equal(value, x) for x in (*self._values, *self._other))
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _token_index(query: str) -> NumberIndex:
     return NumberIndex(_number_tokens(query))
 
@@ -186,7 +186,7 @@ def string_in_query(value: str, query: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _bounded(needle: str) -> re.Pattern[str]:
     """``needle`` with no word character immediately before or after it (the rule of
     :func:`string_in_query`)."""
@@ -243,7 +243,7 @@ def partial_ratio(value: str, query: str) -> float:
     return _partial_ratio(value, query)
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _remembered_ratio(value: str, query: str) -> float:
     return _partial_ratio(value, query)
 
@@ -273,12 +273,12 @@ MAX_SPELLING_WORDS = 64
 _WORD_TOKEN = re.compile(r"[^\W\d_]+|\d+")
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _text_words(text: str) -> frozenset[str]:
     return frozenset(_WORD_TOKEN.findall(_lower(text)))
 
 
-@lru_cache(maxsize=REQUEST_CACHE_SIZE)
+@text_cache(REQUEST_CACHE_SIZE)
 def _sorted_words(text: str) -> list[str]:
     return sorted(_text_words(text))
 

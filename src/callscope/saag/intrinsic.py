@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from functools import lru_cache
 from typing import Any
 
 from rapidfuzz import fuzz
 
+from callscope.core.memo import text_cache
 from callscope.saag import grounding as g
 
 #: γ_pds: PDS at or above this makes an out-of-schema parameter *drifted* rather than spurious
@@ -128,7 +128,7 @@ _WRATIO_PAIRS = 16384
 _WRATIO_MAX_CHARS = 256
 
 
-@lru_cache(maxsize=_WRATIO_PAIRS)
+@text_cache(_WRATIO_PAIRS)
 def _wratio_memo(a: str, b: str) -> float:
     return fuzz.WRatio(a, b)  # type: ignore[no-any-return]
 

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from callscope.core.memo import keeping
 from callscope.records.wire import FunctionSpec, JsonObject
 from callscope.saag.registry_names import NameTable, name_table, nearest, trigrams
 
@@ -56,7 +57,9 @@ class RegistryIndex:
         if self._table is None:
             source = self.source
             names = [str(f.get("name")) for f in source] if self.specs else map(str, source)
-            self._table = name_table(tuple(names))
+            # a registry no one keeps (:func:`~callscope.core.memo.transient`): its table too
+            build = name_table if keeping() else name_table.__wrapped__
+            self._table = build(tuple(names))
         return self._table
 
 
@@ -93,6 +96,8 @@ def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
             if isinstance(raw, str) and raw not in by_name:
                 by_name[raw] = f
     idx = RegistryIndex(source, specs, by_name)
+    if not keeping():  # (the guard's check of a registry it does not keep)
+        return idx
     with _index_lock:
         _index_cache[key] = idx
         _index_cache.move_to_end(key)
@@ -100,6 +105,20 @@ def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
             _index_cache.popitem(last=False)
         _last_index = (source, specs, idx)
     return idx
+
+
+def forget_index(source: Sequence[Any]) -> None:
+    """Drop the indexes of the list ``source`` (its owner lets it go: the guard's registry
+    cache, :func:`callscope.guard.inputs.registry_of`)."""
+    global _last_index
+    with _index_lock:
+        for specs in (True, False):
+            idx = _index_cache.get((id(source), specs))
+            if idx is not None and idx.source is source:
+                del _index_cache[(id(source), specs)]
+        last = _last_index
+        if last is not None and last[0] is source:
+            _last_index = None
 
 
 def nearest_name(name: str, idx: RegistryIndex) -> tuple[float, str | None]:

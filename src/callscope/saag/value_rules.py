@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.core.text import occurrences
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
@@ -74,7 +74,7 @@ def enum_member(value: Any, enum: Iterable[Any]) -> bool:
     return any(equal_values(value, m) for m in enum)
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _enum_strings(enum: tuple[Any, ...]) -> tuple[frozenset[str], tuple[Any, ...]]:
     """What a string can equal in ``enum`` (:func:`equal_values`): the word forms of its
     string members, and its members that are neither strings nor numbers (compared with

@@ -5,9 +5,9 @@ Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.words import norm_words, stems
 
 _COMMA_FORMAT = re.compile(r"[A-Za-z][\w.]*, [A-Za-z][\w.]*")
@@ -31,7 +31,7 @@ def description_words(schema: dict[str, Any] | None) -> frozenset[str]:
     return _description_stems(desc[:4000]) if isinstance(desc, str) else frozenset()
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _description_stems(desc: str) -> frozenset[str]:
     return stems(norm_words(desc))
 
@@ -43,7 +43,7 @@ _DESCRIBED = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _described_table(desc: str) -> dict[str, tuple[tuple[str, ...], ...]]:
     table: dict[str, list[tuple[str, ...]]] = {}
     pos = 0
@@ -82,7 +82,7 @@ def description_keys(schema: dict[str, Any] | None) -> frozenset[str]:
     return _keys(desc[:4000])
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _keys(desc: str) -> frozenset[str]:
     return frozenset(k.lower() for k in _SYNTAX_KEY.findall(desc))
 
@@ -125,7 +125,7 @@ def description_templates(schema: dict[str, Any] | None) -> tuple[tuple[str, ...
     return _templates(desc[:4000])
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _templates(desc: str) -> tuple[tuple[str, ...], ...]:
     out = []
     for token in desc.split():
@@ -199,7 +199,7 @@ def described_options(schema: dict[str, Any] | None) -> tuple[str, ...]:
     return _options(desc.strip())
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _options(desc: str) -> tuple[str, ...]:
     m = _OPTIONS.fullmatch(desc)
     if m is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from functools import lru_cache
+
+from callscope.core.memo import text_cache
 
 #: number words no number grammar reads: a word that means one number on its own
 _SINGLE = {"dozen": 12, "half": 0.5, "quarter": 0.25, "twice": 2, "double": 2, "triple": 3}
@@ -113,11 +114,43 @@ def _word_numbers(text: str) -> list[int | float]:
     return out
 
 
-@lru_cache(maxsize=2048)  # one a request: grounding.REQUEST_CACHE_SIZE
+#: text2num's time grows with the square of the number words in one text ("one\n" repeated:
+#: 0.14 s for 40,000 characters, so minutes for a few megabytes): a longer text is read in
+#: pieces of at most this many characters (:func:`_pieces`), so the whole read is linear
+TEXT2NUM_PIECE = 2048
+#: where a piece may end: after a sentence's or a clause's mark and before its space, where
+#: text2num never joins two numbers ("twenty. five" is "20. 5"; a line break it reads across:
+#: "twenty\nfive" is "25")
+_PIECE_END = re.compile(r"[.?!;,](?= )")
+
+
+def _pieces(text: str, size: int = TEXT2NUM_PIECE) -> Iterable[str]:
+    """``text`` cut into consecutive pieces of at most ``size`` characters, each ending at the
+    last :data:`_PIECE_END` of its second half, else at its last space, else at ``size``:
+    their concatenation is ``text``. Only a cut at a space can split a number in words, and
+    only in a text without a mark for ``size / 2`` characters. Linear: each piece's window is
+    scanned once."""
+    start = 0
+    while len(text) - start > size:
+        window = text[start + size // 2 : start + size]
+        end = None
+        for m in _PIECE_END.finditer(window):
+            end = m.end()
+        if end is None:
+            end = window.rfind(" ") + 1 or len(window)
+        cut = start + size // 2 + end
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
+@text_cache(2048)  # one a request: grounding.REQUEST_CACHE_SIZE
 def _in_digits(lowered: str) -> str:
     """``lowered`` with its numbers in words written in digits by text2num ("twenty five" ->
     "25", "one hundred and twenty" -> "120", "the third" -> "the 3rd", "one point five" ->
-    "1.5"); ``lowered`` itself when it holds no letters text2num could read."""
+    "1.5"); ``lowered`` itself when it holds no letters text2num could read. A text longer
+    than :data:`TEXT2NUM_PIECE` is read piece by piece (:func:`_pieces`); a piece the library
+    cannot read is kept as it is (its digits are still read)."""
     if WORD_TOKEN.search(lowered) is None:
         return lowered
     from text_to_num import alpha2digit  # lazy: a compiled library, loaded on first request
@@ -125,10 +158,15 @@ def _in_digits(lowered: str) -> str:
     joined = (  # "four-star", "'nine'": text2num reads words between spaces only
         _JOINERS.sub(" ", lowered) if any(c in lowered for c in _JOINER_CHARS) else lowered
     )
-    try:
-        return str(alpha2digit(joined, "en", threshold=0))
-    except Exception:  # a text the library cannot read: its digits are read as they are
-        return lowered
+    out = []
+    start = 0  # (each joiner is one character made one space: a piece's place in lowered)
+    for piece in _pieces(joined):
+        try:
+            out.append(str(alpha2digit(piece, "en", threshold=0)))
+        except Exception:  # a text the library cannot read: its digits are read as they are
+            out.append(lowered[start : start + len(piece)])
+        start += len(piece)
+    return "".join(out)
 
 
 def _digit_numbers(lowered: str, out: list[int | float]) -> None:
@@ -196,7 +234,7 @@ def number_evidence(
     return tuple(uniq)
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def parse_number_string(value: str) -> int | float | None:
     """The number a string value holds ("10", "1,000", "2.5"), else ``None``."""
     v = value.strip()

@@ -5,9 +5,9 @@ Part of the registry grounding's rules (:mod:`callscope.saag.normalise`)."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.numbers import as_number
 
 _DEFAULT_IN_DESCRIPTION = re.compile(
@@ -32,7 +32,7 @@ def schema_defaults(schema: dict[str, Any] | None) -> tuple[Any, ...]:
     return (schema["default"], *found) if "default" in schema else found
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _described_defaults(desc: str) -> tuple[Any, ...]:
     """The defaults a description states (:func:`schema_defaults`), read once per description."""
     out: list[Any] = []

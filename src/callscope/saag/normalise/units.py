@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.quantities import NOT_UNITS, unit_name
 
 #: a value or a request token that may name a unit: letters, and the symbols units use
@@ -44,7 +44,7 @@ def _temperature(text: str) -> str | None:
     return TEMPERATURE_LETTERS.get(m.group(1).lower())
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def unit_group(value: str) -> str | None:
     """The key (:func:`~.knowledge.quantities.unit_name`) of the unit ``value`` names as a
     whole ("km", "kilometres"; "Fahrenheit", "°F"; "c" for Celsius), else ``None``."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
+from callscope.core.memo import text_cache
 from callscope.core.text import normalize_quotes
 
 _SEPARATORS = re.compile(r"[\s_\-/\\.,;:!?'\"`()\[\]{}<>|~]+")
@@ -18,7 +18,7 @@ _OTHER_BACKSLASH = re.compile(r"\\(?![nrt])")
 _WS = re.compile(r"\s+")
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def norm_words(text: str) -> str:
     """``text`` lower-cased (NFKC) with quotes, punctuation, ``_``, ``-``, ``/`` and
     whitespace runs each made one space (and ``\\n``, ``\\t``, ``\\r`` too when every
@@ -30,7 +30,7 @@ def norm_words(text: str) -> str:
     return " " + _SEPARATORS.sub(" ", t.lower()).strip() + " "
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def compact(text: str) -> str:
     """``text`` lower-cased with all whitespace removed and ``**`` written ``^`` (math
     notation: "x ** 2", "x**2" and "x^2" are one form)."""
@@ -56,7 +56,7 @@ def words_state(value: str, text_words: str) -> bool:
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 
-@lru_cache(maxsize=8192)
+@text_cache(8192)
 def stem(word: str) -> str:
     """A light stem: one common English suffix removed when four letters remain ("tolls" ->
     "toll", "detailed" -> "detail"); other words unchanged."""

@@ -23,9 +23,9 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import NamedTuple
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 
 SOURCE = "initials of the request's words"
@@ -93,7 +93,7 @@ class _Initials(NamedTuple):
     letters: str  # their first letters, lower case, one per word
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def _initials(query: str) -> _Initials:
     words = tuple(itertools.islice((m.group(0) for m in _WORD.finditer(query)), MAX_REQUEST_WORDS))
     return _Initials(words, "".join(w[0].lower() for w in words))

@@ -21,6 +21,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.core.paths import airports_dir
 from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
@@ -87,7 +88,7 @@ def _source(record: dict[str, Any]) -> str:
     return f"airportsdata ({record['iata']}: {record.get('name', '')}, {where})"
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def cities_named(query: str) -> tuple[tuple[str, dict[str, Any]], ...]:
     """The cities with an airport that ``query`` names, each with every airport of that
     name: title-case spans of at most :data:`MAX_SPAN_WORDS` words, one linear scan."""

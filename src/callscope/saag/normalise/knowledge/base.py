@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol, TypeVar
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.words import norm_words, stem
 
 #: values longer than this are not looked up (names, codes and quantities are short)
@@ -126,7 +127,7 @@ _stemmed_name = lru_cache(maxsize=4096)(stem_words)
 _ASCII_RUN = re.compile(r"[A-Za-z]{2,}")
 
 
-@lru_cache(maxsize=2048)
+@text_cache(2048)
 def upper_tokens(query: str) -> frozenset[str]:
     """The request's all-capital tokens of 2-3 letters ("LAX", "CA", "JP"): codes a user
     writes as codes."""

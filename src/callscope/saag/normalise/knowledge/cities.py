@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.base import (
     MAX_SPAN_WORDS,
     Match,
@@ -85,14 +86,14 @@ def table() -> _Table:
 _LOWER_ABBREVIATION = re.compile(r"(?<![A-Za-z.])[b-df-hj-np-tv-z]{3,4}(?![A-Za-z])")
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def _abbreviations(query: str) -> frozenset[str]:
     head = query[:4096]
     caps = {_letters(m.group(0)) for m in _CAPS.finditer(head)}
     return frozenset(caps | {m.group(0).upper() for m in _LOWER_ABBREVIATION.finditer(head)})
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def cities_in(query: str) -> tuple[tuple[str, City], ...]:
     """The cities ``query`` names, each with the words that name it: a title-case span of at
     most :data:`MAX_SPAN_WORDS` words that is a city's name or short name, or an abbreviation

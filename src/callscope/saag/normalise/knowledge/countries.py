@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.base import (
     Match,
     StatedText,
@@ -43,7 +44,7 @@ def country_names(record: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def country_by_code(code: str) -> Any:
     """The country with ISO 3166-1 alpha-2 or alpha-3 code ``code`` (written in capitals, as
     codes are: "Bra" is a cut word, not Brazil), else ``None``."""
@@ -69,7 +70,7 @@ def _us_states() -> tuple[dict[str, State], dict[str, State]]:
     return long_lived(({s.code: s for s in states}, {s.name.lower(): s for s in states}))
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def us_state_by_code(code: str) -> State | None:
     """The US state (or district, territory) with the postal code ``code`` (in capitals),
     else ``None``."""
@@ -78,7 +79,7 @@ def us_state_by_code(code: str) -> State | None:
     return _us_states()[0].get(code)
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def us_state_by_name(name: str) -> State | None:
     """The US state named ``name`` (any case), else ``None``."""
     if not name[:1].isupper() or len(name) > 40:
@@ -94,7 +95,7 @@ def _country_names_lowered() -> frozenset[str]:
     return long_lived(frozenset(x.lower() for c in countries for x in country_names(c)))
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def country_by_name(name: str) -> Any:
     """The country named ``name`` (name, common or official name; any case), else ``None``."""
     if not name[:1].isupper() or len(name) > 60 or len(name) < 4:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.base import (
     Match,
     StatedText,
@@ -28,7 +29,7 @@ ISO_4217 = "Babel (CLDR) / pycountry (ISO 4217)"
 _CODE = re.compile(r"[A-Z]{3}|[a-z]{3}")
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def currency_names(code: str) -> tuple[str, ...]:
     """The English names of the currency ``code`` (CLDR's singular and plural, ISO 4217's),
     ``()`` for no currency."""
@@ -48,7 +49,7 @@ def currency_names(code: str) -> tuple[str, ...]:
     return tuple(sorted(names)) if (iso is not None or names) else ()
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def currency_symbol(code: str) -> str | None:
     """CLDR's English symbol of ``code`` when it is not the code itself ("$", "€", "CA$")."""
     from babel.numbers import get_currency_symbol  # lazy: see currency_names

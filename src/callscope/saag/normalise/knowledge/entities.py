@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+from callscope.core.memo import text_cache
 from callscope.core.registry import Registry
 from callscope.saag.normalise.knowledge import cities, tickers
 from callscope.saag.normalise.knowledge.airports import airports
@@ -249,7 +250,7 @@ def _index(table: str) -> Index:
     return long_lived(ENTITY_TABLES[table].load())
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def entities_named(name: str) -> frozenset[Entity]:
     """Every entity ``name`` names, in any table ("Georgia": a country and a US state; empty
     for a name no table holds)."""
@@ -273,7 +274,7 @@ def another_entity(name: str, value: str) -> bool:
     return bool(named) and not named & entities_named(value)
 
 
-@lru_cache(maxsize=256)
+@text_cache(256)
 def _words(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for m in _WORD.finditer(text):
@@ -297,7 +298,7 @@ def _first_words(table: str) -> frozenset[str]:
     return long_lived(frozenset(form.split(" ", 1)[0] for form in _index(table).keys))
 
 
-@lru_cache(maxsize=256)
+@text_cache(256)
 def _named_in(table: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """The spans of ``text`` that name an entity of ``table``, each with its keys: runs of at
     most ``MAX_SPAN_WORDS`` words (names) or code-shaped tokens (codes); one linear scan."""

@@ -10,9 +10,9 @@ value shaped like a language code."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.base import Match, StatedText, name_stated
 
 ISO_639 = "pycountry (ISO 639)"
@@ -21,7 +21,7 @@ ISO_639 = "pycountry (ISO 639)"
 _CODE = re.compile(r"([a-z]{2,3})(?:[-_]([A-Z]{2}))?")
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def language_by_code(code: str) -> Any:
     """The language with ISO 639-1 (two letters) or 639-2/3 (three) code ``code``, else
     ``None``."""

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 
+from callscope.core.memo import text_cache
 from callscope.core.text import may_hold
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 from callscope.saag.normalise.knowledge.quantities import same_number
@@ -75,7 +75,7 @@ class Phrases:
         return None
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def _stated(query: str) -> tuple[tuple[str, float, str], ...]:
     """``(words, number, why)`` for every phrase of :data:`PHRASES` the request holds (its
     first occurrence) and every multiple of pi (``why`` empty), in the first

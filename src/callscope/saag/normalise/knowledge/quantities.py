@@ -26,6 +26,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from callscope.core.memo import text_cache
 from callscope.core.paths import pint_dir
 from callscope.saag.normalise.knowledge.base import Match, StatedText, long_lived
 
@@ -173,7 +174,7 @@ def _prefix_sizes() -> tuple[int, ...]:
     return tuple(sorted({len(p) for p in _pint_names()[1]}, reverse=True))
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def _unit(token: str, spaced: bool) -> Any:
     """pint's unit for ``token`` (``None`` when pint knows none, or the word is excluded)."""
     if spaced and (len(token) < 2 or token.lower() in NOT_UNITS):
@@ -237,7 +238,7 @@ def _registry_prefix_sizes() -> tuple[int, ...]:
     return tuple(sorted({len(p) for p in units()._prefixes}))
 
 
-@lru_cache(maxsize=4096)
+@text_cache(4096)
 def unit_name(token: str, spaced: bool) -> str | None:
     """A key of the unit ``token`` names, the same for every spelling of one unit ("km",
     "kilometres"; "mph", "mile/hour"): its kind and its size and zero in SI base units;
@@ -280,7 +281,7 @@ def _quantities(text: str) -> list[tuple[str, Any, bool]]:
     return out
 
 
-@lru_cache(maxsize=256)
+@text_cache(256)
 def _container(unit: str) -> Any:
     """The unit expression ``unit`` as pint reads it for ``Quantity.to(unit)`` (the same
     ``to_units_container`` call), read once: ``to`` parses a string on every call, and the
@@ -349,7 +350,7 @@ def _readings(q: Any) -> list[tuple[float, str]]:
     return [x for x in out if math.isfinite(x[0])]
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def stated_quantities(
     query: str,
 ) -> tuple[tuple[str, Any, tuple[tuple[float, str], ...]], ...]:

@@ -27,8 +27,7 @@ Part of :mod:`callscope.saag.normalise.knowledge`."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from callscope.core.memo import text_cache
 from callscope.saag.normalise.knowledge.base import Match, StatedText
 from callscope.saag.normalise.knowledge.cities import table
 from callscope.saag.normalise.knowledge.countries import place_named
@@ -65,7 +64,7 @@ def _slip(value_word: str, request_word: str) -> int | None:
     return d if d <= allowed else None
 
 
-@lru_cache(maxsize=512)
+@text_cache(512)
 def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
     """The request's words (at most :data:`MAX_REQUEST_WORDS`) and, by first letter, where
     they are."""
@@ -76,7 +75,7 @@ def _request_words(words: str) -> tuple[tuple[str, ...], dict[str, tuple[int, ..
     return rw, {k: tuple(v) for k, v in starts.items()}
 
 
-@lru_cache(maxsize=1024)
+@text_cache(1024)
 def _known_name(value: str) -> str | None:
     """Which table knows ``value`` as a place's own name ("Chicago": GeoNames; "Germany":
     pycountry), else ``None``: only a name spelled right in a table is read as the request's

@@ -1,0 +1,246 @@
+"""A guard left on keeps bounded memory, and reads numbers in words in linear time, whatever
+its peers send: distinct long requests, distinct registries, long runs of number words.
+
+Before: every request-keyed memo of stage 3 (``lru_cache`` of 2,048 requests) kept about
+eight characters of derived text per character of each request, the verdict cache (16,384)
+held each request's text and registry, and the registry index (4,096) each registry: 60
+distinct requests of 1 MB held 457 MiB. text2num's reading of number words took time in the
+square of their count (``"one\\n" * 10_000``: 0.14 s; four times as long: 16 times the time).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import re
+import threading
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hostile import random_words
+from proxyserve import callscope_serve
+from test_proxy_hostile import Upstream
+
+import callscope.saag.normalise.numbers as numbers
+from callscope.core.memo import LONG_CALLS, LONG_TEXT, text_cache
+from callscope.guard.check import check
+from callscope.guard.proxy import GUARD_HEADER
+
+text_to_num = pytest.importorskip("text_to_num")
+
+
+# --------------------------------------------------------------------------- text2num
+
+
+def test_number_words_are_read_in_pieces_with_the_readings_of_the_whole_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sentences = [
+        "Book twenty five seats for the third of May.",
+        "We need one hundred and twenty chairs, and a dozen tables!",
+        "Is it forty two or forty three?",
+        "Pay one point five percent; no more.",
+    ]
+    rng = random.Random(7)
+    text = " ".join(rng.choice(sentences) for _ in range(600)).lower()  # ~27,000 characters
+    whole = text_to_num.alpha2digit(text, "en", threshold=0)  # the library on all of it
+    seen: list[int] = []
+    real = text_to_num.alpha2digit
+
+    def recording(piece: str, *args: Any, **kwargs: Any) -> str:
+        seen.append(len(piece))
+        return real(piece, *args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(text_to_num, "alpha2digit", recording)
+    numbers._in_digits.cache_clear()
+    assert numbers._in_digits(text) == whole
+    assert len(seen) >= len(text) // numbers.TEXT2NUM_PIECE
+    assert max(seen) <= numbers.TEXT2NUM_PIECE
+    assert {25, 120, 42, 43, 1.5}.issubset(numbers.number_evidence(text))
+
+
+@pytest.mark.parametrize("alphabet", ["ab ", "one two. ", "x", "a, b; c? d! e. "])
+def test_pieces_cover_the_text_in_order_within_the_size(alphabet: str) -> None:
+    rng = random.Random(alphabet)
+    for _ in range(200):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 900)))
+        pieces = list(numbers._pieces(text, size=64))
+        assert "".join(pieces) == text
+        assert all(0 < len(p) <= 64 for p in pieces) or text == ""
+        # a cut is after a mark where the second half of the window holds one
+        for p in pieces[:-1]:
+            if re.search(r"[.?!;,] ", p[32:] + " "):
+                assert p[-1] in ".?!;,"
+
+
+def test_a_long_run_of_number_words_is_read_by_pieces_of_bounded_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[int] = []
+    real = text_to_num.alpha2digit
+    monkeypatch.setattr(
+        text_to_num, "alpha2digit", lambda t, *a, **k: seen.append(len(t)) or real(t, *a, **k)
+    )
+    numbers._in_digits.cache_clear()
+    out = numbers._in_digits("one\n" * 50_000)  # no mark at all: cut at a blank
+    assert max(seen) <= numbers.TEXT2NUM_PIECE and sum(seen) == 200_000
+    assert set(out.split()) == {"1"}
+
+
+# --------------------------------------------------------------------------- text_cache
+
+
+def test_a_text_cache_keeps_short_calls_and_only_the_last_long_ones() -> None:
+    calls: list[str] = []
+
+    @text_cache(4)
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    longs = [str(i) * (LONG_TEXT + 1) for i in range(LONG_CALLS + 1)]
+    for text in ["a", "b", *longs, "a", "b", longs[-1], longs[0]]:
+        assert upper(text) == text.upper()
+    # "a", "b" once each; each long text once, and the first again: it was pushed out
+    assert calls == ["a", "b", *longs, longs[0]]
+    upper.cache_clear()  # type: ignore[attr-defined]
+    upper("a")
+    assert calls[-1] == "a"
+
+
+# --------------------------------------------------------------------------- the guard
+
+
+def _retained(requests: Iterator[tuple[Any, Any, Any]]) -> int:
+    """Bytes still allocated after checking every request (traced from the first)."""
+    first = next(requests)
+    check(*first)  # imports and tables loaded before tracing
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for request in requests:
+            check(*request)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def _tool(name: str, description: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+
+
+def _response(city: str = "Paris") -> dict[str, Any]:
+    call = {"name": "get_weather", "arguments": json.dumps({"city": city})}
+    return {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": call}]}
+
+
+def test_distinct_long_requests_leave_nothing_behind_in_the_guard() -> None:
+    """30 conversations of 100,000 characters, the same tools: the memos keep the last
+    :data:`LONG_CALLS` long requests only (5.8 MiB before, after 30 requests)."""
+    tools = [_tool("get_weather", "Current weather for a city")]
+
+    def requests() -> Iterator[tuple[Any, Any, Any]]:
+        for i in range(31):
+            text = random_words(1000 + i, 100_000) + " weather in Paris please"
+            yield _response(), tools, [{"role": "user", "content": text}]
+
+    assert _retained(requests()) < 2.5 * 2**20
+
+
+def test_registries_too_long_to_keep_leave_nothing_behind_in_the_guard() -> None:
+    """12 registries of 300,000 characters (past ``REGISTRY_MAX_CHARS``): the check of each
+    runs transient, nothing of them stays (0.3 MiB after; 6.9 MiB before)."""
+
+    def requests() -> Iterator[tuple[Any, Any, Any]]:
+        for i in range(13):
+            tools = [_tool("get_weather", "x"), _tool(f"pad{i}", random_words(i, 300_000))]
+            yield _response(), tools, [{"role": "user", "content": f"Weather in Paris? {i}"}]
+
+    assert _retained(requests()) < 2**20
+
+
+def test_registries_the_guard_lets_go_are_forgotten_by_the_cascade() -> None:
+    """400 distinct registries of 8,000 characters, past the 64 the guard keeps: the cascade
+    forgets each one the guard lets go (1.2-1.3 MiB after, for the 64 kept; 5 MiB and growing
+    when the cascade's index and verdicts kept them)."""
+
+    def requests() -> Iterator[tuple[Any, Any, Any]]:
+        for i in range(401):
+            tools = [_tool("get_weather", "x"), _tool(f"pad{i}", random_words(i, 8_000))]
+            yield _response(), tools, [{"role": "user", "content": "Weather in Paris?"}]
+
+    assert _retained(requests()) < 2.5 * 2**20
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_callscope_serve_stays_flat_under_distinct_long_requests(tmp_path: Path) -> None:
+    """``callscope serve`` driven by httpx: 30 requests, each a conversation of 200,000
+    characters that does not state the answer's argument (stage 3 reads all of it, the guard
+    re-asks) and tools of 300,000 no other request sends. The server's resident size grows by
+    under 40 MiB from the 5th request to the 30th."""
+    server = Upstream()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with callscope_serve(server.url, tmp_path / "run") as served, httpx.Client() as client:
+            sizes = []
+            for i in range(30):
+                body = {
+                    "model": "good",
+                    "messages": [{"role": "user", "content": random_words(i, 200_000)}],
+                    "tools": [
+                        _tool("get_weather", "Current weather"),
+                        _tool("pad", random_words(500 + i, 300_000)),
+                    ],
+                }
+                r = client.post(served.url + "/chat/completions", json=body, timeout=60)
+                # "Paris" is nowhere in the conversation: stage 3 reads all of it, re-asks
+                assert (r.status_code, r.headers[GUARD_HEADER]) == (200, "unrepaired")
+                sizes.append(_rss(served.proc.pid))
+    finally:
+        server.shutdown()
+        server.server_close()
+    print("resident MiB after each request:", [s >> 20 for s in sizes])
+    assert sizes[-1] - sizes[4] < 40 * 2**20, [s >> 20 for s in sizes]
+
+
+def test_the_verdict_cache_holds_at_most_its_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    from callscope.saag import cascade
+    from callscope.types import ToolCall
+
+    monkeypatch.setattr(cascade, "VERDICT_CACHE_CHARS", 2_000)
+    cascade._verdicts.clear()
+    monkeypatch.setattr(cascade, "_verdict_chars", 0)
+    functions = [_tool("get_weather", "x")["function"]]
+    for i in range(60):  # 60 requests of 100 characters and more, one call each
+        query = f"{i:03d} weather in Paris " + "x" * 80
+        cascade.diagnose(ToolCall("get_weather", {"city": "Paris"}), functions, query)
+    held = [len(k[2]) + len(k[6]) for k in cascade._verdicts]
+    assert sum(held) == cascade._verdict_chars <= 2_000
+    assert 10 <= len(held) < 60
+    kept = [k[2][:3] for k in cascade._verdicts]
+    assert kept[-1] == "059" and "000" not in kept  # the newest kept, the oldest let go

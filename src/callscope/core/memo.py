@@ -48,7 +48,8 @@ def text_cache(maxsize: int, *, long_calls: int = LONG_CALLS) -> Callable[[F], F
     """A decorator: ``lru_cache(maxsize)`` for the calls whose text arguments hold at most
     :data:`LONG_TEXT` characters (:func:`text_size`), ``lru_cache(long_calls)`` for the
     others (see the module doc). Arguments hashable, as ``lru_cache`` wants; a function of
-    one parameter takes it by position. The result has ``cache_clear()``, and ``cache_info()`` of the short calls."""
+    one parameter takes it by position. The result has ``cache_clear()``, and
+    ``cache_info()`` of the short calls."""
 
     def decorate(fn: F) -> F:
         short = lru_cache(maxsize=maxsize)(fn)

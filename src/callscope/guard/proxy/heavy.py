@@ -34,10 +34,12 @@ from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.proxy.request import loads_answer
 from callscope.records.wire import ChatCompletion, ChatMessage, FunctionCall
 
-#: an upstream answer up to this size is checked on the event loop (a check costs ~0.3 ms)
+#: an upstream answer up to this size, with its request, is checked on the event loop (a
+#: check costs ~0.3 ms)
 INLINE_CHECK_BYTES = 64 * 1024
 #: one up to this size on a worker thread (its decode holds the lock a few ms at most); a
-#: larger one in a worker process
+#: larger one in a worker process (a long conversation too: stage 3 reads all of it, and
+#: its scans hold the lock)
 THREAD_CHECK_BYTES = 1024 * 1024
 #: how much lower the workers' priority is than the server's (``os.nice``)
 WORKER_NICENESS = 10

@@ -27,7 +27,7 @@ from proxyserve import callscope_serve
 from test_proxy_hostile import Upstream
 
 import callscope.saag.normalise.numbers as numbers
-from callscope.core.memo import LONG_CALLS, LONG_TEXT, text_cache
+from callscope.core.memo import LONG_TEXT, text_cache
 from callscope.guard.check import check
 from callscope.guard.proxy import GUARD_HEADER
 
@@ -95,19 +95,21 @@ def test_a_long_run_of_number_words_is_read_by_pieces_of_bounded_size(
 # --------------------------------------------------------------------------- text_cache
 
 
-def test_a_text_cache_keeps_short_calls_and_only_the_last_long_ones() -> None:
+def test_a_text_cache_keeps_short_calls_and_long_ones_within_their_characters() -> None:
     calls: list[str] = []
 
-    @text_cache(4)
+    @text_cache(4, long_chars=3 * (LONG_TEXT + 1))  # three long texts' worth
     def upper(text: str) -> str:
         calls.append(text)
         return text.upper()
 
-    longs = [str(i) * (LONG_TEXT + 1) for i in range(LONG_CALLS + 1)]
-    for text in ["a", "b", *longs, "a", "b", longs[-1], longs[0]]:
+    longs = [str(i) * (LONG_TEXT + 1) for i in range(4)]
+    huge = "h" * (10 * LONG_TEXT)  # over the whole budget alone: kept while it is the newest
+    for text in ["a", "b", *longs, "a", "b", longs[-1], longs[0], huge, huge, longs[3]]:
         assert upper(text) == text.upper()
-    # "a", "b" once each; each long text once, and the first again: it was pushed out
-    assert calls == ["a", "b", *longs, longs[0]]
+    # "a", "b" once each; the fourth long text pushed the first out, which came back; the huge
+    # one pushed every other out, and was itself pushed out by the next
+    assert calls == ["a", "b", *longs, longs[0], huge, longs[3]]
     upper.cache_clear()  # type: ignore[attr-defined]
     upper("a")
     assert calls[-1] == "a"
@@ -116,17 +118,22 @@ def test_a_text_cache_keeps_short_calls_and_only_the_last_long_ones() -> None:
 # --------------------------------------------------------------------------- the guard
 
 
-def _retained(requests: Iterator[tuple[Any, Any, Any]]) -> int:
-    """Bytes still allocated after checking every request (traced from the first)."""
+def _retained(requests: Iterator[tuple[Any, Any, Any]], at: tuple[int, ...] = ()) -> list[int]:
+    """Bytes still allocated after checking the requests (traced from the second one on),
+    after each count of requests in ``at`` and after the last."""
     first = next(requests)
     check(*first)  # imports and tables loaded before tracing
     gc.collect()
     tracemalloc.start()
+    sizes = []
     try:
-        for request in requests:
+        for i, request in enumerate(requests, 1):
             check(*request)
+            if i in at:
+                gc.collect()
+                sizes.append(tracemalloc.get_traced_memory()[0])
         gc.collect()
-        return tracemalloc.get_traced_memory()[0]
+        return [*sizes, tracemalloc.get_traced_memory()[0]]
     finally:
         tracemalloc.stop()
 
@@ -151,17 +158,20 @@ def _response(city: str = "Paris") -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": call}]}
 
 
-def test_distinct_long_requests_leave_nothing_behind_in_the_guard() -> None:
-    """30 conversations of 100,000 characters, the same tools: the memos keep the last
-    :data:`LONG_CALLS` long requests only (5.8 MiB before, after 30 requests)."""
+def test_distinct_long_requests_stop_piling_up_in_the_guard() -> None:
+    """40 conversations of 100,000 characters, the same tools: past the first few, the memos
+    hold no more (their long calls are bounded by characters: ``LONG_CHARS``). Before, each
+    request added about 0.2 MiB, 3.9 MiB from the 20th to the 40th, up to 2,048 of them."""
     tools = [_tool("get_weather", "Current weather for a city")]
 
     def requests() -> Iterator[tuple[Any, Any, Any]]:
-        for i in range(31):
+        for i in range(41):
             text = random_words(1000 + i, 100_000) + " weather in Paris please"
             yield _response(), tools, [{"role": "user", "content": text}]
 
-    assert _retained(requests()) < 2.5 * 2**20
+    at_20, at_40 = _retained(requests(), at=(20,))
+    assert at_40 - at_20 < 0.5 * 2**20
+    assert at_40 < 16 * 2**20
 
 
 def test_registries_too_long_to_keep_leave_nothing_behind_in_the_guard() -> None:
@@ -173,7 +183,7 @@ def test_registries_too_long_to_keep_leave_nothing_behind_in_the_guard() -> None
             tools = [_tool("get_weather", "x"), _tool(f"pad{i}", random_words(i, 300_000))]
             yield _response(), tools, [{"role": "user", "content": f"Weather in Paris? {i}"}]
 
-    assert _retained(requests()) < 2**20
+    assert _retained(requests())[-1] < 2**20
 
 
 def test_registries_the_guard_lets_go_are_forgotten_by_the_cascade() -> None:
@@ -186,7 +196,7 @@ def test_registries_the_guard_lets_go_are_forgotten_by_the_cascade() -> None:
             tools = [_tool("get_weather", "x"), _tool(f"pad{i}", random_words(i, 8_000))]
             yield _response(), tools, [{"role": "user", "content": "Weather in Paris?"}]
 
-    assert _retained(requests()) < 2.5 * 2**20
+    assert _retained(requests())[-1] < 2.5 * 2**20
 
 
 def _rss(pid: int) -> int:

@@ -362,8 +362,8 @@ def test_a_check_worker_killed_costs_no_answer(tmp_path: Path) -> None:
 
 def test_a_large_re_ask_is_read_in_the_workers_too(tmp_path: Path) -> None:
     """An upstream that answers a re-ask with a large answer again: the repair's re-ask is
-    decoded in the check workers like the first answer (on the repair's thread it would hold
-    the interpreter lock for the whole decode), and the repair ends as it would."""
+    decoded and checked in the check workers like the first answer (on the repair's thread it
+    would hold the interpreter lock for the whole decode), and the repair ends as it would."""
     with (
         raw_upstream(huge_mb=2) as up,
         callscope_serve(up.url, tmp_path / "run", "--attempts", "1") as served,
@@ -383,7 +383,9 @@ def test_a_large_re_ask_is_read_in_the_workers_too(tmp_path: Path) -> None:
         after = health()["checked_in_workers"]
     assert reply.headers[GUARD_HEADER] == "unrepaired"
     assert reply.json()["callscope"]["attempts"] == 2
-    assert after - before == 2  # the first answer and the re-ask's
+    # the first answer (read and checked at once), the re-ask's reading, and its check: a
+    # check goes to the workers by the size of the answer and the request together
+    assert after - before == 3
 
 
 # --------------------------------------------------------------------------- points 9-11

@@ -131,6 +131,7 @@ def repair(
     settings: GatedSettings | None = GATED_DEFAULT,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    checker: Callable[..., TurnVerdict] = check,
 ) -> RepairResult:
     """Ask ``chat_fn`` (or take ``first``, an answer already had, and ``first_verdict``, its
     verdict when already checked), then re-ask with the correction up to ``k`` times while the
@@ -139,7 +140,9 @@ def repair(
     ``settings`` are the gated mode's ingredients used here (``confident_only``, ``keep_right``,
     ``stop_on_regression``, ``repeat_patience``, ``explain_parse``; the answer is always the
     best so far); ``None`` sends the paper's structured correction. ``deadline`` is a
-    ``clock()`` time after which no further re-ask starts. An exception from the first ask
+    ``clock()`` time after which no further re-ask starts. ``checker`` is :func:`check` or a
+    function that runs it elsewhere (the proxy's worker processes, for a long conversation).
+    An exception from the first ask
     propagates; one from a re-ask ends the repair with the best answer so far
     (``stopped="error"``)."""
     if k < 0:
@@ -149,7 +152,7 @@ def repair(
     t0 = clock()
     response = chat_fn(list(base), tools) if first is None else first
     verdict = (
-        first_verdict if first_verdict is not None else check(response, tools, base, grounding)
+        first_verdict if first_verdict is not None else checker(response, tools, base, grounding)
     )
     attempts = [RepairAttempt(1, base, response, verdict, latency_s=clock() - t0)]
     if not verdict.checked:
@@ -181,7 +184,7 @@ def repair(
             attempts.append(RepairAttempt(n, list(convo), error=str(exc), latency_s=clock() - t0))
             history.append(None)
             continue
-        v = check(reply, tools, base, grounding)
+        v = checker(reply, tools, base, grounding)
         attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
         if v.no_call == "abstained" and asks_user(last.verdict):
             return RepairResult(reply, v, n, "asked", attempts)

@@ -18,7 +18,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from callscope.core.jsonl import dumps_safe
-from callscope.guard.check import TurnVerdict, message_of
+from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.proxy.config import ProxyConfig, log
 from callscope.guard.proxy.heavy import (
     INLINE_CHECK_BYTES,
@@ -234,6 +234,7 @@ class Guard:
                 tools,
                 verdict,
                 gone,
+                size,
                 limiter=self._repairs,
             )
         except Exception as exc:  # noqa: BLE001 - the agent gets upstream's answer, marked
@@ -260,11 +261,23 @@ class Guard:
         tools: Any,
         verdict: TurnVerdict,
         gone: ClientWatch | None = None,
+        size: int = 0,
     ) -> UpstreamReply:
         """On a worker thread: repair an answer whose ``verdict`` failed (re-asks go to
-        upstream through the event loop; none starts once the client is ``gone``)."""
+        upstream through the event loop; none starts once the client is ``gone``). ``size``:
+        the first answer's and the request's bytes; past ``THREAD_CHECK_BYTES`` each re-ask's
+        answer is checked in a worker process, as the first was (the check reads the whole
+        conversation, and its scans hold the interpreter lock)."""
         cfg = self.config
         deadline = time.monotonic() + cfg.repair_timeout
+
+        def checked(reply: Any, tools_: Any, base: Any, grounding: Any) -> TurnVerdict:
+            if size <= THREAD_CHECK_BYTES:
+                return check(reply, tools_, base, grounding)
+            verdict: TurnVerdict = anyio.from_thread.run(
+                self.heavy.run, check, reply, tools_, base, grounding
+            )
+            return verdict
 
         def ask(convo: list[ChatMessage], _tools: Any) -> ChatCompletion:
             if gone is not None and gone.is_set():
@@ -294,6 +307,7 @@ class Guard:
             first=_checked_form(data),
             first_verdict=verdict,  # checked already (in a worker process when large)
             deadline=deadline,
+            checker=checked,
         )
         decision = "repaired" if result.passed else "unrepaired"
         request_id, record = self._record(request, result, decision)

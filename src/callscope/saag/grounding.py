@@ -45,8 +45,8 @@ def is_number(v: Any) -> bool:
 #: results for (here, :mod:`callscope.saag.evidence`, :mod:`callscope.saag.normalise.numbers`):
 #: sized to the work (BFCL's 1,911 single-call requests, a leaderboard's 1,240 cases, a
 #: correction loop's few) so that a second pass over a case set finds every request's
-#: evidence; bounded (about 12 KB a request with everything kept, ~25 MB at most: issue 49;
-#: larger costs a first pass more in garbage collection than it saves)
+#: evidence (larger costs a first pass more in garbage collection than it saves); requests over
+#: 8,192 characters are kept apart, 1 M characters of them (:func:`~callscope.core.memo.text_cache`)
 REQUEST_CACHE_SIZE = 2048
 
 

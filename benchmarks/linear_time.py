@@ -5,7 +5,9 @@ quadratic one).
 The probes are what a peer controls: an argument value, the request, both (the value a
 tenth of the request, and equal to it), a parameter's description (alone and with the
 request), an enum of many members, a default, a number argument beside a long request (the
-request's numbers are read), the parser on model text, and the action classifier. The shapes
+request's numbers are read), the parser on model text, the action classifier, and the guard
+(``guard.check`` of a call against a long conversation and of a long answer text, and a
+repair with its correction and re-check). The shapes
 are runs of what the rules look for: letters, digits and their separators, number words,
 dates, times, units, percentages, places, codes, commas, ``key:value`` pairs, templates,
 URLs, distinct words, accents, brackets, quotes, the call syntaxes. The verdict cache is off
@@ -29,6 +31,8 @@ from collections.abc import Callable
 from typing import Any
 
 from callscope.calibration.classify import CLASSIFIER_PRESETS, classify_emission
+from callscope.guard.check import check
+from callscope.guard.repair import repair
 from callscope.parse import parse_output
 from callscope.saag import cascade
 from callscope.types import ToolCall
@@ -116,6 +120,64 @@ def _in_a_call(text: str) -> str:
     return json.dumps([{"name": "f", "arguments": {"x": text}}])
 
 
+#: a registry for the guard's probes: a description with an example, a format and a default
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "book",
+            "description": "Book. Example: 1 for Bangkok. Format 'City, State'. Defaults to 2.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "e.g. 'Berkeley, CA'"},
+                    "n": {"type": "integer", "default": 2},
+                    "when": {"type": "string", "description": "date YYYY-MM-DD"},
+                },
+                "required": ["city", "when"],
+            },
+        },
+    }
+]
+
+
+def _answer(text: str | None = None) -> dict[str, Any]:
+    """An answer whose call reaches stage 3 and fails it (nothing of it is in the probes)."""
+    arguments = json.dumps({"city": "Lyon, FR", "n": 5, "when": "2024-03-05"})
+    call = {"id": "c", "function": {"name": "book", "arguments": arguments}}
+    return {"role": "assistant", "content": text, "tool_calls": [call]}
+
+
+def _guard(text: str) -> float:
+    """``guard.check`` of a call against a conversation of ``text``, an answer, and ``text``
+    again as the last user turn's context."""
+    text += f" #{next(_fresh)}"
+    messages = [
+        {"role": "user", "content": text},
+        {"role": "assistant", "content": text[: len(text) // 2]},
+        {"role": "user", "content": "book it"},
+    ]
+    t0 = time.process_time()
+    check(_answer(), _TOOLS, messages)
+    return time.process_time() - t0
+
+
+def _timed_check(text: str) -> float:
+    """``guard.check`` of an answer whose text is ``text`` (its calls are read from it)."""
+    answer = {"role": "assistant", "content": text + f" #{next(_fresh)}"}
+    t0 = time.process_time()
+    check(answer, _TOOLS, [{"role": "user", "content": "book Lyon"}])
+    return time.process_time() - t0
+
+
+def _repair(text: str) -> float:
+    """One repair (check, correction, one re-ask answered alike, check) of that call."""
+    messages = [{"role": "user", "content": text + f" #{next(_fresh)}"}]
+    t0 = time.process_time()
+    repair(lambda _convo, _tools: _answer(), messages, _TOOLS, k=1)
+    return time.process_time() - t0
+
+
 #: probe name -> (shape, n) -> CPU seconds
 PROBES: dict[str, Callable[[Shape, int], float]] = {
     "value_long": lambda s, n: _diagnose(s(n), "Weather in Paris please", _functions()),
@@ -132,6 +194,9 @@ PROBES: dict[str, Callable[[Shape, int], float]] = {
     "parse": lambda s, n: _parse(s(n)),
     "parse_in_a_call": lambda s, n: _parse(_in_a_call(s(n))),
     "classify": lambda s, n: _classify(s(n)),
+    "guard_conversation": lambda s, n: _guard(s(n)),
+    "guard_answer_text": lambda s, n: _timed_check(s(n)),
+    "guard_repair": lambda s, n: _repair(s(n)),
 }
 
 

@@ -315,3 +315,43 @@ def test_proxy_server_with_the_guardrail_in_its_config(tmp_path) -> None:
             for p in procs:
                 p.terminate()
                 p.wait(timeout=30)
+
+
+def test_a_long_conversation_is_checked_off_litellms_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request of 200,000 characters is checked on callscope's threads, so LiteLLM's event
+    loop serves other requests meanwhile (stage 3 reads the whole conversation); a short one
+    on the loop, as before. The verdict is the same either way: that of
+    ``callscope.guard_check``."""
+    import threading
+
+    import callscope.integrations.litellm_guardrail as guardrail
+    from callscope.integrations.litellm_guardrail import LOOP_CHECK_CHARS
+
+    where: list[str] = []
+    real = guardrail.check
+
+    def recording(*args: object, **kwargs: object) -> object:
+        where.append(threading.current_thread().name)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(guardrail, "check", recording)
+    long_messages = [{"role": "user", "content": "The weather in Paris? " * 9_100}]
+    assert len(long_messages[0]["content"]) > LOOP_CHECK_CHARS
+
+    async def go() -> None:
+        g = CallscopeGuardrail(guardrail_name="callscope", event_hook="post_call")
+        for messages in (MESSAGES, long_messages):
+            resp = await litellm.acompletion(
+                model="gpt-4o", messages=messages, tools=TOOLS, mock_response=_mock("London")
+            )
+            data = {"model": "gpt-4o", "messages": messages, "tools": TOOLS}
+            out = await g.async_post_call_success_hook(data, None, resp)
+            want = callscope.guard_check(resp.model_dump(), TOOLS, messages)
+            assert out.callscope["verdict"]["calls"][0]["diagnosis"]["hard"] == ["city"]
+            assert [c.diagnosis.hard for c in want.calls] == [["city"]]
+
+    asyncio.run(go())
+    assert where[0] == threading.main_thread().name  # the short request: on the loop
+    assert where[1].startswith("callscope-repair")  # the long one: off it

@@ -87,6 +87,12 @@ def content_text(content: Any) -> str:
     return ""
 
 
+def conversation_chars(messages: Sequence[Any]) -> int:
+    """The characters of the messages' texts: what stage 3 reads, so what a check's time
+    grows with (a host decides by it whether to check off its event loop)."""
+    return sum(len(content_text(m.get("content"))) for m in messages or () if isinstance(m, dict))
+
+
 def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:
     """(query, context) of a request: the last user message's text, and the earlier user
     messages and tool results, in order."""

@@ -23,6 +23,7 @@ from agents import (  # noqa: E402
     function_tool,
 )
 from fakeserver import FakeServer, Step, openai_reply  # noqa: E402
+from hostile import random_words  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 import callscope  # noqa: E402
@@ -41,9 +42,9 @@ def _call(call_id: str, city: str) -> dict:
     }
 
 
-def _run(guardrail, script):
-    """Run the weather agent on ``LYON`` against the scripted server; return the run result,
-    the requests the server saw, the replies it gave and the calls the tool ran."""
+def _run(guardrail, script, question=LYON):
+    """Run the weather agent on ``question`` against the scripted server; return the run
+    result, the requests the server saw, the replies it gave and the calls the tool ran."""
     ran: list[dict[str, str]] = []
 
     @function_tool(tool_input_guardrails=[guardrail])
@@ -69,7 +70,7 @@ def _run(guardrail, script):
             tools=[get_weather],
             model=OpenAIChatCompletionsModel(model="scripted", openai_client=client),
         )
-        result = Runner.run_sync(agent, LYON, run_config=RunConfig(tracing_disabled=True))
+        result = Runner.run_sync(agent, question, run_config=RunConfig(tracing_disabled=True))
         requests = [r["json"] for r in server.requests]
     return result, requests, replies, ran
 
@@ -124,6 +125,32 @@ def test_each_verdict_equals_guard_check_on_what_the_sdk_sent(run):
             assert res.output.behavior["type"] == "allow"
         else:
             assert res.output.behavior == {"type": "reject_content", "message": fix}
+
+
+def test_a_long_run_is_checked_off_the_sdks_event_loop(monkeypatch):
+    """A question of 100,000 characters: the guardrail checks each call on a worker thread,
+    so the SDK's event loop runs other agents meanwhile (stage 3 reads the whole run); the
+    decisions are those of the short run."""
+    import threading
+
+    import callscope.integrations.agents as agents_integration
+    from callscope.integrations.verdicts import LOOP_CHECK_CHARS
+
+    where = []
+    real = agents_integration.check
+
+    def recording(*args, **kwargs):
+        where.append(threading.current_thread() is threading.main_thread())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(agents_integration, "check", recording)
+    question = random_words(30, 100_000) + " " + LYON
+    assert len(question) > LOOP_CHECK_CHARS
+    result, _requests, _replies, ran = _run(guard, SCRIPT, question)
+    assert ran == [{"city": "Lyon", "unit": "celsius"}]  # Marseille rejected, Lyon run
+    kinds = [r.output.behavior["type"] for r in result.tool_input_guardrail_results]
+    assert kinds == ["reject_content", "allow"]
+    assert where == [False, False]  # both checks off the loop's thread
 
 
 def test_the_structured_correction_when_not_gated():

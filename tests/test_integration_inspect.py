@@ -237,3 +237,42 @@ def test_rescoring_the_log_with_inspect_score_gives_the_same_scores(log):
             live.explanation,
             live.metadata,
         )
+
+
+def test_a_long_sample_is_checked_off_inspects_event_loop(tmp_path, monkeypatch):
+    """A question of 100,000 characters: the approver's checks and the scorer's run on worker
+    threads, so Inspect's event loop runs other samples meanwhile (stage 3 reads the whole
+    conversation); the decisions are those of the short sample."""
+    import threading
+
+    from hostile import random_words
+
+    import callscope.integrations.inspect_ai_scorer as inspect_integration
+
+    off_loop: list[bool] = []
+    real = inspect_integration.check
+
+    def recording(*args, **kwargs):
+        off_loop.append(threading.current_thread() is not threading.main_thread())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inspect_integration, "check", recording)
+    policy = tmp_path / "approval.yaml"
+    policy.write_text("approvers:\n  - name: callscope/guard\n    tools: '*'\n", encoding="utf-8")
+    question = random_words(31, 100_000) + " " + LYON
+    task = Task(
+        dataset=[Sample(input=question, id="long")],
+        solver=[use_tools(get_weather()), generate()],
+        scorer=scorer_create("callscope/tool_calls"),
+    )
+    RAN.clear()
+    [result] = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=scripted),
+        approval=str(policy),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert result.status == "success", result.error
+    assert RAN == [{"city": "Lyon", "unit": "celsius"}]  # Marseille rejected, Lyon run
+    assert len(off_loop) >= 4 and all(off_loop)  # the approver's checks and the scorer's

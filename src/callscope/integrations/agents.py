@@ -51,8 +51,9 @@ from agents import (
 from agents.tool_context import ToolContext
 
 from callscope.guard.check import TurnVerdict, check, content_text
+from callscope.guard.inputs import conversation_chars
 from callscope.integrations.formats import responses_messages
-from callscope.integrations.verdicts import acts_on, call_row, correction_for
+from callscope.integrations.verdicts import acts_on, call_row, correction_for, off_the_loop
 from callscope.records.wire import ChatMessage, ChatTool
 from callscope.saag.gated import GATED_DEFAULT
 
@@ -177,7 +178,7 @@ def callscope_guardrail(
     paper's structured correction on every failure; ``grounding`` names the stage-3 mode."""
     settings = GATED_DEFAULT if gated else None
 
-    def check_input(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+    async def check_input(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context, agent = data.context, data.agent
         if not any(
             isinstance(t, FunctionTool) and t.name == context.tool_name for t in agent.tools
@@ -185,7 +186,8 @@ def callscope_guardrail(
             return ToolGuardrailFunctionOutput.allow(
                 output_info={"checked": False, "reason": "not one of the agent's tools"}
             )
-        turn = check_tool_call(context, agent, grounding)
+        chars = conversation_chars(run_messages(context))  # a long run's: on a thread
+        turn = await off_the_loop(chars, check_tool_call, context, agent, grounding)
         verdict = turn.calls[0]
         info = {"checked": True, **call_row(verdict)}
         fix = correction_for(verdict, settings, turn.parse_error)

@@ -77,6 +77,7 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.tool import Tool, ToolCall, ToolCallView, ToolDef
 
 from callscope.guard.check import TurnVerdict, check
+from callscope.guard.inputs import conversation_chars
 from callscope.integrations.verdicts import (
     FINAL_ANSWER_TOOLS,
     STAGE_KEYS,
@@ -84,6 +85,7 @@ from callscope.integrations.verdicts import (
     call_row,
     correction_for,
     describe,
+    off_the_loop,
     stage_counts,
 )
 from callscope.records import wire
@@ -251,7 +253,11 @@ def tool_calls(grounding: str | None = None, final_answer: Sequence[str] | None 
         # itself (``react()``), has no sample tools: read the ones each model call was
         # offered from the sample's events
         tools = state.tools or recorded_tools(transcript().events)
-        return score_of(diagnose_messages(state.messages, tools, grounding, final))
+        chars = conversation_chars(openai_messages(state.messages))  # a long one: on a thread
+        turns = await off_the_loop(
+            chars, diagnose_messages, state.messages, tools, grounding, final
+        )
+        return score_of(turns)
 
     return score
 
@@ -341,7 +347,11 @@ def guard(
                 metadata={"callscope": {"final_answer": call.function}},
             )
         tools = offered_tools(call, transcript().events) or state.tools
-        turn = check_call(message, call, _conversation(history, state), tools, grounding, final)
+        conversation = _conversation(history, state)
+        chars = conversation_chars(openai_messages(conversation))  # a long one: on a thread
+        turn = await off_the_loop(
+            chars, check_call, message, call, conversation, tools, grounding, final
+        )
         verdict = turn.calls[0]
         fix = correction_for(verdict, settings, turn.parse_error)
         meta = {"callscope": call_row(verdict)}

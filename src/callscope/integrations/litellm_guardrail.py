@@ -94,7 +94,7 @@ from callscope.integrations.litellm_routes import (
     rewrite,
     stream_out,
 )
-from callscope.integrations.verdicts import acts_on, turn_correction
+from callscope.integrations.verdicts import acts_on, off_the_loop, turn_correction
 from callscope.records.wire import CallscopeNote, ChatCompletion, ChatMessage, ChatRequest
 from callscope.saag.gated import GATED_DEFAULT
 
@@ -124,10 +124,6 @@ log = logging.getLogger("callscope.integrations.litellm")
 #: its workers at (CPUs + 4) concurrent repairs, and their re-asks then waited for a worker
 #: forever, the host's other requests with them. More repairs than this wait their turn.
 REPAIR_THREADS = 32
-#: a request whose messages hold more characters than this is checked on callscope's threads,
-#: not on LiteLLM's event loop: stage 3 reads the whole conversation (about 0.5 s for 1 MB),
-#: and every other request the loop serves would wait as long
-LOOP_CHECK_CHARS = 65_536
 _repair_pool: ThreadPoolExecutor | None = None
 _repair_pool_lock = threading.Lock()
 
@@ -206,18 +202,6 @@ class CallscopeGuardrail(CustomGuardrail):
         message = fmt.message(response) if fmt is not None else None
         return self._check(data, message if message is not None else as_dict(response))
 
-    async def _check_off_loop(self, data: ChatRequest, message: ChatMessage) -> TurnVerdict:
-        """:meth:`_check`, on callscope's threads when the request is long
-        (:data:`LOOP_CHECK_CHARS`), else here."""
-        if conversation_chars(request_messages(data)) <= LOOP_CHECK_CHARS:
-            return self._check(data, message)
-        loop = asyncio.get_running_loop()
-        run = functools.partial(self._check, data, message)
-        verdict: TurnVerdict = await loop.run_in_executor(
-            _repair_threads(), contextvars.copy_context().run, run
-        )
-        return verdict
-
     def _check(self, data: ChatRequest, message: ChatMessage) -> TurnVerdict:
         return check(
             message,
@@ -253,7 +237,8 @@ class CallscopeGuardrail(CustomGuardrail):
         :meth:`CallscopeBlocked.for_proxy` (its body then carries the correction and the
         verdict); a stream's as it is (the proxy's stream error path turns a dict detail
         into its text: measured, ``docs/hosts.md``), its message carrying the correction."""
-        verdict = await self._check_off_loop(data, message)
+        chars = conversation_chars(request_messages(data))  # a long request: on a thread
+        verdict = await off_the_loop(chars, self._check, data, message)
         acted = acts_on(verdict, self.settings)
         if self.callscope_mode == "annotate" or not acted:
             return None, {"verdict": utf8_safe(verdict.to_dict())}, verdict

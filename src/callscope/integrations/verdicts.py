@@ -30,12 +30,21 @@ Two rules every integration shares through :func:`callscope.guard.check.check` (
   (:attr:`callscope.records.FailureKind.ASK`, :func:`callscope.saag.ask.with_ask`), whose
   one correction tells the agent to ask the user, in the approver, the guardrails, the
   proxy and ``guard_repair`` alike.
+
+And one rule of where a check runs (:func:`off_the_loop`): a host that checks in its event
+loop (LiteLLM's hooks, the Agents SDK's guardrails, Inspect's approver and scorer) has a
+request over :data:`LOOP_CHECK_CHARS` characters checked on a thread, because stage 3 reads
+the whole conversation and the host's other work would wait as long.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+import contextvars
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import anyio.to_thread
 
 from callscope.guard.check import CallVerdict, TurnVerdict
 from callscope.guard.repair import repair_policy
@@ -44,6 +53,24 @@ from callscope.saag.correction import feedback
 from callscope.saag.gated import GATED_DEFAULT, GatedSettings, confident_kinds
 from callscope.saag.messages import gated_message
 from callscope.types import ToolCall
+
+T = TypeVar("T")
+
+#: a request whose messages hold more characters than this is checked off the host's event
+#: loop (:func:`off_the_loop`): stage 3 reads it in tens of ms at this size (a quarter second
+#: for text dense with numbers), about 0.5 s for 1 MB
+LOOP_CHECK_CHARS = 65_536
+
+
+async def off_the_loop(chars: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, here when the request it checks holds at most :data:`LOOP_CHECK_CHARS`
+    characters (``chars``: :func:`callscope.guard.inputs.conversation_chars`), else on one
+    of anyio's worker threads (asyncio and trio hosts alike), in this context."""
+    if chars <= LOOP_CHECK_CHARS:
+        return fn(*args)
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    return await anyio.to_thread.run_sync(call)
+
 
 #: the final-answer tools of the hosts' own agents: Inspect's ``basic_agent(submit_name=)`` and
 #: ``react(submit=AgentSubmit(name=))`` both default to ``submit``

@@ -142,9 +142,8 @@ def repair(
     best so far); ``None`` sends the paper's structured correction. ``deadline`` is a
     ``clock()`` time after which no further re-ask starts. ``checker`` is :func:`check` or a
     function that runs it elsewhere (the proxy's worker processes, for a long conversation).
-    An exception from the first ask
-    propagates; one from a re-ask ends the repair with the best answer so far
-    (``stopped="error"``)."""
+    An exception from the first ask propagates; one from a re-ask ends the repair with the
+    best answer so far (``stopped="error"``)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     policy = repair_policy(k, settings)

@@ -274,10 +274,10 @@ class Guard:
         def checked(reply: Any, tools_: Any, base: Any, grounding: Any) -> TurnVerdict:
             if size <= THREAD_CHECK_BYTES:
                 return check(reply, tools_, base, grounding)
-            verdict: TurnVerdict = anyio.from_thread.run(
+            elsewhere: TurnVerdict = anyio.from_thread.run(
                 self.heavy.run, check, reply, tools_, base, grounding
             )
-            return verdict
+            return elsewhere
 
         def ask(convo: list[ChatMessage], _tools: Any) -> ChatCompletion:
             if gone is not None and gone.is_set():

@@ -254,3 +254,33 @@ def test_the_verdict_cache_holds_at_most_its_characters(monkeypatch: pytest.Monk
     assert 10 <= len(held) < 60
     kept = [k[2][:3] for k in cascade._verdicts]
     assert kept[-1] == "059" and "000" not in kept  # the newest kept, the oldest let go
+
+
+def test_a_registry_let_go_while_its_check_runs_is_forgotten_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The guard lets a registry go (64 others arrive) while a check of it is still running:
+    whatever that check keeps after the cascade forgot the registry is forgotten when the
+    check ends, so no verdict holds the list."""
+    import importlib
+
+    guard_check_module = importlib.import_module("callscope.guard.check")  # (the module)
+    from callscope.guard.inputs import REGISTRY_CACHE_SIZE, registry_of
+    from callscope.saag import cascade
+
+    tools = [_tool("get_weather", "x"), _tool("pad_race", random_words(77, 2_000))]
+    real = guard_check_module._check
+    seen: list[Any] = []
+
+    def racing(response: Any, functions: Any, *rest: Any) -> Any:
+        real(response, functions, *rest)  # kept: a verdict holds the list
+        for i in range(REGISTRY_CACHE_SIZE):  # meanwhile, other requests push it out
+            registry_of([_tool("get_weather", "x"), _tool(f"other{i}", "y")])
+        seen.append(functions)
+        return real(response, functions, *(r + " again" if isinstance(r, str) else r for r in rest))
+
+    monkeypatch.setattr(guard_check_module, "_check", racing)
+    question = [{"role": "user", "content": "Weather in Paris? race"}]
+    check(_response(), tools, question)
+    [functions] = seen
+    assert not any(v[0] is functions for v in cascade._verdicts.values())

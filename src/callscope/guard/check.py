@@ -52,6 +52,7 @@ from callscope.guard.inputs import (  # noqa: F401 (functions_of: importable fro
     evidence_of,
     functions_of,
     registry_of,
+    still_kept,
 )
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
@@ -59,7 +60,7 @@ from callscope.records import Diagnosis, FailureKind
 from callscope.records.wire import ChatMessage, FunctionSpec, JsonObject
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.ask import with_ask
-from callscope.saag.cascade import find_spec, spec_properties
+from callscope.saag.cascade import find_spec, forget_registry, spec_properties
 from callscope.saag.correction import (
     AnswerVerdict,
     CheckedCall,
@@ -363,7 +364,10 @@ def check(
     the host's final answer, left out of the verdict (:func:`split_final`)."""
     functions, kept = registry_of(tools)
     with nullcontext() if kept else transient():  # (a registry the guard does not keep)
-        return _check(response, functions, messages, grounding, final_answer)
+        verdict = _check(response, functions, messages, grounding, final_answer)
+    if kept and not still_kept(functions):  # let go while this check ran: what it kept too
+        forget_registry(functions)
+    return verdict
 
 
 def _check(

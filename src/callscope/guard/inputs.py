@@ -74,6 +74,13 @@ def registry_of(tools: Sequence[Any] | None) -> tuple[list[FunctionSpec], bool]:
     return out, True
 
 
+def still_kept(functions: list[FunctionSpec]) -> bool:
+    """Whether the list ``functions`` (from :func:`registry_of`) is still kept: a check that
+    ran while it was let go may have put its verdicts back, and then forgets them itself."""
+    with _registries_lock:
+        return any(kept is functions for kept in _registries.values())
+
+
 def content_text(content: Any) -> str:
     """The text of a message's ``content``: a string, or the text parts of a list."""
     if isinstance(content, str):

@@ -101,13 +101,13 @@ def test_the_entry_point_makes_the_scorer_and_approver_available_by_name():
     assert out.stdout.split() == ["callscope/tool_calls", "True", "True"]
 
 
-@pytest.fixture(scope="module")
-def log(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("inspect")
+def _eval(tmp: Path, dataset: list[Sample]):
+    """An ``eval()`` of the weather task on ``dataset`` with the scripted model, the scorer and
+    the approver chosen by name; its one log, after checking that it succeeded."""
     policy = tmp / "approval.yaml"
     policy.write_text("approvers:\n  - name: callscope/guard\n    tools: '*'\n", encoding="utf-8")
     task = Task(
-        dataset=[Sample(input=PARIS, id="paris"), Sample(input=LYON, id="lyon")],
+        dataset=dataset,
         solver=[use_tools(get_weather()), generate()],
         scorer=scorer_create("callscope/tool_calls"),
     )
@@ -121,6 +121,12 @@ def log(tmp_path_factory):
     )
     assert result.status == "success", result.error
     return result
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory):
+    dataset = [Sample(input=PARIS, id="paris"), Sample(input=LYON, id="lyon")]
+    return _eval(tmp_path_factory.mktemp("inspect"), dataset)
 
 
 def _samples(log):
@@ -257,22 +263,7 @@ def test_a_long_sample_is_checked_off_inspects_event_loop(tmp_path, monkeypatch)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(inspect_integration, "check", recording)
-    policy = tmp_path / "approval.yaml"
-    policy.write_text("approvers:\n  - name: callscope/guard\n    tools: '*'\n", encoding="utf-8")
     question = random_words(31, 100_000) + " " + LYON
-    task = Task(
-        dataset=[Sample(input=question, id="long")],
-        solver=[use_tools(get_weather()), generate()],
-        scorer=scorer_create("callscope/tool_calls"),
-    )
-    RAN.clear()
-    [result] = eval(
-        task,
-        model=get_model("mockllm/model", custom_outputs=scripted),
-        approval=str(policy),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-    )
-    assert result.status == "success", result.error
+    _eval(tmp_path, [Sample(input=question, id="long")])
     assert RAN == [{"city": "Lyon", "unit": "celsius"}]  # Marseille rejected, Lyon run
     assert len(off_loop) >= 4 and all(off_loop)  # the approver's checks and the scorer's

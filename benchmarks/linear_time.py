@@ -95,25 +95,22 @@ def _functions(
 _fresh = itertools.count()
 
 
+def _cpu(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
+    """The CPU seconds of ``fn(*args, **kwargs)``."""
+    t0 = time.process_time()
+    fn(*args, **kwargs)
+    return time.process_time() - t0
+
+
 def _diagnose(value: Any, query: str, functions: list[dict[str, Any]], args: Any = None) -> float:
     call = ToolCall("f", args if args is not None else {"x": value})
     query += f" #{next(_fresh)}"  # a request never seen
-    t0 = time.process_time()
-    cascade.diagnose(call, functions, query)
-    return time.process_time() - t0
+    return _cpu(cascade.diagnose, call, functions, query)
 
 
-def _parse(text: str) -> float:
-    t0 = time.process_time()
-    parse_output(text)
-    return time.process_time() - t0
-
-
-def _classify(text: str) -> float:
-    t0 = time.process_time()
+def _classify(text: str) -> None:
     for preset in ("default", "paper"):
         classify_emission(text, CLASSIFIER_PRESETS[preset])
-    return time.process_time() - t0
 
 
 def _in_a_call(text: str) -> str:
@@ -157,25 +154,19 @@ def _guard(text: str) -> float:
         {"role": "assistant", "content": text[: len(text) // 2]},
         {"role": "user", "content": "book it"},
     ]
-    t0 = time.process_time()
-    check(_answer(), _TOOLS, messages)
-    return time.process_time() - t0
+    return _cpu(check, _answer(), _TOOLS, messages)
 
 
-def _timed_check(text: str) -> float:
+def _guard_text(text: str) -> float:
     """``guard.check`` of an answer whose text is ``text`` (its calls are read from it)."""
     answer = {"role": "assistant", "content": text + f" #{next(_fresh)}"}
-    t0 = time.process_time()
-    check(answer, _TOOLS, [{"role": "user", "content": "book Lyon"}])
-    return time.process_time() - t0
+    return _cpu(check, answer, _TOOLS, [{"role": "user", "content": "book Lyon"}])
 
 
 def _repair(text: str) -> float:
     """One repair (check, correction, one re-ask answered alike, check) of that call."""
     messages = [{"role": "user", "content": text + f" #{next(_fresh)}"}]
-    t0 = time.process_time()
-    repair(lambda _convo, _tools: _answer(), messages, _TOOLS, k=1)
-    return time.process_time() - t0
+    return _cpu(repair, lambda _convo, _tools: _answer(), messages, _TOOLS, k=1)
 
 
 #: probe name -> (shape, n) -> CPU seconds
@@ -191,11 +182,11 @@ PROBES: dict[str, Callable[[Shape, int], float]] = {
     ),
     "default_long": lambda s, n: _diagnose(s(n // 10), s(n), _functions(default=s(n // 10))),
     "number_beside_query": lambda s, n: _diagnose(None, s(n), _functions(), {"x": "a", "y": 123}),
-    "parse": lambda s, n: _parse(s(n)),
-    "parse_in_a_call": lambda s, n: _parse(_in_a_call(s(n))),
-    "classify": lambda s, n: _classify(s(n)),
+    "parse": lambda s, n: _cpu(parse_output, s(n)),
+    "parse_in_a_call": lambda s, n: _cpu(parse_output, _in_a_call(s(n))),
+    "classify": lambda s, n: _cpu(_classify, s(n)),
     "guard_conversation": lambda s, n: _guard(s(n)),
-    "guard_answer_text": lambda s, n: _timed_check(s(n)),
+    "guard_answer_text": lambda s, n: _guard_text(s(n)),
     "guard_repair": lambda s, n: _repair(s(n)),
 }
 

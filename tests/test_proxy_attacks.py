@@ -43,11 +43,17 @@ def status_line(raw: bytes) -> bytes:
     return raw.split(b"\r\n", 1)[0]
 
 
-def peak_rss_mib(pid: int) -> float:
+def status_mib(pid: int, field: str) -> float:
+    """A memory ``field`` of ``/proc/PID/status`` (``VmHWM``: the peak resident size,
+    ``VmRSS``: the resident size now) in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
-    raise AssertionError("no VmHWM")
+    raise AssertionError(f"no {field}")
+
+
+def peak_rss_mib(pid: int) -> float:
+    return status_mib(pid, "VmHWM")
 
 
 # --------------------------------------------------------------------------- item 1

@@ -26,6 +26,7 @@ import httpx
 import pytest
 from hostile import random_words
 from proxyserve import callscope_serve, raw_exchange, read_all
+from test_proxy_attacks import status_mib
 
 from callscope.guard.proxy import GUARD_HEADER
 from callscope.store.run_store import RunStore
@@ -343,6 +344,32 @@ def test_a_small_answer_to_a_long_conversation_is_checked_off_the_event_loop(
     assert short.headers[GUARD_HEADER] == "passed"
     assert asked >= 2
     assert health["checked_in_workers"] - in_workers == asked
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_callscope_serve_stays_flat_under_distinct_long_requests(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """``callscope serve`` driven by httpx: 30 requests, each a conversation of 200,000
+    characters that does not state the answer's argument (stage 3 reads all of it, the guard
+    re-asks) and tools of 300,000 no other request sends. The server's resident size grows by
+    under 40 MiB from the 5th request to the 30th (what it keeps between requests is bounded
+    in size: ``tests/test_memory_bounds.py``)."""
+    with callscope_serve(upstream.url, tmp_path / "run") as served, httpx.Client() as client:
+        sizes = []
+        for i in range(30):
+            pad = {"name": "pad", "description": random_words(500 + i, 300_000)}
+            body = {
+                "model": "good",
+                "messages": [{"role": "user", "content": random_words(i, 200_000)}],
+                "tools": [*TOOLS, {"type": "function", "function": pad}],
+            }
+            r = client.post(served.url + "/chat/completions", json=body, timeout=60)
+            # "Paris" is nowhere in the conversation: stage 3 reads all of it, re-asks
+            assert (r.status_code, r.headers[GUARD_HEADER]) == (200, "unrepaired")
+            sizes.append(status_mib(served.proc.pid, "VmRSS"))
+    print("resident MiB after each request:", [round(s) for s in sizes])
+    assert sizes[-1] - sizes[4] < 40, [round(s) for s in sizes]
 
 
 # --------------------------------------------------------------------------- item 9, 10

@@ -156,18 +156,22 @@ def run_messages(context: ToolContext[Any]) -> list[ChatMessage]:
 
 
 def check_tool_call(
-    context: ToolContext[Any], agent: Agent[Any], grounding: str | None = None
+    context: ToolContext[Any],
+    agent: Agent[Any],
+    grounding: str | None = None,
+    messages: list[ChatMessage] | None = None,
 ) -> TurnVerdict:
     """The verdict on the call ``context`` is about to run: the call as an assistant message
     of its own, against ``agent``'s function tools and the run's evidence
-    (:func:`run_messages`)."""
+    (:func:`run_messages`; ``messages``, when already read)."""
     call = {
         "id": context.tool_call_id,
         "type": "function",
         "function": {"name": context.tool_name, "arguments": context.tool_arguments},
     }
     response = {"role": "assistant", "content": "", "tool_calls": [call]}
-    return check(response, openai_tools(agent.tools), run_messages(context), grounding)
+    evidence = run_messages(context) if messages is None else messages
+    return check(response, openai_tools(agent.tools), evidence, grounding)
 
 
 def callscope_guardrail(
@@ -186,8 +190,10 @@ def callscope_guardrail(
             return ToolGuardrailFunctionOutput.allow(
                 output_info={"checked": False, "reason": "not one of the agent's tools"}
             )
-        chars = conversation_chars(run_messages(context))  # a long run's: on a thread
-        turn = await off_the_loop(chars, check_tool_call, context, agent, grounding)
+        messages = run_messages(context)  # a long run's: checked on a thread
+        turn = await off_the_loop(
+            conversation_chars(messages), check_tool_call, context, agent, grounding, messages
+        )
         verdict = turn.calls[0]
         info = {"checked": True, **call_row(verdict)}
         fix = correction_for(verdict, settings, turn.parse_error)

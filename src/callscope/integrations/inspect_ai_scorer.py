@@ -77,7 +77,6 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.tool import Tool, ToolCall, ToolCallView, ToolDef
 
 from callscope.guard.check import TurnVerdict, check
-from callscope.guard.inputs import conversation_chars
 from callscope.integrations.verdicts import (
     FINAL_ANSWER_TOOLS,
     STAGE_KEYS,
@@ -253,7 +252,7 @@ def tool_calls(grounding: str | None = None, final_answer: Sequence[str] | None 
         # itself (``react()``), has no sample tools: read the ones each model call was
         # offered from the sample's events
         tools = state.tools or recorded_tools(transcript().events)
-        chars = conversation_chars(openai_messages(state.messages))  # a long one: on a thread
+        chars = _text_chars(state.messages)  # a long sample: checked on a thread
         turns = await off_the_loop(
             chars, diagnose_messages, state.messages, tools, grounding, final
         )
@@ -307,6 +306,13 @@ def offered_tools(call: ToolCall, events: Sequence[Any]) -> list[wire.ChatTool] 
     return [{"type": "function", "function": t.model_dump(exclude_none=True)} for t in chosen.tools]
 
 
+def _text_chars(messages: Sequence[ChatMessage]) -> int:
+    """The characters of Inspect messages' texts, read from them as they are (what
+    :func:`~callscope.guard.inputs.conversation_chars` counts of the OpenAI form): whether a
+    check goes off the event loop (:func:`~callscope.integrations.verdicts.off_the_loop`)."""
+    return sum(len(m.text) for m in messages)
+
+
 def _conversation(history: Sequence[ChatMessage], state: TaskState) -> Sequence[ChatMessage]:
     """The evidence of a call: the ``history`` the agent handed the approver when it holds
     the request (a user or tool message), else the sample's conversation (``basic_agent``
@@ -348,7 +354,7 @@ def guard(
             )
         tools = offered_tools(call, transcript().events) or state.tools
         conversation = _conversation(history, state)
-        chars = conversation_chars(openai_messages(conversation))  # a long one: on a thread
+        chars = _text_chars(conversation)  # a long one: checked on a thread
         turn = await off_the_loop(
             chars, check_call, message, call, conversation, tools, grounding, final
         )

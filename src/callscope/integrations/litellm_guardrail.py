@@ -202,11 +202,18 @@ class CallscopeGuardrail(CustomGuardrail):
         message = fmt.message(response) if fmt is not None else None
         return self._check(data, message if message is not None else as_dict(response))
 
-    def _check(self, data: ChatRequest, message: ChatMessage) -> TurnVerdict:
+    def _check(
+        self,
+        data: ChatRequest,
+        message: ChatMessage,
+        messages: list[ChatMessage] | None = None,
+    ) -> TurnVerdict:
+        """:func:`check` of ``message`` against the request ``data`` (``messages``: its
+        messages, when already read)."""
         return check(
             message,
             chat_tools(data.get("tools")),
-            request_messages(data),
+            request_messages(data) if messages is None else messages,
             self.grounding,
             self.final_answer,
         )
@@ -237,8 +244,10 @@ class CallscopeGuardrail(CustomGuardrail):
         :meth:`CallscopeBlocked.for_proxy` (its body then carries the correction and the
         verdict); a stream's as it is (the proxy's stream error path turns a dict detail
         into its text: measured, ``docs/hosts.md``), its message carrying the correction."""
-        chars = conversation_chars(request_messages(data))  # a long request: on a thread
-        verdict = await off_the_loop(chars, self._check, data, message)
+        messages = request_messages(data)  # a long request: checked on a thread
+        verdict = await off_the_loop(
+            conversation_chars(messages), self._check, data, message, messages
+        )
         acted = acts_on(verdict, self.settings)
         if self.callscope_mode == "annotate" or not acted:
             return None, {"verdict": utf8_safe(verdict.to_dict())}, verdict

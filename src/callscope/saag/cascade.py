@@ -292,22 +292,21 @@ def diagnose(
         mode = _named_mode(named)
     d = _diagnose(call, functions, query, mode, context, judge)
     if key is not None and keeping():
-        _keep_verdict(
-            key, (functions, named, _kept(d), len(query) + text_size(key[3]) + len(key[6]))
-        )
+        _keep_verdict(key, functions, named, _kept(d))
     return d
 
 
 def _keep_verdict(
-    key: tuple[Any, ...], entry: tuple[Sequence[Any], Any, dict[str, Any], int]
+    key: tuple[Any, ...], functions: Sequence[Any], named: Any, kept: dict[str, Any]
 ) -> None:
-    """Keep a verdict, the oldest out while over :data:`VERDICT_CACHE_SIZE` or
-    :data:`VERDICT_CACHE_CHARS`."""
+    """Keep a verdict under ``key`` (:func:`_verdict_key`), weighed by the characters of its
+    texts, the oldest out while over :data:`VERDICT_CACHE_SIZE` or :data:`VERDICT_CACHE_CHARS`."""
     global _verdict_chars
+    chars = len(key[2]) + text_size(key[3]) + len(key[6])  # request, context, arguments
     with _verdicts_lock:
         old = _verdicts.pop(key, None)
-        _verdict_chars += entry[3] - (old[3] if old is not None else 0)
-        _verdicts[key] = entry
+        _verdict_chars += chars - (old[3] if old is not None else 0)
+        _verdicts[key] = (functions, named, kept, chars)
         while len(_verdicts) > VERDICT_CACHE_SIZE or _verdict_chars > VERDICT_CACHE_CHARS:
             _verdict_chars -= _verdicts.popitem(last=False)[1][3]
 

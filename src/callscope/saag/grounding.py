@@ -221,14 +221,13 @@ def exact_match(value: Any, query: str) -> bool:
 #: characters, longer ``l``: rapidfuzz's time grows so; 0.04 s for 256 in 1,000,000, 23 s for
 #: 10,000 in 100,000; at most 64 is one bit-parallel pass). Past it: 0 (:func:`partial_ratio`)
 MAX_RATIO_WORK = 256 * 256 * 1_000_000
-#: a longer value's ratio is not remembered (2,048 values of a megabyte each are 2 GB)
-_RATIO_MEMO_CHARS = 2048
 
 
+@text_cache(REQUEST_CACHE_SIZE)
 def partial_ratio(value: str, query: str) -> float:
     """PartialRatio(v, Q) of eqs. 7-8: ``rapidfuzz.fuzz.partial_ratio`` of the lower-cased
     strings, 0-100, the score of the best contiguous alignment of ``value`` within ``query``
-    (pure; the last few thousand pairs of a value up to 2,048 characters are remembered).
+    (pure; remembered, bounded in size: :func:`~callscope.core.memo.text_cache`).
     Bounded (issue 49): when the shorter string is over 64 characters and the alignment would
     take more than :data:`MAX_RATIO_WORK`, the score is 0 (h(v) = 1, a hard drift: as for a
     value the request does not state). Every BFCL pair is scored exactly.
@@ -238,17 +237,6 @@ def partial_ratio(value: str, query: str) -> float:
     >>> partial_ratio("x" * 5_000, "y" * 50_000)  # over the bound: not aligned
     0.0
     """
-    if len(value) <= _RATIO_MEMO_CHARS:
-        return _remembered_ratio(value, query)
-    return _partial_ratio(value, query)
-
-
-@text_cache(REQUEST_CACHE_SIZE)
-def _remembered_ratio(value: str, query: str) -> float:
-    return _partial_ratio(value, query)
-
-
-def _partial_ratio(value: str, query: str) -> float:
     short, long = sorted((len(value), len(query)))
     if short > 64 and short * short * long > MAX_RATIO_WORK:
         return 0.0

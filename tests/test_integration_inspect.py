@@ -267,3 +267,49 @@ def test_a_long_sample_is_checked_off_inspects_event_loop(tmp_path, monkeypatch)
     _eval(tmp_path, [Sample(input=question, id="long")])
     assert RAN == [{"city": "Lyon", "unit": "celsius"}]  # Marseille rejected, Lyon run
     assert len(off_loop) >= 4 and all(off_loop)  # the approver's checks and the scorer's
+
+
+def test_a_model_call_that_returned_no_choice_is_passed_over_by_the_scorer(tmp_path):
+    """With no tools in the state (an agent that keeps its own, ``inspect score`` of a log),
+    the scorer reads each model call's tools from the sample's events; a model call that
+    returned no choice (a provider's filtered reply) produced no message, and is passed over.
+    It failed the sample with an IndexError before."""
+    from inspect_ai.solver import solver
+
+    outputs = [
+        ModelOutput(model="mockllm/model", choices=[]),
+        ModelOutput.for_tool_call(
+            "mockllm/model", "get_weather", {"city": "Paris", "unit": "celsius"}, content=""
+        ),
+    ]
+    for out in outputs:
+        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+
+    @solver
+    def two_model_calls():
+        async def solve(state, generate):
+            model = get_model()
+            await model.generate(state.messages, tools=[get_weather()])
+            second = await model.generate(state.messages, tools=[get_weather()])
+            state.messages.append(second.message)
+            return state
+
+        return solve
+
+    task = Task(
+        dataset=[Sample(input=PARIS, id="paris")],
+        solver=[two_model_calls()],
+        scorer=scorer_create("callscope/tool_calls"),
+    )
+    [result] = eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert result.status == "success", result.error
+    [sample] = result.samples
+    assert sample.error is None
+    score = sample.scores["tool_calls"]
+    assert (score.value, score.metadata["stage"]) == ("C", 0)
+    assert score.metadata["calls"][0]["arguments"] == {"city": "Paris", "unit": "celsius"}

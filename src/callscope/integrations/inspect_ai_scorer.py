@@ -161,14 +161,15 @@ def openai_messages(messages: Sequence[ChatMessage]) -> list[wire.ChatMessage]:
 
 def recorded_tools(events: Iterable[Any]) -> dict[str | None, list[wire.ChatTool]]:
     """The tools each model call of a sample's ``events`` was offered, as OpenAI ``tools``,
-    by the id of the assistant message it produced; key ``None``: the last model call's."""
+    by the id of the assistant message it produced; key ``None``: the last model call's. A
+    model call that returned no choice produced no message: it is passed over."""
     out: dict[str | None, list[wire.ChatTool]] = {}
     for e in events:
-        if isinstance(e, ModelEvent):
+        if isinstance(e, ModelEvent) and e.output.choices:
             spec = [
                 {"type": "function", "function": t.model_dump(exclude_none=True)} for t in e.tools
             ]
-            out[None] = out[e.output.message.id] = spec
+            out[None] = out[e.output.choices[0].message.id] = spec
     return out
 
 

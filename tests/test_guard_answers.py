@@ -125,6 +125,34 @@ def test_prose_is_an_abstention_and_a_broken_call_attempt_is_a_stage_1_failure()
     assert check("Sunny (25C) all day", TOOLS, user(QUERY)).no_call == "abstained"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    ["42", "3.5", "[2, 3, 5, 7]", '{"answer": 42}', '{"city": "Paris"}', "2+2=4", "👍",
+     '```json\n{"total": 12.5}\n```', '{\n  "membership_status": "silver",\n  "cabin": "economy"\n}'],
+)  # fmt: skip
+def test_an_answer_written_as_data_is_not_a_call_attempt(answer: str) -> None:
+    """A live agent's answer in data (a number, a list, a JSON object with no call key,
+    symbols) passes as an answer: the guard does not block or re-ask it. Before, every text
+    the parser did not read as prose was a broken call (the last is a τ²-bench agent's real
+    reply, blocked then)."""
+    turn = check(answer, TOOLS, user(QUERY))
+    assert (turn.checked, turn.passed, turn.no_call) == (False, True, "abstained")
+
+
+@pytest.mark.parametrize(
+    "attempt",
+    ['{"get_weather": {"city": "Pa', '{"get_wea', '<tool_call>{"name": "get_weather"',
+     'Calling it: {"name": "get_weather", "arguments": "city=Paris"}',
+     '[{"name": "get_weather", "arguments": {"city": 1}'],
+)  # fmt: skip
+def test_a_call_written_in_text_and_cut_off_is_still_a_broken_attempt(attempt: str) -> None:
+    """What is written as a call (BFCL's ``{name: arguments}`` with a registered name, even
+    cut inside the name; a call tag; a call object after prose or in a list) stays a broken
+    call attempt: stage 1, corrected by the repair."""
+    turn = check(attempt, TOOLS, user(QUERY))
+    assert (turn.checked, turn.stage, turn.no_call) == (True, 1, "broken")
+
+
 # --------------------------------------------------------------------------- repair
 
 

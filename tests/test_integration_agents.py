@@ -134,7 +134,7 @@ def test_a_long_run_is_checked_off_the_sdks_event_loop(monkeypatch):
     import threading
 
     import callscope.integrations.agents as agents_integration
-    from callscope.integrations.verdicts import LOOP_CHECK_CHARS
+    from callscope.guard.inputs import INLINE_CHECK_CHARS
 
     where = []
     real = agents_integration.check
@@ -145,7 +145,7 @@ def test_a_long_run_is_checked_off_the_sdks_event_loop(monkeypatch):
 
     monkeypatch.setattr(agents_integration, "check", recording)
     question = random_words(30, 100_000) + " " + LYON
-    assert len(question) > LOOP_CHECK_CHARS
+    assert len(question) > INLINE_CHECK_CHARS
     result, _requests, _replies, ran = _run(guard, SCRIPT, question)
     assert ran == [{"city": "Lyon", "unit": "celsius"}]  # Marseille rejected, Lyon run
     kinds = [r.output.behavior["type"] for r in result.tool_input_guardrail_results]

@@ -98,6 +98,24 @@ def test_block_refuses_a_failing_call() -> None:
     asyncio.run(go())
 
 
+def test_block_lets_an_answer_written_as_data_through() -> None:
+    """A text answer with no call ("42", a JSON list, a JSON object with no call key) is an
+    answer, not a broken call: block passes it unchanged (it refused them with a 400)."""
+
+    async def go() -> None:
+        g = CallscopeGuardrail(callscope_mode="block", guardrail_name="callscope")
+        for text in ("42", "[2, 3, 5, 7]", '{"answer": 42}'):
+            resp = await litellm.acompletion(
+                model="gpt-4o", messages=MESSAGES, tools=TOOLS, mock_response=text
+            )
+            out = await g.async_post_call_success_hook(_data(), None, resp)
+            assert out.choices[0].message.content == text
+            assert out.callscope["verdict"]["passed"] is True
+            assert out.callscope["verdict"]["answer"] == "abstained"
+
+    asyncio.run(go())
+
+
 def test_repair_reasks_through_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[list[dict]] = []
 
@@ -321,13 +339,15 @@ def test_a_long_conversation_is_checked_off_litellms_event_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A request of 200,000 characters is checked on a worker thread, so LiteLLM's event
-    loop serves other requests meanwhile (stage 3 reads the whole conversation); a short one
-    on the loop, as before. The verdict is the same either way: that of
+    loop serves other requests meanwhile (stage 3 reads the whole conversation); so is a
+    short request (3,000 characters) answered with 300 calls (each value is looked for in
+    the request: 1,000 calls against 64,000 characters held the loop 3.6 s); a short one
+    with one call on the loop, as before. The verdict is the same either way: that of
     ``callscope.guard_check``."""
     import threading
 
     import callscope.integrations.litellm_guardrail as guardrail
-    from callscope.integrations.verdicts import LOOP_CHECK_CHARS
+    from callscope.guard.inputs import INLINE_CHECK_CHARS
 
     where: list[str] = []
     real = guardrail.check
@@ -338,20 +358,28 @@ def test_a_long_conversation_is_checked_off_litellms_event_loop(
 
     monkeypatch.setattr(guardrail, "check", recording)
     long_messages = [{"role": "user", "content": "The weather in Paris? " * 9_100}]
-    assert len(long_messages[0]["content"]) > LOOP_CHECK_CHARS
+    short_messages = [{"role": "user", "content": "The weather in Paris? " * 136}]
+    assert len(long_messages[0]["content"]) > INLINE_CHECK_CHARS
+    assert len(short_messages[0]["content"]) < INLINE_CHECK_CHARS
+    many = _mock("London")
+    many.choices[0].message.tool_calls = many.choices[0].message.tool_calls * 300
 
     async def go() -> None:
         g = CallscopeGuardrail(guardrail_name="callscope", event_hook="post_call")
-        for messages in (MESSAGES, long_messages):
+        for messages, answer in ((MESSAGES, _mock("London")), (long_messages, _mock("London")),
+                                 (short_messages, many)):  # fmt: skip
             resp = await litellm.acompletion(
-                model="gpt-4o", messages=messages, tools=TOOLS, mock_response=_mock("London")
+                model="gpt-4o", messages=messages, tools=TOOLS, mock_response=answer
             )
             data = {"model": "gpt-4o", "messages": messages, "tools": TOOLS}
             out = await g.async_post_call_success_hook(data, None, resp)
             want = callscope.guard_check(resp.model_dump(), TOOLS, messages)
-            assert out.callscope["verdict"]["calls"][0]["diagnosis"]["hard"] == ["city"]
-            assert [c.diagnosis.hard for c in want.calls] == [["city"]]
+            got = out.callscope["verdict"]["calls"]
+            assert [c["diagnosis"]["hard"] for c in got] == [["city"]] * len(got)
+            assert [c.diagnosis.hard for c in want.calls] == [["city"]] * len(got)
+            assert len(got) == len(answer.choices[0].message.tool_calls)
 
     asyncio.run(go())
     assert where[0] == threading.main_thread().name  # the short request: on the loop
     assert where[1] != threading.main_thread().name  # the long one: off it
+    assert where[2] != threading.main_thread().name  # 300 calls: off it too

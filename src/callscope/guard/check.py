@@ -9,14 +9,18 @@ correction of :func:`callscope.saag.messages.correction_message`). The cascade o
 is :func:`callscope.saag.answer.diagnose_answer`'s (issue 28: the answer is the unit): every
 call diagnosed, the turn's stage the earliest over its calls.
 
-A live agent may answer in prose: a turn without a call *attempt* is not a failure (its
-verdict has no call and passes; ``no_call`` says ``abstained`` or ``empty``). A call attempt
-is native ``tool_calls``, text the action classifier reads as ``TOOL_CALL``, or text the
-parser reads as a broken call (:func:`callscope.saag.answer.no_call_kind`, the one rule of
-``score`` and the loop: call syntax or data it refused, a registered name written as a call,
-garbage); a call attempt without a readable call is a stage-1 verdict with the parser's
-reason (``no_call="broken"``), which the repair corrects; a native list with one unreadable
-call has a stage-1 verdict at that position beside its judged readable calls.
+A live agent may answer in prose or in data: a turn without a call *attempt* is not a
+failure (its verdict has no call and passes; ``no_call`` says ``abstained`` or ``empty``). A
+call attempt is native ``tool_calls``, text the action classifier reads as ``TOOL_CALL``, or
+text the parser reads as a broken call (:func:`callscope.saag.answer.no_call_kind`, the one
+rule of ``score`` and the loop) that is written as one
+(:func:`callscope.parse.no_call.written_as_call`: call syntax or a call object it refused, a
+registered name written as a call). Unlike ``score``, which asked for a call, the guard
+lets an answer written as data through: a number, a JSON value with no call key, symbols
+(``42``, ``[2, 3, 5]``, ``{"answer": 42}``). A call attempt without a readable call is a
+stage-1 verdict with the parser's reason (``no_call="broken"``), which the repair corrects;
+a native list with one unreadable call has a stage-1 verdict at that position beside its
+judged readable calls.
 
 Evidence (:func:`evidence_of`): the text of the last user message is the query; the earlier
 user messages and the tool results are the context stage 3 may also ground values in. The
@@ -56,6 +60,7 @@ from callscope.guard.inputs import (  # noqa: F401 (functions_of: importable fro
 )
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
+from callscope.parse.no_call import ABSTAIN_ERRORS, written_as_call
 from callscope.records import Diagnosis, FailureKind
 from callscope.records.wire import ChatMessage, FunctionSpec, JsonObject
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
@@ -413,7 +418,14 @@ def _check(
         ]
     else:
         parsed = parse_output(text)
-        kind = no_call_kind(parsed, [f["name"] for f in functions])
+        names = [f["name"] for f in functions]
+        kind = no_call_kind(parsed, names)
+        if (
+            kind == "broken"
+            and parsed.error not in ABSTAIN_ERRORS  # (prose naming a registered call: broken)
+            and not written_as_call(text, names)
+        ):
+            kind = "abstained"  # an answer written as data ("42", "[2, 3]"), not a call
         if action != TOOL_CALL and kind in ("abstained", "empty"):  # prose or nothing
             return TurnVerdict(
                 action=action,

@@ -10,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from callscope.parse.literals import json_size
 from callscope.records.wire import FunctionSpec
 from callscope.saag.cascade import forget_registry
 
@@ -98,6 +99,45 @@ def conversation_chars(messages: Sequence[Any]) -> int:
     """The characters of the messages' texts: what stage 3 reads, so what a check's time
     grows with (a host decides by it whether to check off its event loop)."""
     return sum(len(content_text(m.get("content"))) for m in messages or () if isinstance(m, dict))
+
+
+#: a check of a request and answer of at most this many characters together runs where it is
+#: asked for, in a host's event loop too (:func:`checks_inline`): stage 3 reads the request at
+#: up to about 2 us a character for text dense with numbers, dates or fractions, so about
+#: 10 ms here at worst; 64 K characters held a loop 60-260 ms
+INLINE_CHECK_CHARS = 4096
+
+
+def checks_inline(request_chars: int, answer_chars: int) -> bool:
+    """Whether a check of a request of ``request_chars`` characters (what stage 3 reads: the
+    conversation's text, or the whole request body where only its size is known) and an
+    answer of ``answer_chars`` (its text and calls) is short enough to run in an event loop
+    (:data:`INLINE_CHECK_CHARS`); a longer one goes to a thread or a worker process (the
+    proxy, :mod:`callscope.guard.proxy.decide`; the host integrations,
+    :func:`callscope.integrations.verdicts.off_the_loop`). The one rule of both. The answer
+    counts as well as the request: each of its values is looked for in the request (1,000
+    calls against 64 K characters took 3.6 s)."""
+    return request_chars + answer_chars <= INLINE_CHECK_CHARS
+
+
+def answer_chars(message: Any) -> int:
+    """The characters of an assistant message's text and its calls' names and arguments (the
+    answer's part of :func:`checks_inline`); arguments that are not a string count by their
+    JSON size, bounded."""
+    if not isinstance(message, dict):
+        return 0
+    total = len(content_text(message.get("content")))
+    calls = message.get("tool_calls")
+    for tc in calls if isinstance(calls, list) else ():
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        name, args = fn.get("name"), fn.get("arguments")
+        total += len(name) if isinstance(name, str) else 0
+        total += len(args) if isinstance(args, str) else json_size(args, INLINE_CHECK_CHARS)
+        if total > INLINE_CHECK_CHARS:
+            break  # (past the bound the exact count does not matter)
+    return total
 
 
 def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:

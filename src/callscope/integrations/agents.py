@@ -192,7 +192,13 @@ def callscope_guardrail(
             )
         messages = run_messages(context)  # a long run's: checked on a thread
         turn = await off_the_loop(
-            conversation_chars(messages), check_tool_call, context, agent, grounding, messages
+            conversation_chars(messages),
+            len(context.tool_name) + len(context.tool_arguments or ""),
+            check_tool_call,
+            context,
+            agent,
+            grounding,
+            messages,
         )
         verdict = turn.calls[0]
         info = {"checked": True, **call_row(verdict)}

@@ -77,6 +77,7 @@ from inspect_ai.solver._task_state import sample_state
 from inspect_ai.tool import Tool, ToolCall, ToolCallView, ToolDef
 
 from callscope.guard.check import TurnVerdict, check
+from callscope.guard.inputs import INLINE_CHECK_CHARS
 from callscope.integrations.verdicts import (
     FINAL_ANSWER_TOOLS,
     STAGE_KEYS,
@@ -87,6 +88,7 @@ from callscope.integrations.verdicts import (
     off_the_loop,
     stage_counts,
 )
+from callscope.parse.literals import json_size
 from callscope.records import wire
 from callscope.saag.gated import GATED_DEFAULT
 
@@ -253,9 +255,9 @@ def tool_calls(grounding: str | None = None, final_answer: Sequence[str] | None 
         # itself (``react()``), has no sample tools: read the ones each model call was
         # offered from the sample's events
         tools = state.tools or recorded_tools(transcript().events)
-        chars = _text_chars(state.messages)  # a long sample: checked on a thread
+        chars, calls = _chars(state.messages)  # a long sample: checked on a thread
         turns = await off_the_loop(
-            chars, diagnose_messages, state.messages, tools, grounding, final
+            chars, calls, diagnose_messages, state.messages, tools, grounding, final
         )
         return score_of(turns)
 
@@ -307,11 +309,23 @@ def offered_tools(call: ToolCall, events: Sequence[Any]) -> list[wire.ChatTool] 
     return [{"type": "function", "function": t.model_dump(exclude_none=True)} for t in chosen.tools]
 
 
-def _text_chars(messages: Sequence[ChatMessage]) -> int:
-    """The characters of Inspect messages' texts, read from them as they are (what
-    :func:`~callscope.guard.inputs.conversation_chars` counts of the OpenAI form): whether a
+def _chars(messages: Sequence[ChatMessage]) -> tuple[int, int]:
+    """``(the characters of Inspect messages' texts, of their tool calls)``, read from them
+    as they are (what :func:`~callscope.guard.inputs.conversation_chars` and
+    :func:`~callscope.guard.inputs.answer_chars` count of the OpenAI form): whether a
     check goes off the event loop (:func:`~callscope.integrations.verdicts.off_the_loop`)."""
-    return sum(len(m.text) for m in messages)
+    calls = sum(
+        _call_chars(c)
+        for m in messages
+        if isinstance(m, ChatMessageAssistant)
+        for c in m.tool_calls or ()
+    )
+    return sum(len(m.text) for m in messages), calls
+
+
+def _call_chars(call: ToolCall) -> int:
+    """A call's name and arguments, in characters (its arguments by their JSON size, bounded)."""
+    return len(call.function) + json_size(call.arguments, INLINE_CHECK_CHARS)
 
 
 def _conversation(history: Sequence[ChatMessage], state: TaskState) -> Sequence[ChatMessage]:
@@ -355,9 +369,17 @@ def guard(
             )
         tools = offered_tools(call, transcript().events) or state.tools
         conversation = _conversation(history, state)
-        chars = _text_chars(conversation)  # a long one: checked on a thread
+        chars, _ = _chars(conversation)  # a long one: checked on a thread
         turn = await off_the_loop(
-            chars, check_call, message, call, conversation, tools, grounding, final
+            chars,
+            len(message) + _call_chars(call),
+            check_call,
+            message,
+            call,
+            conversation,
+            tools,
+            grounding,
+            final,
         )
         verdict = turn.calls[0]
         fix = correction_for(verdict, settings, turn.parse_error)

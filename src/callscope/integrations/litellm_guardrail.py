@@ -78,7 +78,7 @@ from litellm.integrations.custom_guardrail import CustomGuardrail
 
 from callscope.core.text import utf8_safe
 from callscope.guard.check import TurnVerdict, check, content_text
-from callscope.guard.inputs import conversation_chars
+from callscope.guard.inputs import answer_chars, conversation_chars
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairResult, repair
 from callscope.integrations.formats import (
     as_dict,
@@ -246,7 +246,12 @@ class CallscopeGuardrail(CustomGuardrail):
         into its text: measured, ``docs/hosts.md``), its message carrying the correction."""
         messages = request_messages(data)  # a long request: checked on a thread
         verdict = await off_the_loop(
-            conversation_chars(messages), self._check, data, message, messages
+            conversation_chars(messages),
+            answer_chars(message),
+            self._check,
+            data,
+            message,
+            messages,
         )
         acted = acts_on(verdict, self.settings)
         if self.callscope_mode == "annotate" or not acted:

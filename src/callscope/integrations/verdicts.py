@@ -33,8 +33,10 @@ Two rules every integration shares through :func:`callscope.guard.check.check` (
 
 And one rule of where a check runs (:func:`off_the_loop`): a host that checks in its event
 loop (LiteLLM's hooks, the Agents SDK's guardrails, Inspect's approver and scorer) has a
-request over :data:`LOOP_CHECK_CHARS` characters checked on a thread, because stage 3 reads
-the whole conversation and the host's other work would wait as long.
+check of a request and answer over :data:`~callscope.guard.inputs.INLINE_CHECK_CHARS`
+characters together run on a thread (:func:`callscope.guard.inputs.checks_inline`, the
+proxy's rule too), because stage 3 reads the whole conversation for each of the answer's
+values and the host's other work would wait as long.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from callscope.guard.check import CallVerdict, TurnVerdict
+from callscope.guard.inputs import checks_inline
 from callscope.guard.repair import repair_policy
 from callscope.records import STAGES
 from callscope.saag.correction import feedback
@@ -56,17 +59,16 @@ from callscope.types import ToolCall
 
 T = TypeVar("T")
 
-#: a request whose messages hold more characters than this is checked off the host's event
-#: loop (:func:`off_the_loop`): stage 3 reads it in tens of ms at this size (a quarter second
-#: for text dense with numbers), about 0.5 s for 1 MB
-LOOP_CHECK_CHARS = 65_536
 
-
-async def off_the_loop(chars: int, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)``, here when the request it checks holds at most :data:`LOOP_CHECK_CHARS`
-    characters (``chars``: :func:`callscope.guard.inputs.conversation_chars`), else on one
-    of anyio's worker threads (asyncio and trio hosts alike), in this context."""
-    if chars <= LOOP_CHECK_CHARS:
+async def off_the_loop(
+    request_chars: int, answer_chars: int, fn: Callable[..., T], *args: Any
+) -> T:
+    """``fn(*args)``, here when the check it makes is short enough for an event loop
+    (:func:`~callscope.guard.inputs.checks_inline` of the request's and the answer's
+    characters: :func:`~callscope.guard.inputs.conversation_chars`,
+    :func:`~callscope.guard.inputs.answer_chars`), else on one of anyio's worker threads
+    (asyncio and trio hosts alike), in this context."""
+    if checks_inline(request_chars, answer_chars):
         return fn(*args)
     call = functools.partial(contextvars.copy_context().run, fn, *args)
     return await anyio.to_thread.run_sync(call)

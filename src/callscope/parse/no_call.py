@@ -41,6 +41,7 @@ and one Python parse of the text; prose's call attempts (:func:`call_attempts`) 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from callscope.parse.json_calls import invalid_json_reason
@@ -189,6 +190,42 @@ def call_opening(text: str) -> tuple[str | None, str]:
     return None, ""
 
 
+#: a JSON object's (or a list of objects') first key, quoted with ``"``: whole (a ``:``
+#: after it) or cut off by the end of the text
+_FIRST_KEY = re.compile(
+    r"(?:\[[ \t\r\n]*+)?\{[ \t\r\n]*+\"([^\"\\\n]{1,256}+)(?:\"[ \t\r\n]*+(:)|\Z)"
+)
+
+
+def written_as_call(text: str, names: Collection[str] = ()) -> bool:
+    """Whether ``text`` (an answer in which no call was read) is written as a call: it opens
+    with a call tag (``<tool_call>``, ``<functioncall>``), a call object or ``name(`` with call
+    syntax (:func:`call_opening`), or a JSON object keyed by one of the registered ``names``
+    (BFCL's ``{"get_weather": {...}}``), or it holds a call object anywhere (a call written in
+    prose). Text that is none of these (a number, a JSON value with no call key, symbols)
+    is an answer written as data, not a call attempt: what a live guard lets through
+    (:func:`callscope.guard.check.check`). One bounded pass.
+
+    >>> [written_as_call(t) for t in ('{"name": "get_weather"', "get_weather(city='Pa",
+    ...  "42", "[2, 3, 5]", '{"answer": 42}', "Sure: {'name': 'f', 'arguments': 1}")]
+    [True, True, False, False, False, True]
+    >>> [written_as_call(t, ["get_weather"]) for t in ('{"get_weather": {"city": "Pa',
+    ...  '{"get_wea', '{"get_time": 1}')]
+    [True, True, False]
+    """
+    body = _unfenced(text.strip())
+    if body.startswith(("<tool_call>", "<functioncall>")) or call_opening(body)[0] is not None:
+        return True
+    key = _FIRST_KEY.match(body)
+    if key is not None:
+        head = key.group(1)
+        if key.group(2) is not None and head in names:
+            return True
+        if key.group(2) is None and any(n.startswith(head) for n in names if isinstance(n, str)):
+            return True  # cut off inside the name of a registered function
+    return _CALL_OBJECT.search(body) is not None
+
+
 def call_object_error(text: str) -> str | None:
     """Why the first call object of ``text`` (:data:`_CALL_OBJECT`, anywhere: a call written
     inside prose) does not read; ``None`` when there is none or it reads. One search and
@@ -335,4 +372,5 @@ __all__ = [
     "is_prose",
     "read_no_call",
     "structured_opening",
+    "written_as_call",
 ]

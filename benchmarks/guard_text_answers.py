@@ -99,8 +99,12 @@ def main() -> None:
         counts = Counter(_flags(t, weather, ask) for t in texts)
         before = sum(n for (b, _), n in counts.items() if b)
         now = sum(n for (_, a), n in counts.items() if a)
-        print(f"  {label:22s} {len(texts):6d} texts: {before / len(texts):7.2%} -> {now / len(texts):7.2%}")
-    print("detection (BFCL gold calls written six ways, cut at 1/4, 1/2, 3/4), flagged before -> now")
+        print(
+            f"  {label:22s} {len(texts):6d} texts: {before / len(texts):7.2%} -> {now / len(texts):7.2%}"
+        )
+    print(
+        "detection (BFCL gold calls written six ways, cut at 1/4, 1/2, 3/4), flagged before -> now"
+    )
     by_way: dict[str, Counter] = {}
     for case in load_bfcl_single():
         gold = gold_call(case)

@@ -458,3 +458,20 @@ def test_a_native_call_is_a_tool_call_whatever_the_prose_beside_it(prose: str | 
     verdict = check({"choices": [{"message": message}]}, TOOLS, user(ISSUE_QUERY))
     assert verdict.action == classify_emission(message) == "TOOL_CALL"
     assert [c.stage for c in verdict.calls] == [0]
+
+
+def test_calls_over_the_reading_limit_pass_unchecked() -> None:
+    """Native calls larger than callscope reads (200,000 characters) are not checked and not
+    blamed on the model: the turn passes, marked ``unchecked`` (it was a stage-1 failure,
+    "could not be read", which the repair corrected)."""
+    arguments = json.dumps({"city": "Paris " * 40_000})
+    answer = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+    ]}  # fmt: skip
+    turn = check(answer, TOOLS, user(QUERY))
+    assert (turn.checked, turn.passed, turn.native) == (False, True, True)
+    assert "larger than callscope reads (200,000 characters)" in turn.unchecked
+    assert turn.to_dict()["unchecked"] == turn.unchecked
+    small = check({**answer, "tool_calls": [{**answer["tool_calls"][0], "function": {
+        "name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}]}, TOOLS, user(QUERY))  # fmt: skip
+    assert (small.checked, small.passed, small.unchecked) == (True, True, None)

@@ -238,3 +238,26 @@ def test_chained_tools_ground_the_later_call_in_the_earlier_output():
     first_weather = result.tool_input_guardrail_results[1].output
     assert first_weather.behavior["type"] == "reject_content"
     assert first_weather.output_info["failure_kinds"] == ["hard"]
+
+
+def test_a_call_over_callscopes_reading_limit_runs_unchecked_and_is_not_blamed():
+    """A call whose arguments are larger than callscope reads (200,000 characters) runs,
+    marked unchecked: callscope's limit is not the model's error. Before, the guardrail
+    rejected it with "Your call could not be read", and a model repeating its valid call
+    looped until the run's turn limit."""
+    city = "Lyon " + "x" * 210_000  # over the limit, whatever the value
+    big = {
+        "id": "call_big",
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "arguments": json.dumps({"city": city, "unit": "celsius"}),
+        },
+    }
+    result, _requests, _replies, ran = _run(guard, [([big], ""), (None, "Done.")])
+    assert ran == [{"city": city, "unit": "celsius"}]
+    [res] = result.tool_input_guardrail_results
+    assert res.output.behavior["type"] == "allow"
+    info = res.output.output_info
+    assert info["checked"] is False and "larger than callscope reads" in info["reason"]
+    assert result.final_output == "Done."

@@ -60,6 +60,7 @@ from callscope.guard.inputs import (  # noqa: F401 (functions_of: importable fro
 )
 from callscope.parse import parse_output
 from callscope.parse.json_calls import parse_native
+from callscope.parse.literals import MAX_NATIVE_CHARS, json_size
 from callscope.parse.no_call import ABSTAIN_ERRORS, written_as_call
 from callscope.records import Diagnosis, FailureKind
 from callscope.records.wire import ChatMessage, FunctionSpec, JsonObject
@@ -160,6 +161,10 @@ class TurnVerdict:
     #: the names of the final-answer calls the turn made, left out of the verdict
     #: (:func:`split_final`)
     final_answer: tuple[str, ...] = ()
+    #: why the turn's calls were not checked (``None``: they were): callscope's own reading
+    #: limit, not the model's fault (native calls over
+    #: :data:`~callscope.parse.literals.MAX_NATIVE_CHARS`); the turn passes, unchecked
+    unchecked: str | None = None
 
     @property
     def checked(self) -> bool:
@@ -238,6 +243,7 @@ class TurnVerdict:
             "parse_error": self.parse_error,
             "correction": self.correction,
             "final_answer": list(self.final_answer),
+            "unchecked": self.unchecked,
         }
 
 
@@ -395,6 +401,20 @@ def _check(
             functions=functions,
             no_call="abstained",
             verdict=AnswerVerdict(no_call="abstained"),
+            final_answer=final,
+        )
+    if native_calls and json_size(native_calls, MAX_NATIVE_CHARS) > MAX_NATIVE_CHARS:
+        # over callscope's own reading limit: not checked, and not blamed on the model (a
+        # correction would tell it that its valid call cannot be read, and an agent would
+        # loop on the same call)
+        return TurnVerdict(
+            action=TOOL_CALL,
+            query=query,
+            content=text,
+            native=True,
+            functions=functions,
+            unchecked=f"the tool calls are larger than callscope reads "
+            f"({MAX_NATIVE_CHARS:,} characters): passed on unchecked",
             final_answer=final,
         )
     if holds_native_call(native_calls):

@@ -200,6 +200,10 @@ def callscope_guardrail(
             grounding,
             messages,
         )
+        if not turn.calls:  # over callscope's own reading limit: runs, unchecked
+            return ToolGuardrailFunctionOutput.allow(
+                output_info={"checked": False, "reason": turn.unchecked}
+            )
         verdict = turn.calls[0]
         info = {"checked": True, **call_row(verdict)}
         fix = correction_for(verdict, settings, turn.parse_error)

@@ -381,6 +381,12 @@ def guard(
             grounding,
             final,
         )
+        if not turn.calls:  # over callscope's own reading limit: runs, unchecked
+            return Approval(
+                decision=on_pass,
+                explanation=f"{call.function}: {turn.unchecked}",
+                metadata={"callscope": {"unchecked": turn.unchecked}},
+            )
         verdict = turn.calls[0]
         fix = correction_for(verdict, settings, turn.parse_error)
         meta = {"callscope": call_row(verdict)}

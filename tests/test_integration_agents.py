@@ -261,3 +261,78 @@ def test_a_call_over_callscopes_reading_limit_runs_unchecked_and_is_not_blamed()
     info = res.output.output_info
     assert info["checked"] is False and "larger than callscope reads" in info["reason"]
     assert result.final_output == "Done."
+
+
+def test_an_unknown_grounding_is_refused_when_the_guardrail_is_made():
+    """``callscope_guardrail(grounding="bogus")`` raises ConfigError where it is written, not
+    at the run's first tool call (the run crashed there with a UserError before)."""
+    from callscope.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown grounding 'bogus'"):
+        callscope_guardrail(grounding="bogus")
+
+
+def test_tools_of_one_name_in_two_namespaces_are_checked_against_their_own():
+    """``tool_namespace()`` lets two tools share a name; the call the model makes in the
+    ``billing`` namespace is checked against ``billing``'s ``lookup(invoice_id)``, passes
+    and runs. It was checked against the first ``lookup`` (``crm``'s, ``customer_name``) and
+    rejected as missing ``customer_name`` with a spurious ``invoice_id``. The model is a
+    scripted ``agents.Model``, the SDK's own interface for a model."""
+    from agents import ModelResponse, Usage, tool_namespace
+    from agents.models.interface import Model
+    from openai.types.responses import ResponseFunctionToolCall
+
+    ran = []
+
+    @function_tool(name_override="lookup", tool_input_guardrails=[guard])
+    def crm_lookup(customer_name: str) -> str:
+        """Look up a customer by name."""
+        ran.append(("crm", customer_name))
+        return "customer found"
+
+    @function_tool(name_override="lookup", tool_input_guardrails=[guard])
+    def billing_lookup(invoice_id: str) -> str:
+        """Look up an invoice by id."""
+        ran.append(("billing", invoice_id))
+        return "invoice found"
+
+    call = ResponseFunctionToolCall(
+        type="function_call",
+        call_id="c1",
+        id="fc1",
+        name="lookup",
+        arguments=json.dumps({"invoice_id": "INV-42"}),
+    )
+    call.namespace = "billing"
+
+    class Scripted(Model):
+        def __init__(self) -> None:
+            self.turns = [[call]]
+
+        async def get_response(self, *args, **kwargs):
+            from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+            done = ResponseOutputMessage(
+                id="m", type="message", role="assistant", status="completed",
+                content=[ResponseOutputText(type="output_text", text="Done.", annotations=[])],
+            )  # fmt: skip
+            return ModelResponse(
+                output=self.turns.pop(0) if self.turns else [done],
+                usage=Usage(),
+                response_id=None,
+            )
+
+        def stream_response(self, *args, **kwargs):
+            raise NotImplementedError
+
+    tools = tool_namespace(
+        name="crm", description="CRM tools", tools=[crm_lookup]
+    ) + tool_namespace(name="billing", description="Billing tools", tools=[billing_lookup])
+    agent = Agent(name="a", tools=tools, model=Scripted())
+    result = Runner.run_sync(
+        agent, "Look up invoice INV-42", run_config=RunConfig(tracing_disabled=True)
+    )
+    assert ran == [("billing", "INV-42")]
+    [res] = result.tool_input_guardrail_results
+    assert res.output.behavior["type"] == "allow"
+    assert res.output.output_info["stage"] == 0

@@ -313,3 +313,15 @@ def test_a_model_call_that_returned_no_choice_is_passed_over_by_the_scorer(tmp_p
     score = sample.scores["tool_calls"]
     assert (score.value, score.metadata["stage"]) == ("C", 0)
     assert score.metadata["calls"][0]["arguments"] == {"city": "Paris", "unit": "celsius"}
+
+
+def test_an_unknown_grounding_is_refused_when_the_task_is_made():
+    """The scorer and the approver with ``grounding="bogus"`` raise ConfigError when made,
+    before any sample runs (the samples failed one by one before, the scorer's after the
+    tool had run)."""
+    from callscope.errors import ConfigError
+    from callscope.integrations.inspect_ai_scorer import guard, tool_calls
+
+    for make in (tool_calls, guard):
+        with pytest.raises(ConfigError, match="unknown grounding 'bogus'"):
+            make(grounding="bogus")

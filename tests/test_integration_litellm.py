@@ -383,3 +383,46 @@ def test_a_long_conversation_is_checked_off_litellms_event_loop(
     assert where[0] == threading.main_thread().name  # the short request: on the loop
     assert where[1] != threading.main_thread().name  # the long one: off it
     assert where[2] != threading.main_thread().name  # 300 calls: off it too
+
+
+@pytest.mark.parametrize(
+    ("params", "fault"),
+    [
+        ({"callscope_mod": "block"}, "unknown callscope option(s) callscope_mod"),
+        ({"grounding": "bogus"}, "unknown grounding 'bogus'"),
+        ({"attempts": -1}, "attempts must be 0 to 20, not -1"),
+        ({"gated": "nope"}, "gated must be true or false, not 'nope'"),
+        ({"mode": "pre_call"}, "is not in the supported event hooks"),
+        ({"callscope_mode": "repair", "run_in_parallel": True}, "run_in_parallel"),
+    ],
+)
+def test_a_mistake_in_the_guardrails_config_is_refused_where_litellm_loads_it(
+    params: dict, fault: str, caplog: pytest.LogCaptureFixture, tmp_path
+) -> None:
+    """LiteLLM's own loader of ``config.yaml``'s ``guardrails:`` (what ``litellm --config``
+    runs at its start) refuses a guardrail whose callscope options are wrong, naming the
+    fault; each was accepted before and let answers through unchecked (a misspelt
+    ``callscope_mode`` left annotate on, ``gated: nope`` read as true, an unknown grounding
+    failed every request's check, ``mode: pre_call`` never checked an answer, a parallel
+    repair is discarded by LiteLLM). The right options load."""
+    from litellm.proxy.guardrails.init_guardrails import init_guardrails_v2
+
+    def load(extra: dict) -> list:
+        litellm_params = {
+            "guardrail": "callscope.integrations.litellm_guardrail.CallscopeGuardrail",
+            "mode": "post_call",
+            **extra,
+        }
+        before = list(litellm.callbacks)
+        config = str(tmp_path / "config.yaml")  # (where a class path is looked up from)
+        init_guardrails_v2([{"guardrail_name": "cs", "litellm_params": litellm_params}], config)
+        added = [c for c in litellm.callbacks if isinstance(c, CallscopeGuardrail)]
+        added = [c for c in added if c not in before]
+        litellm.callbacks[:] = before
+        return added
+
+    with caplog.at_level("ERROR"):
+        assert load(params) == []
+    assert fault in caplog.text
+    [good] = load({"callscope_mode": "block", "gated": "false", "attempts": 2})
+    assert (good.callscope_mode, good.settings, good.attempts) == ("block", None, 2)

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from callscope.cli.common import GroundingOpt, console, fail, print_error
 from callscope.errors import CallscopeError
-from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS
+from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, MAX_REPAIR_ATTEMPTS
 from callscope.models.registry import DEFAULT_SPEC as DEFAULT_LOCAL_MODEL
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.store.run_store import RunStore
@@ -33,7 +33,8 @@ def serve(
         Path, typer.Option("-o", "--out", help="run store for every decision (`callscope report`)")
     ] = Path("callscope-proxy"),
     attempts: Annotated[
-        int, typer.Option(help="re-asks at most per failing response", min=0, max=20)
+        int,
+        typer.Option(help="re-asks at most per failing response", min=0, max=MAX_REPAIR_ATTEMPTS),
     ] = DEFAULT_REPAIR_ATTEMPTS,
     repair_timeout: Annotated[
         float, typer.Option(help="seconds after the first answer in which re-asks may start")

@@ -54,6 +54,9 @@ from callscope.types import ParseResult
 #: 20 cases the 0.5B's loops that went on past attempt 3 only repeated their call (9 of 12),
 #: and its one late fix (structured, attempt 6) is not worth six round trips in a live agent.
 DEFAULT_REPAIR_ATTEMPTS = 3
+#: re-asks at most that a guard may be configured with (``callscope serve --attempts``, the
+#: LiteLLM guardrail's ``attempts``)
+MAX_REPAIR_ATTEMPTS = 20
 
 #: ``chat_fn(messages, tools) -> response`` (an OpenAI message or completion, a ModelReply,
 #: or text); it may raise to say no answer could be had

@@ -56,6 +56,7 @@ from callscope.integrations.formats import responses_messages
 from callscope.integrations.verdicts import acts_on, call_row, correction_for, off_the_loop
 from callscope.records.wire import ChatMessage, ChatTool
 from callscope.saag.gated import GATED_DEFAULT
+from callscope.saag.groundings import get_grounding
 
 #: at most this many tool outputs of one run are kept as evidence (the latest ones), each cut
 #: to :data:`MAX_OUTPUT_CHARS` characters
@@ -171,7 +172,20 @@ def check_tool_call(
     }
     response = {"role": "assistant", "content": "", "tool_calls": [call]}
     evidence = run_messages(context) if messages is None else messages
-    return check(response, openai_tools(agent.tools), evidence, grounding)
+    return check(response, openai_tools(namespace_tools(context, agent)), evidence, grounding)
+
+
+def namespace_tools(context: ToolContext[Any], agent: Agent[Any]) -> list[FunctionTool]:
+    """The agent's function tools in the namespace of the call ``context`` is about to run
+    (``tool_namespace()``: two tools of one name in two namespaces are two tools; the call
+    is checked against its own); all of those without a namespace for a call without one.
+    The SDK keeps a tool's namespace on ``_tool_namespace`` (agents 0.25)."""
+    namespace = getattr(context, "tool_namespace", None)
+    return [
+        t
+        for t in agent.tools
+        if isinstance(t, FunctionTool) and getattr(t, "_tool_namespace", None) == namespace
+    ]
 
 
 def callscope_guardrail(
@@ -181,12 +195,11 @@ def callscope_guardrail(
     correction as the message the model sees (module docstring). ``gated=False`` sends the
     paper's structured correction on every failure; ``grounding`` names the stage-3 mode."""
     settings = GATED_DEFAULT if gated else None
+    get_grounding(grounding)  # an unknown mode: ConfigError here, not at the first tool call
 
     async def check_input(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context, agent = data.context, data.agent
-        if not any(
-            isinstance(t, FunctionTool) and t.name == context.tool_name for t in agent.tools
-        ):
+        if not any(t.name == context.tool_name for t in namespace_tools(context, agent)):
             return ToolGuardrailFunctionOutput.allow(
                 output_info={"checked": False, "reason": "not one of the agent's tools"}
             )

@@ -91,6 +91,7 @@ from callscope.integrations.verdicts import (
 from callscope.parse.literals import json_size
 from callscope.records import wire
 from callscope.saag.gated import GATED_DEFAULT
+from callscope.saag.groundings import get_grounding
 
 # --------------------------------------------------------------------------- Inspect -> OpenAI
 
@@ -249,6 +250,7 @@ def tool_calls(grounding: str | None = None, final_answer: Sequence[str] | None 
     default); ``final_answer`` the agent's final-answer tools, not graded (default
     :data:`~callscope.integrations.verdicts.FINAL_ANSWER_TOOLS`)."""
     final = FINAL_ANSWER_TOOLS if final_answer is None else frozenset(final_answer)
+    get_grounding(grounding)  # an unknown mode: ConfigError when the task is made
 
     async def score(state: TaskState, target: Target) -> Score:
         # a state rebuilt from a log (``inspect score``), or an agent that keeps its tools
@@ -354,6 +356,7 @@ def guard(
     :data:`~callscope.integrations.verdicts.FINAL_ANSWER_TOOLS`)."""
     settings = GATED_DEFAULT if gated else None
     final = FINAL_ANSWER_TOOLS if final_answer is None else frozenset(final_answer)
+    get_grounding(grounding)  # an unknown mode: ConfigError when the task is made
 
     async def approve(
         message: str, call: ToolCall, view: ToolCallView, history: list[ChatMessage]

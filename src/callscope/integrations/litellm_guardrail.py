@@ -75,11 +75,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from litellm.integrations.custom_guardrail import CustomGuardrail
+from litellm.types.guardrails import GuardrailEventHooks
 
 from callscope.core.text import utf8_safe
 from callscope.guard.check import TurnVerdict, check, content_text
 from callscope.guard.inputs import answer_chars, conversation_chars
-from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, RepairResult, repair
+from callscope.guard.repair import (
+    DEFAULT_REPAIR_ATTEMPTS,
+    MAX_REPAIR_ATTEMPTS,
+    RepairResult,
+    repair,
+)
 from callscope.integrations.formats import (
     as_dict,
     chat_tools,
@@ -97,6 +103,7 @@ from callscope.integrations.litellm_routes import (
 from callscope.integrations.verdicts import acts_on, off_the_loop, turn_correction
 from callscope.records.wire import CallscopeNote, ChatCompletion, ChatMessage, ChatRequest
 from callscope.saag.gated import GATED_DEFAULT
+from callscope.saag.groundings import get_grounding
 
 MODES = ("annotate", "repair", "block")
 #: request keys never sent again with a re-ask from the SDK: the stream switches (a re-ask
@@ -184,15 +191,41 @@ class CallscopeGuardrail(CustomGuardrail):
         final_answer: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> None:
+        # a mistake in config.yaml is refused here, where the guardrail is made (LiteLLM's
+        # proxy logs it at its start, naming the fault, and starts without the guardrail),
+        # never met per request: a misspelt option, an unknown grounding or a pre_call mode
+        # let every answer through unchecked, with an error logged per request at most
         if callscope_mode not in MODES:
             raise ValueError(f"callscope_mode must be one of {MODES}, not {callscope_mode!r}")
+        unknown = sorted(k for k in kwargs if k.startswith("callscope"))
+        if unknown:
+            raise ValueError(
+                f"unknown callscope option(s) {', '.join(unknown)}: the guardrail takes "
+                "callscope_mode, attempts, grounding, gated and final_answer"
+            )
+        try:
+            attempts = int(attempts)
+        except (TypeError, ValueError):
+            raise ValueError(f"attempts must be an integer, not {attempts!r}") from None
+        if not 0 <= attempts <= MAX_REPAIR_ATTEMPTS:
+            raise ValueError(f"attempts must be 0 to {MAX_REPAIR_ATTEMPTS}, not {attempts}")
+        get_grounding(grounding)  # an unknown name: ConfigError, naming the modes
+        if kwargs.get("run_in_parallel") and callscope_mode != "block":
+            raise ValueError(
+                f"run_in_parallel: LiteLLM discards what a parallel guardrail returns, so "
+                f"callscope_mode {callscope_mode} would change nothing; use block, or run it "
+                "in sequence"
+            )
         self.callscope_mode = callscope_mode
-        self.attempts = int(attempts)
+        self.attempts = attempts
         self.grounding = grounding
-        self.settings = GATED_DEFAULT if _truthy(gated) else None
+        self.settings = GATED_DEFAULT if _switch(gated, "gated") else None
         if isinstance(final_answer, str):
             final_answer = [final_answer]
         self.final_answer = frozenset(final_answer or ())
+        # the guardrail checks answers: LiteLLM itself then refuses ``mode: pre_call`` (or
+        # any other hook) at the proxy's start
+        kwargs.setdefault("supported_event_hooks", [GuardrailEventHooks.post_call])
         super().__init__(**kwargs)
 
     def check_response(self, data: ChatRequest, response: Any) -> TurnVerdict:
@@ -417,11 +450,21 @@ def _failed(exc: Exception) -> CallscopeNote:
     return {"error": f"callscope: the check failed ({type(exc).__name__}); the answer is unchecked"}
 
 
-def _truthy(value: Any) -> bool:
-    """A config value as a switch (``config.yaml`` may give ``"false"``)."""
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "0", "no", "off", "")
-    return bool(value)
+#: the words a config value may switch with (``config.yaml`` may give ``"false"``)
+_SWITCH_WORDS = {"true": True, "1": True, "yes": True, "on": True,
+                 "false": False, "0": False, "no": False, "off": False}  # fmt: skip
+
+
+def _switch(value: Any, name: str) -> bool:
+    """A config value as a switch: a bool, 0 or 1, or one of :data:`_SWITCH_WORDS`; anything
+    else is a mistake (``"nope"`` read as true before)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _SWITCH_WORDS:
+        return _SWITCH_WORDS[value.strip().lower()]
+    raise ValueError(f"{name} must be true or false, not {value!r}")
 
 
 __all__ = ["MODES", "CallscopeBlocked", "CallscopeGuardrail", "GuardedStream"]

@@ -284,3 +284,39 @@ def test_cli_accepts_a_utf8_bom(tmp_path: Path) -> None:
     inp.write_text("\ufeff" + json.dumps(good_rows()[0]) + "\n", encoding="utf-8")
     res = cli("score", str(inp))
     assert res.returncode == 0, res.stderr
+
+
+def test_a_schema_open_to_more_arguments_takes_them(tmp_path: Path) -> None:
+    """``callscope score`` on a tool whose parameter schema says ``additionalProperties``:
+    an argument outside ``properties`` is not spurious (stage 2 passes) and is grounded like
+    any other in stage 3 (Rome stated passes, Tokyo unstated is hard); a near miss of a
+    declared name is still drifted; the same call against the schema without the keyword
+    is spurious, as the SAAG rule says (each row was stage 2, spurious, before)."""
+    q = "Find flights from Paris to Rome."
+
+    def row(rid: str, extra: Any, args: dict[str, str]) -> str:
+        params: dict[str, Any] = {"type": "object", "properties": {"origin": {"type": "string"}}}
+        if extra is not None:
+            params["additionalProperties"] = extra
+        fn = [{"name": "search", "parameters": params}]
+        output = json.dumps({"name": "search", "arguments": args})
+        return json.dumps({"id": rid, "query": q, "functions": fn, "output": output})
+
+    rows = [
+        row("open", True, {"origin": "Paris", "destination": "Rome"}),
+        row("typed", {"type": "string"}, {"origin": "Paris", "destination": "Rome"}),
+        row("unstated", True, {"origin": "Paris", "destination": "Tokyo"}),
+        row("near miss", True, {"origni": "Paris"}),
+        row("closed", None, {"origin": "Paris", "destination": "Rome"}),
+    ]
+    out_path = tmp_path / "out.jsonl"
+    result = cli("score", str(write_lines(tmp_path / "in.jsonl", rows)), "-o", str(out_path))
+    assert result.returncode == 0, result.stderr
+    got = {r["id"]: (r["stage"], r["spurious"], r["drifted"]) for r in read_out(out_path)}
+    assert got == {
+        "open": (0, [], []),
+        "typed": (0, [], []),
+        "unstated": (3, [], []),
+        "near miss": (2, [], ["origni"]),
+        "closed": (2, ["destination"], []),
+    }

@@ -97,7 +97,11 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: :func:`callscope.saag.grounding.swapped_entity`), and a request's word that is itself an
 #: entity is no slip (registry mode: "Australia" for "Austria" is no longer grounded); the
 #: audit has the ``same_kind_entity`` probe.
-CASCADE_VERSION = 5
+#: 6: stage 2 counts no argument spurious when the function's parameter schema says
+#: ``additionalProperties`` (true, or a schema, which stage 3 then grounds it with:
+#: :func:`~callscope.saag.registry_index.extra_schema`); BFCL's specs never say it, so its
+#: digest is version 5's.
+CASCADE_VERSION = 6
 
 
 def grounding_modes() -> tuple[str, ...]:
@@ -250,7 +254,9 @@ def diagnose(
 
     Stage 1 (registry conformance) reports FNEM and, for a name not in the registry, NCS;
     stage 2 (structural completeness) RPR, PDS and SPR, and fails on a missing, spurious or
-    drifted parameter; stage 3 (argument grounding) AVEM, QSLO and VHR, and fails when any
+    drifted parameter (an argument outside the schema's ``properties`` is not spurious when
+    the schema says ``additionalProperties``: :func:`~callscope.saag.registry_index.extra_schema`;
+    a near miss of a declared name is still drifted); stage 3 (argument grounding) AVEM, QSLO and VHR, and fails when any
     value is flagged (numeric, hard or soft drift: soft only for a slip in a stated value,
     :func:`callscope.saag.grounding.soft_drift`). The formulas are in
     :mod:`callscope.saag.intrinsic`.
@@ -344,7 +350,7 @@ def _diagnose(
         )
 
     # Stage 2: structural completeness
-    a_req, a_all, in_schema, props = registry.shape(spec)
+    a_req, a_all, in_schema, props, extra = registry.shape(spec)
     arguments = call.arguments
     predicted = list(arguments)
     missing = [a for a in a_req if a not in arguments] if a_req else []
@@ -360,7 +366,7 @@ def _diagnose(
         if best >= m.DRIFT_THRESHOLD and best_name is not None and best_name not in arguments:
             drifted.append(p)
             targets[p] = best_name
-        else:
+        elif extra is None:  # (a schema open to more arguments takes this one)
             spurious.append(p)
     d = Diagnosis(
         stage=2,
@@ -391,7 +397,7 @@ def _diagnose(
         if isinstance(v, _CONTAINERS) and _too_deep(v):
             verdict = _TOO_DEEP
         else:
-            verdict = ground(p, v, props.get(p), evidence, arguments, p in a_req)
+            verdict = ground(p, v, props.get(p, extra), evidence, arguments, p in a_req)
             if judge is not None and verdict.h and judge(p, v, all_text):
                 verdict = ArgVerdict(0.0, "judge", v)
         if verdict.reason is not None:

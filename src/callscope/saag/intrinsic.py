@@ -188,8 +188,11 @@ def spr(spurious: Sequence[str], predicted: Sequence[str]) -> float:
     ``spurious``: the out-of-schema parameters the cascade does not count as drifted, those
     with PDS < 0.8 (eq. 5's set, PDS by :func:`drift_score`) and also a parameter with
     PDS >= 0.8 whose nearest admissible name is already predicted (the paper's text after
-    eq. 4 calls it spurious; eq. 5's set leaves it out). 0.0 when nothing is
-    predicted. Independent of the grounding mode; SPR > 0 fails stage 2.
+    eq. 4 calls it spurious; eq. 5's set leaves it out). A parameter schema that says
+    ``"additionalProperties": true`` (or gives a schema for them) admits every other name:
+    ``A_all`` is then open, and only drifted names are counted, not spurious ones
+    (callscope's reading of JSON Schema; the paper's registries never say it). 0.0 when
+    nothing is predicted. Independent of the grounding mode; SPR > 0 fails stage 2.
 
     >>> spr(["colour"], ["bill_amount", "colour"]), spr([], [])
     (0.5, 0.0)

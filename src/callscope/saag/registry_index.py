@@ -22,7 +22,7 @@ from callscope.records.wire import FunctionSpec, JsonObject
 from callscope.saag.registry_names import NameTable, name_table, nearest, trigrams
 
 #: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
-_Shape = tuple[list[str], list[str], frozenset[str], JsonObject]
+_Shape = tuple[list[str], list[str], frozenset[str], JsonObject, JsonObject | None]
 
 
 class RegistryIndex:
@@ -43,13 +43,14 @@ class RegistryIndex:
         self._shapes: dict[int, tuple[FunctionSpec, _Shape]] = {}
 
     def shape(self, spec: FunctionSpec) -> _Shape:
-        """``(A_req, A_all, set(A_all), properties)`` of one spec of this registry, read
-        once per spec (:func:`schema_params`, :func:`spec_properties`)."""
+        """``(A_req, A_all, set(A_all), properties, extra)`` of one spec of this registry,
+        read once per spec (:func:`schema_params`, :func:`spec_properties`,
+        :func:`extra_schema`)."""
         hit = self._shapes.get(id(spec))
         if hit is not None and hit[0] is spec:
             return hit[1]
         a_req, a_all = schema_params(spec)
-        shape = (a_req, a_all, frozenset(a_all), spec_properties(spec))
+        shape = (a_req, a_all, frozenset(a_all), spec_properties(spec), extra_schema(spec))
         self._shapes[id(spec)] = (spec, shape)
         return shape
 
@@ -180,6 +181,25 @@ def required_params(functions: Sequence[FunctionSpec] | None, name: Any) -> list
         spec = registry.by_name.get(name)
         return [] if spec is None else registry.shape(spec)[0]
     return schema_params(find_spec(functions, name) or {})[0]
+
+
+def extra_schema(spec: FunctionSpec) -> JsonObject | None:
+    """The schema an argument outside ``properties`` takes when the spec's parameter schema
+    says so explicitly: ``{}`` for ``"additionalProperties": true``, the schema given for
+    ``"additionalProperties": {...}``; ``None`` otherwise (the SAAG rule: such an argument
+    is spurious; an absent ``additionalProperties`` does not open a tool's schema, nor do
+    ``patternProperties``, which would mean matching the registry's own patterns).
+
+    >>> extra_schema({"parameters": {"additionalProperties": True}})
+    {}
+    >>> extra_schema({"parameters": {"properties": {}}}) is None
+    True
+    """
+    params = spec.get("parameters")
+    extra = params.get("additionalProperties") if isinstance(params, dict) else None
+    if extra is True:
+        return {}
+    return extra if isinstance(extra, dict) else None
 
 
 def spec_properties(spec: FunctionSpec) -> JsonObject:

@@ -404,9 +404,8 @@ def _check(
             final_answer=final,
         )
     if native_calls and json_size(native_calls, MAX_NATIVE_CHARS) > MAX_NATIVE_CHARS:
-        # over callscope's own reading limit: not checked, and not blamed on the model (a
-        # correction would tell it that its valid call cannot be read, and an agent would
-        # loop on the same call)
+        # over callscope's own reading limit: unchecked, not blamed on the model (told that
+        # its valid call cannot be read, an agent loops on it)
         return TurnVerdict(
             action=TOOL_CALL,
             query=query,

@@ -47,6 +47,7 @@ from callscope.guard.upstream_answer import (  # noqa: F401 (importable from her
 from callscope.guard.upstream_url import (  # noqa: F401 (importable from here)
     MAX_TARGET_CHARS,
     BadTarget,
+    proxied_location,
     redacted_url,
     upstream_url,
 )
@@ -203,6 +204,20 @@ class HTTPUpstream:
             raise UpstreamInvalid(problem)
         return response
 
+    def _relocated(self, headers: Headers) -> Headers:
+        """``headers`` with a ``Location`` on the upstream's origin made a proxy path
+        (:func:`~callscope.guard.upstream_url.proxied_location`); :class:`UpstreamInvalid`
+        for one outside ``--upstream``'s path, which the proxy cannot reach."""
+        out: Headers = []
+        for name, value in headers:
+            if name == b"location":
+                moved = proxied_location(self.base, value.decode("latin-1"))
+                if moved is None:
+                    raise UpstreamInvalid("upstream redirected outside --upstream's path")
+                value = moved.encode("latin-1", "replace")
+            out.append((name, value))
+        return out
+
     def _too_large(self) -> UpstreamTooLarge:
         return UpstreamTooLarge(
             f"upstream answer over {self.max_reply_bytes} bytes decoded (--max-reply-mb)"
@@ -237,7 +252,9 @@ class HTTPUpstream:
             raise UpstreamTimeout(str(exc) or "timed out") from exc
         except (httpx.TransportError, httpx.DecodingError, httpx.StreamError) as exc:
             raise UpstreamUnreachable(str(exc) or type(exc).__name__) from exc
-        return UpstreamReply(response.status_code, end_headers(response.headers), b"".join(parts))
+        relayed = self._relocated(raw_end_headers(response.headers))
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in relayed]
+        return UpstreamReply(response.status_code, headers, b"".join(parts))
 
     async def chat(self, body: bytes, headers: Headers, timeout: float) -> UpstreamReply:
         return await self._send("POST", "/v1/chat/completions", body, headers, timeout)
@@ -291,7 +308,7 @@ class HTTPUpstream:
                 yield chunk
 
         try:
-            yield response.status_code, raw_end_headers(response.headers), chunks()
+            yield response.status_code, self._relocated(raw_end_headers(response.headers)), chunks()
         finally:
             await overran(response)  # never reuse a connection that sent more than it declared
             await response.aclose()

@@ -5,13 +5,15 @@ target that is not an absolute path (``@127.0.0.1:9/x``, ``http://elsewhere/``),
 (:class:`BadTarget`), so no request can reach another host, port or path root; so is a target
 over :data:`MAX_TARGET_CHARS` characters, one with a fragment (``#``), a space or a control
 character, and a segment that is ``.`` or ``..`` before a path parameter (``/v1/..;/admin``,
-which Tomcat and Spring read as the parent folder). And how an upstream URL may be printed or
-stored (:func:`redacted_url`)."""
+which Tomcat and Spring read as the parent folder). The way back is the same rule: a redirect
+whose ``Location`` names the upstream's own origin becomes a path on the proxy
+(:func:`proxied_location`), so no redirect leads a client past the proxy. And how an upstream
+URL may be printed or stored (:func:`redacted_url`)."""
 
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_to_bytes
+from urllib.parse import unquote_to_bytes, urlsplit
 
 import httpx
 
@@ -83,3 +85,51 @@ def upstream_url(base: httpx.URL, target: str) -> httpx.URL:
         return base.copy_with(raw_path=raw)
     except (UnicodeEncodeError, httpx.InvalidURL) as exc:
         raise BadTarget(f"the request target is not a valid URL path: {exc}") from None
+
+
+#: the port a URL names when it names none
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def proxied_location(base: httpx.URL, location: str) -> str | None:
+    """An upstream redirect's ``Location`` as the proxy relays it: one on the upstream's own
+    origin (``base``'s scheme, host and port; absolute, ``//host/...`` or a path) under
+    ``base``'s path becomes the proxy path :func:`upstream_url` maps there, relative to the
+    proxy (the client resolves it against the proxy's own URL), with its query; one on the
+    upstream's origin outside ``base``'s path, which no proxy path reaches, is ``None``
+    (refused); any other is relayed as it is. Before, a redirect to
+    ``http://upstream/v1/chat/completions`` led a client that follows redirects to upstream
+    itself, past every check.
+
+    >>> base = httpx.URL("http://127.0.0.1:8080/v1")
+    >>> proxied_location(base, "http://127.0.0.1:8080/v1/chat/completions?a=1")
+    '/v1/chat/completions?a=1'
+    >>> proxied_location(base, "http://127.0.0.1:8080/admin") is None
+    True
+    >>> proxied_location(base, "https://login.example/")
+    'https://login.example/'
+    """
+    try:
+        parts = urlsplit(location.strip())
+        port = parts.port
+    except ValueError:
+        return location  # no URL a client would follow
+    scheme = (parts.scheme or base.scheme).lower()
+    if parts.netloc:
+        host = (parts.hostname or "").lower()
+        own = (
+            scheme == base.scheme
+            and host == base.host.lower()
+            and (port or _DEFAULT_PORTS.get(scheme)) == (base.port or _DEFAULT_PORTS.get(scheme))
+        )
+    else:  # a path: on the proxy's origin already, only its path may need mapping
+        own = not parts.scheme and parts.path.startswith("/")
+    if not own:
+        return location
+    root = base.raw_path.partition(b"?")[0].decode("ascii").rstrip("/")
+    path = parts.path or "/"
+    if root and path != root and not path.startswith(root + "/"):
+        return location if not parts.netloc else None
+    rest = path[len(root) :]
+    mapped = ("/v1" if root.endswith("/v1") else "") + rest or "/"
+    return mapped + (f"?{parts.query}" if parts.query else "")

@@ -66,8 +66,16 @@ What it checks, and what it does not:
   second response to one request, a ``Content-Length`` short of its body) is answered 502
   (``upstream_invalid``) and its connection is closed, never reused: a reply is tied to its
   request. A client that goes away before its answer ends the upstream request at once;
-  nothing is re-asked or recorded for it (``client_gone``). ``TRACE``, ``TRACK`` and
-  ``CONNECT`` are 405; a request with ``NaN`` or ``Infinity`` 400. ``GET /callscope/health``
+  nothing is re-asked or recorded for it (``client_gone``). A method is
+  read as upstream is sent it, upper-cased (``trace`` is ``TRACE``): ``TRACE``, ``TRACK``
+  and ``CONNECT`` are 405; a chat path with extra slashes (``/v1//chat/completions/``) is
+  the chat path. A request with ``NaN``, ``Infinity`` or a number no float can carry
+  (``1e999``) is 400, and a ``2xx`` answer to a chat request with tools that the proxy
+  cannot read as JSON (the same numbers, a 5,000-digit integer, bytes that are not UTF-8)
+  502 (``upstream_invalid``), never relayed unchecked. A reply the client does not take
+  (each 1 MiB of it within ``body_timeout``) is dropped with its connection
+  (``slow_client``); a redirect to upstream's own origin is rewritten to the proxy's; a
+  WebSocket upgrade is refused with a JSON 501. ``GET /callscope/health``
   is the proxy's own: the run store's state (503 while decisions wait to be stored) and the
   memory bound; while the store fails, every reply carries ``X-Callscope-Store`` and
   stderr says so (docs/proxy-bounds.md).
@@ -77,8 +85,9 @@ What it checks, and what it does not:
 
 The stack: an ASGI application (:class:`ProxyApp`, no framework: one endpoint and a
 pass-through need none) served by uvicorn (its h11 parser, a listen backlog of 2048, one
-event loop; an answer up to 64 KiB is checked on the loop, one up to 1 MiB on a worker
-thread, a larger one in one of two worker processes, since ``json`` holds the interpreter
+event loop; a request and answer of up to 4,096 characters together are checked on the loop
+(:func:`callscope.guard.inputs.checks_inline`, the project's one rule), up to 1 MiB on a
+worker thread, larger in one of two worker processes, since ``json`` holds the interpreter
 lock for a whole decode; repairs run on worker threads)
 with an ``httpx.AsyncClient`` to upstream. SIGINT and SIGTERM stop it gracefully:
 no new connections, every request in flight answered, then every decision written.
@@ -110,7 +119,6 @@ from callscope.guard.proxy.decide import (
     call_list,
     calls_header,
 )
-from callscope.guard.proxy.heavy import INLINE_CHECK_BYTES
 from callscope.guard.proxy.protocol import GuardedH11Protocol
 from callscope.guard.proxy.request import (
     CHAT_PATHS,
@@ -138,7 +146,6 @@ __all__ = [
     "CHAT_PATHS",
     "EXTRA_FIELD",
     "GUARD_HEADER",
-    "INLINE_CHECK_BYTES",
     "KEEP_ALIVE_S",
     "MAX_CONCURRENT",
     "MAX_CONNECTIONS",

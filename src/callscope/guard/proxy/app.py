@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
-from callscope.core.jsonl import dumps_safe
 from callscope.guard.budget import MemoryBudget, OverBudget, request_ledger
 from callscope.guard.proxy.config import ProxyConfig
 from callscope.guard.proxy.decide import UPSTREAM_FAILURES, ClientWatch, Guard
 from callscope.guard.proxy.events import WholeEvents, is_event_stream
 from callscope.guard.proxy.request import (
-    CHAT_PATHS,
     BodyError,
     Receive,
     Scope,
@@ -27,6 +26,8 @@ from callscope.guard.proxy.request import (
     asks_to_stream,
     conn_tokens,
     header_error,
+    is_chat_path,
+    json_bytes,
     loads_request,
     read_body,
 )
@@ -48,13 +49,16 @@ HEALTH_PATH = "/callscope/health"
 #: the header every reply carries while the run store fails to take decisions
 STORE_HEADER = "X-Callscope-Store"
 #: methods never relayed (405): TRACE and TRACK echo a request (credentials included),
-#: CONNECT would open a tunnel
+#: CONNECT would open a tunnel. A method is compared upper-cased, as httpx sends it upstream
+#: (``trace`` would be relayed as ``TRACE``)
 REFUSED_METHODS = frozenset({"TRACE", "TRACK", "CONNECT"})
 #: a reply body is sent in pieces of at most this many bytes
 SEND_PIECE = 1024 * 1024
 #: seconds past ``--upstream-timeout`` that a stream's client may take to read what was sent,
 #: and then to take the last error event, before the proxy lets it go
 STREAM_GRACE_S = 1.0
+#: the status a WebSocket upgrade is refused with (the proxy relays HTTP only)
+WEBSOCKET_REFUSED = 501
 
 
 class ProxyApp:
@@ -76,11 +80,13 @@ class ProxyApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+        elif scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
         elif scope["type"] == "http":
             if self._in_flight >= self.config.max_concurrent:
                 self.guard.count("overloaded")
                 message = f"over {self.config.max_concurrent} requests in flight; retry shortly"
-                await send_reply(send, error_reply(503, message, "overloaded"), close=True)
+                await self._reply(send, error_reply(503, message, "overloaded"), close=True)
                 return
             self._in_flight += 1
             try:
@@ -88,6 +94,36 @@ class ProxyApp:
                     await self._http(scope, receive, send)
             finally:
                 self._in_flight -= 1
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a WebSocket upgrade before its handshake (the proxy relays HTTP only): a
+        JSON :data:`WEBSOCKET_REFUSED` where the server can send an HTTP answer (the
+        ``websocket.http.response`` extension), else a close, which the server answers 403.
+        Counted ``bad_request``. Before, the app returned without a word: a plain-text 500
+        and an error logged for each upgrade."""
+        message = await receive()
+        if message["type"] != "websocket.connect":  # the client left first
+            return
+        self.guard.count("bad_request")
+        if "websocket.http.response" not in (scope.get("extensions") or {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        reply = error_reply(
+            WEBSOCKET_REFUSED, "callscope serve does not relay WebSocket upgrades", "not_relayed"
+        )
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
+        headers.append((b"content-length", str(len(reply.content)).encode()))
+        start = {"type": "websocket.http.response.start", "status": reply.status}
+        await send({**start, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": reply.content})
+
+    async def _reply(self, send: Send, reply: UpstreamReply, close: bool = False) -> None:
+        """:func:`send_reply` within the client's reading deadline (``--body-timeout`` for
+        each piece of :data:`SEND_PIECE`): a client that does not take its reply is let go,
+        counted ``slow_client``, and what its request held (the memory bound, its slot)
+        given back; its decision is not recorded (it never got it)."""
+        if not await send_reply(send, reply, close, timeout=self.config.body_timeout):
+            self.guard.count("slow_client")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -124,24 +160,25 @@ class ProxyApp:
         problem = header_error(scope)
         if problem is not None:
             guard.count("bad_request")
-            await send_reply(send, problem, close=True)
+            await self._reply(send, problem, close=True)
             return
-        method = scope["method"]
+        # what upstream would be sent: httpx upper-cases every method (``trace`` is TRACE)
+        method = scope["method"].upper()
         if method in REFUSED_METHODS:
             guard.count("bad_request")
             message = f"{method} is not relayed"
             reply = error_reply(405, message, "method_not_allowed")
-            await send_reply(send, reply, close=True)
+            await self._reply(send, reply, close=True)
             return
         try:
             body = await read_body(scope, receive, self.config)
         except BodyError as err:
             guard.count(err.decision)
-            await send_reply(send, err.reply, close=err.close)
+            await self._reply(send, err.reply, close=err.close)
             return
         path = scope["path"]
         if path == HEALTH_PATH and method == "GET":
-            await send_reply(send, self._health())
+            await self._reply(send, self._health())
             return
         raw = scope.get("raw_path") or scope["path"].encode()
         target = raw.decode("latin-1")
@@ -151,7 +188,7 @@ class ProxyApp:
             (k, v) for k, v in scope["headers"] if k not in HOP and k not in conn_tokens(scope)
         ]
         try:
-            if method == "POST" and path in CHAT_PATHS:
+            if method == "POST" and is_chat_path(path):
                 try:
                     request = loads_request(body)
                 except ValueError as exc:
@@ -181,7 +218,7 @@ class ProxyApp:
         except OverBudget as exc:
             guard.count("over_memory_budget")
             reply = error_reply(503, str(exc), "over_memory_budget")
-        await send_reply(send, self._store_note(reply))
+        await self._reply(send, self._store_note(reply))
 
     async def _chat(
         self, body: bytes, headers: Headers, request: Any, receive: Receive
@@ -233,7 +270,7 @@ class ProxyApp:
                 last_error=health.last_error,
             )
         status = 200 if health is None or health.ok else 503
-        body = dumps_safe(data, mark=False).encode()
+        body = json_bytes(data)
         return UpstreamReply(status, [("content-type", "application/json")], body)
 
     def _store_note(self, reply: UpstreamReply) -> UpstreamReply:
@@ -284,7 +321,7 @@ class ProxyApp:
             if state.began:
                 await send(error_event(message, "shutting_down"))
             else:
-                await send_reply(send, error_reply(503, message, "shutting_down"), close=True)
+                await self._reply(send, error_reply(503, message, "shutting_down"), close=True)
 
     async def _relay(
         self, target: str, body: bytes, headers: Headers, send: Send, state: _StreamState
@@ -365,9 +402,27 @@ def error_event(message: str, kind: str) -> dict[str, Any]:
     return {"type": "http.response.body", "body": event, "more_body": False}
 
 
-async def send_reply(send: Send, reply: UpstreamReply, close: bool = False) -> None:
+async def send_reply(
+    send: Send, reply: UpstreamReply, close: bool = False, timeout: float | None = None
+) -> bool:
     """Send ``reply`` (its header text is latin-1: the bytes upstream sent); then record its
-    decision (``on_sent``)."""
+    decision (``on_sent``). ``timeout``: seconds the client may take for each send (its head,
+    each piece of :data:`SEND_PIECE`); past it the reply is abandoned unrecorded and
+    ``False`` returned (the server then closes the connection: a client that never reads
+    would otherwise hold its request's memory and slot for as long as it stays connected)."""
+    with anyio.move_on_after(math.inf if timeout is None else timeout) as sending:
+        await _send_pieces(send, reply, close, sending, timeout)
+    if sending.cancelled_caught:
+        return False
+    if reply.on_sent is not None:
+        reply.on_sent()
+    return True
+
+
+async def _send_pieces(
+    send: Send, reply: UpstreamReply, close: bool, sending: anyio.CancelScope, timeout: float | None
+) -> None:
+    """:func:`send_reply`'s sends, the deadline of ``sending`` moved on after each."""
     headers = [
         (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
         for k, v in reply.headers
@@ -378,13 +433,14 @@ async def send_reply(send: Send, reply: UpstreamReply, close: bool = False) -> N
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     body, view, start = reply.content, memoryview(reply.content), 0
+    step = math.inf if timeout is None else timeout
     # a large body in pieces: each waits for the socket to drain, so a 60 MB answer is never
     # one long copy into the transport's buffer while other requests wait (issue 47 point 6)
     while len(body) - start > SEND_PIECE:
         piece = bytes(view[start : start + SEND_PIECE])
+        sending.deadline = anyio.current_time() + step
         await send({"type": "http.response.body", "body": piece, "more_body": True})
         start += SEND_PIECE
     last = body if start == 0 else bytes(view[start:])
+    sending.deadline = anyio.current_time() + step
     await send({"type": "http.response.body", "body": last, "more_body": False})
-    if reply.on_sent is not None:
-        reply.on_sent()

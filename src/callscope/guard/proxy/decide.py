@@ -17,17 +17,22 @@ from typing import Any
 import anyio.from_thread
 import anyio.to_thread
 
-from callscope.core.jsonl import dumps_safe
 from callscope.guard.check import TurnVerdict, check, message_of
+from callscope.guard.inputs import checks_inline
 from callscope.guard.proxy.config import ProxyConfig, log
 from callscope.guard.proxy.heavy import (
-    INLINE_CHECK_BYTES,
     THREAD_CHECK_BYTES,
     HeavyChecks,
+    Judged,
     judge,
     legacy_as_tool_calls,
 )
-from callscope.guard.proxy.request import loads_answer, loads_request, request_error
+from callscope.guard.proxy.request import (
+    json_bytes,
+    loads_answer,
+    loads_request,
+    request_error,
+)
 from callscope.guard.record import StoreWriter
 from callscope.guard.repair import RepairAttempt, RepairResult, repair
 from callscope.guard.upstream import (
@@ -206,9 +211,11 @@ class Guard:
         messages = request.get("messages") or []
         try:
             # the check reads the answer and, in stage 3, the request's conversation: a small
-            # answer to a 4 MiB conversation held the event loop 1.5 s when checked inline
+            # answer to a 4 MiB conversation held the event loop 1.5 s when checked inline,
+            # and stage 3's cost grows with the text (a 60 KB request dense with numbers:
+            # 100-260 ms), so the project's one rule decides what runs on the loop
             size = len(first.content) + len(body)
-            if size <= INLINE_CHECK_BYTES:  # ~0.3 ms: no hop
+            if checks_inline(len(body), len(first.content)):  # a few ms at most: no hop
                 judged = judge(first.content, tools, messages, cfg.grounding)
             elif size <= THREAD_CHECK_BYTES:  # a few ms of the lock at most: a thread
                 judged = await anyio.to_thread.run_sync(
@@ -217,7 +224,7 @@ class Guard:
             else:  # read and checked in a worker process: json holds the lock meanwhile
                 judged = await self.heavy.judge(first.content, tools, messages, cfg.grounding)
             if judged.outcome != "checked":
-                return self._unchecked(first, judged.outcome)
+                return self._unchecked(first, judged)
             data, verdict = judged.data, judged.verdict
             assert verdict is not None
             if verdict.passed:
@@ -242,11 +249,22 @@ class Guard:
             log(f"check failed, answer passed on unchecked: {type(exc).__name__}: {exc}")
             return with_header(first, "error")
 
-    def _unchecked(self, first: UpstreamReply, outcome: str) -> UpstreamReply:
-        """The counted reply to an answer :func:`judge` could not check (its ``outcome``)."""
-        if outcome == "too_deep":
+    def _unchecked(self, first: UpstreamReply, judged: Judged) -> UpstreamReply:
+        """The counted reply to an answer :func:`judge` could not check. One it cannot read
+        (too deep, or not JSON it can read) is a 502 ``upstream_invalid``: its calls, if
+        any, would reach the client unchecked (a call to a tool the request does not name,
+        in an answer with a 5,000-digit number that Node's ``JSON.parse`` reads). One with
+        nothing to check (no first choice's message, a message without calls) passes."""
+        outcome = judged.outcome
+        if outcome in ("too_deep", "not_json"):
             self.count("upstream_invalid")
-            message = "upstream answer is nested too deeply to read"
+            if outcome == "too_deep":
+                message = "upstream answer is nested too deeply to read"
+            else:
+                message = (
+                    "upstream answer is not JSON the proxy can read, so its tool calls "
+                    f"cannot be checked ({judged.reason})"
+                )
             return error_reply(502, message, "upstream_invalid")
         self.count("unchecked")
         return first if outcome == "unreadable" else with_header(first, "unchecked")
@@ -287,7 +305,7 @@ class Guard:
                 raise UpstreamTimeout("repair time spent")
             reply = anyio.from_thread.run(
                 self._reask,
-                dumps_safe({**request, "messages": convo}, mark=False).encode(),
+                json_bytes({**request, "messages": convo}),
                 headers,
                 min(cfg.upstream_timeout, left),
                 gone,
@@ -330,7 +348,7 @@ class Guard:
         if content is None:
             best = dict(result.response)
             best[EXTRA_FIELD] = extra
-            content = dumps_safe(best, mark=False).encode()
+            content = json_bytes(best)
         headers_out = [(k, v) for k, v in first.headers if k.lower() != "content-type"]
         headers_out.append(("content-type", "application/json"))
         reply = UpstreamReply(200, headers_out, content, record)
@@ -396,7 +414,7 @@ def _appended(content: bytes, extra: JsonObject) -> bytes | None:
     else:
         return None
     separator = b"" if end[cut - 1 : cut] == b"{" else b", "
-    field = f'"{EXTRA_FIELD}": '.encode() + dumps_safe(extra, mark=False).encode()
+    field = f'"{EXTRA_FIELD}": '.encode() + json_bytes(extra)
     return b"".join((memoryview(end)[:cut], separator, field, b"}"))
 
 

@@ -34,10 +34,9 @@ from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.proxy.request import loads_answer
 from callscope.records.wire import ChatCompletion, ChatMessage, FunctionCall
 
-#: an upstream answer up to this size, with its request, is checked on the event loop (a
-#: check costs ~0.3 ms)
-INLINE_CHECK_BYTES = 64 * 1024
-#: one up to this size on a worker thread (its decode holds the lock a few ms at most); a
+#: an upstream answer too long to check on the event loop
+#: (:func:`callscope.guard.inputs.checks_inline`, the one rule) but up to this size with its
+#: request is checked on a worker thread (its decode holds the lock a few ms at most); a
 #: larger one in a worker process (a long conversation too: stage 3 reads all of it, and
 #: its scans hold the lock)
 THREAD_CHECK_BYTES = 1024 * 1024
@@ -50,13 +49,16 @@ HEAVY_WORKERS = 2
 @dataclass(frozen=True)
 class Judged:
     """What reading and checking one upstream answer found. ``outcome``: ``checked`` (then
-    ``data`` is the answer and ``verdict`` its calls' verdict), ``unreadable`` (not JSON, or
-    no first choice's message), ``too_deep`` (nested past the reader's bound) or
+    ``data`` is the answer and ``verdict`` its calls' verdict), ``not_json`` (the proxy
+    cannot read it as JSON: not UTF-8, an integer over the digit limit, a number no float
+    can carry, ``NaN``; ``reason`` says which), ``too_deep`` (nested past the reader's
+    bound), ``unreadable`` (JSON, but no first choice's message: nothing to check) or
     ``no_calls`` (a message without ``tool_calls`` or a legacy ``function_call``)."""
 
     outcome: str
     data: Any = None
     verdict: TurnVerdict | None = None
+    reason: str = ""
 
 
 def legacy_as_tool_calls(
@@ -80,8 +82,8 @@ def judge(content: bytes, tools: list[Any], messages: list[Any], grounding: str 
         data = loads_answer(content)
     except TooDeep:
         return Judged("too_deep")
-    except ValueError:
-        return Judged("unreadable")
+    except ValueError as exc:  # its calls, if any, cannot be read: never relayed unchecked
+        return Judged("not_json", reason=f"{type(exc).__name__}: {str(exc)[:200]}")
     try:
         message = message_of(data)
     except (TypeError, ValueError):

@@ -5,6 +5,8 @@ refusal is an :class:`~callscope.guard.upstream.UpstreamReply` with an OpenAI-st
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -20,6 +22,8 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+#: runs of slashes, read as one by the routers upstreams use (and by :func:`is_chat_path`)
+_SLASHES = re.compile(r"/{2,}")
 #: a request's header block at most (bytes of names and values) and its header count at most:
 #: beyond either, 431 (h11 itself only bounds a header block that arrives in pieces)
 MAX_HEADER_BYTES = 16 * 1024
@@ -66,23 +70,53 @@ def request_error(request: Any) -> str | None:
     return None
 
 
+def is_chat_path(path: str) -> bool:
+    """Whether the (percent-decoded) request ``path`` is the chat endpoint an upstream would
+    serve: one of :data:`CHAT_PATHS` once runs of slashes are read as one and a trailing
+    slash is dropped (``/v1//chat/completions``, ``/v1/chat/completions/``: Starlette, as in
+    vLLM, redirects the one and routes the other there). Such a request is checked, never
+    relayed unchecked.
+
+    >>> is_chat_path("/v1//chat/completions/"), is_chat_path("/v1/chat/completionsx")
+    (True, False)
+    """
+    return _SLASHES.sub("/", path).rstrip("/") in CHAT_PATHS
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-#: a client request's decoder: ``NaN`` / ``Infinity`` are not JSON (a request carrying one
-#: would be re-asked upstream with it), so such a request is a 400
-_REQUEST_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ValueError(f"the number {shown} does not fit a 64-bit float")
+    return value
+
+
+#: the proxy's JSON decoder, for requests and answers alike: ``NaN`` / ``Infinity`` are not
+#: JSON, and a number no float can carry (``1e999``) would be read as infinity and written
+#: back as ``Infinity`` (a request carrying one would be re-asked upstream with it, an answer
+#: holding one re-encoded for its client), so each is refused: a request with one is a 400,
+#: an answer with one is unreadable (a 502 where its calls were to be checked)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _strict(body: bytes) -> Any:
+    """``body``'s JSON by the one bounded reader, with :data:`_DECODER`."""
+    text = body.decode(json.detect_encoding(body), "surrogatepass")
+    return loads_bounded(text, decoder=_DECODER)
 
 
 def loads_request(body: bytes) -> Any:
     """A client request's JSON, by the one bounded reader
-    (:func:`~callscope.core.jsonl.loads_bounded`) with a decoder that refuses ``NaN`` and
-    ``Infinity``: a ``ValueError`` for text that is not JSON, an integer over the digit
-    limit, or a value nested deeper than :data:`~callscope.core.jsonl.MAX_JSON_DEPTH`
+    (:func:`~callscope.core.jsonl.loads_bounded`) with a decoder that refuses ``NaN``,
+    ``Infinity`` and numbers no float can carry (``1e999``): a ``ValueError`` for text that
+    is not JSON (or not UTF-8), such a number, an integer over the digit limit, or a value
+    nested deeper than :data:`~callscope.core.jsonl.MAX_JSON_DEPTH`
     (:class:`~callscope.core.jsonl.TooDeep`)."""
-    text = body.decode(json.detect_encoding(body), "surrogatepass")
-    return loads_bounded(text, decoder=_REQUEST_DECODER)
+    return _strict(body)
 
 
 def asks_to_stream(body: bytes) -> bool:
@@ -102,10 +136,24 @@ def asks_to_stream(body: bytes) -> bool:
 
 
 def loads_answer(body: bytes) -> Any:
-    """An upstream answer's JSON, by the one bounded reader (the same errors as
-    :func:`loads_request`; a ``NaN`` is read: the parser refuses it inside a call's
-    arguments, where it is judged)."""
-    return loads_bounded(body)
+    """An upstream answer's JSON, read as strictly as :func:`loads_request` (the same
+    errors): what the proxy cannot read as JSON it cannot check, and what it reads it may
+    write again (a repaired completion, a re-ask), so it never reads a value it could only
+    write as something that is not JSON (``NaN``, ``Infinity``, ``1e999``)."""
+    return _strict(body)
+
+
+def json_bytes(value: Any) -> bytes:
+    """The JSON text the proxy writes of ``value`` (a re-ask's body, a repaired completion,
+    its ``callscope`` field): UTF-8, as ``json.dumps(ensure_ascii=False)`` writes it, and
+    never ``NaN`` or ``Infinity`` (``allow_nan=False``: a ``ValueError`` instead; the
+    readers above let none in). Lone surrogates (``"\\ud800"`` read from a request) are
+    written as escapes, never as bytes that are not UTF-8."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, allow_nan=False).encode()
 
 
 def header_error(scope: Scope) -> UpstreamReply | None:

@@ -45,6 +45,10 @@ UNREADABLE = {
     "too_big_float": _call("delete_account").replace(b'"USAGE"', b"1e999"),
     "nan": _call("delete_account").replace(b'"USAGE"', b"NaN"),
 }
+#: a call larger than callscope reads (its limit, not the model's error): passed on, marked
+OVER_LIMIT = _call("get_weather", json.dumps({"city": "Paris " * 40_000})).replace(
+    b'"USAGE"', b"null"
+)
 #: answers with nothing to check: passed on as upstream sent them
 NOTHING_TO_CHECK = {
     "no_choices": b'{"object": "list", "data": [], "usage": 1e300}',
@@ -55,8 +59,10 @@ NOTHING_TO_CHECK = {
 
 
 async def fixed(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
-    """The answer of :data:`UNREADABLE` or :data:`NOTHING_TO_CHECK` named by the model."""
-    await rawupstream.answer(w, {**UNREADABLE, **NOTHING_TO_CHECK}[req.model])
+    """The answer of :data:`UNREADABLE` or :data:`NOTHING_TO_CHECK` named by the model, or
+    :data:`OVER_LIMIT`."""
+    answers = {**UNREADABLE, **NOTHING_TO_CHECK, "over_limit": OVER_LIMIT}
+    await rawupstream.answer(w, answers[req.model])
 
 
 async def big_passing(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
@@ -87,7 +93,7 @@ async def redirecting(up: RawUpstream, req: Request, w: asyncio.StreamWriter) ->
 def up(monkeypatch: pytest.MonkeyPatch) -> Iterator[RawUpstream]:
     """The raw upstream with this module's behaviours (by model; ``""``, ``elsewhere`` and
     ``models`` by the target's last segment)."""
-    for model in {**UNREADABLE, **NOTHING_TO_CHECK}:
+    for model in {**UNREADABLE, **NOTHING_TO_CHECK, "over_limit": None}:
         monkeypatch.setitem(rawupstream.BEHAVIOURS, model, fixed)
     monkeypatch.setitem(rawupstream.BEHAVIOURS, "big_passing", big_passing)
     for name in ("redirecting", "", "elsewhere", "models"):
@@ -195,6 +201,22 @@ def test_an_answer_the_proxy_cannot_read_is_refused_not_relayed_unchecked(
     for model, r in passed.items():
         assert (r.status_code, r.content) == (200, NOTHING_TO_CHECK[model]), model
     assert decisions(tmp_path / "run").get("upstream_invalid") == len(UNREADABLE)
+
+
+def test_calls_larger_than_callscope_reads_are_passed_on_marked_unchecked(
+    up: RawUpstream, tmp_path: Path
+) -> None:
+    """A call of 240,000 characters (over the 200,000 callscope reads) is passed on as
+    upstream sent it, ``X-Callscope-Guard: unchecked``, and never re-asked: the limit is
+    callscope's, not the model's error (before, the model was told its valid call "could
+    not be read" and re-asked)."""
+    with (
+        callscope_serve(up.url, tmp_path / "run") as served,
+        httpx.Client(timeout=60) as client,
+    ):
+        r = client.post(served.url + "/chat/completions", content=chat("over_limit"))
+    assert (r.status_code, r.headers[GUARD_HEADER], r.content) == (200, "unchecked", OVER_LIMIT)
+    assert sum(1 for q in up.requests if q.model == "over_limit") == 1  # no re-ask
 
 
 # --------------------------------------------------------------------------- finding 4

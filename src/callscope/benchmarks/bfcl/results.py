@@ -25,7 +25,10 @@ given, else under the results path itself.
   then has no emissions and carries that message as ``error``.
 * Score file: the first line is the header ``{"accuracy", "correct_count", "total_count"}``;
   every following line is one FAILED case (``{"id", "valid": false, "error": {...}, ...}``).
-  A case of the result file passes when its id is not among the failures.
+  A case of the result file passes when its id is not among the failures. A score file
+  with neither a header nor a failure line that can be read leaves Acc unknown
+  (``passed=None``); a result line whose id is not in the ground truth, repeats an id or has
+  none is left out (:attr:`BfclRun.left_out`); one turn per line is not read.
 
 Due turns come from BFCL's ground truth (``bfcl_eval/data``): for ``base`` and
 ``long_context`` the turns with non-empty gold calls (TOOL_CALL due); for ``miss_param`` the
@@ -44,8 +47,8 @@ Nothing here raises on a missing or malformed file: problems are collected as me
 
 from __future__ import annotations
 
-import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +62,12 @@ from callscope.benchmarks.bfcl.categories import (
     short_category,
 )
 from callscope.benchmarks.bfcl.package import answer_file, question_file, read_bfcl_jsonl
-from callscope.core.jsonl import FileTooLarge, loads_bounded, read_lines
+from callscope.benchmarks.bfcl.result_lines import (
+    read_jsonl_rows,
+    read_score_file,
+    turn_per_line,
+    turns_of,
+)
 from callscope.records import CaseRecord
 
 GROUP_DIR = "multi_turn"
@@ -203,7 +211,9 @@ class BfclRun:
     ``version`` / ``layout`` describe the result files found (``"v4"``, ``"flat <model>/"``;
     several joined by ``", "``), ``score_version`` / ``score_layout`` the score files;
     ``files`` lists every file read; ``looked_for`` says what was searched when nothing was
-    found; ``single_string_turns`` counts turns saved as one string."""
+    found; ``single_string_turns`` counts turns saved as one string; ``left_out`` counts the
+    result lines not read into a record, by reason (``duplicate``, ``no_id``,
+    ``not_in_ground_truth``, ``turn_per_line``)."""
 
     model: str | None
     records: list[CaseRecord] = field(default_factory=list)
@@ -216,6 +226,7 @@ class BfclRun:
     files: list[Path] = field(default_factory=list)
     looked_for: str = ""
     single_string_turns: int = 0
+    left_out: Counter[str] = field(default_factory=Counter)
 
     def header_acc(self) -> dict[str, tuple[int, int]]:
         """``{category: (correct_count, total_count)}`` from the score headers that have them,
@@ -229,7 +240,7 @@ class BfclRun:
 
     def describe(self) -> dict[str, Any]:
         """What was read, JSON-ready: model, versions and layouts of the result and score
-        files, the files, and the turns saved as one string."""
+        files, the files, the turns saved as one string and the lines left out."""
         return {
             "model": self.model,
             "version": self.version,
@@ -238,6 +249,7 @@ class BfclRun:
             "score_layout": self.score_layout,
             "files": [str(f) for f in self.files],
             "single_string_turns": self.single_string_turns,
+            "left_out": dict(self.left_out),
         }
 
     def found(self) -> str:
@@ -263,71 +275,6 @@ def bfcl_package_ground_truth(
     answers = {r["id"]: r.get("ground_truth", []) for r in read_bfcl_jsonl(answer_file(full))}
     questions = {r["id"]: r for r in read_bfcl_jsonl(question_file(full))}
     return answers, questions
-
-
-def _read_jsonl(path: Path, problems: list[str]) -> list[tuple[int, dict[str, Any]]]:
-    """The rows of one result or score file, through the one line reader
-    (:func:`callscope.core.jsonl.read_lines`); a bad line is a problem, not an error."""
-    rows: list[tuple[int, dict[str, Any]]] = []
-    try:
-        lines = list(read_lines(path))
-    except OSError as exc:
-        problems.append(f"{path}: cannot read ({exc.strerror or exc})")
-        return rows
-    for lineno, line in lines:
-        if isinstance(line, FileTooLarge):
-            problems.append(str(line))
-            continue
-        if isinstance(line, ValueError):
-            problems.append(f"{path}:{lineno}: malformed line skipped ({line})")
-            continue
-        try:
-            row = loads_bounded(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"{path}:{lineno}: malformed line skipped (not valid JSON: {exc.msg})")
-            continue
-        except ValueError as exc:  # nested too deeply, an integer over the digit limit
-            problems.append(f"{path}:{lineno}: malformed line skipped ({exc})")
-            continue
-        if not isinstance(row, dict):
-            problems.append(f"{path}:{lineno}: malformed line skipped (not a JSON object)")
-            continue
-        rows.append((lineno, row))
-    return rows
-
-
-def _turns_of(result: Any) -> tuple[list[list[Any]], str | None, int]:
-    """Per-turn emissions of a ``result`` value, an error when it is not a list of turns,
-    and how many turns were one value (a string) instead of a list of steps: each such turn
-    is one emission."""
-    if isinstance(result, str):
-        return [], result or "empty result", 0
-    if not isinstance(result, list):
-        return [], f"result is {type(result).__name__}, not a list of turns", 0
-    turns = [list(turn) if isinstance(turn, list) else [turn] for turn in result]
-    return turns, None, sum(not isinstance(turn, list) for turn in result)
-
-
-def read_score_file(path: Path, problems: list[str]) -> tuple[dict[str, Any] | None, set[str]]:
-    """BFCL score file: its header (or ``None``) and the ids of the failed cases."""
-    rows = _read_jsonl(path, problems)
-    if not rows or "accuracy" not in rows[0][1]:
-        problems.append(f"{path}: first line is not a header with 'accuracy'")
-        header = None
-        failures = rows
-    else:
-        header = rows[0][1]
-        failures = rows[1:]
-    failed: set[str] = set()
-    for lineno, row in failures:
-        if not isinstance(row.get("id"), str):
-            problems.append(f"{path}:{lineno}: failure line has no string 'id'; ignored")
-            continue
-        if row.get("valid") is True:
-            problems.append(f"{path}:{lineno}: line for {row['id']} is marked valid; ignored")
-            continue
-        failed.add(row["id"])
-    return header, failed
 
 
 def load_bfcl_run(
@@ -410,61 +357,100 @@ def load_bfcl_run(
         if category in score_files:
             score_path = score_files[category].path
             run.files.append(score_path)
-            header, failed = read_score_file(score_path, run.problems)
+            header, failed = read_score_file(score_path, run.problems, category)
             if header is not None:
                 run.headers[category] = header
         elif scores_dir is not None or score_files:
             run.problems.append(
                 f"{score_file_name(category)}: no score file; Acc unknown for {category}"
             )
-
-        seen: set[str] = set()
-        single = single_cases = 0
-        for lineno, row in _read_jsonl(result_path, run.problems):
-            case_id = row.get("id")
-            if not isinstance(case_id, str) or not case_id:
-                run.problems.append(f"{result_path}:{lineno}: malformed line skipped (no 'id')")
-                continue
-            if case_id in seen:
-                run.problems.append(f"{result_path}:{lineno}: duplicate id {case_id}; skipped")
-                continue
-            seen.add(case_id)
-            turns, error, n_single = _turns_of(row.get("result"))
-            single += n_single
-            single_cases += bool(n_single)
-            if case_id in answers:
-                question = questions.get(case_id) or {}
-                due = due_turns(category, answers[case_id], question.get("missed_function"))
-            else:
-                due = []
-                if answers:
-                    run.problems.append(f"{result_path}:{lineno}: {case_id} not in ground truth")
-            run.records.append(
-                CaseRecord(
-                    id=case_id,
-                    category=category,
-                    gold_class=category_gold,
-                    turn_emissions=turns,
-                    due_turns=due,
-                    passed=None if failed is None else case_id not in failed,
-                    error=error,
-                )
-            )
-        if single:
-            run.single_string_turns += single
-            run.problems.append(
-                f"{result_path.name}: {single} turns of {single_cases} cases saved as one "
-                "string instead of a list of steps; each read as one emission"
-            )
-        if failed is not None:
-            for orphan in sorted(failed - seen):
-                run.problems.append(f"score file lists {orphan} as failed but it has no result")
+        if not _read_result_file(
+            run, category, category_gold, result_path, answers, questions, failed
+        ):
+            continue
         total = (header or {}).get("total_count")
-        if isinstance(total, int) and total != len(seen):
+        kept = sum(r.category == category for r in run.records)
+        if isinstance(total, int) and total != kept:
             run.problems.append(
-                f"{category}: score header counts {total} cases, result file has {len(seen)}"
+                f"{category}: score header counts {total} cases, result file has {kept}"
             )
     return run
+
+
+def _read_result_file(
+    run: BfclRun,
+    category: str,
+    category_gold: str,
+    result_path: Path,
+    answers: dict[str, list[list[str]]],
+    questions: dict[str, dict[str, Any]],
+    failed: set[str] | None,
+) -> bool:
+    """One category's result file into ``run.records``: a line without an id, a repeated
+    id, or (when the ground truth is known) an id not in it is left out, counted in
+    ``run.left_out`` and said in ``run.problems``; a file of one turn per line is not read
+    (returns ``False``)."""
+    rows = read_jsonl_rows(result_path, run.problems)
+    if turn_per_line(rows):
+        run.problems.append(
+            f"{result_path}: one turn per line ('turn' on each line, ids repeated) is not "
+            f"BFCL's layout (one line per case, every turn in 'result') and is not read; "
+            f"category {category} skipped"
+        )
+        run.left_out["turn_per_line"] += len(rows)
+        return False
+    seen: set[str] = set()
+    single = single_cases = unknown = 0
+    for lineno, row in rows:
+        case_id = row.get("id")
+        if not isinstance(case_id, str) or not case_id:
+            run.problems.append(f"{result_path}:{lineno}: malformed line skipped (no 'id')")
+            run.left_out["no_id"] += 1
+            continue
+        if case_id in seen:
+            run.problems.append(f"{result_path}:{lineno}: duplicate id {case_id}; skipped")
+            run.left_out["duplicate"] += 1
+            continue
+        seen.add(case_id)
+        if answers and case_id not in answers:
+            run.problems.append(f"{result_path}:{lineno}: {case_id} not in ground truth")
+            unknown += 1
+            continue
+        turns, error, n_single = turns_of(row.get("result"))
+        single += n_single
+        single_cases += bool(n_single)
+        due: list[int] = []
+        if case_id in answers:
+            question = questions.get(case_id) or {}
+            due = due_turns(category, answers[case_id], question.get("missed_function"))
+        run.records.append(
+            CaseRecord(
+                id=case_id,
+                category=category,
+                gold_class=category_gold,
+                turn_emissions=turns,
+                due_turns=due,
+                passed=None if failed is None else case_id not in failed,
+                error=error,
+            )
+        )
+    if unknown:
+        run.left_out["not_in_ground_truth"] += unknown
+        run.problems.append(
+            f"{result_path.name}: {unknown} lines whose id is not in the ground truth of "
+            f"{category} left out (not counted in n, GAR or Acc)"
+        )
+    if single:
+        run.single_string_turns += single
+        run.problems.append(
+            f"{result_path.name}: {single} turns of {single_cases} cases saved as one "
+            "string instead of a list of steps; each read as one emission"
+        )
+    if failed is not None:
+        kept = {r.id for r in run.records if r.category == category}
+        for orphan in sorted(failed - kept):
+            run.problems.append(f"score file lists {orphan} as failed but it has no result")
+    return True
 
 
 def load_bfcl_results(

@@ -22,11 +22,17 @@ Questions, functions and gold come from the installed bfcl-eval data
   :func:`decoder_choice` takes the decoder that reads the most of a sample of its answers).
 * A score file's first line is BFCL's header (``accuracy``, ``correct_count``,
   ``total_count``); every following line is one case BFCL *rejected* (``prompt_id`` or
-  ``id``: its result id, or its 1-based index in the result file, ``error_type``,
-  ``error``). A case not listed was accepted.
+  ``id``: its result id, or its 1-based index, paired through the index in each result
+  line's own id (:func:`~callscope.benchmarks.bfcl.single_lines.bfcl_index`), not its line
+  position, ``error_type``, ``error``). A case not listed was accepted. A score file
+  without that header, or cut off, is unusable: its category's answers are not scored.
 * A line whose id is not among the installed cases (an id past the installed range, a
   category bfcl-eval no longer has) is left out and counted in
-  :attr:`SingleTurnModel.left_out` (``not_installed``), never paired with another case.
+  :attr:`SingleTurnModel.left_out` (``not_installed``), never paired with another case;
+  so is a line that repeats a case (``duplicate``, the first kept) or whose id names another
+  category (``other_category``), each said once per file. A result file cut off (a
+  truncated gzip) is left out whole (``cut_off``) and said with the lines read before the
+  cut; the cases a score header counts without an answer are :attr:`SingleTurnModel.missing`.
 
 Nothing raises on a malformed line: problems are collected as messages; JSON is read with
 :func:`callscope.core.jsonl.loads_bounded` (nesting and size bounded).
@@ -41,12 +47,22 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import FileTooLarge, loads_bounded, read_lines
+from callscope.benchmarks.bfcl.single_lines import (
+    Rejection,
+    ScoreFile,
+    bfcl_index,
+    cut_message,
+    read_rows,
+    read_score_file,
+)
+from callscope.benchmarks.bfcl.single_lines import (
+    iter_lines as iter_lines,
+)
 from callscope.parse.bfcl_decode import SAMPLE_SIZE, DecoderChoice, choose_decoder
 
 #: v2 (2024) category names -> today's bfcl-eval names
@@ -271,69 +287,6 @@ def single_models(root: str | Path) -> list[str]:
     return sorted({f.model for f in find_single_files(root)})
 
 
-def iter_lines(path: Path, problems: list[str]) -> Iterator[tuple[int, Any]]:
-    """``(line number, JSON value)`` of every non-blank line of a JSON Lines file, gzip or
-    plain, through the one line reader (:func:`callscope.core.jsonl.read_lines`: its limits);
-    a malformed line, a line over the line limit and what is past the file limit are
-    problems, not errors."""
-    try:
-        for lineno, text in read_lines(path):
-            if isinstance(text, FileTooLarge):
-                problems.append(str(text))
-            elif isinstance(text, ValueError):
-                problems.append(f"{path}:{lineno}: {text}, skipped")
-            else:
-                try:
-                    yield lineno, loads_bounded(text)
-                except ValueError as exc:
-                    problems.append(f"{path}:{lineno}: not JSON ({exc})")
-    except (OSError, EOFError, ValueError) as exc:
-        problems.append(f"{path}: cannot be read ({exc})")
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """One case BFCL rejected: its ``error_type`` and first error message."""
-
-    error_type: str
-    error: str
-
-
-@dataclass
-class ScoreFile:
-    """A score file: BFCL's header and the rejected cases, by result id (or 1-based index
-    when the line names no result id: ``by_index``)."""
-
-    header: dict[str, Any] | None = None
-    by_id: dict[str, Rejection] = field(default_factory=dict)
-    by_index: dict[int, Rejection] = field(default_factory=dict)
-
-
-def read_score_file(path: Path, problems: list[str]) -> ScoreFile:
-    """The header and rejected cases of one score file (module docstring)."""
-    out = ScoreFile()
-    for lineno, row in iter_lines(path, problems):
-        if not isinstance(row, dict):
-            problems.append(f"{path}:{lineno}: not a JSON object")
-            continue
-        if out.header is None and "accuracy" in row and "valid" not in row:
-            out.header = row
-            continue
-        errors = row.get("error")
-        first = errors[0] if isinstance(errors, list) and errors else errors
-        rejection = Rejection(str(row.get("error_type", "")), str(first or "")[:500])
-        prompt_id = row.get("prompt_id")
-        if isinstance(prompt_id, str):
-            out.by_id[prompt_id] = rejection
-        elif isinstance(row.get("id"), int):
-            out.by_index[row["id"]] = rejection
-        elif isinstance(row.get("id"), str):
-            out.by_id[row["id"]] = rejection
-        else:
-            problems.append(f"{path}:{lineno}: a rejected case without an id")
-    return out
-
-
 @dataclass(frozen=True)
 class StoredAnswer:
     """One stored answer: the installed case id it answers, its category, the raw ``result``,
@@ -365,7 +318,8 @@ def installed_id(result_id: str, category: str) -> str:
 class SingleTurnModel:
     """One model's single-turn answers as read (module docstring): ``answers`` in file order;
     ``headers``: BFCL's score header per category; ``left_out``: lines not paired with an
-    installed case, by reason; ``versions``: the BFCL versions the file names say."""
+    installed case, by reason; ``versions``: the BFCL versions the file names say;
+    ``missing``: per category, the cases without an answer."""
 
     model: str
     answers: list[StoredAnswer] = field(default_factory=list)
@@ -374,6 +328,21 @@ class SingleTurnModel:
     problems: list[str] = field(default_factory=list)
     versions: set[int] = field(default_factory=set)
     files: list[str] = field(default_factory=list)
+    missing: dict[str, int] = field(default_factory=dict)
+
+
+def category_names(category: str) -> frozenset[str]:
+    """Every name an id of ``category``'s file may start with: today's and its v2 / v3 names.
+
+    >>> sorted(category_names("simple_python"))
+    ['simple', 'simple_python']
+    """
+    old = {k for k, v in (*V2_CATEGORIES.items(), *V3_CATEGORIES.items()) if v == category}
+    return frozenset({category, *old})
+
+
+#: every category name an id may start with (today's, v2 and v3)
+ALL_NAMES = frozenset({*INSTALLED_CATEGORIES, *V2_CATEGORIES, *V3_CATEGORIES})
 
 
 def read_single_model(
@@ -381,36 +350,108 @@ def read_single_model(
 ) -> SingleTurnModel:
     """One model's answers from its result ``files`` and score files (``scores``), each
     paired with the installed case id (``known_ids``: the ids of the installed cases;
-    ``None``: pair without checking)."""
+    ``None``: pair without checking). Lines left out are counted in
+    :attr:`SingleTurnModel.left_out` (``malformed``, ``other_category``, ``duplicate``,
+    ``not_installed``, ``cut_off``), cases without an answer in
+    :attr:`SingleTurnModel.missing`; each is said once per file, first in ``problems``."""
     model = SingleTurnModel(model=files[0].model if files else "")
     by_cat = {s.category: s for s in scores}
+    notes: list[str] = []
     for f in files:
         model.versions.add(f.version)
         model.files.append(str(f.path))
         score = None
         if f.category in by_cat:
             score = read_score_file(by_cat[f.category].path, model.problems)
-            if score.header is not None:
+            if score.unusable:
+                notes.append(
+                    f"{score.unusable}; BFCL's verdicts on {f.category} unknown "
+                    "(its answers are not scored)"
+                )
+                score = None
+            elif score.header is not None:
                 model.headers[f.category] = score.header
-        index = 0
-        for lineno, row in iter_lines(f.path, model.problems):
-            index += 1
-            if not isinstance(row, dict) or "result" not in row:
-                model.problems.append(f"{f.path}:{lineno}: no result")
-                model.left_out["malformed"] += 1
-                continue
-            rid = str(row.get("id", f"{f.category}_{index - 1}"))
-            case_id = installed_id(rid, f.category)
-            if known_ids is not None and case_id not in known_ids:
-                model.left_out["not_installed"] += 1
-                continue
-            rejection = None
-            if score is not None:
-                rejection = score.by_id.get(rid) or score.by_index.get(index)
-            model.answers.append(
-                StoredAnswer(case_id, f.category, row["result"], rejection, score is not None)
-            )
+        rows, cut = read_rows(f.path, model.problems)
+        if cut is not None:
+            if rows:
+                model.left_out["cut_off"] += len(rows)
+            notes.append(f"{cut_message(f.path, len(rows), cut)}; the file is left out")
+            continue
+        _pair_rows(model, f, rows, score, known_ids, notes)
+    model.problems[:0] = notes
     return model
+
+
+def _pair_rows(
+    model: SingleTurnModel,
+    f: SingleFile,
+    rows: list[tuple[int, Any]],
+    score: ScoreFile | None,
+    known_ids: frozenset[str] | None,
+    notes: list[str],
+) -> None:
+    """The rows of one result file paired with installed cases and BFCL's verdicts."""
+    names = category_names(f.category)
+    counts: Counter[str] = Counter()
+    seen: set[str] = set()
+    for index, (lineno, row) in enumerate(rows, 1):
+        if not isinstance(row, dict) or "result" not in row:
+            model.problems.append(f"{f.path}:{lineno}: no result")
+            counts["malformed"] += 1
+            continue
+        rid = str(row.get("id", f"{f.category}_{index - 1}"))
+        head = rid.rpartition("_")[0]
+        if head in ALL_NAMES and head not in names:
+            counts["other_category"] += 1
+            continue
+        case_id = installed_id(rid, f.category)
+        if case_id in seen:
+            counts["duplicate"] += 1
+            continue
+        seen.add(case_id)
+        if known_ids is not None and case_id not in known_ids:
+            counts["not_installed"] += 1
+            continue
+        rejection = None
+        if score is not None:
+            rejection = score.by_id.get(rid) or score.by_index.get(bfcl_index(rid, index))
+        model.answers.append(
+            StoredAnswer(case_id, f.category, row["result"], rejection, score is not None)
+        )
+    counts = +counts  # the reasons met only
+    model.left_out.update(counts)
+    if counts["other_category"]:
+        notes.append(
+            f"{f.path}: {counts['other_category']} lines of another category left out "
+            f"(an id not of {f.category})"
+        )
+    if counts["duplicate"]:
+        notes.append(
+            f"{f.path}: {counts['duplicate']} lines repeat a case already answered; "
+            "left out (the first answer kept)"
+        )
+    _say_missing(model, f, seen, score, notes)
+
+
+def _say_missing(
+    model: SingleTurnModel,
+    f: SingleFile,
+    seen: set[str],
+    score: ScoreFile | None,
+    notes: list[str],
+) -> None:
+    """Count and say the cases of ``f``'s category without an answer, against BFCL's header
+    count (``total_count``) when the score file has one (without one nothing is said: the
+    installed bfcl-eval may hold more cases than the run's BFCL version)."""
+    total = (score.header or {}).get("total_count") if score is not None else None
+    if not isinstance(total, int) or isinstance(total, bool) or total <= len(seen):
+        return
+    missing = total - len(seen)
+    model.missing[f.category] = missing
+    notes.append(
+        f"{f.path}: {missing} of the {total} cases its score header counts have no answer "
+        "in the file (counted missing)"
+    )
 
 
 @dataclass

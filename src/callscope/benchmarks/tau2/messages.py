@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from callscope.benchmarks.tau2.reader import Tau2Run, as_dict
+from callscope.benchmarks.tau2.reader import Tau2Run, as_dict, valid_reward
 from callscope.benchmarks.tau2.tasks import all_task_actions, task_actions
 from callscope.core.jsonl import loads_bounded
 
@@ -99,11 +99,10 @@ def call_errors(messages: Sequence[Mapping[str, Any]], index: int) -> dict[int, 
 
 
 def reward_of(sim: Mapping[str, Any]) -> float | None:
-    """``reward_info.reward`` of a simulation as a float; ``None`` when there is none."""
-    reward = as_dict(sim.get("reward_info")).get("reward")
-    if isinstance(reward, int | float) and not isinstance(reward, bool):
-        return float(reward)
-    return None
+    """``reward_info.reward`` of a simulation as a float; ``None`` when there is none or it
+    is not a finite number in ``[0, 1]`` (:func:`~callscope.benchmarks.tau2.reader.
+    valid_reward`: NaN, an infinity, 2.0 or -1.0 are no reward, not a failure)."""
+    return valid_reward(as_dict(sim.get("reward_info")).get("reward"))
 
 
 def action_checks(sim: Mapping[str, Any], agent_only: bool = True) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ entries and lists are read too). τ² writes ``tool_defs`` only on request.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,6 +251,60 @@ def _read_dir_simulations(sims_dir: Path, index: Any, problems: list[str]) -> li
     return sims
 
 
+def valid_reward(value: Any) -> float | None:
+    """A simulation's ``reward_info.reward`` as a float when it is a finite number in
+    ``[0, 1]`` (τ²'s rewards: 1 passed, partial credit between); ``None`` for anything else
+    (missing, a string, a boolean, NaN, an infinity, a number out of range)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer too large for a float
+            return None
+        if math.isfinite(number) and 0.0 <= number <= 1.0:
+            return number
+    return None
+
+
+def _check_rewards(sims: Sequence[Mapping[str, Any]], path: Path, problems: list[str]) -> None:
+    """Say, once per file, the simulations whose reward is present but not a number in
+    ``[0, 1]``: they are read as having no reward (left out of Acc)."""
+    bad = []
+    for sim in sims:
+        reward = as_dict(sim.get("reward_info")).get("reward")
+        if reward is not None and valid_reward(reward) is None:
+            bad.append(f"{sim.get('id')}: {str(reward)[:40]!r}")
+    if bad:
+        problems.append(
+            f"{path}: {len(bad)} simulations have a reward that is not a number in [0, 1] "
+            f"(e.g. simulation {bad[0]}); read as no reward, left out of Acc"
+        )
+
+
+def _first_of_each_id(
+    sims: list[dict[str, Any]], path: Path, problems: list[str]
+) -> list[dict[str, Any]]:
+    """``sims`` with each simulation ``id`` once (the first kept); the repeats are dropped
+    and said once per file. Simulations without an id are all kept."""
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    repeated: list[str] = []
+    for sim in sims:
+        sid = sim.get("id")
+        if sid is not None:
+            key = str(sid)
+            if key in seen:
+                repeated.append(key)
+                continue
+            seen.add(key)
+        kept.append(sim)
+    if repeated:
+        problems.append(
+            f"{path}: {len(repeated)} simulations repeat an id already read (e.g. "
+            f"{repeated[0]}); dropped, the first of each kept"
+        )
+    return kept
+
+
 def read_tau2_run(path: str | Path) -> Tau2Run:
     """Read one τ² run: a results file, or a run directory with ``results.json`` (and
     ``simulations/``). Raises :class:`Tau2FormatError` when it is not τ² results."""
@@ -284,6 +339,8 @@ def read_tau2_run(path: str | Path) -> Tau2Run:
             problems.append(f"{meta_path}: simulation {sid}: {why}; skipped")
         else:
             sims.append(sim)
+    sims = _first_of_each_id(sims, meta_path, problems)
+    _check_rewards(sims, meta_path, problems)
     source = str(p if p.is_dir() else meta_path)
     fallback = (p if p.is_dir() else meta_path.parent if p.name == "results.json" else p).stem
     return Tau2Run(

@@ -51,6 +51,7 @@ DOCTEST_MODULES = (
     "callscope.benchmarks.bfcl.single",
     "callscope.benchmarks.bfcl.answer_agreement",
     "callscope.benchmarks.bfcl.single_results",
+    "callscope.benchmarks.bfcl.single_lines",
     "callscope.parse.bfcl_decode",
     "callscope.benchmarks.sources",
     "callscope.cli.calibrate_legacy",

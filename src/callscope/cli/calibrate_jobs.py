@@ -1,6 +1,7 @@
 """The jobs of ``callscope calibrate``'s subcommands (:mod:`callscope.cli.calibrate`): each
 calls the library, prints what it returned (tables to stdout, messages to stderr) and renders
-the HTML page; a model run whose cases ended in a backend error exits 1."""
+the HTML page; a model run whose cases ended in a backend error exits 1, a results job that
+lost input 1 and one that read nothing 2 (:mod:`callscope.cli.calibrate_losses`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import typer
 
 from callscope.benchmarks.protocol import get_benchmark
 from callscope.calibration.classify import ClassifierConfig, preset
+from callscope.cli.calibrate_losses import bfcl_lost, exit_if_lost, leaderboard_lost, tau2_lost
 from callscope.cli.common import (
     EXIT_FAILED,
     console,
@@ -22,6 +24,7 @@ from callscope.cli.common import (
     stdout_console,
     write_report,
 )
+from callscope.core.text import escape_controls
 from callscope.models.base import ChatModel, Decoding, ModelOptions
 
 if TYPE_CHECKING:
@@ -39,20 +42,23 @@ def from_tau2_job(
     settings: Tau2Config | None = None,
 ) -> None:
     from callscope.benchmarks.tau2.reader import Tau2FormatError  # lazy: with its pipeline
+    from callscope.calibration.tau2 import Tau2Config  # lazy: with its pipeline
     from callscope.report.html import build_diagnostic_page  # lazy: pandas + matplotlib
     from callscope.report.tau2_tables import (  # lazy: with its pipeline
         tau2_page,
         tau2_terminal_tables,
         write_tau2_markdown,
     )
-    from callscope.runs.from_results import calibrate_from_tau2  # lazy: numpy
+    from callscope.runs.from_results import calibrate_from_results  # lazy: numpy
 
-    try:
-        done = calibrate_from_tau2(
-            results, out, tasks=tasks, judge=judge, config=config, settings=settings
-        )
+    try:  # calibrate_from_tau2's call, keeping what was read (its problems: tau2_lost)
+        done = calibrate_from_results(
+            "tau2", results, out, read_options={"tasks": tasks}, judge=judge,
+            config=replace(settings or Tau2Config(), classifier=config),
+        )  # fmt: skip
     except (Tau2FormatError, FileNotFoundError) as exc:
         fail(str(exc))
+    lost = tau2_lost(done.read, results)  # exit 2 when no simulation was read
     md = write_tau2_markdown(done.diagnostics, out)
     content = tau2_page(done.diagnostics, results)
     for w in content.warnings:
@@ -62,13 +68,9 @@ def from_tau2_job(
     for heading, items in content.lists:
         console.print(f"{heading}: {len(items)} (listed in the report)", markup=False)
     page = build_diagnostic_page(
-        out,
-        content.title,
-        content.tables,
-        notes=content.notes,
-        warnings=content.warnings,
+        out, content.title, content.tables, notes=content.notes, warnings=content.warnings,
         lists=content.lists,
-    )
+    )  # fmt: skip
     console.print(f"wrote {md}, .json and {page}")
     groups = list(dict.fromkeys(r.get("group") for r in done.diagnostics.rows))
     if len(groups) > 1:  # several agent models: their panel too
@@ -81,6 +83,7 @@ def from_tau2_job(
         written = write_panel(out / "panel", panel)
         panel_page = write_panel_page(out / "panel", panel)
         console.print(f"wrote {panel_files(written)} and {panel_page}", markup=False)
+    exit_if_lost(lost)
 
 
 def from_bfcl_job(
@@ -103,14 +106,11 @@ def from_bfcl_job(
     for p in done.run.problems:
         console.print(p, style="yellow", markup=False)
     page = build_diagnostic_page(
-        out,
-        done.page.title,
-        done.page.tables,
-        notes=done.page.notes,
-        warnings=done.page.warnings,
-        lists=done.page.lists,
-    )
+        out, done.page.title, done.page.tables, notes=done.page.notes,
+        warnings=done.page.warnings, lists=done.page.lists,
+    )  # fmt: skip
     console.print(f"wrote {done.written[0]}, .json and {page}")
+    exit_if_lost(bfcl_lost(done.run))
 
 
 def select(categories: list[str] | None, n: int | None, benchmark: str) -> tuple[Any, list[Any]]:
@@ -225,6 +225,7 @@ def bfcl_panel_job(results: Path, out: Path, scores: Path | None, config: Classi
     written = write_panel(out, done.panel)
     page = write_panel_page(out, done.panel)
     console.print(f"wrote {panel_files(written)} and {page}", markup=False)
+    exit_if_lost(sum(bfcl_lost(run) for run in done.runs.values()))
 
 
 def panel_files(written: list[Path]) -> str:
@@ -450,7 +451,7 @@ def leaderboard_job(
                 f"diagnose {s.get('diagnose', 0):.2f}s, "
                 f"checker {s.get('checker', 0):.2f}s, page {s.get('page', 0):.2f}s"
             )
-            log.write(line + "\n")
+            log.write(escape_controls(line, keep_cr=False) + "\n")  # the model name is data
             log.flush()
             bar.advance()
 
@@ -468,6 +469,7 @@ def leaderboard_job(
             )
         except FileNotFoundError as exc:
             fail(str(exc))
+        lost = leaderboard_lost(run, tree)  # exit 2 when no answer was read
         if cases:  # each case page says which of its cases are left out, and why
             why = {run.case_ids[i]: LEFT_OUT_REASONS[k] for k, v in run.drift.items() for i in v}
             mark_left_out(out / CASES_DIR, [r.model for r in run.results], why)
@@ -480,7 +482,7 @@ def leaderboard_job(
             f"{run.seconds:.1f} s with {jobs} process(es)."
         ]
         written = write_leaderboard_report(run, out, tables, notes)
-        log.write(f"{time.perf_counter() - start:7.2f}s done: {notes[0]}\n")
+        log.write(escape_controls(f"{time.perf_counter() - start:7.2f}s done: {notes[0]}\n"))
     warning = undecodable_note(run)
     if warning:  # first, before the table it is left out of
         stdout_console().print(warning, style="bold yellow", markup=False)
@@ -494,3 +496,4 @@ def leaderboard_job(
         f"wrote {written['tables'][0]} (and {len(written['tables']) - 1} more), "
         f"{written['figure']}, {written['page']}"
     )
+    exit_if_lost(lost)

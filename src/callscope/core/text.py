@@ -5,8 +5,8 @@ detector and the τ²-bench scenario reader (:mod:`callscope.calibration`).
   one character for one; :func:`normalize_text` also lower-cases.
 * :func:`strip_think` removes ``<think>...</think>`` reasoning blocks (any case; an unclosed
   block runs to the end of the text).
-* :func:`escape_controls` writes control characters as visible escapes (every writer's
-  rule for text from outside).
+* :func:`escape_controls` writes control characters and invisible format characters (bidi
+  controls, line separators) as visible escapes (every writer's rule for text from outside).
 * :func:`cue_pattern` compiles cues (phrases) into one regular expression, searched in
   normalised text. **The word-boundary rule** (word characters: ``a-z``, ``0-9``, ``_``): a
   cue that starts with a letter, digit or ``_`` must not start inside a word, i.e. must not
@@ -161,26 +161,51 @@ def _kmp(text: str, needle: str, start: int) -> Iterator[int]:
                 k = fail[k - 1]
 
 
+#: the invisible format characters written as their ``\\uXXXX`` escape besides the controls
+#: (:func:`escape_controls`): the bidirectional controls (U+061C, U+200E, U+200F,
+#: U+202A-U+202E, U+2066-U+2069), which reorder how the text around them is displayed
+#: ("Trojan Source", CVE-2021-42574); the line and paragraph separators U+2028 / U+2029,
+#: line breaks that a terminal does not show as one; and U+200B (zero width space) and
+#: U+FEFF (zero width no-break space, a byte order mark), which make two different ids look
+#: the same. U+200C / U+200D (zero width non-joiner / joiner) are kept: they spell emoji
+#: sequences and Indic, Persian and Arabic words, so escaping them would garble real text.
+FORMAT_ESCAPED: tuple[int, ...] = (
+    0x061C,
+    0x200B,
+    0x200E,
+    0x200F,
+    *range(0x2028, 0x202F),
+    *range(0x2066, 0x206A),
+    0xFEFF,
+)
+
 #: C0 controls but tab, newline and carriage return, DEL and the C1 controls, each as its
-#: ``\xNN`` escape, and lone surrogates (no UTF-8 file or terminal can carry one) as their
-#: ``\uXXXX`` escape (:func:`escape_controls`)
-_CONTROL_ESCAPES = {
-    c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10, 13)
-} | {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+#: ``\xNN`` escape, lone surrogates (no UTF-8 file or terminal can carry one) and the format
+#: characters of :data:`FORMAT_ESCAPED` as their ``\uXXXX`` escape (:func:`escape_controls`)
+_CONTROL_ESCAPES = (
+    {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c not in (9, 10, 13)}
+    | {c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+    | {c: f"\\u{c:04x}" for c in FORMAT_ESCAPED}
+)
 
 
 def escape_controls(text: str, *, keep_cr: bool = True) -> str:
     r"""``text`` with every control character (C0 but tab, newline and, unless
     ``keep_cr=False``, carriage return; DEL; C1) written as its visible ``\xNN`` escape, and
-    every lone surrogate as its ``\uXXXX`` escape (UTF-8 cannot encode one): the
-    one rule of every writer whose output a person reads (the terminal, table files, pages,
-    figure labels), so a name from a data file or a model (``ESC]0;pwn BEL``) never reaches a
-    terminal or a file as an escape sequence (issue 39 item 12).
+    every lone surrogate (UTF-8 cannot encode one) and invisible format character of
+    :data:`FORMAT_ESCAPED` (bidirectional controls, line / paragraph separators, zero width
+    space and no-break space; not the zero width joiners) as its ``\uXXXX`` escape: the one
+    rule of every writer whose output a person reads (the terminal, table files, pages,
+    figure labels), so a name from a data file or a model (``ESC]0;pwn BEL``, a right-to-left
+    override that shows ``exe.txt`` for ``txt.exe``) never reaches a terminal or a file as an
+    escape sequence or reordered text (issue 39 item 12).
 
     >>> escape_controls("m\x1b]0;pwn\x07 ok\tü\r\n\x9b")
     'm\\x1b]0;pwn\\x07 ok\tü\r\n\\x9b'
     >>> escape_controls("a\rb", keep_cr=False), escape_controls("x\ud800y")
     ('a\\x0db', 'x\\ud800y')
+    >>> escape_controls("id\u202eexe.txt\u2066 \u2028"), escape_controls("👩\u200d💻")
+    ('id\\u202eexe.txt\\u2066 \\u2028', '👩\u200d💻')
     """
     text = text.translate(_CONTROL_ESCAPES)
     return text if keep_cr else text.replace("\r", "\\x0d")

@@ -470,6 +470,7 @@ def _write_html(out: Path, page: str, name: str = REPORT_FILE) -> Path:
     temporary file next to it, then renamed; removed on any error, so a failed write leaves
     neither a partial page nor a ``.tmp``), as UTF-8 with any character UTF-8 cannot hold (a
     lone surrogate from a model's output) written as its visible escape (``\\udfff``), and
-    every control character too (``\\x1b``: :func:`~callscope.core.text.escape_controls`)."""
-    data = escape_controls(page).encode("utf-8", "backslashreplace")
+    every control character too (``\\x1b``: :func:`~callscope.core.text.escape_controls`; a
+    carriage return as ``\\x0d``: the page's own lines end in ``\\n``, so one is data)."""
+    data = escape_controls(page, keep_cr=False).encode("utf-8", "backslashreplace")
     return write_bytes_safely(out / name, data)  # atomic, never through a symbolic link

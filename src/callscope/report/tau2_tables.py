@@ -27,7 +27,12 @@ from callscope.calibration.diagnostics import row_flags
 from callscope.calibration.tau2 import Tau2Diagnostics
 from callscope.calibration.tau2_simulation import GAR_RULES
 from callscope.core.table import Table, pct, pct_ci
-from callscope.core.table_formats import DocumentPart, render_document, write_document
+from callscope.core.table_formats import (
+    DocumentPart,
+    markdown_text,
+    render_document,
+    write_document,
+)
 from callscope.records import Tau2AccRow, Tau2DomainRow
 from callscope.runs.from_results import TAU2_STEM, DiagnosticPage, capability_text
 
@@ -208,22 +213,24 @@ def write_tool_lines(diag: Tau2Diagnostics) -> list[str]:
 def tau2_document(diag: Tau2Diagnostics) -> list[DocumentPart]:
     """The warnings, the file Acc, one GAR table per group with the GAR rules, the domain
     table, CONFIRM agreement, the ASK candidates, the write-tool decisions and the problems:
-    Markdown text and tables (:func:`~callscope.core.table_formats.render_document`)."""
+    Markdown text and tables (:func:`~callscope.core.table_formats.render_document`); every
+    value from the results in the text through
+    :func:`~callscope.core.table_formats.markdown_text`, as the tables' cells are."""
     parts: list[DocumentPart] = ["### τ²-bench action-class diagnostic\n"]
     warn = list(diag.warnings)
     if (cap := capability_text(diag.capability)) is not None:
         warn.append(cap)
     if warn:
-        parts.append("\n" + "".join(f"> **Warning**: {w}\n>\n" for w in warn))
+        parts.append("\n" + "".join(f"> **Warning**: {markdown_text(w)}\n>\n" for w in warn))
     parts += ["\n**File-level Acc (pass^1)**\n\n", acc_table(diag.acc_rows)]
     for group, rows in group_rows(diag.rows):
-        parts += [f"\n**GAR and Acc: {group}**\n\n", gar_table(rows)]
+        parts += [f"\n**GAR and Acc: {markdown_text(group)}**\n\n", gar_table(rows)]
     if not diag.rows:
         parts.append("\n(no per-class rows)\n")
     parts.append(
         "\nGAR rules: "
         + "; ".join(f"{k} = {v}" for k, v in GAR_RULES.items())
-        + f". ASK gold: {diag.ask_gold_source}. Acc = reward == 1.\n"
+        + f". ASK gold: {markdown_text(diag.ask_gold_source)}. Acc = reward == 1.\n"
     )
     parts += ["\n", domain_table(diag.domain_rows)]
     if diag.confirm.get("judge"):
@@ -236,12 +243,16 @@ def tau2_document(diag: Tau2Diagnostics) -> list[DocumentPart]:
         )
     if diag.ask_candidates:
         parts.append("\n**ASK candidates** (check these by reading the scenario):\n")
-        parts.extend(f"- {line}\n" for line in ask_candidate_lines(diag))
+        parts.extend(f"- {markdown_text(line)}\n" for line in ask_candidate_lines(diag))
     writes = write_tool_lines(diag)
     if writes:
-        parts.append("\n**Write-tool decisions**:\n" + "".join(f"- {w}\n" for w in writes))
+        parts.append(
+            "\n**Write-tool decisions**:\n" + "".join(f"- {markdown_text(w)}\n" for w in writes)
+        )
     if diag.problems:
-        parts.append("\n**Problems**:\n" + "".join(f"- {p}\n" for p in diag.problems))
+        parts.append(
+            "\n**Problems**:\n" + "".join(f"- {markdown_text(p)}\n" for p in diag.problems)
+        )
     return parts
 
 

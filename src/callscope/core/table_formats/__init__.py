@@ -54,7 +54,7 @@ from typing import Any
 
 from callscope.core.paths import write_bytes_safely
 from callscope.core.registry import Registry
-from callscope.core.table import Table
+from callscope.core.table import Table, markdown_escape
 from callscope.core.text import escape_controls
 from callscope.errors import ConfigError
 
@@ -124,15 +124,19 @@ def render_table(table: Table, fmt: str) -> str:
 
 def escaped_table(table: Table) -> Table:
     """``table`` with every text it shows (headers, cells, title, caption, note; its ``raw``
-    values too) through :func:`~callscope.core.text.escape_controls`."""
+    values too) through :func:`~callscope.core.text.escape_controls`; a carriage return in a
+    header or cell (one line of a row) as ``\\x0d`` too."""
 
     def esc(value: str | None) -> str | None:
         return None if value is None else escape_controls(value)
 
+    def cell(value: str) -> str:
+        return escape_controls(value, keep_cr=False)
+
     return dataclasses.replace(
         table,
-        columns=[escape_controls(c) for c in table.columns],
-        rows=[[escape_controls(v) for v in row] for row in table.rows],
+        columns=[cell(c) for c in table.columns],
+        rows=[[cell(v) for v in row] for row in table.rows],
         title=esc(table.title),
         caption=esc(table.caption),
         note=esc(table.note),
@@ -152,6 +156,17 @@ def file_formats() -> list[str]:
 DocumentPart = str | Table
 
 
+def markdown_text(value: object) -> str:
+    """A data value (a model name, a task id, a problem quoting a file) inside the Markdown
+    text of a document, written as a Markdown table cell writes it: control characters and
+    carriage returns as visible escapes (:func:`~callscope.core.text.escape_controls`), then
+    :func:`~callscope.core.table.markdown_escape` (``<script>`` as text, newlines as
+    spaces), so the value neither breaks its line nor becomes HTML. The document's own
+    Markdown around it (``**bold**``, ``- `` items) is written as it is: ``m<CR><b>`` is
+    written ``m\\\\x0d&lt;b&gt;``, read ``m\\x0d<b>``."""
+    return markdown_escape(escape_controls(str(value), keep_cr=False))
+
+
 def render_document(parts: Iterable[DocumentPart], fmt: str) -> str:
     """A document of text and tables in the format ``fmt`` (a name or an extension): each
     :class:`~callscope.core.table.Table` rendered by the format, each string as it is, joined
@@ -166,12 +181,16 @@ def write_document(parts: Iterable[DocumentPart], path: str | Path, fmt: str | N
     selects: the one writer of table files, every control character as its visible escape
     (:func:`~callscope.core.text.escape_controls`: in the tables' cells, so that each format
     quotes the escape's backslash its own way, LaTeX's ``\\textbackslash{}``, and in the
-    text). Returns the path."""
+    text, a carriage return as ``\\x0d`` in both: a document's line ends are ``\\n``).
+    Markup in a data value inside the text is the caller's to neutralise
+    (:func:`markdown_text`). Returns the path."""
     path = Path(path)
     if fmt is None and not path.suffix:
         raise ConfigError(f"{path}: no extension to choose a table format by; name a format")
     # a model name holding ESC]0;...BEL reaches no table file as an escape sequence
-    parts = [escape_controls(p) if isinstance(p, str) else escaped_table(p) for p in parts]
+    parts = [
+        escape_controls(p, keep_cr=False) if isinstance(p, str) else escaped_table(p) for p in parts
+    ]
     text = escape_controls(render_document(parts, fmt if fmt is not None else path.suffix))
     # never through a symbolic link (a planted tables/aggregate.csv -> a victim file)
     return write_bytes_safely(path, text.encode("utf-8"))

@@ -8,17 +8,12 @@ under ``tmp_path`` and made hostile there (skipped when absent)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_calibrate_exit_codes import LEADERBOARD, TAU2, callscope
 
-EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "external"
-TAU2 = EXTERNAL / "tau2" / "blakeelias_grok3_airline.json"
-LEADERBOARD = EXTERNAL / "bfcl-leaderboard-2024-08"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "score_example.jsonl"
 
 #: reorders text (RLO, LRI, LRM, ALM), breaks a line unseen (LS) or hides (BOM, ZWSP)
@@ -26,14 +21,6 @@ FORMAT = "\u202e\u2066\u200e\u061c\u2028\ufeff\u200b"
 HOSTILE = "\x1b]0;pwn\x07\x9b31m\r" + FORMAT + "<script>alert(1)</script>"
 #: a family emoji: its zero width joiners are text, not an attack
 EMOJI = "\U0001f469\u200d\U0001f467"
-
-
-def callscope(*args: str) -> subprocess.CompletedProcess[str]:
-    """``callscope ARGS`` as a user types it (stdout and stderr captured as text)."""
-    exe = shutil.which("callscope")
-    cmd = [exe] if exe else [sys.executable, "-m", "callscope.cli"]
-    env = {**os.environ, "CALLSCOPE_PROGRESS": "off"}
-    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
 def raw_controls(text: str) -> set[str]:

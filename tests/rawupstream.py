@@ -341,10 +341,13 @@ async def slow_reask(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> 
         await answer(w, completion("Berlin"))
 
 
-def huge_arguments(mb: int) -> bytes:
-    return completion_with(
-        call_message("get_weather", json.dumps({"city": "x" * (mb * 1024 * 1024)}))
-    )
+def huge_answer(mb: int) -> bytes:
+    """An answer of ``mb`` MB that the proxy must read in its check workers: a failing call
+    (Berlin: stage 3) beside ``mb`` MB of text (a call that large would be over what
+    callscope reads, and passed on unchecked, never re-asked)."""
+    message = call_message("get_weather", json.dumps({"city": "Berlin"}))
+    message["content"] = "x" * (mb * 1024 * 1024)
+    return completion_with(message)
 
 
 async def huge(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
@@ -397,7 +400,7 @@ class RawUpstream:
 
     def __post_init__(self) -> None:
         self.bomb = gzip_bomb(self.bomb_mb) if self.bomb_mb else b""
-        self.huge = huge_arguments(self.huge_mb) if self.huge_mb else b""
+        self.huge = huge_answer(self.huge_mb) if self.huge_mb else b""
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="raw-upstream")

@@ -332,3 +332,27 @@ def test_a_check_of_more_than_a_few_thousand_characters_runs_off_the_event_loop(
     assert (short.status_code, long.status_code) == (200, 200)
     where = [line.split()[-1] for line in served.err if line.startswith("round4-check-ran-on")]
     assert where == ["loop", "thread"], served.stderr
+
+
+def test_the_health_endpoint_is_the_proxys_own_for_every_method(
+    up: RawUpstream, tmp_path: Path
+) -> None:
+    """``HEAD /callscope/health`` is answered by the proxy (its status and headers, no body)
+    and any other method but GET is a 405 naming the two it takes; none reaches upstream
+    (before, HEAD and POST were relayed to it)."""
+    with (
+        callscope_serve(up.url, tmp_path / "run") as served,
+        httpx.Client(timeout=30) as client,
+    ):
+        url = served.url.removesuffix("/v1") + "/callscope/health"
+        got = client.get(url)
+        head = client.head(url)
+        post = client.post(url, content=b"{}")
+        put = client.put(url, content=b"{}")
+    assert got.status_code == 200 and got.json()["status"] == "ok"
+    assert (head.status_code, head.content) == (200, b"")
+    assert head.headers["content-type"] == got.headers["content-type"]
+    for refused in (post, put):
+        assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD"
+        assert refused.json()["error"]["type"] == "method_not_allowed"
+    assert not [r for r in up.requests if "health" in r.target]

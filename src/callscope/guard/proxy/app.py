@@ -177,8 +177,16 @@ class ProxyApp:
             await self._reply(send, err.reply, close=err.close)
             return
         path = scope["path"]
-        if path == HEALTH_PATH and method == "GET":
-            await self._reply(send, self._health())
+        if path == HEALTH_PATH:  # the proxy's own: never relayed, whatever the method
+            if method in ("GET", "HEAD"):  # (the server sends no body to a HEAD)
+                await self._reply(send, self._health())
+            else:
+                guard.count("bad_request")
+                refused = error_reply(
+                    405, f"{HEALTH_PATH} answers GET and HEAD", "method_not_allowed"
+                )
+                refused.headers.append(("allow", "GET, HEAD"))
+                await self._reply(send, refused)
             return
         raw = scope.get("raw_path") or scope["path"].encode()
         target = raw.decode("latin-1")

@@ -165,3 +165,21 @@ def test_from_tau2_exits_1_when_a_simulation_is_lost(tau2: dict, tmp_path: Path)
     assert "Problems" in (out / "tau2-diagnostics.md").read_text(encoding="utf-8")
     plain = callscope("calibrate", "from-tau2", str(TAU2), "-o", str(tmp_path / "plain"))
     assert plain.returncode == 0, plain.stderr[-2000:]
+
+
+def test_from_tau2_exits_1_when_a_simulations_task_is_not_found(tau2: dict, tmp_path: Path):
+    """A simulation whose task is in neither the run nor a tasks file is left out of the GAR
+    rows, said, and the command exits 1 (it exited 0: the loss was only a line among the
+    notes); the first GAR row counts one simulation fewer than the real file's run does (17), and
+    Acc still all 20 (it reads rewards, not tasks)."""
+    tau2["simulations"][0]["task_id"] = "no-such-task"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(tau2), encoding="utf-8")
+    out = tmp_path / "out"
+    done = callscope("calibrate", "from-tau2", str(path), "-o", str(out))
+    assert done.returncode == 1, done.stderr[-2000:]
+    data = json.loads((out / "tau2-diagnostics.json").read_text(encoding="utf-8"))
+    assert data["left_out"] == 1
+    assert any("'no-such-task' not found" in p for p in data["problems"])
+    assert data["rows"][0]["gold_class"] == "TOOL_CALL" and data["rows"][0]["n"] == 16
+    assert data["acc_rows"][0]["acc_n"] == 20

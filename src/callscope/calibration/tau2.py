@@ -229,7 +229,9 @@ class Tau2Diagnostics:
     ``ask_candidates``: the ASK scan hits for a person to check (``boilerplate``: every cue
     only in shared scenario text). ``write_tools``: per domain, each tool's write decision
     and its source. ``warnings``: what makes numbers untrustworthy (task-id mismatches, a
-    failing capability check); ``problems``: what could not be read or used.
+    failing capability check); ``problems``: what could not be read or used; ``left_out``:
+    how many simulations that were read are left out of the GAR rows (their task is not
+    found: input lost, which makes ``calibrate from-tau2`` exit 1).
     """
 
     rows: list[dict[str, Any]]
@@ -248,6 +250,7 @@ class Tau2Diagnostics:
     acc_rows: list[Tau2AccRow] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    left_out: int = 0
 
     def to_dict(self, include_details: bool = False) -> dict[str, Any]:
         """A JSON-serialisable dict; ``include_details`` adds every simulation and call."""
@@ -266,6 +269,7 @@ class Tau2Diagnostics:
             "write_tools": self.write_tools,
             "sources": self.sources,
             "problems": self.problems,
+            "left_out": self.left_out,
             "config": self.config,
         }
         if include_details:
@@ -306,6 +310,7 @@ def diagnose_tau2(
     modes: dict[str, str] = {}
     warnings: list[str] = []
     seen_candidates: set[tuple[str, str]] = set()
+    left_out = 0
     for run in runs:
         problems.extend(run.problems)
         group = f"{run.agent} (user: {run.user})"
@@ -362,6 +367,7 @@ def diagnose_tau2(
             tid = str(sim["task_id"])
             task = task_map.get(tid)
             if task is None:
+                left_out += 1
                 problems.append(
                     f"{run.source}: simulation {sim.get('id')}: task {tid!r} not found in the "
                     "run's tasks or the tasks file; left out of the GAR rows"
@@ -445,6 +451,7 @@ def diagnose_tau2(
             for r in runs
         ],
         problems=problems,
+        left_out=left_out,
         config=config.to_dict(),
         simulations=sims,
         calls=calls,

@@ -58,7 +58,8 @@ def from_tau2_job(
         )  # fmt: skip
     except (Tau2FormatError, FileNotFoundError) as exc:
         fail(str(exc))
-    lost = tau2_lost(done.read, results)  # exit 2 when no simulation was read
+    # exit 2 when no simulation was read
+    lost = tau2_lost(done.read, results, done.diagnostics.left_out)
     md = write_tau2_markdown(done.diagnostics, out)
     content = tau2_page(done.diagnostics, results)
     for w in content.warnings:

@@ -69,12 +69,13 @@ def bfcl_lost(run: BfclRun) -> int:
     return len(empty) + len(lines) + sum(run.left_out.values())
 
 
-def tau2_lost(read: Tau2Results, results: Path) -> int:
+def tau2_lost(read: Tau2Results, results: Path, left_out: int = 0) -> int:
     """The input a τ²-bench read lost: the reader's problems (:class:`Tau2Results` and each
-    run's). Exit 2 (:func:`~callscope.cli.common.fail`) when no simulation was read."""
+    run's) and the simulations the diagnostic left out (``left_out``: their task not found).
+    Exit 2 (:func:`~callscope.cli.common.fail`) when no simulation was read."""
     if not any(run.simulations for run in read.runs):
         fail(f"{results}: no τ²-bench simulation read (its 'simulations' list is empty)")
-    return len(read.problems) + sum(len(run.problems) for run in read.runs)
+    return len(read.problems) + sum(len(run.problems) for run in read.runs) + left_out
 
 
 def leaderboard_lost(run: LeaderboardRun, tree: Path) -> int:

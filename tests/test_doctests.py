@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: every module with doctests: the records, the registry type, the statistics and the metrics
 DOCTEST_MODULES = (
     "callscope.records.verdicts",
+    "callscope.records.wire",
     "callscope.report.aggregate",
     "callscope.saag.value_rules",
     "callscope.core.registry",

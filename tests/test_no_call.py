@@ -349,3 +349,49 @@ def test_an_old_store_is_re_derived_and_the_report_says_which_rows(
     assert (final["answer"], final["stage"], final["solved"]) == new
     assert outcome["solved_at"] is None and outcome["rederived"] is True
     assert "invalid JSON at character 1" in final["parse_error"]
+
+
+@pytest.mark.parametrize(
+    ("content", "stage", "error"),
+    [
+        # a list of content parts (some OpenAI-compatible servers): its text is the answer
+        ([{"type": "text", "text": '{"name": "get_weather", "arguments": {"city": "Paris"}}'}],
+         0, None),
+        # content that is no text at all: a malformed reply, not an empty answer
+        (5, None, "malformed"),
+    ],
+)  # fmt: skip
+def test_callscope_run_reads_a_reply_whose_content_is_a_list_of_parts(
+    tmp_path: Path, content: Any, stage: int | None, error: str | None
+) -> None:
+    """``callscope run`` against a server answering ``content`` as a list of parts reads
+    their text (the correct call, stage 0), and one answering a number records a malformed
+    reply and exits 1; both were scored as the model's "empty output" (stage 1), a correct
+    answer counted a failure."""
+    case = {"id": "parts", "query": "What is the weather in Paris?", "functions": FUNCTIONS,
+            "gold": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}  # fmt: skip
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(case) + "\n", encoding="utf-8")
+    reply = openai_reply("x")
+    reply["choices"][0]["message"]["content"] = content
+    with FakeServer() as srv:
+        srv.push(*(Step(body=reply) for _ in range(4)))
+        res = cli(
+            "run", str(cases), "-o", str(tmp_path / "run"), "-m", "openai:m",
+            "--base-url", srv.url + "/v1", "--modes", "direct", "--max-attempts", "1",
+            "--style", "prompt", "--no-cache", cwd=tmp_path,
+        )  # fmt: skip
+    from callscope.store.run_store import RunStore  # lazy: only after the run wrote it
+
+    store = RunStore(tmp_path / "run")
+    try:
+        [outcome] = list(store.outcomes())
+    finally:
+        store.close()
+    if error is None:
+        assert res.returncode == 0, res.stderr
+        assert outcome["final"]["stage"] == stage and outcome["final"]["parse_error"] is None
+    else:
+        assert res.returncode == 1, res.stderr
+        assert outcome["error_kind"] == error
+        assert "has a int 'content', not text" in outcome["error"]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from callscope.parse.literals import json_size
-from callscope.records.wire import FunctionSpec
+from callscope.records.wire import FunctionSpec, content_text
 from callscope.saag.cascade import forget_registry
 
 #: registries kept by their content (:func:`functions_of`), oldest out first
@@ -80,19 +80,6 @@ def still_kept(functions: list[FunctionSpec]) -> bool:
     ran while it was let go may have put its verdicts back, and then forgets them itself."""
     with _registries_lock:
         return any(kept is functions for kept in _registries.values())
-
-
-def content_text(content: Any) -> str:
-    """The text of a message's ``content``: a string, or the text parts of a list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else p
-            for p in content
-        ]
-        return "\n".join(p for p in parts if isinstance(p, str))
-    return ""
 
 
 def conversation_chars(messages: Sequence[Any]) -> int:

@@ -41,7 +41,7 @@ from callscope.models.base import (
     Tools,
     is_context_overflow,
 )
-from callscope.records.wire import ChatMessage, ChatTool, FunctionCall, JsonObject
+from callscope.records.wire import ChatMessage, ChatTool, FunctionCall, JsonObject, content_text
 from callscope.types import ModelReply
 
 if TYPE_CHECKING:
@@ -417,9 +417,16 @@ class HTTPChatModel(ChatModel):
         missing or its tool calls are not well formed)."""
         message = require(data, self.MESSAGE_PATH, dict, backend=self.BACKEND, url=self.url)
         content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise ModelError(
+                f"{self.BACKEND} backend reply from {self.url} has a {type(content).__name__} "
+                "'content', not text",
+                kind="malformed",
+            )
         prompt_tokens, completion_tokens, cached = self._usage(data)
         return ModelReply(
-            text=content if isinstance(content, str) else "",
+            # a list of content parts (some OpenAI-compatible servers) is read as its text
+            text=content_text(content),
             tool_calls=parse_tool_calls(
                 message.get("tool_calls"), backend=self.BACKEND, url=self.url
             ),

@@ -35,6 +35,7 @@ __all__ = [
     "CallscopeNote",
     "ResponsesItem",
     "ResponsesResponse",
+    "content_text",
 ]
 
 #: a JSON object whose keys are not known in advance (a JSON Schema, a call's arguments)
@@ -189,3 +190,23 @@ class CallRow(TypedDict):
     name: str | None
     stage: int | None
     reasons: list[str]
+
+
+def content_text(content: Any) -> str:
+    r"""The text of a chat message's ``content``: a string, or the text parts of a list of
+    content parts (``[{"type": "text", "text": ...}, ...]``, as OpenAI-compatible servers and
+    hosts write it), joined by newlines; ``""`` for anything else. The one reader of a
+    message's text (the guard's evidence, the model backends' replies).
+
+    >>> content_text([{"type": "text", "text": "a"}, {"type": "image_url"}, "b"]), content_text(5)
+    ('a\nb', '')
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            p["text"] if isinstance(p, dict) and isinstance(p.get("text"), str) else p
+            for p in content
+        ]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""

@@ -47,7 +47,7 @@ DOCTEST_MODULES = (
     "callscope.saag.stage_mix",
     "callscope.saag.answer",
     "callscope.saag.ask",
-    "callscope.guard.check",
+    "callscope.guard.inputs",
     "callscope.saag.normalise.descriptions",
     "callscope.benchmarks.bfcl.single",
     "callscope.benchmarks.bfcl.answer_agreement",

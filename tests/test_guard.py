@@ -371,3 +371,60 @@ def test_a_value_outside_the_parameters_enum_is_named_as_such() -> None:
     assert reasons('{"city": "Berlin", "unit": "celsius"}') == (
         "hard: city='Berlin' has no grounding in the user's text",
     )
+
+
+@pytest.mark.parametrize("answer", [None, ["x"], object()])
+def test_a_re_ask_whose_answer_cannot_be_read_ends_the_repair_with_the_best(answer: Any) -> None:
+    """A chat function whose re-ask returns ``None``, a list or an object that is no message
+    ends the repair as a failing re-ask does (``stopped="error"``, the first answer kept);
+    the TypeError escaped ``guard_repair`` before and the first answer was lost."""
+    failing = msg(("book", GOOD[1]))
+    result = callscope.guard_repair(Scripted(failing, answer), MESSAGES, TOOLS)
+    assert (result.stopped, result.best_attempt, result.response) == ("error", 1, failing)
+    assert "unsupported response type" in result.attempts[-1].error
+
+
+def test_a_chat_function_editing_its_messages_does_not_change_the_evidence() -> None:
+    """A chat function that rewrites the user's message in place (Luigi's -> Mario's) and
+    answers Mario's: the answer is checked against what the user said, Luigi's (stage 3);
+    the edit reached the evidence before (the messages were shared) and the call passed."""
+
+    def rewriting(messages: list[dict[str, Any]], tools: Any) -> Any:
+        messages[-1]["content"] = "Book a table at Mario's for 4 people at 7pm"
+        return msg(("book_table", {"restaurant": "Mario's", "people": 4, "time": "7pm"}))
+
+    result = callscope.guard_repair(rewriting, MESSAGES, TOOLS, k=0)
+    assert result.verdict.stage == 3 and result.verdict.calls[0].diagnosis.hard == ["restaurant"]
+    assert MESSAGES[-1]["content"] == "Book a table at Luigi's for 4 people at 7pm"
+
+
+def test_sdk_objects_and_anthropic_tools_are_read_other_formats_refused() -> None:
+    """What a user's agent holds: the ``openai`` SDK's ``ChatCompletion`` and message
+    objects and LiteLLM's ``ModelResponse`` are read (by ``model_dump()``: the same verdict
+    as their dicts; a TypeError before); Anthropic tools (``input_schema``) are a registry
+    (a right call read as stage 2, spurious, and a call without its required arguments
+    passed before); an Anthropic message or a Responses object is refused, not read as a
+    turn without calls (a London call passed unchecked before)."""
+    openai_types = pytest.importorskip("openai.types.chat")
+    litellm = pytest.importorskip("litellm")
+    good, bad = msg(GOOD), msg(("book_table", {"restaurant": "Chez Nous", "people": 4}))
+    for answer, stage in ((good, 0), (bad, 3)):
+        completion = {"id": "c", "object": "chat.completion", "created": 1, "model": "m",
+                      "choices": [{"index": 0, "finish_reason": "tool_calls", "message": answer}]}  # fmt: skip
+        objects = [
+            openai_types.ChatCompletion.model_validate(completion),
+            openai_types.ChatCompletionMessage.model_validate(answer),
+            litellm.ModelResponse(**completion),
+        ]
+        for obj in objects:
+            assert check(obj, TOOLS, MESSAGES).stage == stage, type(obj).__name__
+    anthropic_tools = [{"name": SPEC["name"], "input_schema": SPEC["parameters"]}]
+    assert check(good, anthropic_tools, MESSAGES).stage == 0
+    missing = msg(("book_table", {"restaurant": "Luigi's"}))
+    assert check(missing, anthropic_tools, MESSAGES).calls[0].diagnosis.missing == ["people"]
+    tool_use = {"type": "tool_use", "id": "t", "name": "book_table", "input": GOOD[1]}
+    anthropic_message = {"id": "m", "type": "message", "role": "assistant", "content": [tool_use]}
+    responses = {"id": "r", "object": "response", "output": [{"type": "function_call"}]}
+    for other in (anthropic_message, responses):
+        with pytest.raises(TypeError, match="format_of"):
+            check(other, TOOLS, MESSAGES)

@@ -51,11 +51,14 @@ from typing import Any
 from callscope.calibration.classify import classify_emission
 from callscope.calibration.classify.emission import holds_native_call
 from callscope.core.memo import transient
-from callscope.guard.inputs import (  # noqa: F401 (functions_of: importable from here)
+from callscope.guard.inputs import (  # noqa: F401 (functions_of, message_of: importable here)
     content_text,
     evidence_of,
     functions_of,
+    message_of,
+    object_arguments,
     registry_of,
+    split_final,
     still_kept,
 )
 from callscope.parse import parse_output
@@ -63,7 +66,7 @@ from callscope.parse.json_calls import parse_native
 from callscope.parse.literals import MAX_NATIVE_CHARS, json_size
 from callscope.parse.no_call import ABSTAIN_ERRORS, written_as_call
 from callscope.records import Diagnosis, FailureKind
-from callscope.records.wire import ChatMessage, FunctionSpec, JsonObject
+from callscope.records.wire import FunctionSpec, JsonObject
 from callscope.saag.answer import diagnose_answer, no_call_kind, repeated_positions
 from callscope.saag.ask import with_ask
 from callscope.saag.cascade import find_spec, forget_registry, spec_properties
@@ -245,51 +248,6 @@ class TurnVerdict:
             "final_answer": list(self.final_answer),
             "unchecked": self.unchecked,
         }
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, tuple[str, ...]]:
-    """``(the native calls to check, the names of the final-answer calls left out)``: the
-    calls of an OpenAI-style ``tool_calls`` list whose ``function.name`` is one of
-    ``final_answer`` are a host's final answer, not a tool call (module docstring). A list
-    with none of them, or anything that is not a list, is returned as it is.
-
-    >>> calls = [{"function": {"name": "get_weather"}}, {"function": {"name": "submit"}}]
-    >>> kept, final = split_final(calls, {"submit"})
-    >>> [c["function"]["name"] for c in kept], final
-    (['get_weather'], ('submit',))
-    """
-    if not final_answer or not isinstance(native_calls, list):
-        return native_calls, ()
-    kept: list[Any] = []
-    final: list[str] = []
-    for tc in native_calls:
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        name = fn.get("name") if isinstance(fn, dict) else None
-        if isinstance(name, str) and name in final_answer:
-            final.append(name)
-        else:
-            kept.append(tc)
-    return (kept, tuple(final)) if final else (native_calls, ())
-
-
-def message_of(response: Any) -> ChatMessage:
-    """The assistant message of a response: a ``chat.completion`` (its first choice), a
-    message dict, a :class:`~callscope.types.ModelReply` or text."""
-    if isinstance(response, str):
-        return {"role": "assistant", "content": response}
-    if hasattr(response, "tool_calls") and hasattr(response, "text"):  # ModelReply
-        return {"role": "assistant", "content": response.text, "tool_calls": response.tool_calls}
-    if isinstance(response, dict):
-        choices = response.get("choices")
-        if isinstance(choices, list):
-            first = choices[0] if choices and isinstance(choices[0], dict) else {}
-            msg = first.get("message")
-            return msg if isinstance(msg, dict) else {"role": "assistant", "content": None}
-        return response
-    raise TypeError(f"unsupported response type {type(response).__name__}")
 
 
 def _reasons(
@@ -482,19 +440,4 @@ def _check(
         verdict=answer,
         object_arguments=object_arguments(native_calls),
         final_answer=final,
-    )
-
-
-def object_arguments(native_calls: Any) -> tuple[int, ...]:
-    """The positions of OpenAI-style native calls (``{"function": {"arguments": ...}}``)
-    whose ``arguments`` is not a string: an object where the format wants its JSON text."""
-    if not isinstance(native_calls, list):
-        return ()
-    return tuple(
-        i
-        for i, tc in enumerate(native_calls)
-        if isinstance(tc, dict)
-        and isinstance(fn := tc.get("function"), dict)
-        and "arguments" in fn
-        and not isinstance(fn["arguments"], str)
     )

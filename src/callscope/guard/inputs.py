@@ -1,17 +1,19 @@
-"""What a request gives the guard's check (:mod:`callscope.guard.check`): its registry
-(:func:`functions_of`, one list per registry content) and its evidence (:func:`evidence_of`:
-the query and the context stage 3 may ground values in)."""
+"""What a request and its answer give the guard's check (:mod:`callscope.guard.check`): the
+request's registry (:func:`functions_of`, one list per registry content), its evidence
+(:func:`evidence_of`: the query and the context stage 3 may ground values in) and its size;
+the answer's assistant message (:func:`message_of`), the final-answer calls left out of it
+(:func:`split_final`) and the calls whose arguments are objects (:func:`object_arguments`)."""
 
 from __future__ import annotations
 
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from callscope.parse.literals import json_size
-from callscope.records.wire import FunctionSpec, content_text
+from callscope.records.wire import ChatMessage, FunctionSpec, content_text
 from callscope.saag.cascade import forget_registry
 
 #: registries kept by their content (:func:`functions_of`), oldest out first
@@ -30,8 +32,10 @@ def functions_of(tools: Sequence[Any] | None) -> list[FunctionSpec]:
 
 def registry_of(tools: Sequence[Any] | None) -> tuple[list[FunctionSpec], bool]:
     """The registry of a request: OpenAI ``tools`` (``{"type": "function", "function":
-    {...}}``) or bare function specs, as ``[{name, description, parameters}]``; entries
-    without a string name are left out. And whether it is kept.
+    {...}}``), bare function specs or the Responses API's flat ones, or Anthropic tools
+    (``{"name", "input_schema"}``: their schema read as ``parameters``), as
+    ``[{name, description, parameters}]``; entries without a string name are left out. And
+    whether it is kept.
 
     One list per registry content, of the last :data:`REGISTRY_CACHE_SIZE`: an agent sends
     the same tools with every request, each time as new objects, and the cascade's caches
@@ -53,6 +57,8 @@ def registry_of(tools: Sequence[Any] | None) -> tuple[list[FunctionSpec], bool]:
         if not isinstance(tool, dict):
             continue
         spec = tool["function"] if isinstance(tool.get("function"), dict) else tool
+        if "parameters" not in spec and isinstance(spec.get("input_schema"), dict):
+            spec = {**spec, "parameters": spec["input_schema"]}  # an Anthropic tool
         if isinstance(spec.get("name"), str) and spec["name"]:
             out.append(spec)
     try:
@@ -143,3 +149,79 @@ def evidence_of(messages: Sequence[Any]) -> tuple[str, list[str]]:
     if last_user is None:
         return "", [t for _, t in texts]
     return texts[last_user][1], [t for i, (_, t) in enumerate(texts) if i != last_user]
+
+
+# --------------------------------------------------------------------------- the answer
+
+
+def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, tuple[str, ...]]:
+    """``(the native calls to check, the names of the final-answer calls left out)``: the
+    calls of an OpenAI-style ``tool_calls`` list whose ``function.name`` is one of
+    ``final_answer`` are a host's final answer, not a tool call (module docstring). A list
+    with none of them, or anything that is not a list, is returned as it is.
+
+    >>> calls = [{"function": {"name": "get_weather"}}, {"function": {"name": "submit"}}]
+    >>> kept, final = split_final(calls, {"submit"})
+    >>> [c["function"]["name"] for c in kept], final
+    (['get_weather'], ('submit',))
+    """
+    if not final_answer or not isinstance(native_calls, list):
+        return native_calls, ()
+    kept: list[Any] = []
+    final: list[str] = []
+    for tc in native_calls:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if isinstance(name, str) and name in final_answer:
+            final.append(name)
+        else:
+            kept.append(tc)
+    return (kept, tuple(final)) if final else (native_calls, ())
+
+
+def message_of(response: Any) -> ChatMessage:
+    """The assistant message of a response: a ``chat.completion`` (its first choice), a
+    message dict, either as an SDK object (``openai``'s, LiteLLM's: read by its
+    ``model_dump()``), a :class:`~callscope.types.ModelReply` or text. An Anthropic message or
+    a Responses object is refused (``TypeError``), never read as a turn without calls: read
+    it into the chat form first (:mod:`callscope.integrations.formats`)."""
+    if isinstance(response, str):
+        return {"role": "assistant", "content": response}
+    if hasattr(response, "tool_calls") and hasattr(response, "text"):  # ModelReply
+        return {"role": "assistant", "content": response.text, "tool_calls": response.tool_calls}
+    if not isinstance(response, dict) and callable(getattr(response, "model_dump", None)):
+        response = response.model_dump()  # an SDK's pydantic object
+    if isinstance(response, dict) and (
+        isinstance(response.get("output"), list)
+        or (response.get("type") == "message" and isinstance(response.get("content"), list))
+    ):
+        raise TypeError(
+            "an Anthropic message or a Responses object, not the chat form: read it with "
+            "callscope.integrations.formats.format_of(response).message(response)"
+        )
+    if isinstance(response, dict):
+        choices = response.get("choices")
+        if isinstance(choices, list):
+            first = choices[0] if choices and isinstance(choices[0], dict) else {}
+            msg = first.get("message")
+            return msg if isinstance(msg, dict) else {"role": "assistant", "content": None}
+        return response
+    raise TypeError(
+        f"unsupported response type {type(response).__name__}: give an assistant message or a "
+        "chat completion (a dict or an SDK object), a ModelReply or text"
+    )
+
+
+def object_arguments(native_calls: Any) -> tuple[int, ...]:
+    """The positions of OpenAI-style native calls (``{"function": {"arguments": ...}}``)
+    whose ``arguments`` is not a string: an object where the format wants its JSON text."""
+    if not isinstance(native_calls, list):
+        return ()
+    return tuple(
+        i
+        for i, tc in enumerate(native_calls)
+        if isinstance(tc, dict)
+        and isinstance(fn := tc.get("function"), dict)
+        and "arguments" in fn
+        and not isinstance(fn["arguments"], str)
+    )

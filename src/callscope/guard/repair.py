@@ -145,14 +145,17 @@ def repair(
     best so far); ``None`` sends the paper's structured correction. ``deadline`` is a
     ``clock()`` time after which no further re-ask starts. ``checker`` is :func:`check` or a
     function that runs it elsewhere (the proxy's worker processes, for a long conversation).
-    An exception from the first ask propagates; one from a re-ask ends the repair with the
-    best answer so far (``stopped="error"``)."""
+    An exception from the first ask propagates; one from a re-ask, or a re-ask's answer that
+    cannot be read (``None``, an object that is no message), ends the repair with the best
+    answer so far (``stopped="error"``)."""
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     policy = repair_policy(k, settings)
     base = [dict(m) for m in messages]
     t0 = clock()
-    response = chat_fn(list(base), tools) if first is None else first
+    # each ask gets its own copies of the messages: a chat function that edits them in
+    # place must not change the evidence the answers are checked against
+    response = chat_fn([dict(m) for m in base], tools) if first is None else first
     verdict = (
         first_verdict if first_verdict is not None else checker(response, tools, base, grounding)
     )
@@ -181,12 +184,12 @@ def repair(
         n = len(attempts) + 1
         t0 = clock()
         try:
-            reply = chat_fn(list(convo), tools)
-        except Exception as exc:  # noqa: BLE001 - any failure of the chat function ends it
+            reply = chat_fn([dict(m) for m in convo], tools)
+            v = checker(reply, tools, base, grounding)  # (an answer it cannot read: TypeError)
+        except Exception as exc:  # noqa: BLE001 - any failure of the re-ask ends it
             attempts.append(RepairAttempt(n, list(convo), error=str(exc), latency_s=clock() - t0))
             history.append(None)
             continue
-        v = checker(reply, tools, base, grounding)
         attempts.append(RepairAttempt(n, list(convo), reply, v, latency_s=clock() - t0))
         if v.no_call == "abstained" and asks_user(last.verdict):
             return RepairResult(reply, v, n, "asked", attempts)

@@ -426,3 +426,69 @@ def test_a_mistake_in_the_guardrails_config_is_refused_where_litellm_loads_it(
     assert fault in caplog.text
     [good] = load({"callscope_mode": "block", "gated": "false", "attempts": 2})
     assert (good.callscope_mode, good.settings, good.attempts) == ("block", None, 2)
+
+
+def _two_choices(first: str, second: str) -> dict:
+    def choice(i: int, city: str) -> dict:
+        call = {"id": f"c{i}", "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}  # fmt: skip
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return {"index": i, "finish_reason": "tool_calls", "message": message}
+
+    return {"id": "n2", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [choice(0, first), choice(1, second)]}  # fmt: skip
+
+
+def _sse_two_choices(first: str, second: str) -> str:
+    """The same answer as a stream, each choice's call in its own chunks (index 0, then 1)."""
+    out = ""
+    for i, city in enumerate((first, second)):
+        call = {"index": 0, "id": f"c{i}", "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}  # fmt: skip
+        delta = {"role": "assistant", "content": None, "tool_calls": [call]}
+        chunk = {"id": "n2", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                 "choices": [{"index": i, "delta": delta, "finish_reason": "tool_calls"}]}  # fmt: skip
+        out += f"data: {json.dumps(chunk)}\n\n"
+    return out + "data: [DONE]\n\n"
+
+
+def test_every_choice_of_an_answer_with_several_is_checked() -> None:
+    """An answer with two choices (``n=2``), Paris then Berlin: the second is checked too.
+    annotate puts its verdict in ``callscope["choices"]``; block and repair refuse the answer
+    (a re-ask gives one answer: repairing would drop the other choice), whole and streamed
+    through the SDK. Only the first choice was checked before: block passed Berlin, and
+    repair of a failing first choice dropped the second."""
+    from fakeserver import FakeServer, Step
+
+    async def go() -> None:
+        for mode in ("block", "repair"):
+            g = CallscopeGuardrail(callscope_mode=mode, guardrail_name="callscope")
+            whole = litellm.ModelResponse(**_two_choices("Paris", "Berlin"))
+            with pytest.raises(CallscopeBlocked) as e:
+                await g.async_post_call_success_hook(_data(), None, whole)
+            assert e.value.detail["verdict"]["calls"][0]["arguments"] == {"city": "Berlin"}
+            with FakeServer() as srv:
+                srv.push(Step(body=_sse_two_choices("Paris", "Berlin"),
+                              headers={"Content-Type": "text/event-stream"}))  # fmt: skip
+                stream = await litellm.acompletion(
+                    model="openai/m", messages=MESSAGES, tools=TOOLS, stream=True,
+                    api_base=srv.url + "/v1", api_key="x",
+                )  # fmt: skip
+                with pytest.raises(CallscopeBlocked):
+                    await g.async_post_call_success_hook(_data(), None, stream)
+        g = CallscopeGuardrail(guardrail_name="callscope")  # annotate
+        out = await g.async_post_call_success_hook(
+            _data(), None, litellm.ModelResponse(**_two_choices("Paris", "Berlin"))
+        )
+        assert out.callscope["verdict"]["passed"] is True
+        [second] = out.callscope["choices"]
+        assert (second["passed"], second["calls"][0]["diagnosis"]["hard"]) == (False, ["city"])
+        passing = CallscopeGuardrail(callscope_mode="block", guardrail_name="callscope")
+        ok = await passing.async_post_call_success_hook(
+            _data(), None, litellm.ModelResponse(**_two_choices("Paris", "Paris"))
+        )
+        assert [c.message.tool_calls[0].function.arguments for c in ok.choices] == [
+            json.dumps({"city": "Paris"})
+        ] * 2
+
+    asyncio.run(go())

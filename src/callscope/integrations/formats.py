@@ -286,6 +286,10 @@ class ApiFormat:
     chunk: Callable[[Any], bool]
     message: Callable[[Any], Message | None]
     stream_message: Callable[[Sequence[Any]], Message | None]
+    #: the messages of the answer's other choices (``n > 1``; chat completions only), whole
+    #: and streamed
+    others: Callable[[Any], list[Message]] = lambda _: []
+    stream_others: Callable[[Sequence[Any]], list[Message]] = lambda _: []
 
 
 def _is_chat(obj: Any) -> bool:
@@ -310,12 +314,31 @@ def _chat_message(obj: Any) -> Message | None:
     return msg if isinstance(msg, dict) else None
 
 
-def chat_stream_message(chunks: Sequence[Any]) -> Message | None:
+def _chat_others(obj: Any) -> list[Message]:
+    """The messages of a chat completion's choices after the first."""
+    choices = _items(as_dict(obj).get("choices"))[1:]
+    return [m for m in (as_dict(c).get("message") for c in choices) if isinstance(m, dict)]
+
+
+def _chat_stream_others(chunks: Sequence[Any]) -> list[Message]:
+    """The messages a chat-completions stream assembles to for its choices after the first
+    (each by its ``index``, in the order they first appear)."""
+    indexes: dict[Any, None] = {}
+    for chunk in chunks:
+        for c in _items(as_dict(chunk).get("choices")):
+            index = as_dict(c).get("index", 0)
+            if index != 0 and type(index) is int:
+                indexes[index] = None
+    found = (chat_stream_message(chunks, i) for i in indexes)
+    return [m for m in found if m is not None]
+
+
+def chat_stream_message(chunks: Sequence[Any], index: int = 0) -> Message | None:
     """The assistant message a chat-completions stream assembles to, as the ``openai`` SDK
-    assembles it for its user: the first choice's ``content`` pieces joined; each tool call
+    assembles it for its user: the choice ``index``'s (the first's) ``content`` pieces joined; each tool call
     gathered by its ``index`` (its position in the delta when it has none), its ``id`` as
-    first given, its ``name`` and ``arguments`` pieces joined. ``None`` when no chunk has a
-    first choice. (LiteLLM's ``stream_chunk_builder`` drops a call whose first delta has no
+    first given, its ``name`` and ``arguments`` pieces joined. ``None`` when no chunk has
+    that choice. (LiteLLM's ``stream_chunk_builder`` drops a call whose first delta has no
     ``id``, which the client still receives: the guard then let it through unchecked.)
 
     >>> chat_stream_message([
@@ -334,7 +357,7 @@ def chat_stream_message(chunks: Sequence[Any]) -> Message | None:
             (
                 as_dict(c)
                 for c in _items(as_dict(chunk).get("choices"))
-                if as_dict(c).get("index", 0) == 0
+                if as_dict(c).get("index", 0) == index
             ),
             None,
         )
@@ -365,7 +388,15 @@ def chat_stream_message(chunks: Sequence[Any]) -> Message | None:
 FORMATS: dict[str, ApiFormat] = {
     f.name: f
     for f in (
-        ApiFormat("chat", _is_chat, _is_chat, _chat_message, chat_stream_message),
+        ApiFormat(
+            "chat",
+            _is_chat,
+            _is_chat,
+            _chat_message,
+            chat_stream_message,
+            _chat_others,
+            _chat_stream_others,
+        ),
         ApiFormat(
             "messages",
             _is_anthropic,

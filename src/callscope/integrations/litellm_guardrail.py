@@ -269,7 +269,12 @@ class CallscopeGuardrail(CustomGuardrail):
         return await litellm.acompletion(messages=data["messages"], **kwargs)
 
     async def _guard(
-        self, data: ChatRequest, message: ChatMessage, in_proxy: bool, stream: bool = False
+        self,
+        data: ChatRequest,
+        message: ChatMessage,
+        in_proxy: bool,
+        stream: bool = False,
+        others: Sequence[ChatMessage] = (),
     ) -> tuple[ChatCompletion | None, CallscopeNote, TurnVerdict]:
         """``(the repaired answer as a chat completion, or None to send the one given; its
         annotation; the first verdict)`` for the assistant ``message`` by the mode, or
@@ -286,11 +291,24 @@ class CallscopeGuardrail(CustomGuardrail):
             message,
             messages,
         )
-        acted = acts_on(verdict, self.settings)
-        if self.callscope_mode == "annotate" or not acted:
-            return None, {"verdict": utf8_safe(verdict.to_dict())}, verdict
-        if self.callscope_mode == "block":
-            blocked = CallscopeBlocked(verdict, turn_correction(verdict, self.settings))
+        # the other choices of an answer with several (n > 1): each checked; one acted on
+        # refuses the answer in block and in repair alike (a re-ask gives one answer, and
+        # cannot repair n without dropping the others)
+        more = [
+            await off_the_loop(
+                conversation_chars(messages), answer_chars(m), self._check, data, m, messages
+            )
+            for m in others
+        ]
+        acting = [v for v in (verdict, *more) if acts_on(v, self.settings)]
+        note: CallscopeNote = {"verdict": utf8_safe(verdict.to_dict())}
+        if more:
+            note["choices"] = [utf8_safe(v.to_dict()) for v in more]
+        if self.callscope_mode == "annotate" or not acting:
+            return None, note, verdict
+        if self.callscope_mode == "block" or more:
+            worst = acting[0]
+            blocked = CallscopeBlocked(worst, turn_correction(worst, self.settings))
             if in_proxy and not stream:
                 raise blocked.for_proxy() from blocked
             raise blocked
@@ -345,7 +363,7 @@ class CallscopeGuardrail(CustomGuardrail):
             message = fmt.message(response) if fmt is not None else None
             if fmt is None or message is None:
                 return response
-            best, note, _ = await self._guard(data, message, in_proxy)
+            best, note, _ = await self._guard(data, message, in_proxy, others=fmt.others(response))
             out = response if best is None else rewrite(fmt.name, response, best)
             return annotate(out, note)
         except Exception as exc:
@@ -368,7 +386,8 @@ class CallscopeGuardrail(CustomGuardrail):
         message = fmt.stream_message(chunks)
         if message is None:
             return chunks, {}
-        best, note, _ = await self._guard(data, message, in_proxy, stream=True)
+        others = fmt.stream_others(chunks)
+        best, note, _ = await self._guard(data, message, in_proxy, stream=True, others=others)
         return stream_out(fmt.name, chunks, best, note), note
 
     async def async_post_call_streaming_iterator_hook(

@@ -175,11 +175,13 @@ class ResponsesResponse(TypedDict, total=False):
 class CallscopeNote(TypedDict, total=False):
     """The ``callscope`` field a host integration puts on an answer: the verdict, a
     repair's record, and ``error`` when a re-ask failed or the check itself did (the answer
-    then goes through as it came)."""
+    then goes through as it came); ``choices``: the verdicts of an answer's other choices
+    (``n > 1``), in order."""
 
     verdict: JsonObject
     repair: JsonObject
     error: str
+    choices: list[JsonObject]
 
 
 class CallRow(TypedDict):

@@ -31,11 +31,11 @@ import typer
 from callscope.benchmarks.protocol import benchmark_names
 from callscope.calibration.classify import ClassifierConfig, preset, preset_names
 from callscope.calibration.probes import probe_help
+from callscope.cli.calibrate_export import export_job
 from callscope.cli.calibrate_jobs import (
     RunOptions,
     bfcl_panel_job,
     experiment_run,
-    export_job,
     from_bfcl_job,
     from_tau2_job,
     leaderboard_job,
@@ -195,7 +195,8 @@ def _run_options(
 def with_run_options(fn: Callable[..., None]) -> Callable[..., None]:
     """A command taking ``fn``'s own options (its parameters but ``options``) followed by the
     shared ones (:data:`_RUN_OPTIONS`), calling ``fn`` with its own and ``options``, the
-    :class:`RunOptions` they make: typer reads the signature this sets."""
+    :class:`RunOptions` they make, while holding the ``--out`` directory's writer lock
+    (:func:`~callscope.store.writer_lock.writer_lock`): typer reads the signature this sets."""
     hints = get_type_hints(fn, include_extras=True)
     own = [
         p.replace(annotation=hints[p.name])
@@ -209,8 +210,13 @@ def with_run_options(fn: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> None:
-        options = _run_options(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS})
-        fn(**kwargs, options=options)
+        from callscope.store.writer_lock import writer_lock  # lazy: only model runs write
+
+        _config(kwargs["preset_name"])  # a bad preset is refused before -o is made
+        # one writer per run directory (as `run`): held from the first write to the last
+        with writer_lock(kwargs["out"]):
+            options = _run_options(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS})
+            fn(**kwargs, options=options)
 
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*own, *shared)]
     command.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]

@@ -304,6 +304,7 @@ def panel_run(
 def experiment_run(path: Path, *, quiet: bool) -> None:
     """``--experiment FILE``: every probe of the file as a panel run of its models."""
     from callscope.runs.calibration_experiment import CalibrationExperiment  # lazy: numpy
+    from callscope.store.writer_lock import writer_lock  # lazy: only model runs write
 
     try:
         exp = CalibrationExperiment.load(path)
@@ -339,61 +340,21 @@ def experiment_run(path: Path, *, quiet: bool) -> None:
         )
         for m in exp.models
     }
-    for probe in exp.probes:
-        try:
-            panel_run(
-                [m.spec for m in exp.models],
-                replace(opts, probe=None if probe == "baseline" else probe),
-                styles={m.spec: m.style for m in exp.models if m.style},
-                connections=connections,
-            )
-        except typer.Exit as exc:
-            if exc.exit_code != EXIT_FAILED:
-                raise
-            failed = True
+    with writer_lock(exp.output):  # one writer per run directory, every probe
+        for probe in exp.probes:
+            try:
+                panel_run(
+                    [m.spec for m in exp.models],
+                    replace(opts, probe=None if probe == "baseline" else probe),
+                    styles={m.spec: m.style for m in exp.models if m.style},
+                    connections=connections,
+                )
+            except typer.Exit as exc:
+                if exc.exit_code != EXIT_FAILED:
+                    raise
+                failed = True
     if failed:
         raise typer.Exit(EXIT_FAILED)
-
-
-def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
-    """``--export-bfcl DIR``: the run directory's conversations as BFCL files."""
-    from callscope.benchmarks.protocol import benchmark_or_default  # lazy: with its pipeline
-    from callscope.runs.calibration_store import BASELINE, BENCHMARK_META  # lazy: numpy
-    from callscope.runs.export_bfcl import export_bfcl  # lazy: numpy
-    from callscope.store.run_store import RunStore  # lazy: with its pipeline
-    from callscope.store.schema import STORE_FILE  # lazy: with its pipeline
-
-    if not (run_dir / STORE_FILE).exists():
-        fail(f"{run_dir} holds no {STORE_FILE}: pass the run directory of a calibrate run (its -o)")
-    store = RunStore(run_dir)
-    try:
-        name = store.get_meta(BENCHMARK_META) or "bfcl"
-        cats = sorted({c["category"] for c in store.conversations(None, probe or BASELINE)})
-    finally:
-        store.close()
-    if name != "bfcl":
-        fail(f"{run_dir} holds a {name!r} run; only BFCL runs have BFCL's file format")
-    bench = benchmark_or_default(None)
-    n_turns = {c.id: len(c.turns) for c in bench.cases(cats)} if cats else {}
-    done = export_bfcl(run_dir, dest, probe=probe or BASELINE, n_turns=n_turns)
-    if not done.files:
-        fail(f"{run_dir} holds no {probe or BASELINE} conversations to export")
-    for (model, cat), count in done.cases.items():
-        console.print(f"{model} {cat}: {count} cases", markup=False)
-    if done.skipped_errors:
-        console.print(
-            f"{done.skipped_errors} cases that ended in a backend error left out",
-            style="yellow",
-            markup=False,
-        )
-    if done.text_dropped:
-        console.print(
-            f"{done.text_dropped} steps had text beside native calls: BFCL's format keeps the "
-            "calls only",
-            style="yellow",
-            markup=False,
-        )
-    console.print(f"wrote {len(done.files)} files under {dest}", markup=False)
 
 
 def leaderboard_job(

@@ -154,7 +154,8 @@ def user_error_message(exc: BaseException) -> str | None:
     ``None`` for anything else (a bug: its traceback is shown).
 
     User errors: a missing / unreadable path (``FileNotFoundError``, ``IsADirectoryError``,
-    ``NotADirectoryError``, ``PermissionError``), every :class:`~callscope.errors.CallscopeError`
+    ``NotADirectoryError``, ``PermissionError``), a file where a folder is to be made
+    (``FileExistsError``: ``-o`` naming a file), every :class:`~callscope.errors.CallscopeError`
     (bad input files, unreachable setup, a store of a newer schema, bfcl-eval missing) and
     the ``ValueError`` callscope raises on a bad option or input (unknown mode, backend,
     benchmark, a run directory of another configuration, undecodable text)."""
@@ -169,6 +170,11 @@ def user_error_message(exc: BaseException) -> str | None:
         return f"{name} is a folder; pass a file"
     if isinstance(exc, NotADirectoryError):
         return f"{name}: not a folder; check the path"
+    if isinstance(exc, FileExistsError):  # making a folder (``-o``) where a file is
+        return (
+            f"{name}: exists and is not a folder; pass a new folder or an existing run "
+            "directory (-o)"
+        )
     if isinstance(exc, PermissionError):
         return f"{name}: permission denied; check the path and its permissions"
     if isinstance(exc, CallscopeError | ValueError):

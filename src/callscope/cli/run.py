@@ -109,9 +109,10 @@ def run(
         ),
     )
     store = RunStore(out)
-    store.lock_writer()  # one writer per run directory: a second run is refused here
-    store.set_meta("malformed_cases", problems)
-    with interruptible(), closing(m):
+    # closed (its writer lock released) when the run ends, also inside one process
+    with closing(store), interruptible(), closing(m):
+        store.lock_writer()  # one writer per run directory: a second run is refused here
+        store.set_meta("malformed_cases", problems)
         summary = run_cases(
             m,
             cases,

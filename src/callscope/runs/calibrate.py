@@ -43,6 +43,7 @@ from callscope.calibration.stage_table import stage_mix_table
 from callscope.core.table_formats import write_document
 from callscope.models.base import ChatModel, Decoding
 from callscope.models.usage import usage_line
+from callscope.runs.calibration_config import calibrate_config, check_calibrate_config
 from callscope.runs.calibration_store import (
     BASELINE,
     BENCHMARK_META,
@@ -264,23 +265,32 @@ def calibrate_model(
     ``concurrency``: conversations run at once (HTTP backends). ``per_model``: name the
     outputs after the model too (a panel's models share the directory). ``grounding``: the
     stage-3 mode of the SAAG stage mix, recorded in the store
-    (:data:`~callscope.runs.calibration_store.GROUNDING_META`).
+    (:data:`~callscope.runs.calibration_store.GROUNDING_META`). A directory that holds
+    ``model`` run with another style, ``max_steps``, decoding or benchmark is refused
+    (``ValueError``, before anything is written:
+    :func:`~callscope.runs.calibration_config.check_calibrate_config`).
     """
     out = Path(out)
     config = preset(preset_name)
     store = RunStore(out)
     try:
+        # the settings that change a conversation: refused when they differ from the stored
+        resolved = resolve_style(model, style)
+        bench_name = benchmark.name if benchmark else DEFAULT_BENCHMARK
+        check_calibrate_config(
+            store, model.spec, calibrate_config(resolved, max_steps, decoding, bench_name)
+        )
         store.set_meta("classifier_preset", preset_name)
         if grounding is not None or store.get_meta(GROUNDING_META) is None:
             store.set_meta(GROUNDING_META, get_grounding(grounding).name)
-        store.set_meta(BENCHMARK_META, (benchmark.name if benchmark else DEFAULT_BENCHMARK))
+        store.set_meta(BENCHMARK_META, bench_name)
         t0 = time.perf_counter()
         usage_before = model.usage.copy()
         runs = run_calibration_cases(
             model,
             store,
             cases,
-            style=resolve_style(model, style),
+            style=resolved,
             max_steps=max_steps,
             decoding=decoding,
             probe=probe,

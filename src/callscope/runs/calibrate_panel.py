@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callscope.benchmarks.protocol import MultiTurnBenchmark
+from callscope.benchmarks.protocol import DEFAULT_BENCHMARK, MultiTurnBenchmark
 from callscope.calibration.classify import DEFAULT, ClassifierConfig
 from callscope.calibration.panel import (
     Panel,
@@ -23,6 +23,7 @@ from callscope.calibration.panel import (
 from callscope.core.table_formats import write_tables
 from callscope.models.base import ChatModel
 from callscope.runs.calibrate import ModelCalibration, calibrate_model
+from callscope.runs.calibration_config import calibrate_config, check_calibrate_config
 from callscope.runs.calibration_store import BASELINE, diagnose_store
 from callscope.store.run_store import RunStore
 
@@ -71,12 +72,24 @@ def calibrate_panel(
     ``opener`` opens a spec (each model is closed before the next opens: two embedded
     models are never loaded at once); ``styles``: a style per spec (else ``style``);
     ``on_model`` is called after each model; other keywords go to :func:`calibrate_model`.
-    The panel's models are recorded in the store's meta (:data:`PANEL_META`)."""
+    The panel's models are recorded in the store's meta (:data:`PANEL_META`). A model the
+    directory holds with other settings is refused before any model runs
+    (:func:`~callscope.runs.calibration_config.check_calibrate_config`)."""
     out = Path(out)
     done: list[ModelCalibration] = []
     specs = list(dict.fromkeys(specs))
     store = RunStore(out)
     try:
+        # every model's settings checked before the first runs (its style only when given)
+        bench = kwargs.get("benchmark")
+        for spec in specs:
+            wanted = calibrate_config(
+                (styles or {}).get(spec, style),
+                kwargs.get("max_steps", 20),
+                kwargs.get("decoding"),
+                bench.name if bench is not None else DEFAULT_BENCHMARK,
+            )
+            check_calibrate_config(store, spec, wanted, record=False)
         store.set_meta(PANEL_META, json.dumps(specs))
     finally:
         store.close()

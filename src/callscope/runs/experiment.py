@@ -208,10 +208,14 @@ def experiment_cases(exp: Experiment) -> list[Case]:
 
 
 def run_experiment(exp: Experiment, *, show_progress: bool = True) -> list[RunSummary]:
-    cases = experiment_cases(exp)
+    """Every model of ``exp`` over its cases and modes into its output's one store, holding
+    the directory's writer lock throughout (a second writer, ``run`` or ``experiment``, is
+    refused with ``RunDirBusy`` before the benchmark is built or a request is sent)."""
     store = RunStore(exp.output)
     summaries: list[RunSummary] = []
     try:
+        store.lock_writer()  # one writer per run directory, as `run` takes it
+        cases = experiment_cases(exp)
         for spec in exp.models:
             model = open_model(
                 spec,

@@ -18,6 +18,7 @@ from callscope.runs.loop import first_attempt, run_loop
 from callscope.runs.progress import RunProgress
 from callscope.saag.cascade import CASCADE_VERSION
 from callscope.saag.groundings import get_grounding
+from callscope.store.case_check import changed_case, changed_case_message
 from callscope.store.run_store import RunStore
 from callscope.types import LOOP_MODES, MODES, Case, Mode, Style
 
@@ -158,7 +159,9 @@ def run_cases(
     :func:`effective_concurrency`; ``RunSummary.concurrency_note`` then says why).
     Interrupting this function at any point loses at most the (case, mode) units in flight.
     ``grounding`` names the stage-3 mode (:data:`callscope.saag.groundings.GROUNDINGS`),
-    recorded in the run's configuration; a run directory holds one mode per model."""
+    recorded in the run's configuration; a run directory holds one mode per model. A case
+    the store holds with other content (the cases file edited since the run started) is
+    refused (``ValueError``: :func:`~callscope.store.case_check.changed_case`)."""
     decoding = decoding or Decoding()
     mode_name = get_grounding(grounding).name
     resolved = resolve_style(model, style)
@@ -176,6 +179,9 @@ def run_cases(
             "cascade": CASCADE_VERSION,
         },
     )
+    changed = changed_case(store, cases)  # the store keeps each case as first run
+    if changed is not None:
+        raise ValueError(changed_case_message(store, *changed))
     store.add_cases(list(cases))
     done = store.done(model.spec, include_errors=not retry_errors)
     todo = [(c, [m for m in modes if (c.id, m) not in done]) for c in cases]

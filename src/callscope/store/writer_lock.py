@@ -1,6 +1,8 @@
 """One writer per run directory (issue 47 point 14): the exclusive ``flock`` on the run
-directory's ``.writer.lock`` that ``callscope run`` and ``callscope serve`` take through
-:meth:`callscope.store.run_store.RunStore.lock_writer`. Two writers of one run directory would
+directory's ``.writer.lock`` that every command writing a run directory takes: ``callscope
+run``, ``experiment`` (and ``demo``) and ``serve`` through
+:meth:`callscope.store.run_store.RunStore.lock_writer`, ``calibrate run``, ``panel`` and
+``experiment`` through :func:`writer_lock` for the whole command. Two writers of one run directory would
 each send every case and disagree on the counts; readers (``report``) take no lock. The lock
 is held as long as its descriptor is open: closing it, or the process ending, releases it."""
 
@@ -8,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from callscope.errors import RunDirBusy
@@ -28,7 +32,22 @@ def lock_run_dir(run_dir: Path) -> int:
     except BlockingIOError:
         os.close(fd)
         raise RunDirBusy(
-            f"{run_dir} is being written by another callscope process (run or serve); wait "
-            "for it to finish or pick another -o"
+            f"{run_dir} is being written by another callscope process (run, experiment, "
+            "calibrate or serve); wait for it to finish or pick another -o"
         ) from None
     return fd
+
+
+@contextmanager
+def writer_lock(run_dir: str | Path) -> Iterator[None]:
+    """Hold ``run_dir``'s writer lock for the ``with`` block, the folder made first
+    (``RunDirBusy`` when another process holds it; ``FileExistsError`` when ``run_dir`` is a
+    file). For a command that opens and closes the store several times while it writes
+    (``calibrate``): one descriptor holds the lock across all of them."""
+    path = Path(run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    fd = lock_run_dir(path)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -19,7 +19,7 @@ A line that is none of these, a batch half without its other half, or a response
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from callscope.core.jsonl import read_jsonl
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.record import GUARD_MODE, stored_verdict, verdict_row
 from callscope.records import Attempt, Outcome
-from callscope.records.wire import ChatCompletion, ChatMessage, ChatRequest
+from callscope.records.wire import ChatCompletion, ChatMessage, ChatRequest, content_text
 from callscope.saag.groundings import Grounding, get_grounding
 from callscope.store.run_store import RunStore
 from callscope.types import Case
@@ -48,14 +48,23 @@ class ChatConversation:
 
 @dataclass
 class ChatTurn:
-    """One assistant turn of a log and the guard's verdict on it."""
+    """One assistant turn of a log and the guard's verdict on it: ``source`` is the
+    conversation's message list itself (shared by its turns, never copied), the turn's
+    request is its first ``turn`` messages (:attr:`messages`)."""
 
     conversation: str
     turn: int
     model: str
     verdict: TurnVerdict
-    messages: list[ChatMessage]
+    source: Sequence[ChatMessage]
     response: ChatMessage
+
+    @property
+    def messages(self) -> list[ChatMessage]:
+        """The messages before the turn (a list made when asked: the turns of a conversation
+        keep one list between them, not one copy each, which grew with the square of its
+        length)."""
+        return list(self.source[: self.turn])
 
 
 @dataclass
@@ -102,22 +111,48 @@ def _messages(request: ChatRequest) -> list[ChatMessage] | None:
     return None
 
 
+def _kind(x: Any) -> str:
+    """What a JSON value is, for a reason (``a list``, ``a str``...)."""
+    if isinstance(x, dict):
+        return "an object"
+    return "a list" if isinstance(x, list) else "null" if x is None else f"a {type(x).__name__}"
+
+
+def _no_message(body: dict[str, Any]) -> str:
+    """Why a response body holds no assistant message, ``""`` when it holds one: a
+    ``chat.completion`` whose ``choices`` is not a non-empty list whose first choice has a
+    ``message`` object, or a body that is neither a completion nor a message (read before
+    :func:`~callscope.guard.check.message_of`, which makes up an empty message for these)."""
+    if "choices" not in body:
+        if any(k in body for k in ("role", "content", "tool_calls")):
+            return ""  # a message itself (a logged pair's response)
+        return "neither 'choices' nor a message"
+    choices = body["choices"]
+    if not isinstance(choices, list) or not choices:
+        return "'choices' is not a non-empty list"
+    first = choices[0]
+    if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
+        return "the first choice has no 'message' object"
+    return ""
+
+
 def _pair(cid: str, request: ChatRequest, response: Any) -> ChatConversation | str:
     """A request and its response as a one-turn conversation, or why they cannot be one."""
     messages = _messages(request)
     if messages is None:
         return f"{cid}: request has no 'messages' list"
-    resp = response if isinstance(response, dict) else {}
-    status = resp.get("status_code")
+    if not isinstance(response, dict):
+        return f"{cid}: response is not an object ({_kind(response)})"
+    status = response.get("status_code")
     if status is not None and status != 200:
         return f"{cid}: response status {status}"
-    try:
-        message = message_of(_body(resp))
-    except TypeError:
-        return f"{cid}: response has no message"
+    missing = _no_message(_body(response))
+    if missing:
+        return f"{cid}: response has no message ({missing})"
+    message = message_of(_body(response))
     if not isinstance(message, dict) or message.get("role", "assistant") != "assistant":
         return f"{cid}: response has no assistant message"
-    model = _body(resp).get("model") or request.get("model") or "chatlog"
+    model = _body(response).get("model") or request.get("model") or "chatlog"
     return ChatConversation(cid, [*messages, message], _tools(request), str(model), [len(messages)])
 
 
@@ -147,8 +182,8 @@ def read_chat_logs(paths: Iterable[str | Path]) -> tuple[list[ChatConversation],
                 continue
             if "request" in row and "response" in row:
                 got = _pair(str(row.get("id", where)), _body(row["request"]), row["response"])
-                if isinstance(got, str):
-                    errors.append(f"{where}: {got}")
+                if isinstance(got, str):  # (named by the line once: by its id after it)
+                    errors.append(f"{where}: {got}" if "id" in row else got)
                 else:
                     conversations.append(got)
                 continue
@@ -179,25 +214,86 @@ def read_chat_logs(paths: Iterable[str | Path]) -> tuple[list[ChatConversation],
     return conversations, errors
 
 
+#: the characters of earlier context (the user messages before the last one, the tool
+#: results) a turn of a recorded conversation is checked against: the newest ones, the message
+#: that straddles the bound read by its end (the last user message, the query, is read whole).
+#: A live check reads its request's whole conversation; over a log, that made checking all of
+#: a conversation's turns grow with the square of its length (one conversation of 10,000
+#: turns: 216 s and 2 GB). This bound makes it linear; the number is measured in
+#: docs/guard.md ("Recorded chat logs").
+CONTEXT_CHARS = 32_768
+_EVIDENCE_ROLES = ("user", "tool", "function")
+
+
+def _view(
+    entries: list[tuple[ChatMessage, str]], lo: int, last_user: int, chars: int
+) -> list[ChatMessage]:
+    """The messages of one turn's evidence: the window ``entries[lo:]`` (its oldest cut to
+    what fits :data:`CONTEXT_CHARS`) and the last user message, in order."""
+    view: list[ChatMessage] = [entries[last_user][0]] if 0 <= last_user < lo else []
+    for k in range(lo, len(entries)):
+        m, text = entries[k]
+        if k == lo and k != last_user and chars > CONTEXT_CHARS:  # straddles: its end only
+            keep = CONTEXT_CHARS - (chars - len(text))  # (what the newer ones leave, > 0)
+            m = {"role": m.get("role"), "content": text[len(text) - keep :]}
+        view.append(m)
+    return view
+
+
+def evidence_views(
+    messages: Sequence[Any], turns: Iterable[int]
+) -> Iterator[tuple[int, list[ChatMessage]]]:
+    """``(turn, view)`` for each of ``turns`` in ascending order: the messages a check of the
+    turn reads, so that :func:`~callscope.guard.inputs.evidence_of` of the view is the
+    turn's query (the last user message before it, whole) and its context (the earlier user
+    messages and tool results, in order, their last :data:`CONTEXT_CHARS` characters).
+
+    One pass over the conversation: each message's text is read once, the window moves
+    forward as messages come, and a view holds at most the window's messages (not a copy of
+    the conversation before the turn), so the work over all turns grows with the
+    conversation's length times the bound, not with its square."""
+    entries: list[tuple[ChatMessage, str]] = []  # the messages with evidence, and their text
+    last_user = -1  # the newest user message in ``entries``
+    lo = 0  # the window's oldest entry
+    chars = 0  # the characters of ``entries[lo:]``, the last user message's left out
+    read = 0  # the messages read
+    for t in sorted(turns):
+        while read < min(t, len(messages)):
+            m = messages[read]
+            read += 1
+            role = m.get("role") if isinstance(m, dict) else None
+            text = content_text(m.get("content")) if role in _EVIDENCE_ROLES else ""
+            if not text:
+                continue
+            if role == "user":  # the new query; the one before becomes context (if in view)
+                if last_user >= lo:
+                    chars += len(entries[last_user][1])
+                last_user = len(entries)
+            else:
+                chars += len(text)
+            entries.append((m, text))
+            while lo < len(entries):  # drop the oldest while the rest still fill the bound
+                size = 0 if lo == last_user else len(entries[lo][1])
+                if chars - size < CONTEXT_CHARS:
+                    break
+                chars -= size
+                lo += 1
+        yield t, _view(entries, lo, last_user, chars)
+
+
 def diagnose_conversations(
     conversations: Iterable[ChatConversation], grounding: str | Grounding | None = None
 ) -> list[ChatTurn]:
-    """The guard's verdict on every assistant turn, in log order."""
+    """The guard's verdict on every assistant turn, in log order: each turn checked against
+    its evidence view (:func:`evidence_views`: the last user message and the last
+    :data:`CONTEXT_CHARS` characters of earlier context), built in one pass over the
+    conversation."""
     out: list[ChatTurn] = []
     for conv in conversations:
-        for i in conv.turns:
-            before = conv.messages[:i]
+        for i, view in evidence_views(conv.messages, conv.turns):
             response = conv.messages[i]
-            out.append(
-                ChatTurn(
-                    conv.id,
-                    i,
-                    conv.model,
-                    check(response, conv.tools, before, grounding),
-                    before,
-                    response,
-                )
-            )
+            verdict = check(response, conv.tools, view, grounding)
+            out.append(ChatTurn(conv.id, i, conv.model, verdict, conv.messages, response))
     return out
 
 
@@ -303,6 +399,7 @@ __all__ = [
     "ChatTurn",
     "call_rows",
     "diagnose_conversations",
+    "evidence_views",
     "read_chat_logs",
     "summarize_turns",
     "write_chatlog_store",

@@ -42,28 +42,34 @@ that are not model calls (no output message) are skipped, not malformed. A GenAI
 (``gen_ai.operation.name`` ``chat``, or a request / response model) without its messages is
 what the instrumentations write by default (content capture off): it is reported as such,
 naming :data:`CAPTURE_VARIABLE`, not skipped. Each row carries the call's ``arguments``.
+Nothing in a file is assumed to be of its layout's shape: a span that is not (or that raises
+while it is read) is one unreadable span with the reason, the other spans are read; a span
+id read twice is read once (:func:`_read_file`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from callscope.core.jsonl import (
-    JsonLimitError,
-    NotARegularFile,
-    raw_decode_bounded,
-    read_bounded,
-)
+from callscope.core.jsonl import NotARegularFile, loads_bounded
 from callscope.guard.chatlog import ChatConversation
 from callscope.guard.trace_values import (
+    LANGSMITH,
+    BadSpan,
+    UnreadableValue,
     _arguments_text,
     _attributes,
-    _hex_id,
+    _found,
+    _ids,
     _json,
+    _objects,
+    kind_of,
+    list_of,
+    obj_at,
 )
 
 #: the layouts :func:`read_traces` recognises, as they appear in ``TraceSpan.convention``
@@ -98,16 +104,17 @@ def _genai_model_span(attrs: dict[str, Any]) -> bool:
 # --- OpenTelemetry GenAI -------------------------------------------------------------------
 
 
-def _genai_message(m: Any) -> list[dict[str, Any]]:
+def _genai_message(m: Any, where: str) -> list[dict[str, Any]]:
     """One GenAI message (role + parts) as OpenAI chat messages (a tool role message with
-    several responses becomes one message per response)."""
+    several responses becomes one message per response); :class:`BadSpan` when its
+    ``parts`` is not a list."""
     if not isinstance(m, dict):
         return []
     role = m.get("role") or "user"
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     responses: list[dict[str, Any]] = []
-    for p in m.get("parts") or []:
+    for p in list_of(m.get("parts"), f"{where}.parts"):
         if not isinstance(p, dict):
             continue
         kind = p.get("type")
@@ -154,6 +161,23 @@ def _genai_tools(v: Any) -> list[Any] | None:
     return out
 
 
+def _json_list(attrs: dict[str, Any], key: str) -> list[Any]:
+    """The JSON list of messages an attribute holds (``[]`` when absent); :class:`BadSpan`
+    for text that does not read as JSON within callscope's limits, or JSON that is not a
+    list."""
+    value = attrs.get(key)
+    if isinstance(value, str):
+        try:
+            value = loads_bounded(value)
+        except ValueError as e:
+            raise BadSpan(f"{key} is not JSON ({e})") from None
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadSpan(f"{key} is not a JSON list of messages ({kind_of(value)})")
+    return value
+
+
 def _from_genai(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
     messages: list[dict[str, Any]] = []
     system = _json(attrs.get("gen_ai.system_instructions"))
@@ -162,10 +186,12 @@ def _from_genai(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, 
         messages.append({"role": "system", "content": text})
     elif isinstance(system, str) and system:
         messages.append({"role": "system", "content": system})
-    for m in _json(attrs.get("gen_ai.input.messages")) or []:
-        messages.extend(_genai_message(m))
-    outputs = _json(attrs.get("gen_ai.output.messages")) or []
-    out = [x for m in outputs for x in _genai_message(m)] if isinstance(outputs, list) else []
+    for i, m in enumerate(_json_list(attrs, "gen_ai.input.messages")):
+        messages.extend(_genai_message(m, f"gen_ai.input.messages[{i}]"))
+    outputs = _json_list(attrs, "gen_ai.output.messages")
+    out = [
+        x for i, m in enumerate(outputs) for x in _genai_message(m, f"gen_ai.output.messages[{i}]")
+    ]
     response = out[0] if out else None
     return messages, response, _genai_tools(attrs.get("gen_ai.tool.definitions"))
 
@@ -173,15 +199,26 @@ def _from_genai(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, 
 # --- OpenInference -------------------------------------------------------------------------
 
 
+#: the most digits an OpenInference list index is read with (a billion entries)
+MAX_INDEX_DIGITS = 9
+
+
 def _indexed(attrs: dict[str, Any], prefix: str) -> dict[int, dict[str, Any]]:
-    """``{i: {rest of the key: value}}`` for the keys ``<prefix>.<i>.<rest>``."""
+    """``{i: {rest of the key: value}}`` for the keys ``<prefix>.<i>.<rest>``;
+    :class:`BadSpan` for a key whose index is not ASCII digits (at most
+    :data:`MAX_INDEX_DIGITS` of them)."""
     out: dict[int, dict[str, Any]] = {}
     for key, value in attrs.items():
         if not isinstance(key, str) or not key.startswith(prefix + "."):
             continue
         head, _, rest = key[len(prefix) + 1 :].partition(".")
-        if head.isdigit():
-            out.setdefault(int(head), {})[rest] = value
+        if not (0 < len(head) <= MAX_INDEX_DIGITS and head.isascii() and head.isdigit()):
+            shown = head if len(head) <= 20 else f"{head[:20]}... ({len(head):,} characters)"
+            raise BadSpan(
+                f"attribute {prefix}.{shown}: the index {shown!r} is not a number of at most "
+                f"{MAX_INDEX_DIGITS} ASCII digits"
+            )
+        out.setdefault(int(head), {})[rest] = value
     return dict(sorted(out.items()))
 
 
@@ -222,126 +259,75 @@ def _from_openinference(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], An
 # --- LangSmith -----------------------------------------------------------------------------
 
 
-def _lc_message(m: Any) -> Any:
+def _lc_message(m: Any, where: str) -> Any:
     """A LangChain serialized message (``{"lc", "type": "constructor", "kwargs"}``) as its
-    kwargs, with LangChain's ``tool_calls`` ({name, args, id}) made OpenAI-style."""
+    kwargs, with LangChain's ``tool_calls`` ({name, args, id}) made OpenAI-style;
+    :class:`BadSpan` for such a call that is not an object."""
     if isinstance(m, dict) and "kwargs" in m and isinstance(m["kwargs"], dict):
         kw = dict(m["kwargs"])
-        kw.setdefault("role", {"ai": "assistant", "human": "user"}.get(kw.get("type"), "assistant"))
+        kind = kw.get("type")
+        roles = {"ai": "assistant", "human": "user"}
+        kw.setdefault(
+            "role", roles.get(kind, "assistant") if isinstance(kind, str) else "assistant"
+        )
         calls = kw.get("tool_calls")
-        if isinstance(calls, list) and calls and "args" in calls[0]:
-            kw["tool_calls"] = [
-                {
-                    "id": c.get("id"),
-                    "type": "function",
-                    "function": {"name": c.get("name"), "arguments": _arguments_text(c["args"])},
-                }
-                for c in calls
-            ]
+        if isinstance(calls, list) and calls:
+            for i, c in enumerate(calls):
+                if not isinstance(c, dict):
+                    raise BadSpan(f"{where}.kwargs.tool_calls[{i}] is not an object ({kind_of(c)})")
+            if "args" in calls[0]:
+                kw["tool_calls"] = [
+                    {
+                        "id": c.get("id"),
+                        "type": "function",
+                        "function": {
+                            "name": c.get("name"),
+                            "arguments": _arguments_text(c.get("args")),
+                        },
+                    }
+                    for c in calls
+                ]
         return kw
     return m
 
 
-def _from_langsmith(run: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any]:
-    inputs = run.get("inputs") or {}
-    outputs = run.get("outputs") or {}
-    messages = inputs.get("messages") or []
-    if messages and isinstance(messages[0], list):
-        messages = messages[0]
-    messages = [_lc_message(m) for m in messages if isinstance(m, dict)]
-    tools = inputs.get("tools") or ((run.get("extra") or {}).get("invocation_params") or {}).get(
-        "tools"
-    )
-    response = None
-    if isinstance(outputs.get("choices"), list) and outputs["choices"]:
-        response = outputs["choices"][0].get("message")
-    elif isinstance(outputs.get("message"), dict):
-        response = _lc_message(outputs["message"])
-    elif isinstance(outputs.get("generations"), list) and outputs["generations"]:
-        g = outputs["generations"][0]
+def _ls_response(outputs: dict[str, Any]) -> Any:
+    """The output message of a LangSmith ``llm`` run's ``outputs`` (``None`` without one)."""
+    choices = outputs.get("choices")
+    if isinstance(choices, list) and choices:
+        first = choices[0]
+        if not isinstance(first, dict):
+            raise BadSpan(f"outputs.choices[0] is not an object ({kind_of(first)})")
+        return first.get("message")
+    if isinstance(outputs.get("message"), dict):
+        return _lc_message(outputs["message"], "outputs.message")
+    generations = outputs.get("generations")
+    if isinstance(generations, list) and generations:
+        g = generations[0]
         g = g[0] if isinstance(g, list) and g else g
         if isinstance(g, dict):
-            response = _lc_message(g.get("message"))
-    return messages, response, tools if isinstance(tools, list) else None
+            return _lc_message(g.get("message"), "outputs.generations[0][0].message")
+    return None
+
+
+def _from_langsmith(run: dict[str, Any]) -> tuple[list[dict[str, Any]], Any, Any]:
+    inputs = obj_at(run, "inputs", "inputs")
+    outputs = obj_at(run, "outputs", "outputs")
+    messages = list_of(inputs.get("messages"), "inputs.messages")
+    where = "inputs.messages"
+    if messages and isinstance(messages[0], list):
+        messages, where = messages[0], "inputs.messages[0]"
+    messages = [
+        _lc_message(m, f"{where}[{i}]") for i, m in enumerate(messages) if isinstance(m, dict)
+    ]
+    invocation = obj_at(
+        obj_at(run, "extra", "extra"), "invocation_params", "extra.invocation_params"
+    )
+    tools = inputs.get("tools") or invocation.get("tools")
+    return messages, _ls_response(outputs), tools if isinstance(tools, list) else None
 
 
 # --- files ---------------------------------------------------------------------------------
-
-
-class UnreadableValue(ValueError):
-    """A top-level value of a trace file that cannot be read: the ``line`` it is on, why."""
-
-    def __init__(self, line: int, reason: str) -> None:
-        super().__init__(f"line {line}: {reason}")
-        self.line, self.reason = line, reason
-
-
-def _objects(path: Path) -> Iterator[Any]:
-    """Every top-level JSON value of a file: one document, JSON Lines, or concatenated
-    objects (the ConsoleSpanExporter's pretty-printed spans), read by the one bounded reader
-    (:func:`~callscope.core.jsonl.raw_decode_bounded`) from a regular file of at most
-    :data:`~callscope.core.jsonl.MAX_FILE_BYTES` (:func:`~callscope.core.jsonl.read_bounded`:
-    ``/dev/zero`` or a FIFO is refused, never read); :class:`UnreadableValue` for a value
-    that cannot be read."""
-    text = read_bounded(path).decode("utf-8")
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i].isspace():
-            i += 1
-        if i >= n:
-            break
-        try:
-            value, i = raw_decode_bounded(text, i)
-        except json.JSONDecodeError as exc:
-            raise UnreadableValue(exc.lineno, f"not valid JSON ({exc.msg})") from None
-        except JsonLimitError as exc:  # nested too deeply, an integer over the digit limit
-            line = exc.line or text.count("\n", 0, i) + 1
-            raise UnreadableValue(line, str(exc)) from None
-        yield value
-
-
-def _spans(obj: Any) -> Iterator[tuple[str, str, str, dict[str, Any] | None, dict[str, Any]]]:
-    """``(trace, span, name, attrs, run)`` for every span or run in one top-level value."""
-    if isinstance(obj, list):
-        for x in obj:
-            yield from _spans(x)
-        return
-    if not isinstance(obj, dict):
-        return
-    resource_spans = obj.get("resourceSpans", obj.get("resource_spans"))
-    if isinstance(resource_spans, list):
-        for rs in resource_spans:
-            for ss in rs.get("scopeSpans", rs.get("scope_spans")) or []:
-                for sp in ss.get("spans") or []:
-                    yield (
-                        _hex_id(sp.get("traceId", sp.get("trace_id"))),
-                        _hex_id(sp.get("spanId", sp.get("span_id"))),
-                        str(sp.get("name", "")),
-                        _attributes(sp.get("attributes")),
-                        sp,
-                    )
-        return
-    if isinstance(obj.get("runs"), list):  # a LangSmith export holding several runs
-        yield from _spans(obj["runs"])
-        return
-    if "run_type" in obj and ("inputs" in obj or "outputs" in obj):
-        yield (
-            str(obj.get("trace_id") or obj.get("id") or ""),
-            str(obj.get("id") or ""),
-            str(obj.get("name", "")),
-            None,
-            obj,
-        )
-        return
-    if "attributes" in obj:  # the SDK's to_json(), or a span with nested attributes
-        ctx = obj.get("context") or {}
-        yield (
-            _hex_id(ctx.get("trace_id", obj.get("trace_id", obj.get("traceId")))),
-            _hex_id(ctx.get("span_id", obj.get("span_id", obj.get("spanId")))),
-            str(obj.get("name", "")),
-            _attributes(obj.get("attributes")),
-            obj,
-        )
 
 
 @dataclass
@@ -355,32 +341,35 @@ class TraceConversation(ChatConversation):
 def _conversation(
     trace: str,
     span: str,
-    name: str,
-    attrs: dict[str, Any] | None,
+    where: str,
+    layout: str,
     run: dict[str, Any],
     default_tools: list[Any] | None,
 ) -> TraceConversation | str | None:
     """A span as a one-turn conversation, ``None`` when it is not a model call, or why it
-    cannot be read."""
-    if attrs is None:
+    cannot be read, after ``where`` (:class:`BadSpan` for a value that is not of its
+    layout's shape)."""
+    if layout == LANGSMITH:
         if run.get("run_type") != "llm":
             return None
         convention = "langsmith"
         messages, response, tools = _from_langsmith(run)
-        model = ((run.get("extra") or {}).get("invocation_params") or {}).get("model")
-    elif "gen_ai.output.messages" in attrs or "gen_ai.input.messages" in attrs:
-        convention = "gen_ai"
-        messages, response, tools = _from_genai(attrs)
-        model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-    elif any(isinstance(k, str) and k.startswith("llm.output_messages.") for k in attrs):
-        convention = "openinference"
-        messages, response, tools = _from_openinference(attrs)
-        model = attrs.get("llm.model_name")
-    elif _genai_model_span(attrs):  # a GenAI model span recorded without content
-        return f"trace {trace} span {span or name}: {NO_CONTENT}"
+        invocation = obj_at(run, "extra", "extra").get("invocation_params")
+        model = invocation.get("model") if isinstance(invocation, dict) else None
     else:
-        return None
-    where = f"trace {trace} span {span or name}"
+        attrs = _attributes(run.get("attributes"))
+        if "gen_ai.output.messages" in attrs or "gen_ai.input.messages" in attrs:
+            convention = "gen_ai"
+            messages, response, tools = _from_genai(attrs)
+            model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+        elif any(k.startswith("llm.output_messages.") for k in attrs):
+            convention = "openinference"
+            messages, response, tools = _from_openinference(attrs)
+            model = attrs.get("llm.model_name")
+        elif _genai_model_span(attrs):  # a GenAI model span recorded without content
+            return f"{where}: {NO_CONTENT}"
+        else:
+            return None
     if not isinstance(response, dict):
         return f"{where}: no output message"
     if tools is None:
@@ -391,20 +380,73 @@ def _conversation(
         trace,
         [*messages, response],
         list(tools or []),
-        str(model or "traces"),
+        model if isinstance(model, str) and model else "traces",
         [len(messages)],
         span=span,
         convention=convention,
     )
 
 
+#: what reading a span whose values are not of the shape its layout writes may raise: the
+#: span is counted as unreadable with the error, the file's other spans are read
+_SPAN_ERRORS = (AttributeError, TypeError, ValueError, KeyError, IndexError, RecursionError)
+
+
+def _read_file(
+    p: Path,
+    objects: list[tuple[int, Any]],
+    default_tools: list[Any] | None,
+    seen: set[tuple[str, str]],
+) -> tuple[list[TraceConversation], list[str]]:
+    """The model spans of one file's values and what could not be read (each span on its
+    own: one that raises is an unreadable span with the error); a span whose (trace, span)
+    id was already read (in this file or an earlier one) is dropped, the repeats said once."""
+    conversations: list[TraceConversation] = []
+    errors: list[str] = []
+    repeated: list[str] = []
+    for line, obj in objects:
+        for path, layout, sp in _found(obj):
+            if not layout:  # an entry of an OTLP document that is not a span
+                errors.append(f"{p.name}:{line}: {path}: {sp}")
+                continue
+            trace, span, name = _ids(layout, sp)
+            if span:
+                if (trace, span) in seen:
+                    repeated.append(f"trace {trace} span {span}")
+                    continue
+                seen.add((trace, span))
+            # a span without ids is named by where it is: its line and its path in the value
+            named = trace or span or name
+            where = f"trace {trace} span {span or name}" if named else path or "a span without ids"
+            at = f"{p.name}: " if named else f"{p.name}:{line}: "
+            try:
+                got = _conversation(trace, span, where, layout, sp, default_tools)
+            except BadSpan as e:
+                got = f"{where}: unreadable span: {e}"
+            except _SPAN_ERRORS as e:
+                got = f"{where}: unreadable span ({type(e).__name__}: {e})"
+            if isinstance(got, str):
+                errors.append(f"{at}{got}")
+            elif got is not None:
+                conversations.append(got)
+    if repeated:
+        errors.append(
+            f"{p.name}: {len(repeated)} span(s) repeat a span id already read (e.g. "
+            f"{repeated[0]}); dropped, the first of each kept"
+        )
+    return conversations, errors
+
+
 def read_traces(
     paths: Iterable[str | Path], default_tools: list[Any] | None = None
 ) -> tuple[list[TraceConversation], list[str]]:
     """Every model span (or LangSmith ``llm`` run) of ``paths`` as a one-turn conversation
-    whose id is its trace, in file order, and what could not be read."""
+    whose id is its trace, in file order, and what could not be read: a value that is not
+    JSON, an entry or a span that is not of its layout's shape (one each; the other spans are
+    read), the repeats of a span id."""
     conversations: list[TraceConversation] = []
     errors: list[str] = []
+    seen: set[tuple[str, str]] = set()
     for path in paths:
         p = Path(path)
         try:
@@ -417,13 +459,9 @@ def read_traces(
         except ValueError as e:  # not UTF-8, over MAX_FILE_BYTES
             errors.append(f"{p.name}: {e}")
             continue
-        for obj in objects:
-            for trace, span, name, attrs, run in _spans(obj):
-                got = _conversation(trace, span, name, attrs, run, default_tools)
-                if isinstance(got, str):
-                    errors.append(f"{p.name}: {got}")
-                elif got is not None:
-                    conversations.append(got)
+        convs, errs = _read_file(p, objects, default_tools, seen)
+        conversations.extend(convs)
+        errors.extend(errs)
     return conversations, errors
 
 

@@ -49,6 +49,27 @@ UNREADABLE = {
 OVER_LIMIT = _call("get_weather", json.dumps({"city": "Paris " * 40_000})).replace(
     b'"USAGE"', b"null"
 )
+
+
+def _choices(*cities: str) -> bytes:
+    """An answer of one ``get_weather`` call per choice (``n = len(cities)``)."""
+    choices = []
+    for i, city in enumerate(cities):
+        call = {"id": f"c{i}", "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}  # fmt: skip
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        choices.append({"index": i, "message": message, "finish_reason": "tool_calls"})
+    return json.dumps(
+        {"id": "chatcmpl-n", "object": "chat.completion", "choices": choices}
+    ).encode()
+
+
+#: answers of two choices (``n = 2``), by model
+SEVERAL = {
+    "n2_later_fails": _choices("Paris", "Berlin"),
+    "n2_first_fails": _choices("Berlin", "Paris"),
+    "n2_pass": _choices("Paris", "Paris"),
+}
 #: answers with nothing to check: passed on as upstream sent them
 NOTHING_TO_CHECK = {
     "no_choices": b'{"object": "list", "data": [], "usage": 1e300}',
@@ -61,7 +82,7 @@ NOTHING_TO_CHECK = {
 async def fixed(up: RawUpstream, req: Request, w: asyncio.StreamWriter) -> None:
     """The answer of :data:`UNREADABLE` or :data:`NOTHING_TO_CHECK` named by the model, or
     :data:`OVER_LIMIT`."""
-    answers = {**UNREADABLE, **NOTHING_TO_CHECK, "over_limit": OVER_LIMIT}
+    answers = {**UNREADABLE, **NOTHING_TO_CHECK, **SEVERAL, "over_limit": OVER_LIMIT}
     await rawupstream.answer(w, answers[req.model])
 
 
@@ -93,7 +114,7 @@ async def redirecting(up: RawUpstream, req: Request, w: asyncio.StreamWriter) ->
 def up(monkeypatch: pytest.MonkeyPatch) -> Iterator[RawUpstream]:
     """The raw upstream with this module's behaviours (by model; ``""``, ``elsewhere`` and
     ``models`` by the target's last segment)."""
-    for model in {**UNREADABLE, **NOTHING_TO_CHECK, "over_limit": None}:
+    for model in {**UNREADABLE, **NOTHING_TO_CHECK, **SEVERAL, "over_limit": None}:
         monkeypatch.setitem(rawupstream.BEHAVIOURS, model, fixed)
     monkeypatch.setitem(rawupstream.BEHAVIOURS, "big_passing", big_passing)
     for name in ("redirecting", "", "elsewhere", "models"):
@@ -356,3 +377,25 @@ def test_the_health_endpoint_is_the_proxys_own_for_every_method(
         assert refused.status_code == 405 and refused.headers["allow"] == "GET, HEAD"
         assert refused.json()["error"]["type"] == "method_not_allowed"
     assert not [r for r in up.requests if "health" in r.target]
+
+
+def test_every_choice_of_an_answer_with_several_is_checked(up: RawUpstream, tmp_path: Path) -> None:
+    """An answer of two choices (``n = 2``) with Berlin, not stated, in either: passed on as
+    upstream sent it, ``unrepaired``, the failing choice named in the note header, and not
+    re-asked (a re-ask gives one answer: repairing the first choice dropped the second, and a
+    failing second choice was passed as ``passed``). Two passing choices pass."""
+    with (
+        callscope_serve(up.url, tmp_path / "run") as served,
+        httpx.Client(timeout=30) as client,
+    ):
+        replies = {
+            m: client.post(served.url + "/chat/completions", content=chat(m)) for m in SEVERAL
+        }
+    for model, failing in (("n2_later_fails", "1"), ("n2_first_fails", "0")):
+        r = replies[model]
+        assert (r.status_code, r.headers[GUARD_HEADER], r.content) == (
+            200, "unrepaired", SEVERAL[model],
+        )  # fmt: skip
+        assert r.headers["x-callscope-guard-note"] == f"failing-choices={failing}"
+    assert replies["n2_pass"].headers[GUARD_HEADER] == "passed"
+    assert sum(1 for q in up.requests if q.model in SEVERAL) == 3  # none re-asked

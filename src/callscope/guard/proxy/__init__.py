@@ -27,14 +27,17 @@ What it checks, and what it does not:
   at stage 3; only stage digits, so no model text reaches a header). A call whose
   ``function.arguments`` is a JSON object rather than the string the OpenAI format requires
   is read and judged all the same (Ollama writes objects), and said:
-  ``X-Callscope-Guard-Note: arguments-not-a-string=0`` (the positions).
+  ``X-Callscope-Guard-Note: arguments-not-a-string=0`` (the positions). An answer of several
+  choices (``n > 1``) has every choice checked; when one fails it is passed on as it came,
+  ``unrepaired``, with ``X-Callscope-Guard-Note: failing-choices=1`` (a re-ask gives one
+  answer: repairing would drop the others).
 - Not checked, passed through unchanged: answers without tool calls, requests without
   tools, streaming requests on any endpoint (``"stream": true`` in the parsed body, however
   it is spelled; relayed as upstream's server-sent events, decoded, a whole event at a time
   (:mod:`callscope.guard.proxy.events`); an upstream that fails mid-stream ends the stream
   with one last ``data: {"error": ...}`` event, never a second HTTP response; a client that
   goes away ends the upstream request at once and frees its slot, and one that stops reading
-  holds it ``upstream_timeout`` and 1 s at most), choices after the first (``n > 1``),
+  holds it ``upstream_timeout`` and 1 s at most),
   every other endpoint and method, and error statuses (returned with upstream's status and
   body). An upstream that does not finish
   within ``upstream_timeout`` (one deadline for the whole request, not per read) is answered

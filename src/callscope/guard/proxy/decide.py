@@ -230,6 +230,8 @@ class Guard:
             if verdict.unchecked is not None:  # calls over callscope's reading limit
                 self.count("unchecked")
                 return with_header(first, "unchecked")
+            if judged.failing_choices:  # n > 1: a re-ask gives one answer, not n
+                return self._unrepaired_choices(request, data, first, verdict, judged)
             if verdict.passed:
                 return self._passed(request, data, first, verdict)
             if self._repairs is None:  # made inside the event loop, on first use
@@ -381,6 +383,24 @@ class Guard:
         _, record = self._record(request, _single(data, verdict), "passed")
         reply = UpstreamReply(first.status, first.headers, first.content, record)
         return with_header(reply, "passed", verdict)
+
+    def _unrepaired_choices(
+        self,
+        request: ChatRequest,
+        data: Any,
+        first: UpstreamReply,
+        verdict: TurnVerdict,
+        judged: Judged,
+    ) -> UpstreamReply:
+        """An answer of several choices (``n > 1``) of which one fails: passed on as it came,
+        ``unrepaired``, the failing choices' positions in the note header (a re-ask gives one
+        answer, and repairing the first would drop the others)."""
+        _, record = self._record(request, _single(data, verdict), "unrepaired")
+        reply = with_header(UpstreamReply(first.status, first.headers, first.content, record),
+                            "unrepaired", verdict)  # fmt: skip
+        failing = ",".join(str(i) for i in judged.failing_choices)
+        reply.headers.append((NOTE_HEADER, f"failing-choices={failing}"))
+        return reply
 
     def _record(
         self, request: ChatRequest, result: RepairResult, decision: str

@@ -53,12 +53,15 @@ class Judged:
     cannot read it as JSON: not UTF-8, an integer over the digit limit, a number no float
     can carry, ``NaN``; ``reason`` says which), ``too_deep`` (nested past the reader's
     bound), ``unreadable`` (JSON, but no first choice's message: nothing to check) or
-    ``no_calls`` (a message without ``tool_calls`` or a legacy ``function_call``)."""
+    ``no_calls`` (a message without ``tool_calls`` or a legacy ``function_call``).
+    ``failing_choices``: in an answer of several choices (``n > 1``), the positions of those
+    whose calls fail (each checked as the first is; empty for an answer of one choice)."""
 
     outcome: str
     data: Any = None
     verdict: TurnVerdict | None = None
     reason: str = ""
+    failing_choices: tuple[int, ...] = ()
 
 
 def legacy_as_tool_calls(
@@ -94,7 +97,20 @@ def judge(content: bytes, tools: list[Any], messages: list[Any], grounding: str 
         if not isinstance(legacy, dict):
             return Judged("no_calls")
         checked = legacy_as_tool_calls(data, message, legacy)
-    return Judged("checked", data, check(checked, tools, messages, grounding))
+    choices = data.get("choices") if isinstance(data, dict) else None
+    later = choices[1:] if isinstance(choices, list) else []
+    failing = tuple(
+        i
+        for i, choice in enumerate(later, 1)
+        if isinstance(choice, dict)
+        and isinstance(choice.get("message"), dict)
+        and choice["message"].get("tool_calls")
+        and not check(choice["message"], tools, messages, grounding).passed
+    )
+    verdict = check(checked, tools, messages, grounding)
+    if later and not verdict.passed:
+        failing = (0, *failing)  # (repairing the first would drop the others)
+    return Judged("checked", data, verdict, "", failing)
 
 
 def _quiet_worker() -> None:

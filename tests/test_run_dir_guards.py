@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Step, openai_reply
+from test_cli_errors import GOOD_OUTPUT, WEATHER
 from typer.testing import CliRunner
 
 from callscope.cli import app
@@ -38,16 +39,7 @@ BUSY = "being written by another callscope process"
 HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
 needs_bfcl = pytest.mark.skipif(not HAS_BFCL, reason="calibrate needs bfcl-eval's cases")
 
-WEATHER = {
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
-GOOD = json.dumps({"name": "get_weather", "arguments": {"city": "Paris"}})
+GOOD = GOOD_OUTPUT
 
 
 def case_row(cid: str, city: str = "Paris") -> dict:

@@ -27,6 +27,7 @@ from typing import Any
 from callscope.core.jsonl import read_jsonl
 from callscope.guard.check import TurnVerdict, check, message_of
 from callscope.guard.record import GUARD_MODE, stored_verdict, verdict_row
+from callscope.guard.trace_values import kind_of
 from callscope.records import Attempt, Outcome
 from callscope.records.wire import ChatCompletion, ChatMessage, ChatRequest, content_text
 from callscope.saag.groundings import Grounding, get_grounding
@@ -111,13 +112,6 @@ def _messages(request: ChatRequest) -> list[ChatMessage] | None:
     return None
 
 
-def _kind(x: Any) -> str:
-    """What a JSON value is, for a reason (``a list``, ``a str``...)."""
-    if isinstance(x, dict):
-        return "an object"
-    return "a list" if isinstance(x, list) else "null" if x is None else f"a {type(x).__name__}"
-
-
 def _no_message(body: dict[str, Any]) -> str:
     """Why a response body holds no assistant message, ``""`` when it holds one: a
     ``chat.completion`` whose ``choices`` is not a non-empty list whose first choice has a
@@ -142,7 +136,7 @@ def _pair(cid: str, request: ChatRequest, response: Any) -> ChatConversation | s
     if messages is None:
         return f"{cid}: request has no 'messages' list"
     if not isinstance(response, dict):
-        return f"{cid}: response is not an object ({_kind(response)})"
+        return f"{cid}: response is not an object ({kind_of(response)})"
     status = response.get("status_code")
     if status is not None and status != 200:
         return f"{cid}: response status {status}"

@@ -1,7 +1,7 @@
 """What a request and its answer give the guard's check (:mod:`callscope.guard.check`): the
 request's registry (:func:`functions_of`, one list per registry content), its evidence
 (:func:`evidence_of`: the query and the context stage 3 may ground values in) and its size;
-the answer's assistant message (:func:`message_of`), the final-answer calls left out of it
+the answer's assistant message (:func:`message_of`; :func:`later_choices` for ``n > 1``), the final-answer calls left out of it
 (:func:`split_final`) and the calls whose arguments are objects (:func:`object_arguments`)."""
 
 from __future__ import annotations
@@ -177,6 +177,22 @@ def split_final(native_calls: Any, final_answer: Collection[str]) -> tuple[Any, 
         else:
             kept.append(tc)
     return (kept, tuple(final)) if final else (native_calls, ())
+
+
+def later_choices(completion: Any) -> list[tuple[int, ChatMessage]]:
+    """``(position, message)`` of a chat completion's choices after the first (``n > 1``)
+    that hold a message object: what the proxy and the LiteLLM guardrail check beside the
+    first choice (:func:`message_of`).
+
+    >>> later_choices({"choices": [{"message": {}}, {"message": {"role": "assistant"}}, 3]})
+    [(1, {'role': 'assistant'})]
+    """
+    choices = completion.get("choices") if isinstance(completion, dict) else None
+    return [
+        (i, c["message"])
+        for i, c in enumerate(choices[1:] if isinstance(choices, list) else [], 1)
+        if isinstance(c, dict) and isinstance(c.get("message"), dict)
+    ]
 
 
 def message_of(response: Any) -> ChatMessage:

@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from callscope.core.jsonl import JsonLimitError, loads_bounded
 from callscope.guard.check import content_text
+from callscope.guard.inputs import later_choices
 from callscope.records.wire import (
     AnthropicBlock,
     AnthropicMessage,
@@ -315,9 +316,9 @@ def _chat_message(obj: Any) -> Message | None:
 
 
 def _chat_others(obj: Any) -> list[Message]:
-    """The messages of a chat completion's choices after the first."""
-    choices = _items(as_dict(obj).get("choices"))[1:]
-    return [m for m in (as_dict(c).get("message") for c in choices) if isinstance(m, dict)]
+    """The messages of a chat completion's choices after the first
+    (:func:`~callscope.guard.inputs.later_choices`)."""
+    return [m for _, m in later_choices(as_dict(obj))]
 
 
 def _chat_stream_others(chunks: Sequence[Any]) -> list[Message]:

@@ -31,6 +31,7 @@ import anyio.to_thread
 
 from callscope.core.jsonl import TooDeep
 from callscope.guard.check import TurnVerdict, check, message_of
+from callscope.guard.inputs import later_choices
 from callscope.guard.proxy.request import loads_answer
 from callscope.records.wire import ChatCompletion, ChatMessage, FunctionCall
 
@@ -97,15 +98,11 @@ def judge(content: bytes, tools: list[Any], messages: list[Any], grounding: str 
         if not isinstance(legacy, dict):
             return Judged("no_calls")
         checked = legacy_as_tool_calls(data, message, legacy)
-    choices = data.get("choices") if isinstance(data, dict) else None
-    later = choices[1:] if isinstance(choices, list) else []
+    later = later_choices(data)
     failing = tuple(
         i
-        for i, choice in enumerate(later, 1)
-        if isinstance(choice, dict)
-        and isinstance(choice.get("message"), dict)
-        and choice["message"].get("tool_calls")
-        and not check(choice["message"], tools, messages, grounding).passed
+        for i, m in later
+        if m.get("tool_calls") and not check(m, tools, messages, grounding).passed
     )
     verdict = check(checked, tools, messages, grounding)
     if later and not verdict.passed:

@@ -76,9 +76,12 @@ What it checks, and what it does not:
   (``1e999``) is 400, and a ``2xx`` answer to a chat request with tools that the proxy
   cannot read as JSON (the same numbers, a 5,000-digit integer, bytes that are not UTF-8)
   502 (``upstream_invalid``), never relayed unchecked. A reply the client does not take
-  (each 1 MiB of it within ``body_timeout``) is dropped with its connection
-  (``slow_client``); a redirect to upstream's own origin is rewritten to the proxy's; a
-  WebSocket upgrade is refused with a JSON 501. ``GET /callscope/health``
+  (each 1 MiB of it within ``body_timeout``, the whole within ``body_timeout`` plus one
+  second a MiB) is dropped with its connection (``slow_client``); a request body in a
+  content coding is a 415 (never inflated, never relayed), a chat request that is not UTF-8
+  (UTF-16, UTF-32, a byte order mark) a 400; a redirect to upstream's own origin is
+  rewritten to the proxy's; a WebSocket upgrade is refused with a JSON 501.
+  ``GET /callscope/health``
   is the proxy's own: the run store's state (503 while decisions wait to be stored) and the
   memory bound; while the store fails, every reply carries ``X-Callscope-Store`` and
   stderr says so (docs/proxy-bounds.md).

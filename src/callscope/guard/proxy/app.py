@@ -20,6 +20,7 @@ from callscope.guard.proxy.decide import UPSTREAM_FAILURES, ClientWatch, Guard
 from callscope.guard.proxy.events import WholeEvents, is_event_stream
 from callscope.guard.proxy.request import (
     BodyError,
+    NotUtf8,
     Receive,
     Scope,
     Send,
@@ -54,6 +55,12 @@ STORE_HEADER = "X-Callscope-Store"
 REFUSED_METHODS = frozenset({"TRACE", "TRACK", "CONNECT"})
 #: a reply body is sent in pieces of at most this many bytes
 SEND_PIECE = 1024 * 1024
+#: the slowest a client may take a whole reply, in bytes a second, on average: the reply
+#: (head and body) must be taken within ``--body-timeout`` plus one second for each MiB of
+#: its body (:func:`reply_deadline`; 94 s for a 64 MiB reply at the defaults). Before, only
+#: each piece had a deadline: a client taking each MiB just inside 30 s held a 64 MiB reply,
+#: its memory and its slot about 32 minutes
+MIN_READ_RATE = 1024 * 1024
 #: seconds past ``--upstream-timeout`` that a stream's client may take to read what was sent,
 #: and then to take the last error event, before the proxy lets it go
 STREAM_GRACE_S = 1.0
@@ -118,10 +125,11 @@ class ProxyApp:
         await send({"type": "websocket.http.response.body", "body": reply.content})
 
     async def _reply(self, send: Send, reply: UpstreamReply, close: bool = False) -> None:
-        """:func:`send_reply` within the client's reading deadline (``--body-timeout`` for
-        each piece of :data:`SEND_PIECE`): a client that does not take its reply is let go,
-        counted ``slow_client``, and what its request held (the memory bound, its slot)
-        given back; its decision is not recorded (it never got it)."""
+        """:func:`send_reply` within the client's reading deadlines (``--body-timeout`` for
+        each piece of :data:`SEND_PIECE`, :func:`reply_deadline` for the whole reply): a
+        client that does not take its reply in time is let go, counted ``slow_client``, and
+        what its request held (the memory bound, its slot) given back; its decision is not
+        recorded (it never got it)."""
         if not await send_reply(send, reply, close, timeout=self.config.body_timeout):
             self.guard.count("slow_client")
 
@@ -199,6 +207,8 @@ class ProxyApp:
             if method == "POST" and is_chat_path(path):
                 try:
                     request = loads_request(body)
+                except NotUtf8 as exc:
+                    reply = guard.bad_request(400, str(exc))
                 except ValueError as exc:
                     reply = guard.bad_request(400, f"request body is not valid JSON ({exc})")
                 else:
@@ -410,15 +420,24 @@ def error_event(message: str, kind: str) -> dict[str, Any]:
     return {"type": "http.response.body", "body": event, "more_body": False}
 
 
+def reply_deadline(timeout: float, size: int) -> float:
+    """Seconds a client may take for a whole reply of ``size`` body bytes: ``timeout`` (its
+    ``--body-timeout``) plus ``size`` at :data:`MIN_READ_RATE` (30 s and 64 MiB: 94 s)."""
+    return timeout + size / MIN_READ_RATE
+
+
 async def send_reply(
     send: Send, reply: UpstreamReply, close: bool = False, timeout: float | None = None
 ) -> bool:
     """Send ``reply`` (its header text is latin-1: the bytes upstream sent); then record its
     decision (``on_sent``). ``timeout``: seconds the client may take for each send (its head,
-    each piece of :data:`SEND_PIECE`); past it the reply is abandoned unrecorded and
-    ``False`` returned (the server then closes the connection: a client that never reads
-    would otherwise hold its request's memory and slot for as long as it stays connected)."""
-    with anyio.move_on_after(math.inf if timeout is None else timeout) as sending:
+    each piece of :data:`SEND_PIECE`), and the whole reply must be sent within
+    :func:`reply_deadline`; past either the reply is abandoned unrecorded and ``False``
+    returned (the server then closes the connection: a client that never reads, or reads a
+    piece just within each deadline, would otherwise hold its request's memory and slot for
+    as long as it stays connected)."""
+    whole = math.inf if timeout is None else reply_deadline(timeout, len(reply.content))
+    with anyio.move_on_after(whole) as sending:
         await _send_pieces(send, reply, close, sending, timeout)
     if sending.cancelled_caught:
         return False
@@ -430,7 +449,8 @@ async def send_reply(
 async def _send_pieces(
     send: Send, reply: UpstreamReply, close: bool, sending: anyio.CancelScope, timeout: float | None
 ) -> None:
-    """:func:`send_reply`'s sends, the deadline of ``sending`` moved on after each."""
+    """:func:`send_reply`'s sends, each within ``timeout`` of its start and all within the
+    deadline ``sending`` began with."""
     headers = [
         (k.encode("latin-1", "replace"), v.encode("latin-1", "replace"))
         for k, v in reply.headers
@@ -439,16 +459,18 @@ async def _send_pieces(
     headers.append((b"content-length", str(len(reply.content)).encode()))
     if close:
         headers.append((b"connection", b"close"))
+    step = math.inf if timeout is None else timeout
+    whole = sending.deadline  # the whole reply's: a piece's own never moves past it
+    sending.deadline = min(whole, anyio.current_time() + step)
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     body, view, start = reply.content, memoryview(reply.content), 0
-    step = math.inf if timeout is None else timeout
     # a large body in pieces: each waits for the socket to drain, so a 60 MB answer is never
     # one long copy into the transport's buffer while other requests wait (issue 47 point 6)
     while len(body) - start > SEND_PIECE:
         piece = bytes(view[start : start + SEND_PIECE])
-        sending.deadline = anyio.current_time() + step
+        sending.deadline = min(whole, anyio.current_time() + step)
         await send({"type": "http.response.body", "body": piece, "more_body": True})
         start += SEND_PIECE
     last = body if start == 0 else bytes(view[start:])
-    sending.deadline = anyio.current_time() + step
+    sending.deadline = min(whole, anyio.current_time() + step)
     await send({"type": "http.response.body", "body": last, "more_body": False})

@@ -60,18 +60,22 @@ class GuardedH11Protocol(H11Protocol):
         )
         self.transport.close()
 
+    def _refuse_head(self) -> None:
+        """The 431 to a header block over :data:`MAX_HEADER_BYTES` not yet complete; closed."""
+        self.transport.write(
+            raw_answer(
+                431,
+                "Request Header Fields Too Large",
+                f"request headers over {MAX_HEADER_BYTES} bytes",
+                "headers_too_large",
+            )
+        )
+        self.transport.close()
+        self._disarm_header_timer()
+
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE and self._head_too_large(data):
-            self.transport.write(
-                raw_answer(
-                    431,
-                    "Request Header Fields Too Large",
-                    f"request headers over {MAX_HEADER_BYTES} bytes",
-                    "headers_too_large",
-                )
-            )
-            self.transport.close()
-            self._disarm_header_timer()
+            self._refuse_head()
             return
         try:
             super().data_received(data)
@@ -101,6 +105,23 @@ class GuardedH11Protocol(H11Protocol):
             return False
         pending = buffered + data  # h11's own rule: only a head still incomplete is refused
         return b"\r\n\r\n" not in pending and b"\n\n" not in pending
+
+    def on_response_complete(self) -> None:
+        """uvicorn's, but a pipelined request whose head arrived with (or during) the one
+        just answered and is already over :data:`MAX_HEADER_BYTES` unfinished gets the 431 a
+        head arriving later gets. Before, uvicorn parsed it from its buffer here, h11
+        refused it and the client got a plain-text ``400 Invalid HTTP request received.``
+        (and a warning in the log)."""
+        if (
+            not self.transport.is_closing()
+            and self.conn.our_state is h11.DONE
+            and self.conn.their_state is h11.DONE
+            and self._head_too_large(b"")
+        ):
+            self.server_state.total_requests += 1
+            self._refuse_head()
+            return
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()

@@ -109,13 +109,46 @@ def _strict(body: bytes) -> Any:
     return loads_bounded(text, decoder=_DECODER)
 
 
+class NotUtf8(ValueError):
+    """A request body in another encoding than UTF-8 (UTF-16, UTF-32, or UTF-8 after a byte
+    order mark): JSON exchanged between systems must be UTF-8 (RFC 8259 section 8.1)."""
+
+
+#: how :func:`json.detect_encoding` names the encodings a request body may not be in
+_ENCODING_NAMES = {
+    "utf-8-sig": "UTF-8 after a byte order mark",
+    "utf-16": "UTF-16 (with a byte order mark)",
+    "utf-16-le": "UTF-16-LE",
+    "utf-16-be": "UTF-16-BE",
+    "utf-32": "UTF-32 (with a byte order mark)",
+    "utf-32-le": "UTF-32-LE",
+    "utf-32-be": "UTF-32-BE",
+}
+
+
 def loads_request(body: bytes) -> Any:
     """A client request's JSON, by the one bounded reader
     (:func:`~callscope.core.jsonl.loads_bounded`) with a decoder that refuses ``NaN``,
     ``Infinity`` and numbers no float can carry (``1e999``): a ``ValueError`` for text that
     is not JSON (or not UTF-8), such a number, an integer over the digit limit, or a value
     nested deeper than :data:`~callscope.core.jsonl.MAX_JSON_DEPTH`
-    (:class:`~callscope.core.jsonl.TooDeep`)."""
+    (:class:`~callscope.core.jsonl.TooDeep`); :class:`NotUtf8` for a body in UTF-16, UTF-32
+    or with a byte order mark (it would be checked as read, then sent upstream as it came:
+    RFC 8259 section 8.1 says JSON between systems MUST be UTF-8, and a server may read such
+    bytes otherwise or not at all).
+
+    >>> loads_request('{"a": 1}'.encode("utf-16"))
+    Traceback (most recent call last):
+    ...
+    callscope.guard.proxy.request.NotUtf8: the request body is UTF-16 (with a byte order mark): JSON must be sent as UTF-8 (RFC 8259 section 8.1), without a byte order mark
+    """
+    encoding = json.detect_encoding(body)
+    if encoding != "utf-8":
+        name = _ENCODING_NAMES.get(encoding, encoding)
+        raise NotUtf8(
+            f"the request body is {name}: JSON must be sent as UTF-8 (RFC 8259 section 8.1), "
+            "without a byte order mark"
+        )
     return _strict(body)
 
 
@@ -176,6 +209,39 @@ def conn_tokens(scope: Scope) -> frozenset[bytes]:
     return frozenset(names)
 
 
+def coding_error(headers: list[tuple[bytes, bytes]]) -> UpstreamReply | None:
+    """The 415 answer to a request body in a content coding (``Content-Encoding: gzip``, any
+    but ``identity``), or ``None``. The proxy neither inflates a request (a gzip bomb) nor
+    relays one it cannot read: before, a gzipped chat request was a 400 naming a byte that
+    is not UTF-8, and any other was sent upstream without its ``Content-Encoding`` (a hop
+    header here), so upstream read the gzip bytes as the body itself.
+
+    >>> coding_error([(b"content-encoding", b"identity")]) is None
+    True
+    >>> coding_error([(b"content-encoding", b"GZIP")]).status
+    415
+    """
+    codings = [
+        token.strip()
+        for name, value in headers
+        if name == b"content-encoding"
+        for token in value.split(b",")
+        if token.strip()
+    ]
+    refused = [c for c in codings if c.lower() != b"identity"]
+    if not refused:
+        return None
+    shown = b", ".join(refused).decode("latin-1")[:40].encode("ascii", "replace").decode()
+    reply = error_reply(
+        415,
+        f"request bodies in a content coding are not accepted (Content-Encoding: {shown}); "
+        "send the JSON uncompressed",
+        "unsupported_encoding",
+    )
+    reply.headers.append(("accept-encoding", "identity"))
+    return reply
+
+
 class BodyError(Exception):
     """A request body that is not read: the answer to send, whether to close, and the
     decision it is counted as."""
@@ -192,7 +258,8 @@ async def read_body(scope: Scope, receive: Receive, cfg: ProxyConfig) -> bytes:
     """The request's body, read within ``cfg.body_timeout`` and ``cfg.max_body_bytes``;
     :class:`BodyError` (with its answer, and whether to close) for a body that may not be
     read: both ``Content-Length`` and ``Transfer-Encoding`` (400, closed: CL.TE smuggling),
-    chunked without a length (411), over the limit (413), too slow (408)."""
+    chunked without a length (411), in a content coding (415, :func:`coding_error`), over
+    the limit (413), too slow (408)."""
     headers = scope["headers"]
     lengths = [v for k, v in headers if k == b"content-length"]
     chunked = any(k == b"transfer-encoding" for k, _ in headers)
@@ -213,6 +280,10 @@ async def read_body(scope: Scope, receive: Receive, cfg: ProxyConfig) -> bytes:
             limit = int(lengths[0])
         except ValueError:
             raise BodyError(error_reply(400, "bad Content-Length"), True) from None
+    if limit > 0:
+        coding_refused = coding_error(headers)
+        if coding_refused is not None:
+            raise BodyError(coding_refused, True)
     if limit > cfg.max_body_bytes:
         raise BodyError(
             error_reply(413, f"request body over {cfg.max_body_bytes} bytes", "too_large"),

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from callscope.cli.common import BaseUrlOpt, console, fail, read_rows
+from callscope.cli.common import BaseUrlOpt, console, fail, read_rows, shown_path
 from callscope.models.base import ModelOptions
 from callscope.runs.judge import ModelJudge
 from callscope.saag.audit_designs import audit_designs
@@ -115,5 +115,5 @@ def audit_command(
             console.print(escape(r.headline()))
     for s in judge_stats:
         console.print(escape(f"judge {s['model']} on {s['mode']}: {s}"))
-    console.print(f"wrote {escape(', '.join(str(p) for p in written))}")
+    console.print(f"wrote {', '.join(shown_path(p) for p in written)}")
     raise typer.Exit(1 if bad else 0)

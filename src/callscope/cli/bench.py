@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from callscope.cli.common import EXIT_FAILED, EXIT_OK, console, fail, handle_errors
+from callscope.cli.common import EXIT_FAILED, EXIT_OK, console, fail, handle_errors, one_line
 
 bench_app = typer.Typer(no_args_is_help=True, help="Build benchmarks (cases files for `run`).")
 
@@ -71,7 +71,7 @@ def bench_build(
     count = benchmark_to_jsonl(built.cases, output)
     what = "single-call queries" if not categories else f"queries of {categories}"
     console.print(
-        f"{source}: {built.source_cases} usable {what}; wrote {count} cases ({n} queries × scales {scales}) to {output}",
+        f"{one_line(source)}: {built.source_cases} usable {what}; wrote {count} cases ({n} queries × scales {scales}) to {one_line(str(output))}",
         markup=False,
     )
     for category, k in sorted(built.per_category.items()):

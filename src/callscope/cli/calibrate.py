@@ -196,7 +196,8 @@ def with_run_options(fn: Callable[..., None]) -> Callable[..., None]:
     """A command taking ``fn``'s own options (its parameters but ``options``) followed by the
     shared ones (:data:`_RUN_OPTIONS`), calling ``fn`` with its own and ``options``, the
     :class:`RunOptions` they make, while holding the ``--out`` directory's writer lock
-    (:func:`~callscope.store.writer_lock.writer_lock`): typer reads the signature this sets."""
+    (:func:`~callscope.runs.run_dir_lock.hold_run_dir`, which the library call it makes
+    goes on under): typer reads the signature this sets."""
     hints = get_type_hints(fn, include_extras=True)
     own = [
         p.replace(annotation=hints[p.name])
@@ -210,11 +211,11 @@ def with_run_options(fn: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(fn)
     def command(**kwargs: Any) -> None:
-        from callscope.store.writer_lock import writer_lock  # lazy: only model runs write
+        from callscope.runs.run_dir_lock import hold_run_dir  # lazy: only model runs write
 
         _config(kwargs["preset_name"])  # a bad preset is refused before -o is made
         # one writer per run directory (as `run`): held from the first write to the last
-        with writer_lock(kwargs["out"]):
+        with hold_run_dir(kwargs["out"]):
             options = _run_options(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS})
             fn(**kwargs, options=options)
 

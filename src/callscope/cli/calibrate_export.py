@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from callscope.cli.common import console, fail
+from callscope.cli.common import console, fail, one_line
 
 
 def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
@@ -46,4 +46,4 @@ def export_job(run_dir: Path, dest: Path, probe: str | None) -> None:
             style="yellow",
             markup=False,
         )
-    console.print(f"wrote {len(done.files)} files under {dest}", markup=False)
+    console.print(f"wrote {len(done.files)} files under {one_line(str(dest))}", markup=False)

@@ -20,7 +20,9 @@ from callscope.cli.common import (
     console,
     fail,
     interruptible,
+    one_line,
     print_stopped_early,
+    shown_path,
     stdout_console,
     write_report,
 )
@@ -72,7 +74,7 @@ def from_tau2_job(
         out, content.title, content.tables, notes=content.notes, warnings=content.warnings,
         lists=content.lists,
     )  # fmt: skip
-    console.print(f"wrote {md}, .json and {page}")
+    console.print(f"wrote {shown_path(md)}, .json and {shown_path(page)}")
     groups = list(dict.fromkeys(r.get("group") for r in done.diagnostics.rows))
     if len(groups) > 1:  # several agent models: their panel too
         from callscope.calibration.panel import panel_from_rows  # lazy: numpy
@@ -83,7 +85,7 @@ def from_tau2_job(
         print_panel(panel)
         written = write_panel(out / "panel", panel)
         panel_page = write_panel_page(out / "panel", panel)
-        console.print(f"wrote {panel_files(written)} and {panel_page}", markup=False)
+        console.print(f"wrote {panel_files(written)} and {one_line(str(panel_page))}", markup=False)
     exit_if_lost(lost)
 
 
@@ -110,7 +112,7 @@ def from_bfcl_job(
         out, done.page.title, done.page.tables, notes=done.page.notes,
         warnings=done.page.warnings, lists=done.page.lists,
     )  # fmt: skip
-    console.print(f"wrote {done.written[0]}, .json and {page}")
+    console.print(f"wrote {shown_path(done.written[0])}, .json and {shown_path(page)}")
     exit_if_lost(bfcl_lost(done.run))
 
 
@@ -185,7 +187,7 @@ def model_run(spec: str, opts: RunOptions) -> None:
     )
     if done.usage:  # issue 31: tokens sent / computed / generated
         console.print(done.usage, markup=False)
-    console.print(f"wrote {done.path}", markup=False)
+    console.print(f"wrote {one_line(str(done.path))}", markup=False)
     if done.paired is not None:
         console.print(
             f"paired comparison with the baseline (probe-{probe}.md):\n{done.paired}", markup=False
@@ -196,7 +198,7 @@ def model_run(spec: str, opts: RunOptions) -> None:
         )
     elif done.baseline_missing:
         console.print(
-            f"[yellow]no complete baseline for these cases in {out}: run the same command without --probe for the paired comparison[/yellow]"
+            f"[yellow]no complete baseline for these cases in {shown_path(out)}: run the same command without --probe for the paired comparison[/yellow]"
         )
     write_report(out)
     if r.aborted:
@@ -234,7 +236,7 @@ def panel_files(written: list[Path]) -> str:
     (every file format, then ``.json``), e.g. ``panel-baseline.md (.tex, .csv, .json, turn
     level)``."""
     others = dict.fromkeys(p.suffix for p in written[1:] if p.suffix != written[0].suffix)
-    return f"{written[0]} ({', '.join([*others, 'turn level'])})"
+    return f"{one_line(str(written[0]))} ({', '.join([*others, 'turn level'])})"
 
 
 def print_panel(panel: Panel) -> None:
@@ -304,7 +306,7 @@ def panel_run(
 def experiment_run(path: Path, *, quiet: bool) -> None:
     """``--experiment FILE``: every probe of the file as a panel run of its models."""
     from callscope.runs.calibration_experiment import CalibrationExperiment  # lazy: numpy
-    from callscope.store.writer_lock import writer_lock  # lazy: only model runs write
+    from callscope.runs.run_dir_lock import hold_run_dir  # lazy: only model runs write
 
     try:
         exp = CalibrationExperiment.load(path)
@@ -340,7 +342,7 @@ def experiment_run(path: Path, *, quiet: bool) -> None:
         )
         for m in exp.models
     }
-    with writer_lock(exp.output):  # one writer per run directory, every probe
+    with hold_run_dir(exp.output):  # one writer per run directory, every probe
         for probe in exp.probes:
             try:
                 panel_run(
@@ -455,7 +457,7 @@ def leaderboard_job(
         for p in r.problems[:5]:
             console.print(f"{r.model}: {p}", style="yellow", markup=False)
     console.print(
-        f"wrote {written['tables'][0]} (and {len(written['tables']) - 1} more), "
-        f"{written['figure']}, {written['page']}"
+        f"wrote {shown_path(written['tables'][0])} (and {len(written['tables']) - 1} more), "
+        f"{shown_path(written['figure'])}, {shown_path(written['page'])}"
     )
     exit_if_lost(lost)

@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from callscope.cli.common import console, fail, write_report
-from callscope.core.jsonl import dumps_row
+from callscope.cli.common import console, fail, one_line, write_report
+from callscope.core.jsonl import dumps_row, terminal_json
 from callscope.guard.chatlog import (
     ChatLogSummary,
     call_rows,
@@ -91,12 +91,12 @@ def write_rows_and_summary(
     ``score --from-chat`` and ``score --from-traces`` print alike."""
     text = "".join(dumps_row(r) + "\n" for r in rows)
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_json(text))  # a terminal's: no raw C1 or bidi control
     else:
         output.write_text(text, encoding="utf-8")
     print_chatlog_summary(summarize_turns(turns, malformed=len(errors)))
     for err in errors[:20]:
-        console.print(f"[red]{escape(err)}[/red]")
+        console.print(f"[red]{escape(one_line(err))}[/red]")
     if len(errors) > 20:
         console.print(f"[red]... {len(errors) - 20} more {what}[/red]")
 

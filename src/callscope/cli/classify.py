@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callscope.calibration.classify import preset
-from callscope.cli.common import console, fail
+from callscope.cli.common import console, fail, shown_path
 from callscope.runs.classify_file import classify_jsonl
 
 
@@ -35,5 +35,5 @@ def classify(
     for cls, k in summary["counts"].items():
         t.add_row(escape(str(cls)), str(k))
     console.print(t)
-    console.print(f"wrote {escape(str(output))}")
+    console.print(f"wrote {shown_path(output)}")
     raise typer.Exit(1 if summary["errors"] else 0)

@@ -70,6 +70,25 @@ def terminal_safe(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def one_line(text: str) -> str:
+    r"""``text`` as one line of a terminal: :func:`terminal_safe`, and its newlines and tabs
+    as ``\x0a`` / ``\x09`` too (a path, a one-line message: a line break there is the data's,
+    and printed as is it starts a line of its own, ``error: ...`` as well). What every message
+    that prints a user path goes through (:func:`shown_path`, :func:`print_error`).
+
+    >>> one_line("runs/a\nerror: done\tb\u202eexe")
+    'runs/a\\x0aerror: done\\x09b\\u202eexe'
+    """
+    return terminal_safe(text).replace("\n", "\\x0a").replace("\t", "\\x09")
+
+
+def shown_path(path: Any) -> str:
+    """A path in a console message printed with markup: :func:`one_line`, its markup escaped
+    (``[`` in a folder name is text). A message printed with ``markup=False`` takes
+    :func:`one_line` of the path."""
+    return escape(one_line(str(path)))
+
+
 def _show_warning_safely(
     message: Warning | str,
     category: type[Warning],
@@ -189,8 +208,9 @@ def user_error_message(exc: BaseException) -> str | None:
 
 
 def print_error(message: str) -> None:
-    """``error: <message>`` on stderr as one line (escaped: it may quote user text)."""
-    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    """``error: <message>`` on stderr as one line (:func:`one_line`: it may quote a user path
+    or other user text, whose line breaks are printed as escapes)."""
+    console.print(f"[red]error:[/red] {escape(one_line(message))}", soft_wrap=True, highlight=False)
 
 
 def fail(message: str) -> NoReturn:
@@ -340,4 +360,4 @@ def write_report(run_dir: Path) -> None:
     from callscope.report.html import build_report  # lazy: pandas + matplotlib (~1 s)
 
     path = build_report(run_dir)
-    console.print(f"report: {escape(str(path))}")
+    console.print(f"report: {shown_path(path)}")

@@ -15,6 +15,7 @@ from callscope.cli.common import (
     console,
     fail,
     interruptible,
+    one_line,
     print_run_summary,
     run_exit_code,
     write_report,
@@ -84,7 +85,7 @@ def print_findings(run_dir: Path) -> None:
     console.print("\n[bold]Three things to look at first[/bold]")
     for i, f in enumerate(findings(outcomes, call_flow(outcomes), info.audit_lines, report), 1):
         console.print(f"[bold]{i}. {escape(f.title)}[/bold]: {escape(f.text)}")
-        console.print(f"   see {escape(f.where)}")
+        console.print(f"   see {escape(one_line(f.where))}")
 
 
 def demo(

@@ -28,6 +28,7 @@ from callscope.cli.common import (
     print_run_summary,
     read_rows,
     run_exit_code,
+    shown_path,
     style_arg,
 )
 from callscope.models.base import Decoding
@@ -127,7 +128,7 @@ def run(
         )
     print_run_summary(summary)
     console.print(
-        f"run directory: {escape(str(out))} (final rows: {escape(str(out / 'final.jsonl'))})"
+        f"run directory: {shown_path(out)} (final rows: {shown_path(out / 'final.jsonl')})"
     )
     if problems:
         console.print(f"[yellow]{len(problems)} malformed case(s) skipped[/yellow]")

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callscope.cli.common import GroundingOpt, console, fail
-from callscope.core.jsonl import check_file_size, dumps_row, read_jsonl
+from callscope.core.jsonl import check_file_size, dumps_row, read_jsonl, terminal_json
 from callscope.records import STAGES
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.saag.score import (
@@ -145,7 +145,8 @@ def score(
                 if "_error" in r
                 else score_row(r, mode, expect_call=EXPECT_CALL[expect_call])
             )
-            sink.write(dumps_row(out) + "\n")  # lone surrogates escaped
+            line = dumps_row(out)  # lone surrogates escaped
+            sink.write((terminal_json(line) if output is None else line) + "\n")
             acc.add(out)
             if "error" in out:  # a malformed line's message already says "line n:"
                 errors.append((None if "_error" in r else out["id"], out["error"]))

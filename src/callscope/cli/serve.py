@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from callscope.cli.common import GroundingOpt, console, fail, print_error
+from callscope.cli.common import GroundingOpt, console, fail, print_error, shown_path
 from callscope.errors import CallscopeError
 from callscope.guard.repair import DEFAULT_REPAIR_ATTEMPTS, MAX_REPAIR_ATTEMPTS
 from callscope.models.registry import DEFAULT_SPEC as DEFAULT_LOCAL_MODEL
@@ -109,7 +109,7 @@ def serve(
     target = redacted_url(upstream) if upstream else DEFAULT_LOCAL_MODEL
     console.print(
         f"callscope guard on {escape(server.url)} -> {escape(target)}; decisions in "
-        f"{escape(str(out))} (`callscope report {escape(str(out))}`); Ctrl-C stops"
+        f"{shown_path(out)} (`callscope report {shown_path(out)}`); Ctrl-C stops"
     )
     # uvicorn: SIGINT and SIGTERM stop accepting, answer what is in flight, then the lifespan
     # writes every decision; it then raises the signal again (SIGINT: KeyboardInterrupt)

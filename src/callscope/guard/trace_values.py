@@ -1,6 +1,6 @@
 """The values of a trace file as :mod:`callscope.guard.traces` reads them: its top-level JSON
 values (:func:`_objects`), the spans in them (:func:`_found`, an entry of an OTLP document
-that is not a span's shape said as such), OTLP ``AnyValue``s, nested attributes flattened to
+that is not a span's shape and a value that is not an object said as such), OTLP ``AnyValue``s, nested attributes flattened to
 dotted keys, span and trace ids (hex or base64), JSON held in strings, a call's arguments as
 text. Every value is read for what it is, never assumed: a span whose values are not of its
 layout's shape raises :class:`BadSpan`, which the reader counts as an unreadable span."""
@@ -212,6 +212,10 @@ def _objects(path: Path) -> Iterator[tuple[int, Any]]:
         yield line, value
 
 
+#: what a file's value that is not an object is told (neither a span, a run nor a document)
+NOT_AN_OBJECT = "not an object"
+NO_SPAN = "neither a span, a LangSmith run nor an OTLP document"
+
 #: a span's layout as found in a file: an OTLP document's span, the SDK's ``to_json()`` span
 #: (or one with nested attributes), a LangSmith run
 OTLP, SDK, LANGSMITH = "otlp", "sdk", "langsmith"
@@ -234,12 +238,15 @@ def _entries(x: Any, where: str) -> Iterator[tuple[str, Any, str | None]]:
 
 def _found(obj: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
     """``(path, layout, span)`` for every span or run in one top-level value, and
-    ``(path, "", why)`` for an entry of an OTLP document that is not a span's shape."""
+    ``(path, "", why)`` for an entry of an OTLP document that is not a span's shape and for
+    a value that is not an object (a number, a string, ``null``: the value itself, an item
+    of a list of them; ``path`` ``""`` for the top-level value), which holds no span."""
     if isinstance(obj, list):
         for i, x in enumerate(obj):
             yield from _found(x, f"{path}[{i}]")
         return
     if not isinstance(obj, dict):
+        yield path, "", f"{NOT_AN_OBJECT} ({kind_of(obj)}): {NO_SPAN}"
         return
     key = "resourceSpans" if "resourceSpans" in obj else "resource_spans"
     if obj.get(key) is not None:

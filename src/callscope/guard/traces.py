@@ -406,9 +406,11 @@ def _read_file(
     repeated: list[str] = []
     for line, obj in objects:
         for path, layout, sp in _found(obj):
-            if not layout:  # an entry of an OTLP document that is not a span
-                errors.append(f"{p.name}:{line}: {path}: {sp}")
-                continue
+            if not layout:  # an entry of an OTLP document that is not a span, or a value
+                errors.append(
+                    f"{p.name}:{line}: {path}: {sp}" if path else f"{p.name}:{line}: {sp}"
+                )
+                continue  # that is not an object (a number, a string, null: no span)
             trace, span, name = _ids(layout, sp)
             if span:
                 if (trace, span) in seen:

@@ -55,6 +55,7 @@ from callscope.runs.calibration_store import (
 )
 from callscope.runs.conversation import run_conversation
 from callscope.runs.progress import RunProgress
+from callscope.runs.run_dir_lock import hold_run_dir
 from callscope.runs.runner import (
     MAX_CONSECUTIVE_CONNECTION_ERRORS,
     UNREACHABLE_KINDS,
@@ -268,56 +269,62 @@ def calibrate_model(
     (:data:`~callscope.runs.calibration_store.GROUNDING_META`). A directory that holds
     ``model`` run with another style, ``max_steps``, decoding or benchmark is refused
     (``ValueError``, before anything is written:
-    :func:`~callscope.runs.calibration_config.check_calibrate_config`).
+    :func:`~callscope.runs.calibration_config.check_calibrate_config`). The run holds
+    ``out``'s writer lock (:func:`~callscope.runs.run_dir_lock.hold_run_dir`, the lock
+    ``calibrate run`` holds): while another process writes ``out``, the call is
+    :class:`~callscope.errors.RunDirBusy` before anything is written or sent.
     """
     out = Path(out)
     config = preset(preset_name)
-    store = RunStore(out)
-    try:
-        # the settings that change a conversation: refused when they differ from the stored
-        resolved = resolve_style(model, style)
-        bench_name = benchmark.name if benchmark else DEFAULT_BENCHMARK
-        check_calibrate_config(
-            store, model.spec, calibrate_config(resolved, max_steps, decoding, bench_name)
-        )
-        store.set_meta("classifier_preset", preset_name)
-        if grounding is not None or store.get_meta(GROUNDING_META) is None:
-            store.set_meta(GROUNDING_META, get_grounding(grounding).name)
-        store.set_meta(BENCHMARK_META, bench_name)
-        t0 = time.perf_counter()
-        usage_before = model.usage.copy()
-        runs = run_calibration_cases(
-            model,
-            store,
-            cases,
-            style=resolved,
-            max_steps=max_steps,
-            decoding=decoding,
-            probe=probe,
-            show_progress=show_progress,
-            benchmark=benchmark,
-            concurrency=concurrency,
-        )
-        result = diagnose_store(
-            store, model.spec, probe or BASELINE, cases, config=config, benchmark=benchmark
-        )
-        result.ran, result.skipped, result.seconds = (
-            runs.ran,
-            runs.skipped,
-            time.perf_counter() - t0,
-        )
-        result.aborted = runs.aborted
-        done = ModelCalibration(result=result, path=write_outputs(out, result, per_model=per_model))
-        done.usage = usage_line(model, usage_before)
-        if probe and probe != BASELINE:
-            if store.conversations_done(model.spec, BASELINE) >= {c.id for c in cases}:
-                suffix = f"-{model_slug(model.spec)}" if per_model else ""
-                _, done.ablation = ablation_with_baseline(
-                    store, model.spec, benchmark=benchmark, suffix=suffix
-                )
-                done.paired = (out / f"probe-{probe}{suffix}.md").read_text(encoding="utf-8")
-            else:
-                done.baseline_missing = True
-        return done
-    finally:
-        store.close()
+    with hold_run_dir(out):  # one writer per run directory: its lock, or its holder's
+        store = RunStore(out)
+        try:
+            # the settings that change a conversation: refused when they differ from the stored
+            resolved = resolve_style(model, style)
+            bench_name = benchmark.name if benchmark else DEFAULT_BENCHMARK
+            check_calibrate_config(
+                store, model.spec, calibrate_config(resolved, max_steps, decoding, bench_name)
+            )
+            store.set_meta("classifier_preset", preset_name)
+            if grounding is not None or store.get_meta(GROUNDING_META) is None:
+                store.set_meta(GROUNDING_META, get_grounding(grounding).name)
+            store.set_meta(BENCHMARK_META, bench_name)
+            t0 = time.perf_counter()
+            usage_before = model.usage.copy()
+            runs = run_calibration_cases(
+                model,
+                store,
+                cases,
+                style=resolved,
+                max_steps=max_steps,
+                decoding=decoding,
+                probe=probe,
+                show_progress=show_progress,
+                benchmark=benchmark,
+                concurrency=concurrency,
+            )
+            result = diagnose_store(
+                store, model.spec, probe or BASELINE, cases, config=config, benchmark=benchmark
+            )
+            result.ran, result.skipped, result.seconds = (
+                runs.ran,
+                runs.skipped,
+                time.perf_counter() - t0,
+            )
+            result.aborted = runs.aborted
+            done = ModelCalibration(
+                result=result, path=write_outputs(out, result, per_model=per_model)
+            )
+            done.usage = usage_line(model, usage_before)
+            if probe and probe != BASELINE:
+                if store.conversations_done(model.spec, BASELINE) >= {c.id for c in cases}:
+                    suffix = f"-{model_slug(model.spec)}" if per_model else ""
+                    _, done.ablation = ablation_with_baseline(
+                        store, model.spec, benchmark=benchmark, suffix=suffix
+                    )
+                    done.paired = (out / f"probe-{probe}{suffix}.md").read_text(encoding="utf-8")
+                else:
+                    done.baseline_missing = True
+            return done
+        finally:
+            store.close()

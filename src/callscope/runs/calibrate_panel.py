@@ -25,6 +25,7 @@ from callscope.models.base import ChatModel
 from callscope.runs.calibrate import ModelCalibration, calibrate_model
 from callscope.runs.calibration_config import calibrate_config, check_calibrate_config
 from callscope.runs.calibration_store import BASELINE, diagnose_store
+from callscope.runs.run_dir_lock import hold_run_dir
 from callscope.store.run_store import RunStore
 
 #: the store meta key listing a panel's models (JSON list, in row order)
@@ -74,48 +75,52 @@ def calibrate_panel(
     ``on_model`` is called after each model; other keywords go to :func:`calibrate_model`.
     The panel's models are recorded in the store's meta (:data:`PANEL_META`). A model the
     directory holds with other settings is refused before any model runs
-    (:func:`~callscope.runs.calibration_config.check_calibrate_config`)."""
+    (:func:`~callscope.runs.calibration_config.check_calibrate_config`). ``out``'s writer
+    lock is held from the first model to the panel's files
+    (:func:`~callscope.runs.run_dir_lock.hold_run_dir`: :class:`~callscope.errors.RunDirBusy`
+    while another process writes it)."""
     out = Path(out)
-    done: list[ModelCalibration] = []
-    specs = list(dict.fromkeys(specs))
-    store = RunStore(out)
-    try:
-        # every model's settings checked before the first runs (its style only when given)
-        bench = kwargs.get("benchmark")
-        for spec in specs:
-            wanted = calibrate_config(
-                (styles or {}).get(spec, style),
-                kwargs.get("max_steps", 20),
-                kwargs.get("decoding"),
-                bench.name if bench is not None else DEFAULT_BENCHMARK,
-            )
-            check_calibrate_config(store, spec, wanted, record=False)
-        store.set_meta(PANEL_META, json.dumps(specs))
-    finally:
-        store.close()
-    for spec in specs:
-        model = opener(spec)
+    with hold_run_dir(out):  # one writer from the first model to the panel's files
+        done: list[ModelCalibration] = []
+        specs = list(dict.fromkeys(specs))
+        store = RunStore(out)
         try:
-            one = calibrate_model(
-                model,
-                out,
-                cases,
-                probe=probe,
-                style=(styles or {}).get(spec, style),
-                preset_name=preset_name,
-                per_model=len(specs) > 1,
-                **kwargs,
-            )
+            # every model's settings checked before the first runs (its style only when given)
+            bench = kwargs.get("benchmark")
+            for spec in specs:
+                wanted = calibrate_config(
+                    (styles or {}).get(spec, style),
+                    kwargs.get("max_steps", 20),
+                    kwargs.get("decoding"),
+                    bench.name if bench is not None else DEFAULT_BENCHMARK,
+                )
+                check_calibrate_config(store, spec, wanted, record=False)
+            store.set_meta(PANEL_META, json.dumps(specs))
         finally:
-            close = getattr(model, "close", None)
-            if callable(close):
-                close()
-        done.append(one)
-        if on_model is not None:
-            on_model(one)
-    panel = build_panel({m.result.model: m.result.diagnostics for m in done})
-    written = write_panel(out, panel, probe or BASELINE)
-    return PanelCalibration(models=done, panel=panel, written=written)
+            store.close()
+        for spec in specs:
+            model = opener(spec)
+            try:
+                one = calibrate_model(
+                    model,
+                    out,
+                    cases,
+                    probe=probe,
+                    style=(styles or {}).get(spec, style),
+                    preset_name=preset_name,
+                    per_model=len(specs) > 1,
+                    **kwargs,
+                )
+            finally:
+                close = getattr(model, "close", None)
+                if callable(close):
+                    close()
+            done.append(one)
+            if on_model is not None:
+                on_model(one)
+        panel = build_panel({m.result.model: m.result.diagnostics for m in done})
+        written = write_panel(out, panel, probe or BASELINE)
+        return PanelCalibration(models=done, panel=panel, written=written)
 
 
 def panel_of_store(

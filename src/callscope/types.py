@@ -195,7 +195,9 @@ class Case:
             raise DataFormatError("'functions' must be a list of objects with a string 'name'")
         for f in functions:
             if f.get("parameters") is not None and not isinstance(f["parameters"], dict):
-                raise DataFormatError(f"'parameters' of function {f['name']!r} must be an object")
+                raise DataFormatError(
+                    f"'parameters' of function {_shown(f['name'])} must be an object"
+                )
         gold = d.get("gold")
         if gold is not None:
             _check_gold(gold)
@@ -229,6 +231,26 @@ def _scale(value: Any) -> int | None:
     return scale
 
 
+#: a name an error message quotes is cut to this many characters (a 1 MB tool name made a
+#: 1 MB line of the terminal)
+MAX_NAME_SHOWN = 80
+
+
+def _shown(name: str) -> str:
+    """``name`` as an error message quotes it: its ``repr``, cut to :data:`MAX_NAME_SHOWN`
+    characters, with how many more it holds.
+
+    >>> _shown("get_weather")
+    "'get_weather'"
+    >>> shown = _shown("x" * 1_000_000)
+    >>> len(shown), shown[80:]
+    (111, "x'... (999,920 more characters)")
+    """
+    if len(name) <= MAX_NAME_SHOWN:
+        return repr(name)
+    return f"{name[:MAX_NAME_SHOWN]!r}... ({len(name) - MAX_NAME_SHOWN:,} more characters)"
+
+
 def _check_gold(gold: Any) -> None:
     """A gold answer: one gold call, or a list of them (``[]``: no call); a gold call is
     ``{"name": str, "arguments"?: object, "acceptable"?: {param: [values]}}``."""
@@ -256,7 +278,7 @@ def _check_gold_call(gold: Any) -> None:
             raise DataFormatError("'gold.acceptable' must be an object of lists")
         for key, values in acceptable.items():
             if not isinstance(values, list):
-                raise DataFormatError(f"'gold.acceptable' value of {key!r} must be a list")
+                raise DataFormatError(f"'gold.acceptable' value of {_shown(key)} must be a list")
 
 
 @dataclass

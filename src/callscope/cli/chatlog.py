@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from callscope.cli.common import console, fail, one_line, write_report
-from callscope.core.jsonl import dumps_row, terminal_json
+from callscope.core.jsonl import dumps_row
+from callscope.core.text import terminal_json
 from callscope.guard.chatlog import (
     ChatLogSummary,
     call_rows,

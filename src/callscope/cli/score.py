@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from callscope.cli.common import GroundingOpt, console, fail
-from callscope.core.jsonl import check_file_size, dumps_row, read_jsonl, terminal_json
+from callscope.core.jsonl import check_file_size, dumps_row, read_jsonl
+from callscope.core.text import terminal_json
 from callscope.records import STAGES
 from callscope.saag.groundings import DEFAULT_GROUNDING, get_grounding
 from callscope.saag.score import (

@@ -43,8 +43,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from callscope.core.text import FORMAT_ESCAPED
-
 #: JSON read from outside (:func:`loads_bounded`) nests at most this deep; no reply, replay row
 #: or results file callscope reads comes close (a tool call's arguments are capped at 32
 #: levels by the parser), and every later step (copying, writing) stays far from Python's
@@ -460,25 +458,6 @@ def dumps_row(row: dict[str, Any]) -> str:
     """Serialise one row exactly as ``write_jsonl`` does (key order kept, UTF-8 kept; a value
     UTF-8 JSON cannot hold escaped, :func:`dumps_safe`)."""
     return dumps_safe(row)
-
-
-#: what JSON text keeps raw that a terminal must not get raw: DEL, the C1 controls (``\x9b``
-#: starts an escape sequence on many terminals) and the invisible format characters of
-#: :data:`~callscope.core.text.FORMAT_ESCAPED` (bidirectional controls: ``\u202e`` shows
-#: ``exe.txt`` for ``txt.exe``), each as its JSON ``\uXXXX`` escape (:func:`terminal_json`)
-_TERMINAL_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), *FORMAT_ESCAPED)}
-
-
-def terminal_json(text: str) -> str:
-    r"""JSON text (:func:`dumps_row`'s) as it may go to a terminal: the characters JSON keeps
-    raw but a terminal acts on (:data:`_TERMINAL_JSON_ESCAPES`) as their ``\uXXXX`` escapes.
-    The same JSON value: such a character can only stand inside a string, where the escape
-    means it (``json.loads`` of both gives equal values).
-
-    >>> terminal_json(dumps_row({"name": "a\u202eb\x9b"}))
-    '{"name": "a\\u202eb\\u009b"}'
-    """
-    return text.translate(_TERMINAL_JSON_ESCAPES)
 
 
 def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:

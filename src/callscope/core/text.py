@@ -211,6 +211,26 @@ def escape_controls(text: str, *, keep_cr: bool = True) -> str:
     return text if keep_cr else text.replace("\r", "\\x0d")
 
 
+#: what JSON text keeps raw that a terminal must not get raw: DEL, the C1 controls (``\x9b``
+#: starts an escape sequence on many terminals) and the invisible format characters of
+#: :data:`FORMAT_ESCAPED` (bidirectional controls: ``\u202e`` shows
+#: ``exe.txt`` for ``txt.exe``), each as its JSON ``\uXXXX`` escape (:func:`terminal_json`)
+_TERMINAL_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), *FORMAT_ESCAPED)}
+
+
+def terminal_json(text: str) -> str:
+    r"""JSON text (:func:`~callscope.core.jsonl.dumps_row`'s) as it may go to a terminal: the
+    characters JSON keeps raw but a terminal acts on (:data:`_TERMINAL_JSON_ESCAPES`) as their
+    ``\uXXXX`` escapes.
+    The same JSON value: such a character can only stand inside a string, where the escape
+    means it (``json.loads`` of both gives equal values).
+
+    >>> terminal_json('{"name": "a\u202eb\x9b"}')
+    '{"name": "a\\u202eb\\u009b"}'
+    """
+    return text.translate(_TERMINAL_JSON_ESCAPES)
+
+
 #: a UTF-16 surrogate code point: a Python string holds one only alone (a JSON ``"\udfff"``),
 #: no UTF-8 text can carry it, and llama.cpp reads UTF-8
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from callscope.records import Diagnosis
-from callscope.saag.cascade import find_spec, spec_properties
+from callscope.saag.cascade import find_spec, schema_params, spec_properties
 from callscope.saag.normalise.descriptions import described_options
 from callscope.types import ToolCall
 
@@ -60,25 +60,41 @@ def unstated_required(
     >>> unstated_required(ToolCall("w", {}), spec, "Weather in Paris, in Celsius?")
     []
     """
-    params = spec.get("parameters")
-    required = params.get("required") if isinstance(params, dict) else None
-    if not isinstance(required, list):
+    required = schema_params(spec)[0]  # (each name once: the one reading of ``required``)
+    if not required:
         return []
     props = spec_properties(spec)
-    text: str | None = None
+    words: frozenset[str] | None = None
+    text = ""
     out: list[str] = []
     for p in required:
-        schema = props.get(p) if isinstance(p, str) else None
+        schema = props.get(p)
         if not isinstance(schema, dict) or "default" in schema:
             continue
         options = described_options(schema)
         if not options:
             continue
-        if text is None:
+        if words is None:
             text = _words("\n".join([query, *context])[:MAX_EVIDENCE_CHARS])
-        if not any(_words(o) in text for o in options if o.strip()):
+            words = frozenset(text.split())  # one pass over the text, however many options
+        if not any(_named(o, text, words) for o in options):
             out.append(p)
     return out
+
+
+def _named(option: str, text: str, words: frozenset[str]) -> bool:
+    """The user's ``text`` (:func:`_words`) names ``option``: a one-word option is looked up
+    in the text's ``words``; a longer one is searched for only when each of its words is
+    one of them."""
+    if not option.strip():
+        return False
+    phrase = _words(option)
+    tokens = phrase.split()
+    if len(tokens) == 1:
+        return tokens[0] in words
+    if not tokens:  # (no word at all: "  " is in a text of no words only)
+        return not words
+    return all(t in words for t in tokens) and phrase in text
 
 
 def with_ask(

@@ -24,7 +24,8 @@ class Evidence:
     def __init__(self, query: str, context: Iterable[str] = ()) -> None:
         self.query = query
         self.context = tuple(c for c in context if c)
-        #: (rules off, enum) -> the members the request states (see ``_stated_members``)
+        #: (rules off, enum) -> the members the request states, for short enums only and at
+        #: most a few of them (:meth:`callscope.saag.enums.EnumIndex.stated`)
         self.member_cache: dict[Any, tuple[Any, ...]] = {}
         #: (mode's rule key, :func:`scalar_key` of a value) -> what a mode found for that
         #: scalar in this text (a verdict, a reason): the attempts of one case repeat most of

@@ -77,6 +77,7 @@ from typing import Any, Protocol
 from callscope.core.registry import Registry
 from callscope.saag import grounding as g
 from callscope.saag import normalise as n
+from callscope.saag.enums import EnumIndex, enum_index
 from callscope.saag.evidence import MEMO_SIZE, Evidence, scalar_key
 from callscope.saag.value_rules import (  # noqa: F401 (enum_member: importable from here)
     MAX_COUNTED_HITS,
@@ -290,33 +291,27 @@ class RegistryGrounding:
                 return note
         return None
 
-    def _stated_members(self, enum: tuple[Any, ...], ev: Evidence) -> tuple[Any, ...]:
-        """The members of ``enum`` the request states (computed once per request and enum); a
-        member a library only links to the request ("California" for "San Francisco") does not
-        count: world knowledge implies it, the user did not say it."""
-        if not enum:
-            return ()
-        try:
-            key = (self.disabled, enum)
-            hit = ev.member_cache.get(key)
-        except TypeError:  # an unhashable member: no caching
-            return tuple(m for m in enum if self._stated(m, ev, knowledge=False) is not None)
-        if hit is None:
-            hit = tuple(m for m in enum if self._stated(m, ev, knowledge=False) is not None)
-            ev.member_cache[key] = hit
-        return hit
+    def _stated_members(self, enum: EnumIndex | None, ev: Evidence) -> tuple[Any, ...]:
+        """The members of ``enum`` the request states (:meth:`EnumIndex.stated`); one a library
+        only links to it ("California" for "San Francisco") does not count: the user did not
+        say it."""
+        return () if enum is None else enum.stated(self.disabled, ev, self._stated_member)
+
+    def _stated_member(self, member: Any, ev: Evidence) -> bool:
+        return self._stated(member, ev, knowledge=False) is not None
 
     def _accept_leaf(
         self,
         param: str,
         value: Any,
         schema: dict[str, Any] | None,
+        enum: EnumIndex | None,
         ev: Evidence,
         arguments: Mapping[str, Any],
         siblings: frozenset[Any] = frozenset(),
     ) -> str | None:
-        enum = n.schema_enum(schema)
-        member = bool(enum) and enum_member(value, enum)
+        """Why the rules accept the scalar ``value`` (``enum``: ``schema``'s :class:`EnumIndex`)."""
+        member = enum is not None and enum.has(value)
         if enum and not member and "enum" not in self.disabled:
             return None  # outside the parameter's enum: the registry itself rules it out
         reason = self._stated(value, ev)
@@ -396,7 +391,8 @@ class RegistryGrounding:
             return ArgVerdict(None, None, value)
         scalar = isinstance(value, _SCALARS) and not isinstance(value, bool)
         if scalar:
-            reason = self._accept_leaf(param, value, schema, evidence, arguments)
+            enum = enum_index(schema)
+            reason = self._accept_leaf(param, value, schema, enum, evidence, arguments)
             if reason:
                 return ArgVerdict(0.0, reason, value, self._note(value, evidence))
             key = scalar_key(value)
@@ -434,6 +430,7 @@ class RegistryGrounding:
             leaf for leaf, _ in leaves if isinstance(leaf, str | int | float) and len(leaves) > 1
         )
         seen: set[tuple[Any, ...]] = set()  # a repeated leaf is scored once
+        enums: dict[int, EnumIndex | None] = {}  # each leaf schema's enum, read once
         ungrounded = 0
         for leaf, leaf_schema in leaves:
             if isinstance(leaf, bool) or leaf is None:
@@ -443,7 +440,11 @@ class RegistryGrounding:
                 continue
             seen.add(key)
             if not scalar:  # (a scalar was tried above)
-                reason = self._accept_leaf(param, leaf, leaf_schema, evidence, arguments, siblings)
+                if (enum := enums.get(id(leaf_schema), _MISSING)) is _MISSING:
+                    enum = enums[id(leaf_schema)] = enum_index(leaf_schema)
+                reason = self._accept_leaf(
+                    param, leaf, leaf_schema, enum, evidence, arguments, siblings
+                )
                 if reason:
                     reasons.append(reason)
                     note = self._note(leaf, evidence) if evidence.notes else None

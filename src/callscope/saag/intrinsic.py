@@ -108,7 +108,7 @@ def rpr(a_req: Sequence[str], arguments: Collection[str]) -> float:
         RPR = |A_req ∩ P| / |A_req|
 
     1.0 when the function requires nothing (the paper leaves 0/0 undefined; nothing is
-    missing). ``arguments``: the predicted parameter names ``P``. Independent of the grounding
+    missing); a name the schema's ``required`` repeats is in ``A_req`` once. ``arguments``: the predicted parameter names ``P``. Independent of the grounding
     mode; RPR < 1 fails stage 2.
 
     >>> rpr(["bill_amount", "tip_percentage"], {"bill_amount": 84.5})
@@ -170,9 +170,10 @@ def drift_score(param: str, a_all: Sequence[str]) -> tuple[float, str | None]:
 
 def pds(scores: Sequence[float]) -> float | None:
     """The PDS a diagnosis reports: the mean of :func:`drift_score` over the out-of-schema
-    parameters ``P \\ A_all`` (eq. 4 is per parameter; a diagnosis reports their mean), and
-    ``None`` when every predicted parameter is admissible. A descriptive diagnostic; independent
-    of the grounding mode.
+    parameters ``P \\ A_all`` (eq. 4 is per parameter; a diagnosis reports their mean; the
+    cascade scores at most the first :data:`~callscope.saag.cascade.MAX_DRIFT_SCORED` of a
+    call, the rest spurious), and ``None`` when every predicted parameter is admissible. A
+    descriptive diagnostic; independent of the grounding mode.
 
     >>> pds([0.88, 0.5]), pds([])
     (0.69, None)

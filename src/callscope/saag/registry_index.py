@@ -19,7 +19,14 @@ from typing import Any
 
 from callscope.core.memo import keeping
 from callscope.records.wire import FunctionSpec, JsonObject
-from callscope.saag.registry_names import NameTable, name_table, nearest, trigrams
+from callscope.saag.registry_names import (
+    NameKey,
+    NameTable,
+    forget_names,
+    name_table,
+    nearest,
+    trigrams,
+)
 
 #: what stage 2 and 3 read of a spec: A_req, A_all, the set of A_all, the properties
 _Shape = tuple[list[str], list[str], frozenset[str], JsonObject, JsonObject | None]
@@ -27,10 +34,13 @@ _Shape = tuple[list[str], list[str], frozenset[str], JsonObject, JsonObject | No
 
 class RegistryIndex:
     """Stage 1's view of one registry list: the first spec of each string name and (on the
-    first NCS) the content-keyed :class:`NameTable` of its names (``str`` of each
-    ``name``, or of each element of a list of names)."""
+    first NCS) the key of the content-keyed :class:`NameTable` of its names (``str`` of each
+    ``name``, or of each element of a list of names). The table itself is the memo's
+    (:func:`~callscope.saag.registry_names.name_table`, bounded by characters), not the
+    index's: 64 registries the guard keeps, of 1,200 CJK names of 100 characters, would hold
+    about 2 GB of tables."""
 
-    __slots__ = ("source", "size", "specs", "by_name", "_table", "_shapes")
+    __slots__ = ("source", "size", "specs", "by_name", "names", "_shapes")
 
     def __init__(
         self, source: Sequence[Any], specs: bool, by_name: dict[str, FunctionSpec]
@@ -39,7 +49,7 @@ class RegistryIndex:
         self.size = len(source)
         self.specs = specs
         self.by_name = by_name
-        self._table: NameTable | None = None
+        self.names: NameKey | None = None
         self._shapes: dict[int, tuple[FunctionSpec, _Shape]] = {}
 
     def shape(self, spec: FunctionSpec) -> _Shape:
@@ -55,13 +65,15 @@ class RegistryIndex:
         return shape
 
     def table(self) -> NameTable:
-        if self._table is None:
+        names = self.names
+        if names is None:
             source = self.source
-            names = [str(f.get("name")) for f in source] if self.specs else map(str, source)
-            # a registry no one keeps (:func:`~callscope.core.memo.transient`): its table too
-            build = name_table if keeping() else name_table.__wrapped__
-            self._table = build(tuple(names))
-        return self._table
+            read = [str(f.get("name")) for f in source] if self.specs else map(str, source)
+            names = self.names = NameKey(read)
+        if keeping():
+            return name_table(names)  # type: ignore[no-any-return]
+        # a registry no one keeps (:func:`~callscope.core.memo.transient`): nor its table
+        return name_table.__wrapped__(names)  # type: ignore[attr-defined,no-any-return]
 
 
 #: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
@@ -109,17 +121,22 @@ def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
 
 
 def forget_index(source: Sequence[Any]) -> None:
-    """Drop the indexes of the list ``source`` (its owner lets it go: the guard's registry
-    cache, :func:`callscope.guard.inputs.registry_of`)."""
+    """Drop the indexes of the list ``source`` and the name table they read (its owner lets
+    it go: the guard's registry cache, :func:`callscope.guard.inputs.registry_of`)."""
     global _last_index
+    gone: list[RegistryIndex] = []
     with _index_lock:
         for specs in (True, False):
             idx = _index_cache.get((id(source), specs))
             if idx is not None and idx.source is source:
-                del _index_cache[(id(source), specs)]
+                gone.append(_index_cache.pop((id(source), specs)))
         last = _last_index
         if last is not None and last[0] is source:
+            gone.append(last[2])
             _last_index = None
+    for idx in gone:
+        if idx.names is not None:
+            forget_names(idx.names)
 
 
 def nearest_name(name: str, idx: RegistryIndex) -> tuple[float, str | None]:
@@ -150,12 +167,19 @@ def nearest_candidate(name: str, registry: list[str]) -> tuple[float, str | None
 
 
 def schema_params(spec: FunctionSpec) -> tuple[list[str], list[str]]:
-    """(A_req, A_all) from a function spec's JSON schema, in schema order."""
+    """(A_req, A_all) from a function spec's JSON schema, in schema order; a name the
+    ``required`` list repeats is one required parameter (its first place kept: a list of
+    80,000 ``"unit"`` asks for one unit, once).
+
+    >>> schema_params({"parameters": {"properties": {"a": {}, "b": {}},
+    ...                               "required": ["b", "a", "b"]}})
+    (['b', 'a'], ['a', 'b'])
+    """
     params = spec.get("parameters") or {}
     props = params.get("properties") if isinstance(params, dict) else None
     a_all = [str(k) for k in props] if isinstance(props, dict) else []
     req = params.get("required") if isinstance(params, dict) else None
-    a_req = [str(r) for r in req] if isinstance(req, list) else []
+    a_req = list(dict.fromkeys(str(r) for r in req)) if isinstance(req, list) else []
     return a_req, a_all
 
 

@@ -12,6 +12,7 @@ tool name in an error message. No test asserts a time: each counts the inner wor
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -449,3 +450,64 @@ def test_an_error_message_quotes_a_long_tool_name_cut() -> None:
     message = str(caught.value)
     assert len(message) < 200
     assert "'tool_x_missqqq" in message and "more characters" in message
+
+
+# ------------------------------------------- 9. a new registry on every row of a results file
+
+
+def _row(r: int, tools: int) -> dict[str, Any]:
+    """One ``score`` row whose registry is its own (``tools`` specs, names of its own), the
+    request, the answer and the gold alike in every row."""
+    specs = [
+        {
+            "name": f"t{r}_{i}",
+            "description": "look something up",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        }
+        for i in range(tools)
+    ]
+    call = {"name": f"t{r}_0", "arguments": {"q": "Paris"}}
+    return {
+        "id": str(r),
+        "query": "Look up Paris",
+        "functions": specs,
+        "output": json.dumps(call),
+        "gold": call,
+    }
+
+
+def _retained_after(rows: int, tools: int) -> int:
+    """Bytes still allocated after ``score_row`` (what ``callscope score`` calls for each
+    line) scored ``rows`` rows, each a new registry, the rows themselves let go."""
+    import gc
+    import tracemalloc
+
+    from callscope.saag.score import score_row
+
+    tracemalloc.start()
+    try:
+        for r in range(rows):
+            out = score_row(_row(r, tools))
+            assert out["stage"] == 0 and out["arg_f1"] == 1.0, out
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def test_rows_each_with_its_own_registry_are_not_all_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A results file whose every row carries a new registry: the cascade's memos kept every
+    one (the index cache 4,096 lists, each verdict and extrinsic score its list: 400 rows of
+    2,000 tools held 1 GB). The index cache is now their one holder, bounded in specs, so 120
+    rows retain about what 30 do (before: four times as much)."""
+    from callscope.saag import registry_index
+
+    monkeypatch.setattr(registry_index, "_INDEX_CACHE_SPECS", 3_000)  # 10 registries of 300
+    for cache in (registry_index._index_cache, cascade._verdicts):
+        cache.clear()
+    monkeypatch.setattr(registry_index, "_index_specs", 0)
+    monkeypatch.setattr(cascade, "_verdict_chars", 0)
+    few = _retained_after(30, 300)
+    many = _retained_after(120, 300)
+    assert many < 1.5 * few, (few, many)
+    assert registry_index._index_specs <= 3_000

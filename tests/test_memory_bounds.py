@@ -216,12 +216,12 @@ def test_a_registry_let_go_while_its_check_runs_is_forgotten_after_it(
 ) -> None:
     """The guard lets a registry go (64 others arrive) while a check of it is still running:
     whatever that check keeps after the cascade forgot the registry is forgotten when the
-    check ends, so no verdict holds the list."""
+    check ends, so no memo of the cascade holds the list."""
     import importlib
 
     guard_check_module = importlib.import_module("callscope.guard.check")  # (the module)
     from callscope.guard.inputs import REGISTRY_CACHE_SIZE, registry_of
-    from callscope.saag import cascade
+    from callscope.saag import registry_index
 
     tools = [_tool("get_weather", "x"), _tool("pad_race", random_words(77, 2_000))]
     real = guard_check_module._check
@@ -238,4 +238,6 @@ def test_a_registry_let_go_while_its_check_runs_is_forgotten_after_it(
     question = [{"role": "user", "content": "Weather in Paris? race"}]
     check(_response(), tools, question)
     [functions] = seen
-    assert not any(v[0] is functions for v in cascade._verdicts.values())
+    # the index cache is the one holder of a registry among the cascade's memos (its
+    # verdicts key it by its index's token), and it holds this one no more
+    assert not any(idx.source is functions for idx in registry_index._index_cache.values())

@@ -42,6 +42,7 @@ from callscope.saag.registry_index import (  # noqa: F401 (importable from here)
     index_of,
     nearest_candidate,
     nearest_name,
+    registry_token,
     required_params,
     schema_params,
     spec_properties,
@@ -137,10 +138,9 @@ _VERDICT_MAX_CHARS = 2048
 #: the characters of request, context and arguments all kept verdicts hold at most (a key
 #: holds its texts: 16,384 requests of 8 KB would hold 128 MB), oldest out first
 VERDICT_CACHE_CHARS = 16 * 2**20
-#: key -> (registry list, mode, kept verdict, the key's characters)
-_verdicts: OrderedDict[tuple[Any, ...], tuple[Sequence[Any], Any, dict[str, Any], int]] = (
-    OrderedDict()
-)
+#: key -> (mode, kept verdict, the key's characters); a key names its registry by its index's
+#: token (:func:`~callscope.saag.registry_index.registry_token`): no verdict holds a registry
+_verdicts: OrderedDict[tuple[Any, ...], tuple[Any, dict[str, Any], int]] = OrderedDict()
 _verdicts_lock = threading.Lock()
 _verdict_chars = 0
 
@@ -174,7 +174,7 @@ def _verdict_key(
     if len(query) + text_size(ctx) > LONG_TEXT:
         return None
     named = mode if isinstance(mode, str | tuple) else id(mode)
-    return (id(functions), len(functions), query, ctx, named, call.name, args)
+    return (registry_token(functions), len(functions), query, ctx, named, call.name, args)
 
 
 #: the fields of a :class:`Diagnosis` in order, their values in one C call, and the fields
@@ -296,46 +296,44 @@ def diagnose(
     else:
         mode = grounding
         named = _mode_key(grounding)
-    key = (
+    key = (  # (a registry no one keeps is indexed anew each call: no verdict of it is kept)
         _verdict_key(call, functions, query, named, context)
-        if VERDICT_CACHE_SIZE and judge is None and isinstance(functions, list | tuple)
+        if VERDICT_CACHE_SIZE
+        and judge is None
+        and isinstance(functions, list | tuple)
+        and keeping()
         else None
     )
     if key is not None:
         hit = _verdicts.get(key)
-        if hit is not None and hit[0] is functions and (hit[1] is named or hit[1] == named):
-            return _revived(hit[2])
+        if hit is not None and (hit[0] is named or hit[0] == named):
+            return _revived(hit[1])
     if mode is None:
         mode = _named_mode(named)
     d = _diagnose(call, functions, query, mode, context, judge)
-    if key is not None and keeping():
-        _keep_verdict(key, functions, named, _kept(d))
+    if key is not None:
+        _keep_verdict(key, named, _kept(d))
     return d
 
 
-def _keep_verdict(
-    key: tuple[Any, ...], functions: Sequence[Any], named: Any, kept: dict[str, Any]
-) -> None:
+def _keep_verdict(key: tuple[Any, ...], named: Any, kept: dict[str, Any]) -> None:
     """Keep a verdict under ``key`` (:func:`_verdict_key`), weighed by the characters of its
     texts, the oldest out while over :data:`VERDICT_CACHE_SIZE` or :data:`VERDICT_CACHE_CHARS`."""
     global _verdict_chars
     chars = len(key[2]) + text_size(key[3]) + len(key[6])  # request, context, arguments
     with _verdicts_lock:
         old = _verdicts.pop(key, None)
-        _verdict_chars += chars - (old[3] if old is not None else 0)
-        _verdicts[key] = (functions, named, kept, chars)
+        _verdict_chars += chars - (old[2] if old is not None else 0)
+        _verdicts[key] = (named, kept, chars)
         while len(_verdicts) > VERDICT_CACHE_SIZE or _verdict_chars > VERDICT_CACHE_CHARS:
-            _verdict_chars -= _verdicts.popitem(last=False)[1][3]
+            _verdict_chars -= _verdicts.popitem(last=False)[1][2]
 
 
 def forget_registry(functions: Sequence[Any]) -> None:
-    """Drop what the cascade keeps of the list ``functions``: its verdicts and its index (its
-    owner lets it go: the guard's registry cache, :func:`callscope.guard.inputs.registry_of`).
-    One pass over the kept verdicts."""
-    global _verdict_chars
-    with _verdicts_lock:
-        for key in [k for k, v in _verdicts.items() if v[0] is functions]:
-            _verdict_chars -= _verdicts.pop(key)[3]
+    """Drop what the cascade keeps of the list ``functions`` (its owner lets it go: the
+    guard's registry cache, :func:`callscope.guard.inputs.registry_of`): its index, the one
+    holder of the list; its verdicts, keyed by the index's token, are then never found again
+    and leave oldest first (no pass over them)."""
     forget_index(functions)
 
 

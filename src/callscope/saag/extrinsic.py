@@ -32,8 +32,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, NamedTuple, TypedDict
 
-from callscope.core.memo import text_cache
-from callscope.saag.cascade import required_params
+from callscope.core.memo import keeping, text_cache
+from callscope.saag.cascade import registry_token, required_params
 from callscope.saag.grounding import is_number
 from callscope.types import ToolCall
 
@@ -152,11 +152,13 @@ class _GoldView:
     (issue 49: not once per call): its mandatory parameters and, per parameter, the BFCL
     string forms of its string values."""
 
-    __slots__ = ("gold", "functions", "acceptable", "mandatory", "_forms")
+    __slots__ = ("gold", "registry", "acceptable", "mandatory", "_forms")
 
-    def __init__(self, gold: dict[str, Any], acceptable: dict[str, Any], functions: Any) -> None:
+    def __init__(
+        self, gold: dict[str, Any], acceptable: dict[str, Any], functions: Any, registry: Any
+    ) -> None:
         self.gold = gold
-        self.functions = functions
+        self.registry = registry  # its token (:func:`_registry`): the view holds no registry
         self.acceptable = acceptable
         mandatory = {k for k, vals in acceptable.items() if "" not in vals}
         mandatory.update(required_params(functions, gold.get("name")))
@@ -179,21 +181,24 @@ class _GoldView:
 #: acceptable-set golds whose view is kept (each entry holds its gold, so its ``id`` is not
 #: reused; a gold is not edited once scored)
 GOLD_CACHE_SIZE = 8192
-_gold_views: OrderedDict[tuple[int, int], _GoldView] = OrderedDict()
+_gold_views: OrderedDict[tuple[int, Any], _GoldView] = OrderedDict()
 _gold_lock = threading.Lock()
 
 
 def _gold_view(gold: dict[str, Any], acceptable: dict[str, Any], functions: Any) -> _GoldView:
-    key = (id(gold), id(functions))
+    registry = _registry(functions)
+    if registry is _UNKEYED:
+        return _GoldView(gold, acceptable, functions, registry)
+    key = (id(gold), registry)
     view = _gold_views.get(key)
     if (
         view is not None
         and view.gold is gold
-        and view.functions is functions
+        and view.registry == registry
         and view.acceptable is acceptable
     ):
         return view
-    view = _GoldView(gold, acceptable, functions)
+    view = _GoldView(gold, acceptable, functions, registry)
     with _gold_lock:
         _gold_views[key] = view
         while len(_gold_views) > GOLD_CACHE_SIZE:
@@ -250,13 +255,13 @@ def extrinsic(
     key = _score_key(call, gold, functions)
     if key is not None:
         hit = _scores.get(key)
-        if hit is not None and hit[0] is gold and hit[1] is functions:
-            return hit[2].copy()  # type: ignore[return-value]
+        if hit is not None and hit[0] is gold:
+            return hit[1].copy()  # type: ignore[return-value]
     counts = arg_counts(call, gold, functions)
     scores = _prf(counts.correct, counts.predicted, counts.expected, counts.name_match)
     if key is not None:
         with _gold_lock:
-            _scores[key] = (gold, functions, scores.copy())  # type: ignore[arg-type]
+            _scores[key] = (gold, scores.copy())  # type: ignore[arg-type]
             while len(_scores) > SCORE_CACHE_SIZE:
                 _scores.popitem(last=False)
     return scores
@@ -265,13 +270,36 @@ def extrinsic(
 #: scores kept for repeated requests (the same call against the same gold and registry
 #: objects: a case set scored again, a correction loop), oldest out first
 SCORE_CACHE_SIZE = 16384
-_scores: OrderedDict[tuple[Any, ...], tuple[Any, Any, dict[str, Any]]] = OrderedDict()
+#: key -> (gold, scores): a key names the registry by its token (:func:`_registry`)
+_scores: OrderedDict[tuple[Any, ...], tuple[Any, dict[str, Any]]] = OrderedDict()
+#: :func:`_registry` of a registry no memo may key (not indexable): nothing of it is kept
+_UNKEYED = object()
+
+
+def _registry(functions: Any) -> Any:
+    """How the memos here name ``functions``: its index's token
+    (:func:`~callscope.saag.cascade.registry_token`: a memo holds no registry), ``None`` for
+    no registry, :data:`_UNKEYED` when it is kept by none (a registry no one keeps,
+    :func:`~callscope.core.memo.transient`, or one whose entries are not specs)."""
+    if functions is None:
+        return None
+    if not keeping():
+        return _UNKEYED
+    try:
+        token = registry_token(functions)
+    except (AttributeError, TypeError):  # entries that are not specs
+        return _UNKEYED
+    return _UNKEYED if token is None else token
 
 
 def _score_key(call: ToolCall, gold: dict[str, Any], functions: Any) -> tuple[Any, ...] | None:
     """What a call's extrinsic scores depend on, or ``None`` when they are not kept (a name
-    that is not a string, arguments that are not a plain dict or print long)."""
+    that is not a string, arguments that are not a plain dict or print long, a registry no
+    memo keys)."""
     if type(call.name) is not str or type(call.arguments) is not dict or type(gold) is not dict:
+        return None
+    registry = _registry(functions)
+    if registry is _UNKEYED:
         return None
     try:
         args = repr(call.arguments)  # types apart: 1, 1.0, True and "1" differ
@@ -279,7 +307,7 @@ def _score_key(call: ToolCall, gold: dict[str, Any], functions: Any) -> tuple[An
         return None
     if len(args) > 2048:
         return None
-    return (id(gold), id(functions), call.name, args)
+    return (id(gold), registry, call.name, args)
 
 
 class ArgCounts(NamedTuple):

@@ -12,6 +12,7 @@ parameter schema for the whole package (:mod:`callscope.saag.cascade` re-exports
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -38,9 +39,13 @@ class RegistryIndex:
     ``name``, or of each element of a list of names). The table itself is the memo's
     (:func:`~callscope.saag.registry_names.name_table`, bounded by characters), not the
     index's: 64 registries the guard keeps, of 1,200 CJK names of 100 characters, would hold
-    about 2 GB of tables."""
+    about 2 GB of tables.
 
-    __slots__ = ("source", "size", "specs", "by_name", "names", "_shapes")
+    ``token``: a number no other index of the process has, what the memos of verdicts and
+    scores key a registry by (:func:`registry_token`), so that they hold no registry: one that
+    the index cache lets go leaves their entries unreachable, never its list alive."""
+
+    __slots__ = ("source", "size", "specs", "by_name", "names", "token", "_shapes")
 
     def __init__(
         self, source: Sequence[Any], specs: bool, by_name: dict[str, FunctionSpec]
@@ -50,6 +55,7 @@ class RegistryIndex:
         self.specs = specs
         self.by_name = by_name
         self.names: NameKey | None = None
+        self.token = next(_tokens)
         self._shapes: dict[int, tuple[FunctionSpec, _Shape]] = {}
 
     def shape(self, spec: FunctionSpec) -> _Shape:
@@ -76,9 +82,16 @@ class RegistryIndex:
         return name_table.__wrapped__(names)  # type: ignore[attr-defined,no-any-return]
 
 
-#: registries whose index is kept (each entry holds its list, so its ``id`` is not reused)
+#: registries whose index is kept (each entry holds its list, so its ``id`` is not reused):
+#: at most this many, of at most :data:`_INDEX_CACHE_SPECS` specs (or names) together, the
+#: newest always. The one holder of registry lists among the cascade's memos (the verdicts
+#: and scores key a registry by its index's token): a results file whose every row carries a
+#: new registry of 2,000 tools held one per row (400 rows: 1 GB)
 _INDEX_CACHE_SIZE = 4096
+_INDEX_CACHE_SPECS = 65_536
 _index_cache: OrderedDict[tuple[int, bool], RegistryIndex] = OrderedDict()
+_index_specs = 0  # the specs (or names) of the kept indexes together
+_tokens = itertools.count()
 _index_lock = threading.Lock()
 #: the index returned last, ``(source, specs, index)``: the calls of one case (its attempts,
 #: modes and metrics) ask for the same registry in a row, and are answered without the lock
@@ -91,7 +104,7 @@ def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
     identity of the list: a registry is indexed once however many calls are scored against
     it. Appending to or removing from a cached list rebuilds its index; replacing an element
     in place, or renaming a spec, is not noticed (registries are not edited once scored)."""
-    global _last_index
+    global _last_index, _index_specs
     last = _last_index
     if last is not None and last[0] is source and last[1] == specs and last[2].size == len(source):
         return last[2]
@@ -112,24 +125,40 @@ def index_of(source: Sequence[Any], *, specs: bool) -> RegistryIndex:
     if not keeping():  # (the guard's check of a registry it does not keep)
         return idx
     with _index_lock:
+        old = _index_cache.pop(key, None)
+        _index_specs += idx.size - (old.size if old is not None else 0)
         _index_cache[key] = idx
-        _index_cache.move_to_end(key)
-        while len(_index_cache) > _INDEX_CACHE_SIZE:
-            _index_cache.popitem(last=False)
+        while len(_index_cache) > 1 and (
+            len(_index_cache) > _INDEX_CACHE_SIZE or _index_specs > _INDEX_CACHE_SPECS
+        ):
+            _index_specs -= _index_cache.popitem(last=False)[1].size
         _last_index = (source, specs, idx)
     return idx
+
+
+def registry_token(source: Any) -> int | None:
+    """The token of ``source``'s index (:attr:`RegistryIndex.token`) for a registry list or
+    tuple, what a memo of verdicts or scores keys it by instead of holding it; ``None`` for
+    anything else (no registry, a caller's own sequence type)."""
+    last = _last_index  # (index_of's own first test, inline: a memo asks this on every hit)
+    if last is not None and last[0] is source and last[1] and last[2].size == len(source):
+        return last[2].token
+    if not isinstance(source, list | tuple):
+        return None
+    return index_of(source, specs=True).token
 
 
 def forget_index(source: Sequence[Any]) -> None:
     """Drop the indexes of the list ``source`` and the name table they read (its owner lets
     it go: the guard's registry cache, :func:`callscope.guard.inputs.registry_of`)."""
-    global _last_index
+    global _last_index, _index_specs
     gone: list[RegistryIndex] = []
     with _index_lock:
         for specs in (True, False):
             idx = _index_cache.get((id(source), specs))
             if idx is not None and idx.source is source:
                 gone.append(_index_cache.pop((id(source), specs)))
+                _index_specs -= idx.size
         last = _last_index
         if last is not None and last[0] is source:
             gone.append(last[2])

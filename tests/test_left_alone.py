@@ -16,9 +16,7 @@ Every expected value is worked out by hand from the inputs written here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 import time
@@ -27,6 +25,7 @@ from typing import Any
 
 import pytest
 from fakeserver import FakeServer, Step, openai_reply
+from test_run_dir_guards import HAS_BFCL, env, write_jsonl
 from typer.testing import CliRunner
 
 from callscope.cli import app
@@ -37,31 +36,12 @@ from callscope.store.run_store import RunStore
 
 #: the console script as a user types it
 CALLSCOPE = [sys.executable, "-c", "import sys; from callscope.cli.main import main; main()"]
-HAS_BFCL = importlib.util.find_spec("bfcl_eval") is not None
-
-
-def env(tmp_path: Path) -> dict[str, str]:
-    """A process environment of its own: no shared response cache, no colour, one width."""
-    return {
-        **os.environ,
-        "HOME": str(tmp_path / "home"),
-        "CALLSCOPE_CACHE": str(tmp_path / "cache"),
-        "OPENAI_API_KEY": "x",
-        "NO_COLOR": "1",
-        "COLUMNS": "2000",
-        "CALLSCOPE_PROGRESS": "off",
-    }
 
 
 def callscope(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CALLSCOPE, *args], env=env(tmp_path), capture_output=True, text=True, timeout=300
     )
-
-
-def write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 # ------------------------------------------------ 1. what a chat log's report stores

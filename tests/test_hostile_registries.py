@@ -511,3 +511,29 @@ def test_rows_each_with_its_own_registry_are_not_all_kept(monkeypatch: pytest.Mo
     many = _retained_after(120, 300)
     assert many < 1.5 * few, (few, many)
     assert registry_index._index_specs <= 3_000
+
+
+def test_unknown_arguments_past_the_cap_are_spurious_even_in_an_open_schema() -> None:
+    """A schema open to more arguments (``additionalProperties``) takes an unknown name only
+    once it is scored as no drift: past the 32 scored, 32 harmless extras (values the request
+    states) would otherwise hide a misspelt parameter behind them (a review's finding)."""
+    spec = [
+        {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {"city": {"type": "string"}, "temperature_unit": {"type": "string"}},
+                "required": ["city"],
+            },
+        }
+    ]
+    query = "Weather in Paris in celsius"
+    alone = diagnose(ToolCall("f", {"city": "Paris", "temperatur_unit": "celsius"}), spec, query)
+    assert (alone.stage, alone.drifted) == (2, ["temperatur_unit"])
+    extras = {f"zq{i}": "Paris" for i in range(cascade.MAX_DRIFT_SCORED)}
+    hidden = diagnose(
+        ToolCall("f", {"city": "Paris", **extras, "temperatur_unit": "celsius"}), spec, query
+    )
+    assert hidden.stage == 2 and hidden.spurious == ["temperatur_unit"]
+    assert hidden.drifted == []  # (not scored: the 33rd unknown name)

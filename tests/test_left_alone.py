@@ -323,3 +323,61 @@ def test_classify_says_where_it_wrote_on_one_line(tmp_path: Path) -> None:
     assert done.returncode == EXIT_OK, done.stderr
     assert f"wrote {tmp_path}/{SHOWN.replace('/', '|')}.jsonl" in done.stderr.splitlines()
     assert out.is_file()
+
+
+EXTERNAL_BFCL = Path(__file__).resolve().parents[2] / "shared" / "external" / "bfcl"
+
+
+@pytest.mark.skipif(
+    not EXTERNAL_BFCL.is_dir() or not HAS_BFCL, reason="BFCL files or bfcl-eval absent"
+)
+def test_a_panel_of_bfcl_results_says_where_it_wrote_on_one_line(tmp_path: Path) -> None:
+    """``calibrate --from-bfcl`` over two models' published results (a panel) names its files
+    and its page on one line (a review found this line printing the page's path raw)."""
+    out = tmp_path / HOSTILE.replace("/", "|")
+    done = callscope(tmp_path, "calibrate", "--from-bfcl", str(EXTERNAL_BFCL), "-o", str(out))
+    assert done.returncode == EXIT_OK, done.stderr
+    both = done.stdout + done.stderr
+    assert _error_lines(both) == []  # (before: "error: forged..." on a line of its own)
+    shown = f"{tmp_path}/{SHOWN.replace('/', '|')}"
+    assert any(
+        line.startswith(f"wrote {shown}/panel-baseline.md")
+        and line.endswith(f"{shown}/report.html")
+        for line in both.splitlines()
+    ), both[-2000:]
+    assert (out / "report.html").is_file()
+
+
+def test_a_nested_hold_closed_after_its_outer_one_leaves_no_lock_claimed(tmp_path: Path) -> None:
+    """Holds closed out of order (an outer ``hold_run_dir`` before the one nested in it, as an
+    ``ExitStack`` or two generators may close them): the nested exit must not claim again the
+    lock the outer exit gave back, or every later hold of this thread would go on without a
+    lock while another process writes (a review's finding). Here another process then holds
+    the directory, and this thread's next hold is refused."""
+    from callscope.errors import RunDirBusy
+    from callscope.runs.run_dir_lock import hold_run_dir
+
+    run_dir = tmp_path / "run"
+    outer, inner = hold_run_dir(run_dir), hold_run_dir(run_dir)
+    outer.__enter__()
+    inner.__enter__()
+    outer.__exit__(None, None, None)
+    inner.__exit__(None, None, None)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from callscope.store.writer_lock import writer_lock\n"
+            f"with writer_lock({str(run_dir)!r}):\n"
+            "    print('held', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunDirBusy), hold_run_dir(run_dir):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()

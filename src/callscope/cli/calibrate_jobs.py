@@ -227,7 +227,7 @@ def bfcl_panel_job(results: Path, out: Path, scores: Path | None, config: Classi
         console.print(p, style="yellow", markup=False)
     written = write_panel(out, done.panel)
     page = write_panel_page(out, done.panel)
-    console.print(f"wrote {panel_files(written)} and {page}", markup=False)
+    console.print(f"wrote {panel_files(written)} and {one_line(str(page))}", markup=False)
     exit_if_lost(sum(bfcl_lost(run) for run in done.runs.values()))
 
 

@@ -43,8 +43,10 @@ def hold_run_dir(run_dir: str | Path) -> Iterator[None]:
         try:
             yield
         finally:
-            with _GUARD:
-                _HELD[key] = (me, depth)
+            with _GUARD:  # one level less, if the hold is still this thread's (an outer
+                held = _HELD.get(key)  # hold closed first has given the lock back already)
+                if held is not None and held[0] == me:
+                    _HELD[key] = (me, held[1] - 1)
         return
     with writer_lock(path):  # RunDirBusy when held elsewhere (another thread included)
         with _GUARD:
@@ -53,7 +55,7 @@ def hold_run_dir(run_dir: str | Path) -> Iterator[None]:
             yield
         finally:
             with _GUARD:
-                del _HELD[key]
+                _HELD.pop(key, None)
 
 
 __all__ = ["hold_run_dir"]

@@ -103,8 +103,8 @@ _TOO_DEEP = ArgVerdict(1.0, None, None)
 #: :func:`~callscope.saag.registry_index.extra_schema`); BFCL's specs never say it, so its
 #: digest is version 5's.
 #: 7: stage 2 scores the drift (PDS) of at most :data:`MAX_DRIFT_SCORED` out-of-schema
-#: arguments of a call, in its order; those past them are spurious (taken by
-#: ``additionalProperties`` when the schema says it) and PDS is the mean over the scored
+#: arguments of a call, in its order; those past them are spurious (even where the schema
+#: says ``additionalProperties``: unscored, they could hide a drift) and PDS is the mean over the scored
 #: ones; a name the schema's ``required`` repeats is one required parameter (RPR and
 #: ``missing`` count it once: :func:`~callscope.saag.registry_index.schema_params`). BFCL's
 #: calls never pass 32 unknown names nor its specs repeat one: its digest is version 5's.
@@ -370,10 +370,9 @@ def _diagnose(
     for p in predicted:
         if p in in_schema:
             continue
-        if len(drift_scores) == MAX_DRIFT_SCORED:  # bounded work: the rest are not scored
-            if extra is None:
-                spurious.append(p)
-            continue
+        if len(drift_scores) == MAX_DRIFT_SCORED:  # bounded work: the rest are not scored,
+            spurious.append(p)  # and spurious even where the schema takes more arguments
+            continue  # (else 32 harmless extras would hide a misspelt one behind them)
         best, best_name = m.drift_score(p, a_all)
         drift_scores.append(best)
         if best >= m.DRIFT_THRESHOLD and best_name is not None and best_name not in arguments:

@@ -130,6 +130,33 @@ def test_a_client_taking_each_piece_just_in_time_is_let_go_at_the_whole_reply_de
     assert counted.get("passed") == 1, counted
 
 
+#: --min-read-rate of the slow-link test, KiB a second (the default, 1024, lets it go)
+RATE = "256"
+
+
+def test_a_lower_min_read_rate_lets_a_slow_link_take_its_whole_reply(
+    up: RawUpstream, tmp_path: Path
+) -> None:
+    """``--min-read-rate`` (KiB a second) is the floor of the whole-reply deadline: at 256 a
+    client reading the 16 MiB reply at 0.5 MiB/s (a slow link: 32 s, past the default
+    deadline of 4 + 16 s, within 4 + 64 s) takes all of it, and nothing is counted
+    slow_client."""
+    options = ("--body-timeout", str(SLOW_BODY_TIMEOUT), "--upstream-timeout", "60")
+    with callscope_serve(up.url, tmp_path / "run", *options, "--min-read-rate", RATE) as served:
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", served.port))
+        try:
+            s.sendall(b"GET /v1/files/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            got = paced_read(s, 0.5 * 1024 * 1024, lambda: False, 120)
+        finally:
+            s.close()
+        assert wait_until(lambda: health(served.port)["in_flight"] == 1, 30)
+    assert got > BIG_MIB * 1024 * 1024  # the whole body (and its head)
+    counted = decisions(tmp_path / "run")
+    assert "slow_client" not in counted, counted  # (the slow client of the test above: 1)
+
+
 # --------------------------------------------------------------------------- finding 2
 
 

@@ -56,6 +56,14 @@ def serve(
     body_timeout: Annotated[
         float, typer.Option(help="seconds a client has to send a request's body (then 408)")
     ] = 30.0,
+    min_read_rate: Annotated[
+        float,
+        typer.Option(
+            help="slowest average a client may read a reply at, KiB a second: the whole reply "
+            "within --body-timeout plus its size at this rate, else the client is let go "
+            "(lower it for clients on slow links)"
+        ),
+    ] = 1024.0,  # proxy.config.MIN_READ_RATE / 1024
     max_concurrent: Annotated[
         int, typer.Option(help="requests in flight at most; beyond it 503 (overloaded)", min=1)
     ] = 2048,  # proxy.MAX_CONCURRENT (not imported here: uvicorn loads only to serve)
@@ -74,11 +82,12 @@ def serve(
 
     if (
         min(repair_timeout, upstream_timeout, max_body_mb, max_reply_mb, header_timeout) <= 0
-        or min(body_timeout, max_memory_mb) <= 0
+        or min(body_timeout, max_memory_mb, min_read_rate) <= 0
     ):
         fail(
             "--repair-timeout, --upstream-timeout, --max-body-mb, --max-reply-mb, "
-            "--header-timeout, --body-timeout and --max-memory-mb must be positive"
+            "--header-timeout, --body-timeout, --max-memory-mb and --min-read-rate must be "
+            "positive"
         )
     if out.exists() and not out.is_dir():
         fail(f"--out {out} is a file, not a run directory; pick a folder")
@@ -97,6 +106,7 @@ def serve(
         body_timeout=body_timeout,
         max_concurrent=max_concurrent,
         max_memory_bytes=int(max_memory_mb * 1024 * 1024),
+        min_read_rate=min_read_rate * 1024,
     )
     try:
         server = make_server(config)

@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 
 from callscope.guard.budget import MemoryBudget, OverBudget, request_ledger
-from callscope.guard.proxy.config import ProxyConfig
+from callscope.guard.proxy.config import MIN_READ_RATE, ProxyConfig
 from callscope.guard.proxy.decide import UPSTREAM_FAILURES, ClientWatch, Guard
 from callscope.guard.proxy.events import WholeEvents, is_event_stream
 from callscope.guard.proxy.request import (
@@ -55,12 +55,6 @@ STORE_HEADER = "X-Callscope-Store"
 REFUSED_METHODS = frozenset({"TRACE", "TRACK", "CONNECT"})
 #: a reply body is sent in pieces of at most this many bytes
 SEND_PIECE = 1024 * 1024
-#: the slowest a client may take a whole reply, in bytes a second, on average: the reply
-#: (head and body) must be taken within ``--body-timeout`` plus one second for each MiB of
-#: its body (:func:`reply_deadline`; 94 s for a 64 MiB reply at the defaults). Before, only
-#: each piece had a deadline: a client taking each MiB just inside 30 s held a 64 MiB reply,
-#: its memory and its slot about 32 minutes
-MIN_READ_RATE = 1024 * 1024
 #: seconds past ``--upstream-timeout`` that a stream's client may take to read what was sent,
 #: and then to take the last error event, before the proxy lets it go
 STREAM_GRACE_S = 1.0
@@ -130,7 +124,8 @@ class ProxyApp:
         client that does not take its reply in time is let go, counted ``slow_client``, and
         what its request held (the memory bound, its slot) given back; its decision is not
         recorded (it never got it)."""
-        if not await send_reply(send, reply, close, timeout=self.config.body_timeout):
+        cfg = self.config
+        if not await send_reply(send, reply, close, cfg.body_timeout, cfg.min_read_rate):
             self.guard.count("slow_client")
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -420,14 +415,19 @@ def error_event(message: str, kind: str) -> dict[str, Any]:
     return {"type": "http.response.body", "body": event, "more_body": False}
 
 
-def reply_deadline(timeout: float, size: int) -> float:
+def reply_deadline(timeout: float, size: int, rate: float = MIN_READ_RATE) -> float:
     """Seconds a client may take for a whole reply of ``size`` body bytes: ``timeout`` (its
-    ``--body-timeout``) plus ``size`` at :data:`MIN_READ_RATE` (30 s and 64 MiB: 94 s)."""
-    return timeout + size / MIN_READ_RATE
+    ``--body-timeout``) plus ``size`` at ``rate`` bytes a second (``--min-read-rate``; at the
+    defaults, 30 s and 1 MiB/s, a 64 MiB reply: 94 s)."""
+    return timeout + size / rate
 
 
 async def send_reply(
-    send: Send, reply: UpstreamReply, close: bool = False, timeout: float | None = None
+    send: Send,
+    reply: UpstreamReply,
+    close: bool = False,
+    timeout: float | None = None,
+    rate: float = MIN_READ_RATE,
 ) -> bool:
     """Send ``reply`` (its header text is latin-1: the bytes upstream sent); then record its
     decision (``on_sent``). ``timeout``: seconds the client may take for each send (its head,
@@ -436,7 +436,7 @@ async def send_reply(
     returned (the server then closes the connection: a client that never reads, or reads a
     piece just within each deadline, would otherwise hold its request's memory and slot for
     as long as it stays connected)."""
-    whole = math.inf if timeout is None else reply_deadline(timeout, len(reply.content))
+    whole = math.inf if timeout is None else reply_deadline(timeout, len(reply.content), rate)
     with anyio.move_on_after(whole) as sending:
         await _send_pieces(send, reply, close, sending, timeout)
     if sending.cancelled_caught:

@@ -17,6 +17,14 @@ from callscope.guard.upstream import DEFAULT_LOCAL_MODEL, MAX_REPLY_BYTES, redac
 MAX_CONCURRENT = 2048
 
 
+#: the slowest a client may take a whole reply, in bytes a second, on average: the reply
+#: (head and body) must be taken within ``--body-timeout`` plus one second for each MiB of
+#: its body (``--min-read-rate`` in KiB a second, :func:`~callscope.guard.proxy.app.reply_deadline`; 94 s for a 64 MiB reply at the defaults). Before, only
+#: each piece had a deadline: a client taking each MiB just inside 30 s held a 64 MiB reply,
+#: its memory and its slot about 32 minutes
+MIN_READ_RATE = 1024 * 1024
+
+
 @dataclass(frozen=True)
 class ProxyConfig:
     """How the proxy runs. ``upstream`` is the base URL the agent would otherwise use (with its
@@ -28,7 +36,8 @@ class ProxyConfig:
     block must arrive within ``header_timeout`` seconds and its body within ``body_timeout``;
     beyond ``max_concurrent`` requests in flight, a request is answered 503, and so is one
     whose bodies would take the bodies in flight of the whole process past
-    ``max_memory_bytes`` (:mod:`callscope.guard.budget`)."""
+    ``max_memory_bytes`` (:mod:`callscope.guard.budget`); a client must take a reply within
+    ``body_timeout`` plus its size at ``min_read_rate`` bytes a second."""
 
     upstream: str | None = None
     host: str = "127.0.0.1"
@@ -45,6 +54,7 @@ class ProxyConfig:
     max_concurrent: int = MAX_CONCURRENT
     max_reply_bytes: int = MAX_REPLY_BYTES
     max_memory_bytes: int = DEFAULT_MEMORY_MB * 1024 * 1024
+    min_read_rate: float = MIN_READ_RATE
 
     def to_meta(self) -> dict[str, Any]:
         return {

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeserver import FakeServer, Step, openai_reply
-from test_run_dir_guards import HAS_BFCL, env, write_jsonl
+from fakeserver import FakeServer
+from test_chatlog_scale import TOOLS
+from test_run_dir_guards import HAS_BFCL, env, holding_command, write_jsonl
 from typer.testing import CliRunner
 
 from callscope.cli import app
@@ -45,20 +45,6 @@ def callscope(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 # ------------------------------------------------ 1. what a chat log's report stores
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 
 
 def _ask(i: int) -> str:
@@ -219,37 +205,19 @@ def _library(tmp_path: Path, url: str, out: Path) -> list[str]:
 @pytest.mark.skipif(not HAS_BFCL, reason="calibrate needs bfcl-eval's cases")
 def test_two_processes_calibrating_one_output_through_the_library(tmp_path: Path) -> None:
     out = tmp_path / "cal"
-    with FakeServer() as srv:
-        srv.push(Step(hang=120, body=openai_reply("hello")))  # the first request, held open
-        first = subprocess.Popen(
+    with FakeServer() as srv, holding_command(srv, tmp_path, _library(tmp_path, srv.url, out)):
+        second = subprocess.run(
             _library(tmp_path, srv.url, out),
             env=env(tmp_path),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             text=True,
+            timeout=300,
         )
-        try:
-            deadline = time.monotonic() + 120
-            while not srv.requests:  # the first process writes `out` while its request waits
-                if first.poll() is not None:
-                    pytest.fail(f"the first run ended before its request: {first.stderr.read()}")
-                assert time.monotonic() < deadline, "the first run sent no request"
-                time.sleep(0.05)
-            second = subprocess.run(
-                _library(tmp_path, srv.url, out),
-                env=env(tmp_path),
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            command = callscope(
-                tmp_path, "calibrate", "run", "-m", "openai:a", "--base-url", f"{srv.url}/v1",
-                "--categories", "base", "--n", "1", "--no-cache", "--quiet", "-o", str(out),
-            )  # fmt: skip
-            sent = len(srv.requests)
-        finally:
-            first.kill()
-            first.communicate()
+        command = callscope(
+            tmp_path, "calibrate", "run", "-m", "openai:a", "--base-url", f"{srv.url}/v1",
+            "--categories", "base", "--n", "1", "--no-cache", "--quiet", "-o", str(out),
+        )  # fmt: skip
+        sent = len(srv.requests)
     assert sent == 1  # neither the second process nor the command sent a request
     assert second.returncode == 3, second.stderr[-3000:]  # RunDirBusy, raised by the library
     assert f"busy: {out} {BUSY}" in second.stderr

@@ -81,9 +81,18 @@ def invoke(tmp_path: Path, *args: str):
 def holding(srv: FakeServer, tmp_path: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
     """``callscope ARGS`` started and held on its first request (the server answers it only
     when it stops): the run directory is being written while the block runs. Killed after."""
+    with holding_command(srv, tmp_path, argv(*args)) as proc:
+        yield proc
+
+
+@contextmanager
+def holding_command(
+    srv: FakeServer, tmp_path: Path, command: list[str]
+) -> Iterator[subprocess.Popen[str]]:
+    """:func:`holding` of any ``command`` (a library call in a process of its own, too)."""
     srv.push(Step(hang=120, body=openai_reply("hello")))
     proc = subprocess.Popen(
-        argv(*args),
+        command,
         env=env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
